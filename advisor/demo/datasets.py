@@ -1,0 +1,175 @@
+"""Deterministic demo datasets, generated in seconds, into an S3 bucket or a local folder.
+
+Three layouts of the same kind of data, the shapes the advisor must tell apart:
+  small-images/  many 50-200 KB JPEG images, ImageFolder layout (label = class_NN prefix)
+  shards/        the same samples packed in ~64 MB tar shards (WebDataset: NNNNNN.jpg + NNNNNN.cls)
+  large/         a few large float32 NumPy (.npy) tensor files
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import tarfile
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from advisor.demo.server import S3Endpoint
+
+DEMO_BUCKET = "loader-advisor-demo"
+LAYOUTS = ("small-images", "shards", "large")
+_JPEG_BYTES_PER_PIXEL = 0.78  # measured for the noise pattern below at quality 85
+_NOISE_SIDE = 1024
+
+Progress = Callable[[str, int, int], None]  # (layout, done, total)
+
+
+@dataclass(frozen=True)
+class DemoSpec:
+    """Sizes of the demo datasets. Defaults: ~250 MB of images, 4 shards, 3 x 64 MiB tensors.
+
+    images: number of JPEG samples; image_kb: (min, max) encoded size in KB; classes: labels;
+    shard_mb: target tar shard size in MB; large_files / large_mb: count and size of .npy files;
+    seed: everything is derived from it, so the same spec gives the same bytes.
+    """
+
+    images: int = 2000
+    image_kb: tuple[int, int] = (50, 200)
+    classes: int = 10
+    shard_mb: float = 64.0
+    large_files: int = 3
+    large_mb: float = 64.0
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        lo, hi = self.image_kb
+        if not 1 <= lo <= hi <= 4096:
+            raise ValueError(f"image_kb={self.image_kb} must satisfy 1 <= min <= max <= 4096")
+        if not 0 <= self.images <= 1_000_000:
+            raise ValueError(f"images={self.images} must be in [0, 1000000]")
+        if not 1 <= self.classes <= 1000:
+            raise ValueError(f"classes={self.classes} must be in [1, 1000]")
+        if not 0 < self.shard_mb <= 10_000:
+            raise ValueError(f"shard_mb={self.shard_mb} must be in (0, 10000]")
+        if not 0 <= self.large_files <= 100 or not 0 < self.large_mb <= 10_000:
+            raise ValueError(
+                f"large_files={self.large_files}, large_mb={self.large_mb} out of range"
+            )
+
+
+@dataclass(frozen=True)
+class DemoObject:
+    key: str
+    data: bytes
+
+
+def _jpeg(noise: np.ndarray, rng: np.random.Generator, target_bytes: int) -> bytes:
+    from PIL import Image
+
+    side = int(min(_NOISE_SIDE, max(16, (target_bytes / _JPEG_BYTES_PER_PIXEL) ** 0.5)))
+    y, x = rng.integers(0, _NOISE_SIDE - side + 1, size=2)
+    tint = rng.integers(0, 256, size=3, dtype=np.uint8)
+    pixels = noise[y : y + side, x : x + side] + tint  # uint8 wrap-around: a cheap per-image colour
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG", quality=85)
+    return buffer.getvalue()
+
+
+def iter_samples(spec: DemoSpec) -> Iterator[tuple[int, int, bytes]]:
+    """(index, label, jpeg bytes) for every demo image, deterministic for a spec."""
+    rng = np.random.default_rng(spec.seed)
+    noise = rng.integers(0, 256, size=(_NOISE_SIDE, _NOISE_SIDE, 3), dtype=np.uint8)
+    lo, hi = spec.image_kb
+    for index in range(spec.images):
+        target = int(rng.integers(lo * 1024, hi * 1024 + 1))
+        label = int(rng.integers(0, spec.classes))
+        yield index, label, _jpeg(noise, rng, target)
+
+
+def pack_tar(members: list[tuple[str, bytes]]) -> bytes:
+    """A deterministic tar archive (mtime 0) of (name, data) members."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+        for name, data in members:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            info.mtime = 0
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def iter_objects(spec: DemoSpec) -> Iterator[tuple[str, DemoObject]]:
+    """(layout, object) for all three layouts, streaming: shards are emitted as they fill up."""
+    shard_limit = int(spec.shard_mb * 1e6)
+    members: list[tuple[str, bytes]] = []
+    member_bytes = 0
+    shard_index = 0
+    for index, label, jpeg in iter_samples(spec):
+        yield "small-images", DemoObject(f"small-images/class_{label:02d}/{index:06d}.jpg", jpeg)
+        members += [(f"{index:06d}.jpg", jpeg), (f"{index:06d}.cls", str(label).encode())]
+        member_bytes += len(jpeg) + 2 * 512  # + tar headers
+        if member_bytes >= shard_limit or index == spec.images - 1:
+            yield "shards", DemoObject(f"shards/shard-{shard_index:06d}.tar", pack_tar(members))
+            members, member_bytes, shard_index = [], 0, shard_index + 1
+
+    rng = np.random.default_rng(spec.seed + 1)
+    elements = int(spec.large_mb * 2**20) // 4
+    for index in range(spec.large_files):
+        array = rng.standard_normal(elements, dtype=np.float32)
+        buffer = io.BytesIO()
+        np.save(buffer, array, allow_pickle=False)
+        yield "large", DemoObject(f"large/tensor-{index:03d}.npy", buffer.getvalue())
+
+
+def upload(
+    endpoint: S3Endpoint,
+    bucket: str = DEMO_BUCKET,
+    spec: DemoSpec | None = None,
+    progress: Progress | None = None,
+) -> dict[str, str]:
+    """Generate the demo datasets into `bucket` (created if missing). Returns layout -> URI."""
+    spec = spec or DemoSpec()
+    client = endpoint.boto3_client()
+    existing = {b["Name"] for b in client.list_buckets().get("Buckets", [])}
+    if bucket not in existing:
+        client.create_bucket(Bucket=bucket)
+    done = dict.fromkeys(LAYOUTS, 0)
+    totals = _expected_counts(spec)
+    # A bounded number of uploads in flight keeps memory flat however large the spec.
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        in_flight = []
+        for layout, obj in iter_objects(spec):
+            in_flight.append(
+                pool.submit(client.put_object, Bucket=bucket, Key=obj.key, Body=obj.data)
+            )
+            done[layout] += 1
+            if len(in_flight) >= 32:
+                in_flight.pop(0).result()
+            if progress:
+                progress(layout, done[layout], totals[layout])
+        for future in in_flight:
+            future.result()
+    return {layout: f"s3://{bucket}/{layout}/" for layout in LAYOUTS}
+
+
+def write_folder(root: Path, spec: DemoSpec | None = None) -> dict[str, str]:
+    """Generate the demo datasets as files under `root`. Returns layout -> folder path."""
+    spec = spec or DemoSpec()
+    for _, obj in iter_objects(spec):
+        path = root / obj.key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(obj.data)
+    return {layout: os.fspath(root / layout) for layout in LAYOUTS}
+
+
+def _expected_counts(spec: DemoSpec) -> dict[str, int]:
+    mean_bytes = (spec.image_kb[0] + spec.image_kb[1]) / 2 * 1024 + 2048  # + tar headers
+    shards = max(1, round(spec.images * mean_bytes / (spec.shard_mb * 1e6))) if spec.images else 0
+    return {"small-images": spec.images, "shards": shards, "large": spec.large_files}

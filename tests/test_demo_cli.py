@@ -1,0 +1,67 @@
+"""`python -m advisor.demo serve`: starts, prints what a user needs, stops cleanly on Ctrl-C."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import boto3
+import pytest
+
+from advisor.demo.__main__ import main
+
+
+def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> list[str]:
+    lines: list[str] = []
+    deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            break
+        lines.append(line.rstrip("\n"))
+        if marker in line:
+            return lines
+    raise AssertionError(f"{marker!r} not printed within {timeout_s} s: {lines}")
+
+
+def test_serve_prints_endpoint_and_stops_on_ctrl_c() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor.demo", "serve", "--images", "20", "--large-files", "1",
+         "--large-mb", "1", "--shard-mb", "1"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        lines = _read_until(proc, "Ctrl-C", timeout_s=60)
+        fields = dict(
+            line.split(":", 1) for line in lines if ":" in line and "://" not in line[:12]
+        )
+        url = next(line.split()[-1] for line in lines if line.startswith("S3 endpoint:"))
+        key = fields["access key"].strip()
+        secret = fields["secret key"].split()[0]
+        client = boto3.client(
+            "s3", endpoint_url=url, region_name="us-east-1",
+            aws_access_key_id=key, aws_secret_access_key=secret,
+        )  # fmt: skip
+        keys = client.list_objects_v2(Bucket="loader-advisor-demo", Prefix="small-images/")
+        assert keys["KeyCount"] == 20
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def test_negative_numbers_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve", "--latency-ms", "-5"])
+    assert info.value.code == 2
+    assert "must be >= 0" in capsys.readouterr().err

@@ -1,0 +1,85 @@
+"""Demo datasets: deterministic, the promised shapes, and the same samples in every layout."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import tarfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from advisor.demo.datasets import DemoSpec, iter_objects, upload, write_folder
+
+SMALL = DemoSpec(images=40, image_kb=(50, 200), shard_mb=1.0, large_files=2, large_mb=1.0)
+
+
+def _digest(spec: DemoSpec) -> str:
+    h = hashlib.sha256()
+    for layout, obj in iter_objects(spec):
+        h.update(layout.encode() + obj.key.encode() + obj.data)
+    return h.hexdigest()
+
+
+def test_same_spec_same_bytes_and_seed_changes_them() -> None:
+    assert _digest(SMALL) == _digest(SMALL)
+    assert _digest(SMALL) != _digest(DemoSpec(**{**SMALL.__dict__, "seed": 1}))
+
+
+def test_layouts_have_the_promised_shapes() -> None:
+    objects = list(iter_objects(SMALL))
+    images = {o.key: o.data for layout, o in objects if layout == "small-images"}
+    shards = [o for layout, o in objects if layout == "shards"]
+    large = [o for layout, o in objects if layout == "large"]
+    assert len(images) == 40
+    for key, data in images.items():
+        assert 50 * 1024 * 0.9 <= len(data) <= 200 * 1024 * 1.1, (key, len(data))
+        assert Image.open(io.BytesIO(data)).format == "JPEG"
+    # The shards hold exactly the same samples, WebDataset style, with labels matching prefixes.
+    from_shards: dict[str, bytes] = {}
+    labels: dict[str, int] = {}
+    for shard in shards:
+        assert len(shard.data) <= SMALL.shard_mb * 1e6 + 300 * 1024
+        with tarfile.open(fileobj=io.BytesIO(shard.data)) as tar:
+            for member in tar.getmembers():
+                stem, ext = member.name.split(".")
+                data = tar.extractfile(member).read()  # type: ignore[union-attr]
+                if ext == "jpg":
+                    from_shards[stem] = data
+                else:
+                    labels[stem] = int(data)
+    assert len(shards) >= 2
+    assert sorted(from_shards.values()) == sorted(images.values())
+    for key, data in images.items():
+        stem = key.rsplit("/", 1)[1].split(".")[0]
+        assert from_shards[stem] == data
+        assert key.split("/")[1] == f"class_{labels[stem]:02d}"
+    assert len(large) == 2
+    array = np.load(io.BytesIO(large[0].data))
+    assert array.dtype == np.float32 and array.nbytes == 2**20
+
+
+@pytest.mark.parametrize("field", ["images", "shard_mb", "large_mb", "classes"])
+def test_absurd_sizes_are_refused(field: str) -> None:
+    with pytest.raises(ValueError, match=field):
+        DemoSpec(**{field: -1})
+
+
+def test_upload_fills_a_bucket(s3_endpoint, s3_client, s3_bucket: str) -> None:  # type: ignore[no-untyped-def]
+    uris = upload(s3_endpoint, s3_bucket, SMALL)
+    assert uris["shards"] == f"s3://{s3_bucket}/shards/"
+    listed = {
+        o["Key"]: o["Size"]
+        for page in s3_client.get_paginator("list_objects_v2").paginate(Bucket=s3_bucket)
+        for o in page.get("Contents", [])
+    }
+    expected = {o.key: len(o.data) for _, o in iter_objects(SMALL)}
+    assert listed == expected
+
+
+def test_write_folder(tmp_path: Path) -> None:
+    paths = write_folder(tmp_path, SMALL)
+    assert len(list(Path(paths["small-images"]).rglob("*.jpg"))) == 40
+    assert len(list(Path(paths["large"]).glob("*.npy"))) == 2
