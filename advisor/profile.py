@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from advisor.formats import HEAD_BYTES, by_extension, by_magic, samples_in_head
+from advisor.location import DatasetLocation
+from native_loader import ObjectInfo, S3Reader
 
 
 @dataclass(frozen=True)
@@ -73,3 +80,183 @@ class DatasetProfile:
             share = fmt.objects / max(self.listed_objects, 1)
             total += share * self.object_count * per
         return round(total) if self.formats else self.object_count
+
+
+# --- profiling ---------------------------------------------------------------------------------
+
+Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1])
+
+DEFAULT_MAX_KEYS = 200_000
+DEFAULT_MAX_SECONDS = 20.0
+DEFAULT_SAMPLE_OBJECTS = 6
+
+
+class EmptyDatasetError(FileNotFoundError):
+    """The prefix or folder exists (or may) but holds no objects."""
+
+
+def _percentile(sorted_sizes: list[int], q: float) -> int:
+    index = min(len(sorted_sizes) - 1, max(0, round(q * (len(sorted_sizes) - 1))))
+    return sorted_sizes[index]
+
+
+def size_stats(sizes: list[int]) -> SizeStats:
+    ordered = sorted(sizes)
+    bins: dict[int, int] = {}
+    for size in ordered:
+        lower = 0 if size == 0 else 1 << (size.bit_length() - 1)
+        bins[lower] = bins.get(lower, 0) + 1
+    return SizeStats(
+        min=ordered[0],
+        p50=_percentile(ordered, 0.5),
+        p90=_percentile(ordered, 0.9),
+        p99=_percentile(ordered, 0.99),
+        max=ordered[-1],
+        mean=sum(ordered) / len(ordered),
+        histogram=tuple(sorted(bins.items())),
+    )
+
+
+def _first_level(key: str, prefix: str) -> str:
+    rest = key[len(prefix) :] if key.startswith(prefix) else key
+    return rest.split("/", 1)[0] if "/" in rest else ""
+
+
+def _key_prefix(uri: str) -> str:
+    """The key prefix of an s3:// URI ("" for a whole bucket)."""
+    bucket_and_key = uri[len("s3://") :]
+    return bucket_and_key.split("/", 1)[1] if "/" in bucket_and_key else ""
+
+
+def profile_dataset(
+    location: DatasetLocation,
+    reader: S3Reader,
+    *,
+    max_keys: int = DEFAULT_MAX_KEYS,
+    max_seconds: float = DEFAULT_MAX_SECONDS,
+    sample_objects: int = DEFAULT_SAMPLE_OBJECTS,
+    progress: Progress | None = None,
+    cancel: threading.Event | None = None,
+) -> DatasetProfile:
+    """List the data set (up to `max_keys` keys / `max_seconds`) and sniff a few objects.
+
+    A listing cut short by a limit is a sample: totals are extrapolated over first-level prefixes
+    when the listing finished some of them, and the profile says so in `sampled` and `notes`.
+    """
+    if max_keys < 1 or max_seconds <= 0 or sample_objects < 0:
+        raise ValueError(f"{max_keys=} must be >= 1, {max_seconds=} > 0, {sample_objects=} >= 0")
+    uri = location.prefix_uri()
+    if location.is_s3 and not uri.endswith("/") and "/" in uri[5:]:
+        # "s3://bucket/images" means the folder, not every key starting with "images".
+        uri += "/"
+    prefix = _key_prefix(uri) if location.is_s3 else uri.rstrip("/") + "/"
+    started = time.monotonic()
+    objects: list[ObjectInfo] = []
+    truncated = False
+    for info in reader.list(uri):
+        if info.key.endswith("/") and info.size == 0:
+            continue  # "folder" marker objects are not data
+        objects.append(info)
+        if len(objects) % 5000 == 0 and progress:
+            progress(f"listed {len(objects):,} objects", min(0.8, len(objects) / max_keys))
+        if (
+            len(objects) >= max_keys
+            or time.monotonic() - started > max_seconds
+            or (cancel is not None and cancel.is_set())
+        ):
+            truncated = True
+            break
+    list_seconds = time.monotonic() - started
+    if not objects:
+        raise EmptyDatasetError(f"no objects under {location.uri!r}: check the prefix or folder")
+    notes: list[str] = []
+    count, total = len(objects), sum(o.size for o in objects)
+    first_levels = [_first_level(o.key if location.is_s3 else o.uri, prefix) for o in objects]
+    distinct = len(set(first_levels))
+    if truncated:
+        count, total, note = _extrapolate(objects, first_levels, reader, uri)
+        notes.append(note)
+    if progress:
+        progress("sniffing formats", 0.85)
+    formats = _formats(objects, reader, sample_objects)
+    if progress:
+        progress("profile done", 1.0)
+    return DatasetProfile(
+        uri=location.uri,
+        storage=location.storage,
+        object_count=count,
+        total_bytes=total,
+        sizes=size_stats([o.size for o in objects]),
+        formats=formats,
+        distinct_prefixes=distinct,
+        listed_objects=len(objects),
+        sampled=truncated,
+        list_seconds=list_seconds,
+        endpoint_url=location.endpoint_url,
+        notes=tuple(notes),
+    )
+
+
+def _extrapolate(
+    objects: list[ObjectInfo], first_levels: list[str], reader: S3Reader, uri: str
+) -> tuple[int, int, str]:
+    """Totals for a listing cut short: scale finished first-level prefixes to all of them."""
+    seen = len(objects)
+    seen_bytes = sum(o.size for o in objects)
+    last = first_levels[-1]
+    finished = [i for i, level in enumerate(first_levels) if level != last]
+    all_levels: list[str] = []
+    if finished and last:
+        try:
+            all_levels = [i.key for i in reader.list(uri, delimiter="/", max_keys=100_000)]
+        except OSError:
+            all_levels = []
+    done_levels = len(set(first_levels)) - 1
+    if finished and len(all_levels) > done_levels > 0:
+        per_level = len(finished) / done_levels
+        bytes_per_object = sum(objects[i].size for i in finished) / len(finished)
+        count = max(seen, round(per_level * len(all_levels)))
+        note = (
+            f"sampled: listed {seen:,} objects in {done_levels} of {len(all_levels)} first-level "
+            f"prefixes; totals extrapolated to about {count:,} objects"
+        )
+        return count, max(seen_bytes, round(count * bytes_per_object)), note
+    note = (
+        f"sampled: the listing stopped at {seen:,} objects; the data set has at least this many "
+        "(counts are lower bounds)"
+    )
+    return seen, seen_bytes, note
+
+
+def _formats(
+    objects: list[ObjectInfo], reader: S3Reader, sample_objects: int
+) -> tuple[FormatInfo, ...]:
+    """Formats by extension for every object, confirmed by magic bytes on a few sampled ones."""
+    by_ext: dict[str, list[ObjectInfo]] = {}
+    for info in objects:
+        by_ext.setdefault(by_extension(info.key) or "binary", []).append(info)
+    result = []
+    for name, group in sorted(by_ext.items(), key=lambda item: -sum(o.size for o in item[1])):
+        step = max(1, len(group) // max(sample_objects, 1))
+        sampled = group[::step][:sample_objects]
+        sniffed: list[str] = []
+        samples: list[float] = []
+        for info in sampled:
+            if info.size == 0:
+                continue
+            head = bytes(reader.read_range(info.uri, 0, min(info.size, HEAD_BYTES)))
+            magic = by_magic(head) or name
+            sniffed.append(magic)
+            per = samples_in_head(magic, head, info.size)
+            if per is not None:
+                samples.append(per)
+        detected = max(set(sniffed), key=sniffed.count) if sniffed else name
+        result.append(
+            FormatInfo(
+                name=detected,
+                objects=len(group),
+                bytes=sum(o.size for o in group),
+                samples_per_object=sum(samples) / len(samples) if samples else None,
+            )
+        )
+    return tuple(result)

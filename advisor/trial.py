@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 
@@ -76,3 +77,20 @@ class TrialResult:
 
     def best_point(self) -> LoaderPoint | None:
         return max(self.sweep, key=lambda p: p.samples_per_s, default=None)
+
+
+@dataclass(frozen=True)
+class TrialEvent:
+    """A progress report from a running trial, for progress bars and live charts.
+
+    phase: "storage" | "decode" | "sweep" | "h2d" | "done"; fraction: overall progress in [0, 1];
+    point: set when a DataLoader configuration of the sweep has just been measured.
+    """
+
+    phase: str
+    fraction: float
+    message: str
+    point: LoaderPoint | None = None
+
+
+TrialProgress = Callable[[TrialEvent], None]

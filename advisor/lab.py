@@ -1,0 +1,91 @@
+"""`make lab`: the demo S3 endpoint in the background and JupyterLab on the wizard notebook.
+
+Prints the URL to open. Ctrl-C (or SIGTERM) stops JupyterLab and the endpoint it started.
+Set LOADER_ADVISOR_NO_DEMO=1 to skip the demo endpoint (the wizard then starts one on demand).
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from types import FrameType
+
+from advisor.demo import Demo
+from advisor.demo.datasets import upload
+from advisor.demo.server import S3Server, free_ports
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOK = "notebooks/advisor.ipynb"
+READY_TIMEOUT_S = 120.0
+
+
+def _wait_for_lab(url: str, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + READY_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"JupyterLab exited with code {process.returncode}")
+        try:
+            urllib.request.urlopen(url, timeout=2).close()
+            return
+        except (urllib.error.URLError, OSError):
+            time.sleep(0.3)
+    raise RuntimeError(f"JupyterLab did not answer on {url} within {READY_TIMEOUT_S:.0f} s")
+
+
+def main() -> int:
+    stopping = False
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    server = None
+    env = dict(os.environ)
+    if not os.environ.get("LOADER_ADVISOR_NO_DEMO"):
+        server = S3Server()
+        print("starting the demo S3 endpoint and generating its datasets ...", flush=True)
+        endpoint = server.start()
+        demo = Demo(endpoint, upload(endpoint))
+        env.update(demo.env())
+        print(f"demo S3 endpoint: {endpoint.url}  datasets: {', '.join(demo.uris.values())}")
+    port = int(os.environ.get("LOADER_ADVISOR_LAB_PORT") or free_ports(1)[0])
+    token = secrets.token_hex(16)
+    args = [
+        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
+        f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={ROOT}",
+    ]  # fmt: skip
+    if os.geteuid() == 0:
+        args.append("--allow-root")
+    lab = subprocess.Popen(args, env=env, cwd=ROOT)
+    try:
+        url = f"http://127.0.0.1:{port}/lab/tree/{NOTEBOOK}?token={token}"
+        _wait_for_lab(f"http://127.0.0.1:{port}/api/status?token={token}", lab)
+        print(f"\nLoader Advisor is ready. Open:\n\n    {url}\n\nCtrl-C stops everything.\n")
+        sys.stdout.flush()
+        while not stopping and lab.poll() is None:
+            time.sleep(0.3)
+    finally:
+        if lab.poll() is None:
+            lab.terminate()
+            try:
+                lab.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                lab.kill()
+                lab.wait()
+        if server is not None:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""The advisor's state across its steps: the one object the CLI and the wizard drive.
+
+Each step stores its result on the session; a later step uses what earlier ones found. Errors
+are raised as Python built-ins (see `advisor.errors.describe` for the one-line message).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.location import DatasetLocation
+from advisor.profile import DatasetProfile
+from advisor.profile import Progress as ProfileProgress
+from advisor.trial import TrialResult
+from advisor.workload import Workload
+from native_loader import Credentials, S3Reader
+
+if TYPE_CHECKING:
+    from advisor.export import ExportBundle
+    from advisor.hardware import HardwareProfile
+    from advisor.recommend import Recommendation
+    from advisor.trial import TrialProgress
+
+
+@dataclass
+class AdvisorSession:
+    """Location, credentials (never exported) and the results of each step so far."""
+
+    location: DatasetLocation | None = None
+    credentials: Credentials | None = field(default=None, repr=False)
+    workload: Workload = field(default_factory=Workload)
+    profile: DatasetProfile | None = None
+    hardware: HardwareProfile | None = None
+    trial: TrialResult | None = None
+    recommendation: Recommendation | None = None
+    demo_layout: str | None = None
+
+    # --- step 1: dataset ---------------------------------------------------------------------
+    def set_location(
+        self,
+        uri: str,
+        endpoint_url: str | None = None,
+        profile: str | None = None,
+        credentials: Credentials | None = None,
+    ) -> DatasetLocation:
+        """Point the session at a data set; later results are cleared."""
+        location = DatasetLocation(uri, endpoint_url=endpoint_url or None, profile=profile or None)
+        self.location, self.credentials, self.demo_layout = location, credentials, None
+        self.profile = self.trial = self.recommendation = None
+        return location
+
+    def use_demo(
+        self, layout: str = "small-images", progress: ProfileProgress | None = None
+    ) -> str:
+        """Start (or find) the demo endpoint and point the session at one of its datasets."""
+        from advisor.demo import LAYOUTS, ensure_demo
+
+        if layout not in LAYOUTS:
+            raise ValueError(f"unknown demo layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
+        report = None
+        if progress is not None:
+
+            def report(name: str, done: int, total: int) -> None:
+                progress(f"generating demo data: {name} {done}/{total}", 0.0)
+
+        demo = ensure_demo(progress=report)
+        creds = demo.endpoint.credentials
+        self.set_location(
+            demo.uris[layout],
+            endpoint_url=demo.endpoint.url,
+            credentials=Credentials(creds.access_key, creds.secret_key),
+        )
+        self.demo_layout = layout
+        return demo.uris[layout]
+
+    def reader(self) -> S3Reader:
+        location = self._need_location()
+        return S3Reader(location.reader_config(), credentials=self.credentials)
+
+    def run_profile(
+        self, progress: ProfileProgress | None = None, cancel: threading.Event | None = None
+    ) -> DatasetProfile:
+        from advisor.profile import profile_dataset
+
+        location = self._need_location()
+        with self.reader() as reader:
+            self.profile = profile_dataset(location, reader, progress=progress, cancel=cancel)
+        self.trial = self.recommendation = None
+        return self.profile
+
+    # --- step 2: hardware --------------------------------------------------------------------
+    def run_hardware(self, target_gpu: str | None = None, gpu_count: int = 1) -> HardwareProfile:
+        """Probe this machine; with `target_gpu`, plan for that GPU (see hardware.GPU_CATALOG)."""
+        from advisor.hardware import probe_hardware
+
+        hardware = probe_hardware()
+        if target_gpu:
+            hardware = hardware.with_target_gpu(target_gpu, gpu_count)
+        self.hardware = hardware
+        self.recommendation = None
+        return hardware
+
+    # --- step 3: workload --------------------------------------------------------------------
+    def set_workload(self, workload: Workload) -> Workload:
+        self.workload = workload
+        self.recommendation = None
+        return workload
+
+    # --- step 4: live trial ------------------------------------------------------------------
+    def run_trial(
+        self,
+        seconds: float = 30.0,
+        progress: TrialProgress | None = None,
+        cancel: threading.Event | None = None,
+    ) -> TrialResult:
+        from advisor.trial import run_trial
+
+        location = self._need_location()
+        profile = self.profile or self.run_profile()
+        hardware = self.hardware or self.run_hardware()
+        self.trial = run_trial(
+            location,
+            profile,
+            hardware,
+            self.workload,
+            credentials=self.credentials,
+            seconds=seconds,
+            progress=progress,
+            cancel=cancel,
+        )
+        self.recommendation = None
+        return self.trial
+
+    # --- step 5: recommendation --------------------------------------------------------------
+    def run_recommend(self) -> Recommendation:
+        from advisor.recommend import recommend
+
+        profile = self.profile or self.run_profile()
+        hardware = self.hardware or self.run_hardware()
+        self.recommendation = recommend(profile, hardware, self.workload, self.trial)
+        return self.recommendation
+
+    # --- step 6: export ----------------------------------------------------------------------
+    def export(self) -> ExportBundle:
+        from advisor.export import build_export
+
+        recommendation = self.recommendation or self.run_recommend()
+        return build_export(self._need_location(), recommendation, self.workload)
+
+    def save_export(self, directory: Path, stem: str = "dataloader_config") -> tuple[Path, Path]:
+        """Write `<stem>.py` and `<stem>.json` into `directory`; returns their paths."""
+        return self.export().save(directory, stem)
+
+    def _need_location(self) -> DatasetLocation:
+        if self.location is None:
+            raise ValueError("no data set chosen yet: give an s3:// URI or a local folder first")
+        return self.location
