@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 MAX_RATE = 1e7  # samples/s: beyond this a number is a typo, not a workload
+DATA_LOCATIONS = ("s3", "efs", "nfs", "fsx", "local")
 
 
 @dataclass(frozen=True)
@@ -17,6 +18,8 @@ class Workload:
     epochs: passes over the data set (default 1); multi-epoch runs favour caching or a local copy.
     nodes, gpus_per_node: the job's size (default 1 x 1); each rank reads 1/(nodes*gpus) of the set.
     transform: "module:callable" applied per sample, timed in the trial; None = default decoder.
+    data_location: where the data already lives when the URI does not say: "s3", "efs", "nfs",
+        "fsx" or "local"; None = infer from the URI (default).
     """
 
     consumer_rate: float | None = None
@@ -25,8 +28,11 @@ class Workload:
     nodes: int = 1
     gpus_per_node: int = 1
     transform: str | None = None
+    data_location: str | None = None
 
     def __post_init__(self) -> None:
+        if self.data_location is not None and self.data_location not in DATA_LOCATIONS:
+            raise ValueError(f"{self.data_location=} must be one of {DATA_LOCATIONS}")
         if self.consumer_rate is not None and not 0 < self.consumer_rate <= MAX_RATE:
             raise ValueError(f"consumer_rate={self.consumer_rate} must be in (0, {MAX_RATE:g}]")
         if not 1 <= self.batch_size <= 1_000_000:
