@@ -1,14 +1,63 @@
-// Python binding of the native reader. Keep this file to bindings only: logic lives in its own units.
+// Python binding of the native reader. Bindings only: logic lives in its own units.
 #include <curl/curl.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
+#include <memory>
 #include <string>
 
+#include "buffer.hpp"
+#include "engine.hpp"
+#include "file_reader.hpp"
+#include "sigv4.hpp"
+#include "url.hpp"
+
 namespace nb = nanobind;
+using namespace nb::literals;
+
+namespace {
+
+// Bytes owned by a shared Storage, exposed with the buffer protocol (writable, 1-D, "B").
+struct Buffer {
+    std::shared_ptr<nl::Storage> storage;
+};
+
+int buffer_get(PyObject *self, Py_buffer *view, int flags) {
+    Buffer *b = nullptr;
+    try {
+        b = nb::inst_ptr<Buffer>(nb::handle(self));
+    } catch (...) {
+        b = nullptr;
+    }
+    if (b == nullptr || !nb::inst_ready(nb::handle(self)) || !b->storage) {
+        PyErr_SetString(PyExc_BufferError, "buffer holds no data");
+        view->obj = nullptr;
+        return -1;
+    }
+    return PyBuffer_FillInfo(view, self, b->storage->data,
+                             static_cast<Py_ssize_t>(b->storage->size), 0, flags);
+}
+
+void buffer_release(PyObject *, Py_buffer *) {}
+
+PyType_Slot buffer_slots[] = {
+    {Py_bf_getbuffer, reinterpret_cast<void *>(buffer_get)},
+    {Py_bf_releasebuffer, reinterpret_cast<void *>(buffer_release)},
+    {0, nullptr},
+};
+
+Buffer wrap(std::shared_ptr<nl::Storage> s) { return Buffer{std::move(s)}; }
+
+}  // namespace
 
 NB_MODULE(_native, m) {
     m.doc() = "Private compiled core of native_loader. Use the public `native_loader` package.";
+    // Engines abandoned in a forked child are kept alive on purpose (their thread is gone).
+    nb::set_leak_warnings(false);
+
     m.def("version", [] { return std::string(NATIVE_LOADER_VERSION); },
           "Version of the native library.");
     m.def("curl_version", [] { return std::string(curl_version_info(CURLVERSION_NOW)->version); },
@@ -18,4 +67,137 @@ NB_MODULE(_native, m) {
               return std::string(ssl ? ssl : "");
           },
           "TLS backend of the linked libcurl.");
+
+    nb::class_<Buffer>(m, "Buffer", nb::type_slots(buffer_slots),
+                       "Bytes of one result; supports the buffer protocol without copies.")
+        .def("__init__", [](Buffer *self, const Buffer &other) { new (self) Buffer{other.storage}; },
+             "other"_a, "Share the bytes of another buffer (no copy).")
+        .def("__len__", [](const Buffer &b) { return b.storage ? b.storage->size : 0; });
+
+    m.def("uri_encode", &nl::uri_encode, "value"_a, "keep_slash"_a,
+          "RFC 3986 encoding as SigV4 wants it.");
+    m.def(
+        "sign",
+        [](const std::string &method, const std::string &url,
+           const std::vector<std::pair<std::string, std::string>> &headers,
+           const std::string &access_key, const std::string &secret_key,
+           const std::string &session_token, const std::string &region,
+           const std::string &service, const std::string &amz_date,
+           const std::string &payload_hash) {
+            nl::UrlParts parts;
+            if (!nl::split_url(url, parts)) throw nb::value_error("url must be http(s)://...");
+            nl::SignInput in;
+            in.method = method;
+            in.canonical_uri = parts.path;
+            in.raw_query = parts.query;
+            in.host = parts.host_header();
+            in.headers = headers;
+            in.payload_hash = payload_hash;
+            in.amz_date = amz_date;
+            in.region = region;
+            in.service = service;
+            return nl::sigv4_sign(in, {access_key, secret_key, session_token});
+        },
+        "method"_a, "url"_a, "headers"_a, "access_key"_a, "secret_key"_a, "session_token"_a,
+        "region"_a, "service"_a, "amz_date"_a, "payload_hash"_a,
+        "SigV4 headers to add to a request (x-amz-date, ..., authorization).");
+
+    m.def(
+        "read_file",
+        [](const std::string &path, int64_t offset, int64_t length) {
+            nl::FileRead r;
+            {
+                nb::gil_scoped_release release;
+                r = nl::read_file(path, offset, length);
+            }
+            nb::object data = r.data ? nb::cast(wrap(r.data)) : nb::none();
+            return nb::make_tuple(data, r.error, r.file_size);
+        },
+        "path"_a, "offset"_a, "length"_a,
+        "(Buffer | None, errno, file size) for a byte range of a local file.");
+
+    nb::class_<nl::Outcome>(m, "Outcome", "What a finished ticket produced.")
+        .def_prop_ro("data",
+                     [](const nl::Outcome &o) -> nb::object {
+                         return o.data ? nb::cast(wrap(o.data)) : nb::none();
+                     })
+        .def_ro("object_size", &nl::Outcome::object_size)
+        .def_ro("etag", &nl::Outcome::etag)
+        .def_prop_ro("entries",
+                     [](const nl::Outcome &o) {
+                         std::vector<std::tuple<std::string, int64_t, std::string>> out;
+                         for (const auto &e : o.list.entries) out.emplace_back(e.key, e.size, e.etag);
+                         return out;
+                     })
+        .def_prop_ro("prefixes", [](const nl::Outcome &o) { return o.list.prefixes; })
+        .def_prop_ro("truncated", [](const nl::Outcome &o) { return o.list.truncated; })
+        .def_prop_ro("next_token", [](const nl::Outcome &o) { return o.list.next_token; })
+        .def_ro("error_kind", &nl::Outcome::error_kind)
+        .def_ro("status", &nl::Outcome::status)
+        .def_ro("code", &nl::Outcome::code)
+        .def_ro("message", &nl::Outcome::message)
+        .def_ro("request_id", &nl::Outcome::request_id)
+        .def_ro("attempts", &nl::Outcome::attempts)
+        .def_ro("first_byte_s", &nl::Outcome::first_byte_s)
+        .def_ro("elapsed_s", &nl::Outcome::elapsed_s);
+
+    nb::class_<nl::Engine>(m, "Engine", "Background libcurl multi loop for one process.")
+        .def(
+            "__init__",
+            [](nl::Engine *self, const std::string &endpoint, const std::string &region,
+               bool path_style, bool unsigned_requests, int max_inflight_requests,
+               int64_t max_inflight_bytes, int64_t part_size, double connect_timeout_s,
+               double first_byte_timeout_s, double stall_timeout_s, int max_attempts,
+               double backoff_base_s, double backoff_max_s) {
+                nl::EngineConfig c;
+                c.endpoint = endpoint;
+                c.region = region;
+                c.path_style = path_style;
+                c.unsigned_requests = unsigned_requests;
+                c.max_inflight_requests = max_inflight_requests;
+                c.max_inflight_bytes = max_inflight_bytes;
+                c.part_size = part_size;
+                c.connect_timeout_s = connect_timeout_s;
+                c.first_byte_timeout_s = first_byte_timeout_s;
+                c.stall_timeout_s = stall_timeout_s;
+                c.max_attempts = max_attempts;
+                c.backoff_base_s = backoff_base_s;
+                c.backoff_max_s = backoff_max_s;
+                new (self) nl::Engine(c);
+            },
+            "endpoint"_a, "region"_a, "path_style"_a, "unsigned_requests"_a,
+            "max_inflight_requests"_a, "max_inflight_bytes"_a, "part_size"_a,
+            "connect_timeout_s"_a, "first_byte_timeout_s"_a, "stall_timeout_s"_a,
+            "max_attempts"_a, "backoff_base_s"_a, "backoff_max_s"_a)
+        .def(
+            "set_credentials",
+            [](nl::Engine &e, const std::string &access_key, const std::string &secret_key,
+               const std::string &session_token) {
+                e.set_credentials({access_key, secret_key, session_token});
+            },
+            "access_key"_a, "secret_key"_a, "session_token"_a)
+        .def("submit_get", &nl::Engine::submit_get, "bucket"_a, "key"_a, "offset"_a, "length"_a)
+        .def("submit_head", &nl::Engine::submit_head, "bucket"_a, "key"_a)
+        .def("submit_list", &nl::Engine::submit_list, "bucket"_a, "prefix"_a, "delimiter"_a,
+             "token"_a, "max_keys"_a)
+        .def("wait", &nl::Engine::wait, "ticket"_a, "timeout_s"_a,
+             nb::call_guard<nb::gil_scoped_release>())
+        .def("wait_any", &nl::Engine::wait_any, "tickets"_a, "timeout_s"_a,
+             nb::call_guard<nb::gil_scoped_release>())
+        .def("take", &nl::Engine::take, "ticket"_a)
+        .def("cancel", &nl::Engine::cancel, "ticket"_a)
+        .def("close", &nl::Engine::close, nb::call_guard<nb::gil_scoped_release>())
+        .def("stats", [](nl::Engine &e) {
+            nl::EngineStats s = e.stats();
+            nb::dict d;
+            d["active_requests"] = s.active_requests;
+            d["peak_active_requests"] = s.peak_active_requests;
+            d["inflight_bytes"] = s.inflight_bytes;
+            d["peak_inflight_bytes"] = s.peak_inflight_bytes;
+            d["requests"] = s.requests;
+            d["retries"] = s.retries;
+            d["bytes_received"] = s.bytes_received;
+            d["open_tickets"] = s.open_tickets;
+            return d;
+        });
 }
