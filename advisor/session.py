@@ -148,7 +148,8 @@ class AdvisorSession:
         from advisor.export import build_export
 
         recommendation = self.recommendation or self.run_recommend()
-        return build_export(self._need_location(), recommendation, self.workload)
+        fmt = self.profile.dominant_format if self.profile else None
+        return build_export(self._need_location(), recommendation, self.workload, fmt)
 
     def save_export(self, directory: Path, stem: str = "dataloader_config") -> tuple[Path, Path]:
         """Write `<stem>.py` and `<stem>.json` into `directory`; returns their paths."""

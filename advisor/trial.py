@@ -2,8 +2,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+import os
+import random
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from advisor.decoders import collate_list, default_decoder, load_transform
+from advisor.location import DatasetLocation
+from advisor.profile import DatasetProfile
+from advisor.workload import Workload
+from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
+
+if TYPE_CHECKING:
+    from advisor.hardware import HardwareProfile
 
 
 @dataclass(frozen=True)
@@ -94,3 +112,413 @@ class TrialEvent:
 
 
 TrialProgress = Callable[[TrialEvent], None]
+
+
+# --- running a trial ---------------------------------------------------------------------------
+
+SAMPLE_KEYS = 4000  # keys listed to draw trial objects from
+LIST_SECONDS = 5.0
+PROBE_OBJECTS = 12  # sequential reads for first-byte latency and per-connection bandwidth
+PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of this size
+CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
+SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
+BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.65, "h2d": 0.05}
+MIN_SECONDS, MAX_SECONDS = 2.0, 3600.0
+
+
+def _saturated(rates: list[float]) -> bool:
+    """True when the last two steps each failed to beat the best before them by SATURATION_GAIN."""
+    if len(rates) < 3:
+        return False
+    return all(rates[i] < max(rates[:i]) * SATURATION_GAIN for i in (-2, -1))
+
+
+class TrialCancelled(Exception):
+    """Raised inside the trial to unwind when the caller's cancel event is set."""
+
+
+@dataclass
+class _Clock:
+    """The trial's budget: phases get shares; cancellation is checked at every bounded step."""
+
+    seconds: float
+    cancel: threading.Event | None
+    progress: TrialProgress | None
+    started: float = field(default_factory=time.monotonic)
+
+    def used(self) -> float:
+        return time.monotonic() - self.started
+
+    def check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise TrialCancelled
+
+    def report(self, phase: str, message: str, point: LoaderPoint | None = None) -> None:
+        if self.progress is not None:
+            fraction = min(1.0, self.used() / self.seconds)
+            self.progress(TrialEvent(phase, fraction, message, point))
+
+
+def run_trial(
+    location: DatasetLocation,
+    profile: DatasetProfile,
+    hardware: HardwareProfile,
+    workload: Workload,
+    *,
+    credentials: Credentials | None = None,
+    seconds: float = 30.0,
+    progress: TrialProgress | None = None,
+    cancel: threading.Event | None = None,
+) -> TrialResult:
+    """Measure storage, per-sample CPU cost and a DataLoader sweep within `seconds`.
+
+    Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
+    """
+    if not MIN_SECONDS <= seconds <= MAX_SECONDS:
+        raise ValueError(f"trial seconds={seconds} must be in [{MIN_SECONDS:g}, {MAX_SECONDS:g}]")
+    clock = _Clock(seconds, cancel, progress)
+    config = location.reader_config()
+    fmt = profile.dominant_format
+    transform_name = workload.transform or f"default decoder for {fmt}"
+    transform = load_transform(workload.transform) if workload.transform else default_decoder(fmt)
+    storage = decode = None
+    sweep: tuple[LoaderPoint, ...] = ()
+    h2d = None
+    notes: list[str] = []
+    cancelled = False
+    try:
+        clock.report("storage", "listing objects for the trial")
+        with S3Reader(config, credentials=credentials) as reader:
+            objects = _trial_objects(location, reader)
+            storage = _probe_storage(reader, config, credentials, objects, clock)
+        clock.check()
+        decode = _measure_decode(
+            objects, config, credentials, fmt, transform, transform_name, clock
+        )
+        sweep = _sweep(objects, config, credentials, fmt, transform, hardware, workload, clock)
+        h2d = _host_to_device(workload, decode, clock)
+        if h2d is None:
+            notes.append("no CUDA device: host-to-device copy and pin_memory not measured")
+    except TrialCancelled:
+        cancelled = True
+        notes.append(f"cancelled after {clock.used():.1f} s")
+    clock.report("done", "trial cancelled" if cancelled else "trial done")
+    return TrialResult(
+        uri=location.uri,
+        seconds_budget=seconds,
+        seconds_used=clock.used(),
+        storage=storage,
+        decode=decode,
+        sweep=sweep,
+        host_to_device=h2d,
+        cancelled=cancelled,
+        notes=tuple(notes),
+    )
+
+
+def _trial_objects(location: DatasetLocation, reader: S3Reader) -> list[ObjectInfo]:
+    """A seeded, shuffled sample of the data set's non-empty objects."""
+    objects: list[ObjectInfo] = []
+    deadline = time.monotonic() + LIST_SECONDS
+    for info in reader.list(location.prefix_uri()):
+        if info.size > 0:
+            objects.append(info)
+        if len(objects) >= SAMPLE_KEYS or time.monotonic() > deadline:
+            break
+    if not objects:
+        raise FileNotFoundError(f"no non-empty objects under {location.uri!r} to run a trial on")
+    random.Random(0).shuffle(objects)
+    return objects
+
+
+def _probe_storage(
+    reader: S3Reader,
+    config: ReaderConfig,
+    credentials: Credentials | None,
+    objects: list[ObjectInfo],
+    clock: _Clock,
+) -> StorageProbe:
+    budget_end = clock.used() + clock.seconds * BUDGET_SHARES["storage"]
+    first_bytes: list[float] = []
+    transfer_bytes = 0
+    transfer_seconds = 0.0
+    total_bytes = 0
+    for info in objects[:PROBE_OBJECTS]:
+        clock.check()
+        length = min(info.size, PROBE_RANGE_BYTES)
+        result = reader.read_range(info.uri, 0, length)
+        first_bytes.append(result.first_byte_s)
+        total_bytes += len(result)
+        transfer_bytes += len(result)
+        transfer_seconds += max(result.elapsed_s - result.first_byte_s, 1e-6)
+        if clock.used() > budget_end / 2 and len(first_bytes) >= 3:
+            break
+    clock.report("storage", f"first byte p50 {statistics.median(first_bytes) * 1000:.1f} ms")
+    curve: list[tuple[int, float, float]] = []
+    for level in CONCURRENCY_LEVELS:
+        remaining = budget_end - clock.used()
+        if remaining <= 0:
+            break
+        slice_s = remaining / max(1, len(CONCURRENCY_LEVELS) - len(curve))
+        mb_s, objects_s, read = _read_for(config, credentials, objects, level, slice_s, clock)
+        total_bytes += read
+        curve.append((level, mb_s, objects_s))
+        clock.report("storage", f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
+        if _saturated([mb for _, mb, _ in curve]):
+            break
+    ordered = sorted(first_bytes)
+    return StorageProbe(
+        objects_read=len(first_bytes) + sum(1 for _ in curve),
+        bytes_read=total_bytes,
+        first_byte_p50_s=statistics.median(ordered),
+        first_byte_p95_s=ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        per_connection_mb_s=transfer_bytes / transfer_seconds / 1e6,
+        concurrency_curve=tuple(curve),
+    )
+
+
+def _read_for(
+    config: ReaderConfig,
+    credentials: Credentials | None,
+    objects: list[ObjectInfo],
+    level: int,
+    seconds: float,
+    clock: _Clock,
+) -> tuple[float, float, int]:
+    """Aggregate MB/s and objects/s of read_many with `level` requests in flight, for `seconds`."""
+    limited = dataclasses.replace(config, max_inflight_requests=level)
+    count = 0
+    read = 0
+    started = time.monotonic()
+    with S3Reader(limited, credentials=credentials) as reader:
+        uris = (objects[i % len(objects)].uri for i in range(len(objects) * 4))
+        for result in reader.read_many(uris):
+            count += 1
+            read += len(result)
+            if time.monotonic() - started >= seconds:
+                break
+            clock.check()
+    elapsed = max(time.monotonic() - started, 1e-6)
+    return read / elapsed / 1e6, count / elapsed, read
+
+
+def _measure_decode(
+    objects: list[ObjectInfo],
+    config: ReaderConfig,
+    credentials: Credentials | None,
+    fmt: str,
+    transform: Callable[[Any], Any],
+    transform_name: str,
+    clock: _Clock,
+) -> DecodeCost:
+    """CPU seconds per sample of `transform`, in this process, on real samples of the set."""
+    budget = clock.seconds * BUDGET_SHARES["decode"]
+    dataset = _dataset(objects[:64], config, credentials, fmt, transform=None)
+    cpu = 0.0
+    samples = 0
+    sample_bytes = 0
+    started = time.monotonic()
+    for sample in dataset:
+        clock.check()
+        sample_bytes += _sample_bytes(sample)
+        before = time.thread_time()
+        transform(sample)
+        cpu += time.thread_time() - before
+        samples += 1
+        if time.monotonic() - started > budget and samples >= 3:
+            break
+    if samples == 0:
+        raise FileNotFoundError("no samples could be read for the decode measurement")
+    clock.report("decode", f"{transform_name}: {cpu / samples * 1000:.2f} ms CPU per sample")
+    return DecodeCost(transform_name, samples, cpu / samples, sample_bytes / samples)
+
+
+def _sample_bytes(sample: Any) -> int:
+    if isinstance(sample, dict):
+        return sum(len(memoryview(v)) for k, v in sample.items() if not k.startswith("__"))
+    return len(memoryview(sample))
+
+
+def _dataset(
+    objects: list[ObjectInfo],
+    config: ReaderConfig,
+    credentials: Credentials | None,
+    fmt: str,
+    transform: Callable[[Any], Any] | None,
+) -> Iterable[Any]:
+    """Tar shards iterate as WebDataset samples; everything else one object per sample."""
+    uris = [o.uri for o in objects]
+    return S3IterableDataset(
+        uris,
+        config=config,
+        credentials=credentials,
+        transform=transform,
+        tar_samples=fmt == "tar",
+    )
+
+
+def _worker_counts(cores: int) -> list[int]:
+    counts = [0, 1]
+    n = 2
+    while n <= max(cores, 1):
+        counts.append(n)
+        n *= 2
+    if counts[-1] != cores and cores > 1:
+        counts.append(cores)
+    return sorted(set(counts))
+
+
+def _sweep(
+    objects: list[ObjectInfo],
+    config: ReaderConfig,
+    credentials: Credentials | None,
+    fmt: str,
+    transform: Callable[[Any], Any],
+    hardware: HardwareProfile,
+    workload: Workload,
+    clock: _Clock,
+) -> tuple[LoaderPoint, ...]:
+    """DataLoader throughput over num_workers (and pin_memory with a GPU); stops at saturation."""
+    pin_options = (False, True) if torch.cuda.is_available() else (False,)
+    counts = _worker_counts(hardware.usable_cores)
+    budget_end = clock.used() + clock.seconds * BUDGET_SHARES["sweep"]
+    points: list[LoaderPoint] = []
+    for pin in pin_options:
+        rates: list[float] = []
+        for index, workers in enumerate(counts):
+            remaining = budget_end - clock.used()
+            left = (len(counts) - index) + (len(counts) if pin != pin_options[-1] else 0)
+            if remaining <= 0.2:
+                break
+            point = _measure_loader(
+                objects, config, credentials, fmt, transform, workload, workers, pin,
+                remaining / left, clock,
+            )  # fmt: skip
+            points.append(point)
+            clock.report("sweep", f"num_workers={workers} pin_memory={pin}: "
+                         f"{point.samples_per_s:.0f} samples/s", point)  # fmt: skip
+            rates.append(point.samples_per_s)
+            if _saturated(rates):
+                break  # throughput clearly saturated on this branch
+    return tuple(points)
+
+
+def _measure_loader(
+    objects: list[ObjectInfo],
+    config: ReaderConfig,
+    credentials: Credentials | None,
+    fmt: str,
+    transform: Callable[[Any], Any],
+    workload: Workload,
+    workers: int,
+    pin: bool,
+    seconds: float,
+    clock: _Clock,
+) -> LoaderPoint:
+    dataset = _dataset(objects, config, credentials, fmt, transform)
+    prefetch = 2 if workers > 0 else None
+    loader = torch.utils.data.DataLoader(
+        dataset,  # type: ignore[arg-type]
+        batch_size=workload.batch_size,
+        num_workers=workers,
+        pin_memory=pin,
+        prefetch_factor=prefetch,
+        collate_fn=collate_list,
+        multiprocessing_context="fork" if workers > 0 else None,
+    )
+    started = time.monotonic()
+    first_batch_s = 0.0
+    samples = 0
+    sample_bytes = 0
+    peak_rss = 0.0
+    steady_start = started
+    steady_samples = 0
+    iterator = iter(loader)
+    try:
+        for batch_index, batch in enumerate(iterator):
+            now = time.monotonic()
+            if batch_index == 0:
+                first_batch_s = now - started
+                steady_start = now
+            else:
+                steady_samples += len(batch)
+            samples += len(batch)
+            sample_bytes += sum(_tensor_bytes(s) for s in batch)
+            if batch_index % 8 == 0:
+                peak_rss = max(peak_rss, _children_rss_mb())
+            clock.check()
+            if now - started >= seconds:
+                break
+    finally:
+        del iterator  # shuts the workers down
+    elapsed = max(time.monotonic() - started, 1e-6)
+    steady = time.monotonic() - steady_start
+    rate = steady_samples / steady if steady_samples and steady > 0 else samples / elapsed
+    return LoaderPoint(
+        num_workers=workers,
+        pin_memory=pin,
+        prefetch_factor=prefetch,
+        samples=samples,
+        seconds=elapsed,
+        samples_per_s=rate,
+        mb_per_s=sample_bytes / elapsed / 1e6,
+        time_to_first_batch_s=first_batch_s,
+        peak_worker_rss_mb=peak_rss,
+    )
+
+
+def _tensor_bytes(sample: Any) -> int:
+    if isinstance(sample, torch.Tensor):
+        return sample.numel() * sample.element_size()
+    if isinstance(sample, dict):
+        return sum(_tensor_bytes(v) for v in sample.values())
+    return 0
+
+
+def _children_rss_mb() -> float:
+    """Largest resident set (MB) among this process's child processes (the DataLoader workers)."""
+    largest = 0
+    pid = os.getpid()
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/children") as f:
+                children = f.read().split()
+        except OSError:
+            continue
+        for child in children:
+            try:
+                with open(f"/proc/{child}/status") as f:
+                    for line in f:
+                        if line.startswith("VmRSS:"):
+                            largest = max(largest, int(line.split()[1]))
+            except OSError:
+                continue
+    return largest / 1024
+
+
+def _host_to_device(
+    workload: Workload, decode: DecodeCost | None, clock: _Clock
+) -> HostToDevice | None:
+    """Pinned vs pageable copy bandwidth of one batch, when a CUDA device is present."""
+    if not torch.cuda.is_available():
+        return None
+    clock.report("h2d", "measuring host-to-device copies")
+    per_sample = int(decode.bytes_per_sample) if decode else 150_000
+    batch_bytes = max(1, min(per_sample * workload.batch_size, 512 * 2**20))
+    results = {}
+    for pinned in (False, True):
+        host = torch.empty(batch_bytes, dtype=torch.uint8, pin_memory=pinned)
+        device = torch.empty(batch_bytes, dtype=torch.uint8, device="cuda")
+        device.copy_(host, non_blocking=pinned)
+        torch.cuda.synchronize()
+        repeats = 10
+        started = time.perf_counter()
+        for _ in range(repeats):
+            device.copy_(host, non_blocking=pinned)
+        torch.cuda.synchronize()
+        results[pinned] = batch_bytes * repeats / (time.perf_counter() - started) / 1e9
+    return HostToDevice(batch_bytes, pinned_gb_s=results[True], pageable_gb_s=results[False])

@@ -1,0 +1,7 @@
+"""`python -m advisor`: see advisor.cli."""
+
+import sys
+
+from advisor.cli import main
+
+sys.exit(main())

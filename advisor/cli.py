@@ -1,0 +1,329 @@
+"""`python -m advisor profile|hardware|trial|recommend|export [URI] ...`: the headless advisor.
+
+Human-readable tables by default, one JSON object with --json. Every failure is one line on
+stderr and a non-zero exit: 2 for bad input, 1 for what went wrong talking to the storage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import math
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from advisor.errors import describe
+from advisor.session import AdvisorSession
+from advisor.trial import TrialEvent
+from advisor.workload import Workload
+
+EXIT_INPUT, EXIT_RUNTIME = 2, 1
+
+
+def _number(
+    kind: Callable[[str], float], low: float, high: float, name: str
+) -> Callable[[str], Any]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
+        if not (low < value <= high) or math.isnan(value):
+            raise argparse.ArgumentTypeError(f"{name} must be in ({low:g}, {high:g}], got {text}")
+        return value
+
+    return parse
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m advisor",
+        description="Loader Advisor: profile a data set and the machine, measure, recommend "
+        "a PyTorch DataLoader configuration and export it.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", help="print one JSON object")
+    common.add_argument("--quiet", action="store_true", help="no progress output")
+    data = argparse.ArgumentParser(add_help=False)
+    data.add_argument("uri", help="s3://bucket/prefix/ or a local folder")
+    data.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")
+    data.add_argument("--profile", dest="aws_profile", help="AWS profile name")
+    data.add_argument("--max-keys", type=_number(int, 0, 1e9, "--max-keys"), default=200_000)
+    work = argparse.ArgumentParser(add_help=False)
+    work.add_argument(
+        "--consumer-rate",
+        type=_number(float, 0, 1e7, "--consumer-rate"),
+        help="samples/s one GPU consumes",
+    )
+    work.add_argument(
+        "--step-time",
+        type=_number(float, 0, 3600, "--step-time"),
+        help="seconds per training step (with --batch-size)",
+    )
+    work.add_argument("--batch-size", type=_number(int, 0, 1e6, "--batch-size"), default=32)
+    work.add_argument("--epochs", type=_number(int, 0, 1e5, "--epochs"), default=1)
+    work.add_argument("--nodes", type=_number(int, 0, 1e5, "--nodes"), default=1)
+    work.add_argument("--gpus-per-node", type=_number(int, 0, 64, "--gpus-per-node"), default=1)
+    work.add_argument("--transform", help="per-sample transform to time, 'module:callable'")
+    work.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
+    trial = argparse.ArgumentParser(add_help=False)
+    trial.add_argument(
+        "--seconds",
+        type=_number(float, 0, 3600, "--seconds"),
+        default=30.0,
+        help="trial time budget in seconds (default 30)",
+    )
+
+    sub.add_parser("profile", parents=[common, data], help="object count, sizes, formats")
+    hw = sub.add_parser("hardware", parents=[common], help="GPUs, cores, RAM, disk")
+    hw.add_argument("--target-gpu", help="plan for this GPU instead of probing")
+    sub.add_parser("trial", parents=[common, data, work, trial], help="time-bounded live trial")
+    rec = sub.add_parser(
+        "recommend", parents=[common, data, work, trial], help="decision-flow recommendation"
+    )
+    rec.add_argument("--no-trial", action="store_true", help="answer from the model only")
+    rec.add_argument(
+        "--export",
+        metavar="PATH",
+        type=Path,
+        help="also write the DataLoader module to PATH (and .json beside it)",
+    )
+    exp = sub.add_parser(
+        "export",
+        parents=[common, data, work, trial],
+        help="write a runnable DataLoader module and JSON",
+    )
+    exp.add_argument(
+        "--output",
+        type=Path,
+        default=Path("dataloader_config.py"),
+        help="module path (default ./dataloader_config.py)",
+    )
+    exp.add_argument("--no-trial", action="store_true", help="answer from the model only")
+    return parser
+
+
+def _workload(args: argparse.Namespace) -> Workload:
+    extra = dict(
+        epochs=args.epochs,
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        transform=args.transform,
+    )
+    if args.step_time is not None:
+        return Workload.from_step_time(args.step_time, args.batch_size, **extra)
+    return Workload(consumer_rate=args.consumer_rate, batch_size=args.batch_size, **extra)
+
+
+class _Progress:
+    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self.tty = sys.stderr.isatty()
+        self.last = ""
+
+    def __call__(self, message: str, fraction: float) -> None:
+        if not self.enabled or message == self.last:
+            return
+        self.last = message
+        if self.tty:
+            filled = int(max(0.0, min(1.0, fraction)) * 30)
+            sys.stderr.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {message[:60]:60s}")
+            sys.stderr.flush()
+        else:
+            print(f"... {message}", file=sys.stderr, flush=True)
+
+    def trial(self, event: TrialEvent) -> None:
+        self(event.message, event.fraction)
+
+    def done(self) -> None:
+        if self.enabled and self.tty and self.last:
+            sys.stderr.write("\n")
+
+
+def _mb(value: float) -> str:
+    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
+        if value >= size:
+            return f"{value / size:.1f} {unit}"
+    return f"{value:.0f} B"
+
+
+def _table(rows: Sequence[tuple[str, object]]) -> str:
+    width = max(len(name) for name, _ in rows)
+    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+
+
+def _print_profile(session: AdvisorSession) -> None:
+    p = session.profile
+    assert p is not None
+    sampled = " (sampled, extrapolated)" if p.sampled else ""
+    rows: list[tuple[str, object]] = [
+        ("data set", p.uri),
+        ("objects", f"{p.object_count:,}{sampled}"),
+        ("total size", _mb(p.total_bytes)),
+        (
+            "object size p50 / p90 / max",
+            f"{_mb(p.sizes.p50)} / {_mb(p.sizes.p90)} / {_mb(p.sizes.max)}",
+        ),
+        ("first-level prefixes", p.distinct_prefixes),
+        ("samples (estimate)", f"{p.samples_estimate:,}"),
+    ]
+    for fmt in p.formats:
+        per = f", ~{fmt.samples_per_object:,.0f} samples each" if fmt.samples_per_object else ""
+        rows.append((f"format {fmt.name}", f"{fmt.objects:,} objects, {_mb(fmt.bytes)}{per}"))
+    print(_table(rows))
+    for note in p.notes:
+        print(f"note: {note}")
+
+
+def _print_hardware(session: AdvisorSession) -> None:
+    h = session.hardware
+    assert h is not None
+    rows: list[tuple[str, object]] = []
+    if not h.gpus:
+        rows.append(("GPUs", "none found"))
+    for gpu in h.gpus:
+        mem = _mb(gpu.memory_total_bytes) if gpu.memory_total_bytes else "?"
+        link = f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}" if gpu.pcie_gen_max else "PCIe ?"
+        planned = " (planned)" if h.planned else ""
+        rows.append((f"GPU {gpu.index}", f"{gpu.name}, {mem}, {link}{planned}"))
+    rows.append(("usable cores", h.usable_cores))
+    if h.ram_total_bytes:
+        rows.append(
+            (
+                "RAM total / available",
+                f"{_mb(h.ram_total_bytes)} / {_mb(h.ram_available_bytes or 0)}",
+            )
+        )
+    if h.shm_bytes is not None:
+        rows.append(("/dev/shm", _mb(h.shm_bytes)))
+    if h.disk is not None:
+        rows.append(
+            ("local disk", f"{h.disk.kind}, {_mb(h.disk.free_bytes)} free at {h.disk.path}")
+        )
+    print(_table(rows))
+    for note in h.notes:
+        print(f"note: {note}")
+
+
+def _print_trial(session: AdvisorSession) -> None:
+    t = session.trial
+    assert t is not None
+    if t.storage:
+        s = t.storage
+        print(
+            _table(
+                [
+                    (
+                        "first byte p50 / p95",
+                        f"{s.first_byte_p50_s * 1e3:.1f} / {s.first_byte_p95_s * 1e3:.1f} ms",
+                    ),
+                    ("one connection", f"{s.per_connection_mb_s:.0f} MB/s"),
+                ]
+            )
+        )
+        for level, mb_s, ops in s.concurrency_curve:
+            print(f"  {level:>3} in flight  {mb_s:8.1f} MB/s  {ops:8.1f} objects/s")
+    if t.decode:
+        print(f"decode: {t.decode.transform}: {t.decode.cpu_s_per_sample * 1e3:.2f} ms CPU/sample")
+    if t.sweep:
+        print("num_workers  pin_memory  samples/s      MB/s  first batch  worker RSS")
+        for pt in t.sweep:
+            print(
+                f"{pt.num_workers:>11}  {pt.pin_memory!s:>10}  {pt.samples_per_s:9.1f} "
+                f"{pt.mb_per_s:9.1f}  {pt.time_to_first_batch_s:9.2f} s  "
+                f"{pt.peak_worker_rss_mb:7.0f} MB"
+            )
+    for note in t.notes:
+        print(f"note: {note}")
+
+
+def _print_recommendation(session: AdvisorSession) -> None:
+    r = session.recommendation
+    assert r is not None
+    print(r.summary())
+
+
+def _to_json(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        to_dict = getattr(value, "to_dict", None)
+        return to_dict() if callable(to_dict) else dataclasses.asdict(value)
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    session = AdvisorSession()
+    progress = _Progress(enabled=not args.quiet)
+    cancel = threading.Event()
+    try:
+        if args.command == "hardware":
+            session.run_hardware(args.target_gpu)
+            result: dict[str, Any] = {"hardware": _to_json(session.hardware)}
+            printers = [_print_hardware]
+        else:
+            session.set_location(args.uri, endpoint_url=args.endpoint_url, profile=args.aws_profile)
+            if args.command != "profile":
+                session.set_workload(_workload(args))
+            from advisor.profile import profile_dataset
+
+            assert session.location is not None
+            with session.reader() as reader:
+                session.profile = profile_dataset(
+                    session.location, reader, max_keys=args.max_keys, progress=progress
+                )
+            result = {"profile": _to_json(session.profile)}
+            printers = [_print_profile]
+            if args.command != "profile":
+                session.run_hardware(args.target_gpu)
+                result["hardware"] = _to_json(session.hardware)
+                printers.append(_print_hardware)
+            if args.command == "trial" or (
+                args.command in ("recommend", "export") and not args.no_trial
+            ):
+                session.run_trial(args.seconds, progress=progress.trial, cancel=cancel)
+                result["trial"] = _to_json(session.trial)
+                printers.append(_print_trial)
+            if args.command in ("recommend", "export"):
+                recommendation = session.run_recommend()
+                result.update(_to_json(recommendation))
+                result["recommendation"] = _to_json(recommendation)
+                printers.append(_print_recommendation)
+                export_path = args.export if args.command == "recommend" else args.output
+                if export_path is not None:
+                    module, data = session.save_export(export_path.parent, export_path.stem)
+                    result["exported"] = {"module": str(module), "json": str(data)}
+    except KeyboardInterrupt:
+        cancel.set()
+        progress.done()
+        print("error: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, TypeError) as exc:
+        progress.done()
+        print(f"error: {describe(exc)}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as exc:
+        progress.done()
+        print(f"error: {describe(exc)}", file=sys.stderr)
+        return EXIT_RUNTIME
+    progress.done()
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        for printer in printers:
+            printer(session)
+            print()
+        if "exported" in result:
+            print(f"wrote {result['exported']['module']} and {result['exported']['json']}")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    return run(args)

@@ -1,0 +1,242 @@
+"""Export a recommendation as a runnable Python module and JSON. Never with credentials.
+
+The module only stores where the data is and how to load it; at run time `native_loader`
+resolves credentials from the standard AWS chain (environment, profile, SSO, web identity,
+instance or container role), so the file can be committed and shared.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import pprint
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.location import DatasetLocation
+from advisor.workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.recommend import Recommendation
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True)
+class LoaderConfig:
+    """Everything `make_dataloader` needs, as plain data (JSON is built from dataclasses.asdict)."""
+
+    uri: str
+    endpoint_url: str | None
+    region: str | None
+    profile: str | None
+    tar_samples: bool  # iterate WebDataset tar shards as samples
+    data_format: str
+    transform: str | None  # "module:callable"; None = the default decoder for data_format
+    batch_size: int
+    num_workers: int
+    pin_memory: bool
+    prefetch_factor: int | None
+    shuffle: bool
+    seed: int
+    data_source: str
+    sagemaker_input_mode: str | None
+    shard_size_bytes: int | None
+    max_inflight_requests: int
+    schema_version: int = SCHEMA_VERSION
+
+
+@dataclass(frozen=True)
+class ExportBundle:
+    config: LoaderConfig
+    module_source: str
+    json_text: str
+    sagemaker_snippet: str | None
+
+    def save(self, directory: Path, stem: str = "dataloader_config") -> tuple[Path, Path]:
+        """Write `<stem>.py` and `<stem>.json`; refuses names that are not Python identifiers."""
+        if not stem.isidentifier():
+            raise ValueError(f"export name {stem!r} must be a valid Python module name")
+        directory.mkdir(parents=True, exist_ok=True)
+        module_path = directory / f"{stem}.py"
+        json_path = directory / f"{stem}.json"
+        module_path.write_text(self.module_source)
+        json_path.write_text(self.json_text)
+        return module_path, json_path
+
+
+def build_export(
+    location: DatasetLocation,
+    recommendation: Recommendation,
+    workload: Workload,
+    data_format: str | None = None,
+) -> ExportBundle:
+    fmt = data_format or getattr(recommendation, "data_format", None) or "binary"
+    config = LoaderConfig(
+        uri=location.uri,
+        endpoint_url=location.endpoint_url,
+        region=location.region,
+        profile=location.profile,
+        tar_samples=fmt == "tar",
+        data_format=fmt,
+        transform=workload.transform,
+        batch_size=workload.batch_size,
+        num_workers=recommendation.num_workers,
+        pin_memory=recommendation.pin_memory,
+        prefetch_factor=recommendation.prefetch_factor,
+        shuffle=True,
+        seed=0,
+        data_source=recommendation.data_source,
+        sagemaker_input_mode=recommendation.sagemaker_input_mode,
+        shard_size_bytes=recommendation.shard_size_bytes,
+        max_inflight_requests=_inflight(recommendation),
+    )
+    data = dataclasses.asdict(config)
+    json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    snippet = sagemaker_snippet(config)
+    return ExportBundle(config, render_module(config, recommendation, snippet), json_text, snippet)
+
+
+def _inflight(recommendation: Recommendation) -> int:
+    value = getattr(recommendation, "max_inflight_requests", None)
+    return int(value) if value else 16
+
+
+def sagemaker_snippet(config: LoaderConfig) -> str | None:
+    """A SageMaker input for the recommended data source, where one applies."""
+    mode = config.sagemaker_input_mode
+    if not mode or not config.uri.startswith("s3://"):
+        return None
+    if mode in ("File", "FastFile", "Pipe"):
+        return (
+            "from sagemaker.inputs import TrainingInput\n\n"
+            f"train_input = TrainingInput(\n    s3_data={config.uri!r},\n"
+            f"    input_mode={mode!r},\n    distribution='ShardedByS3Key',\n)\n"
+        )
+    fs_type = "FSxLustre" if "FSx" in mode else "EFS"
+    return (
+        "from sagemaker.inputs import FileSystemInput\n\n"
+        "# Link the file system to the bucket first (FSx for Lustre: a data repository association"
+        f" with {config.uri}).\n"
+        "train_input = FileSystemInput(\n    file_system_id='fs-REPLACE-ME',\n"
+        f"    file_system_type={fs_type!r},\n    directory_path='/REPLACE-ME',\n"
+        "    file_system_access_mode='ro',\n)\n"
+    )
+
+
+def _rationale_lines(recommendation: Recommendation) -> list[str]:
+    lines = []
+    for decision in getattr(recommendation, "decisions", ()):
+        name = getattr(decision, "name", "")
+        value = getattr(decision, "value", "")
+        rationale = " ".join(str(getattr(decision, "rationale", "")).split())
+        lines.append(f"#   {name} = {value}: {rationale}"[:300])
+    return lines
+
+
+def render_module(config: LoaderConfig, recommendation: Recommendation, snippet: str | None) -> str:
+    data = pprint.pformat(dataclasses.asdict(config), indent=4, sort_dicts=True, width=96)
+    stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+    rationale = "\n".join(_rationale_lines(recommendation)) or "#   (none recorded)"
+    sagemaker = (
+        "\n# SageMaker input for this data source:\n"
+        + "\n".join(f"#   {s}" for s in snippet.splitlines())
+        if snippet
+        else ""
+    )
+    return _TEMPLATE.format(
+        uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker
+    )
+
+
+_TEMPLATE = '''"""DataLoader for {uri}, generated by Loader Advisor on {stamp}.
+
+Usage:
+    from dataloader_config import make_dataloader
+    loader = make_dataloader(rank=RANK, world_size=WORLD_SIZE)
+    for batch in loader: ...
+
+No credentials are stored here: they are resolved at run time from the standard AWS chain
+(environment variables, AWS_PROFILE / profile, SSO, web identity, instance or container role).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+CONFIG: dict[str, Any] = {config}
+
+# Why these settings (rule ids refer to docs/decision-flow.md):
+{rationale}
+{sagemaker}
+
+DATASET_KEYS = ("transform", "shuffle", "seed")
+
+
+def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
+    """The native_loader dataset for this data set, sharded for `rank` of `world_size`."""
+    from advisor.decoders import default_decoder, load_transform
+    from native_loader import ReaderConfig, S3IterableDataset
+
+    settings = {{**CONFIG, **overrides}}
+    transform = settings["transform"]
+    if transform is None:
+        transform = default_decoder(settings["data_format"])
+    elif isinstance(transform, str):
+        transform = load_transform(transform)
+    reader_config = ReaderConfig(
+        endpoint_url=settings["endpoint_url"],
+        region=settings["region"],
+        profile=settings["profile"],
+        max_inflight_requests=settings["max_inflight_requests"],
+    )
+    return S3IterableDataset(
+        settings["uri"],
+        config=reader_config,
+        transform=transform,
+        shuffle=settings["shuffle"],
+        seed=settings["seed"],
+        tar_samples=settings["tar_samples"],
+        rank=rank,
+        world_size=world_size,
+    )
+
+
+def make_dataloader(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
+    """A torch DataLoader with the recommended settings; keyword overrides win.
+
+    Overrides may be DataLoader arguments (batch_size, num_workers, pin_memory, prefetch_factor,
+    collate_fn, ...) or dataset settings (transform, shuffle, seed, uri, endpoint_url, ...).
+    """
+    import torch
+
+    from advisor.decoders import collate_list
+
+    dataset_overrides = {{k: v for k, v in overrides.items() if k in CONFIG or k in DATASET_KEYS}}
+    loader_overrides = {{k: v for k, v in overrides.items() if k not in dataset_overrides}}
+    dataset = make_dataset(rank, world_size, **dataset_overrides)
+    settings = {{**CONFIG, **dataset_overrides}}
+    num_workers = loader_overrides.pop("num_workers", settings["num_workers"])
+    kwargs: dict[str, Any] = dict(
+        batch_size=settings["batch_size"],
+        num_workers=num_workers,
+        pin_memory=settings["pin_memory"] and torch.cuda.is_available(),
+        collate_fn=collate_list,
+    )
+    if num_workers > 0:
+        kwargs["prefetch_factor"] = settings["prefetch_factor"] or 2
+        kwargs["persistent_workers"] = True
+    kwargs.update(loader_overrides)
+    return torch.utils.data.DataLoader(dataset, **kwargs)
+
+
+if __name__ == "__main__":
+    import itertools
+    import time
+
+    started = time.monotonic()
+    batches = list(itertools.islice(make_dataloader(), 3))
+    print(f"read {{len(batches)}} batches in {{time.monotonic() - started:.2f}} s")
+'''
