@@ -1,15 +1,34 @@
 """native_loader: a C++ S3 reader for PyTorch data loading.
 
+    from native_loader import S3Reader, ReaderConfig
+    with S3Reader(ReaderConfig(max_inflight_requests=64)) as reader:
+        for result in reader.read_many(info.uri for info in reader.list("s3://bucket/train/")):
+            array = numpy.frombuffer(result, dtype=numpy.uint8)
+
 The compiled core is private (`native_loader._native`); this package holds the public API.
 """
 
 from __future__ import annotations
 
 from native_loader import _native
+from native_loader.config import Credentials, ReaderConfig
+from native_loader.errors import S3Error
+from native_loader.reader import ObjectInfo, ReadResult, S3Reader
+from native_loader.uri import parse_uri
 
 __version__: str = _native.version()
 
-__all__ = ["__version__", "native_versions"]
+__all__ = [
+    "Credentials",
+    "ObjectInfo",
+    "ReadResult",
+    "ReaderConfig",
+    "S3Error",
+    "S3Reader",
+    "__version__",
+    "native_versions",
+    "parse_uri",
+]
 
 
 def native_versions() -> dict[str, str]:

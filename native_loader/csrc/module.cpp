@@ -1,12 +1,16 @@
 // Python binding of the native reader. Bindings only: logic lives in its own units.
 #include <curl/curl.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <cstring>
 #include <memory>
+#include <optional>
+#include <tuple>
 #include <string>
 
 #include "buffer.hpp"
@@ -74,6 +78,15 @@ NB_MODULE(_native, m) {
              "other"_a, "Share the bytes of another buffer (no copy).")
         .def("__len__", [](const Buffer &b) { return b.storage ? b.storage->size : 0; });
 
+    m.def(
+        "buffer_from",
+        [](nb::bytes data) {
+            auto s = std::make_shared<nl::Storage>(data.size());
+            if (data.size() > 0) std::memcpy(s->data, data.c_str(), data.size());
+            return wrap(std::move(s));
+        },
+        "data"_a, "A Buffer holding a copy of bytes (used when unpickling results).");
+
     m.def("uri_encode", &nl::uri_encode, "value"_a, "keep_slash"_a,
           "RFC 3986 encoding as SigV4 wants it.");
     m.def(
@@ -110,16 +123,18 @@ NB_MODULE(_native, m) {
                 nb::gil_scoped_release release;
                 r = nl::read_file(path, offset, length);
             }
-            nb::object data = r.data ? nb::cast(wrap(r.data)) : nb::none();
-            return nb::make_tuple(data, r.error, r.file_size);
+            std::optional<Buffer> data;
+            if (r.data) data = wrap(r.data);
+            return std::make_tuple(data, r.error, r.file_size);
         },
         "path"_a, "offset"_a, "length"_a,
         "(Buffer | None, errno, file size) for a byte range of a local file.");
 
     nb::class_<nl::Outcome>(m, "Outcome", "What a finished ticket produced.")
         .def_prop_ro("data",
-                     [](const nl::Outcome &o) -> nb::object {
-                         return o.data ? nb::cast(wrap(o.data)) : nb::none();
+                     [](const nl::Outcome &o) -> std::optional<Buffer> {
+                         if (!o.data) return std::nullopt;
+                         return wrap(o.data);
                      })
         .def_ro("object_size", &nl::Outcome::object_size)
         .def_ro("etag", &nl::Outcome::etag)

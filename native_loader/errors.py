@@ -1,0 +1,94 @@
+"""S3 failures as Python built-in exceptions: one table, originals kept as `__cause__`.
+
+| what happened                                    | raised                    |
+|--------------------------------------------------|---------------------------|
+| 404, NoSuchKey, NoSuchBucket                     | FileNotFoundError         |
+| 403, AccessDenied, SignatureDoesNotMatch, ...    | PermissionError           |
+| first-byte / stall / connect timeout             | TimeoutError              |
+| endpoint unreachable, reset, truncated body      | ConnectionError           |
+| any other S3 error                               | S3Error (an OSError)      |
+
+Every exception is picklable (it survives a DataLoader worker) and its message names the URI,
+the S3 code and request id, never a credential or signature.
+"""
+
+from __future__ import annotations
+
+import errno
+from typing import Any
+
+_NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "NoSuchVersion"})
+_DENIED_CODES = frozenset(
+    {
+        "AccessDenied",
+        "SignatureDoesNotMatch",
+        "InvalidAccessKeyId",
+        "ExpiredToken",
+        "InvalidToken",
+        "TokenRefreshRequired",
+        "AllAccessDisabled",
+        "AccountProblem",
+    }
+)
+
+
+class S3Error(OSError):
+    """An S3 request failed in a way no built-in exception describes.
+
+    Attributes: ``code`` (S3 error code, e.g. ``"InvalidRange"``), ``status`` (HTTP status, 0
+    when there was no response), ``request_id`` and ``uri``.
+    """
+
+    def __init__(
+        self, message: str, *, code: str = "", status: int = 0, request_id: str = "", uri: str = ""
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.status = status
+        self.request_id = request_id
+        self.uri = uri
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_s3_error,
+            (str(self.args[0]) if self.args else "", self.code, self.status, self.request_id,
+             self.uri),
+        )  # fmt: skip
+
+
+def _rebuild_s3_error(message: str, code: str, status: int, request_id: str, uri: str) -> S3Error:
+    return S3Error(message, code=code, status=status, request_id=request_id, uri=uri)
+
+
+def error_from_outcome(
+    kind: str, status: int, code: str, message: str, request_id: str, attempts: int, uri: str
+) -> BaseException:
+    """The exception to raise for a failed native request (its `__cause__` set when useful)."""
+    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts > 1 else ""
+    if kind == "http":
+        detail = f"{code} (HTTP {status}"
+        detail += f", request id {request_id})" if request_id else ")"
+        if message:
+            detail += f": {message}"
+        cause = S3Error(detail, code=code, status=status, request_id=request_id, uri=uri)
+        exc: OSError
+        if status == 404 or code in _NOT_FOUND_CODES:
+            exc = FileNotFoundError(errno.ENOENT, detail, uri)
+        elif status == 403 or code in _DENIED_CODES:
+            exc = PermissionError(errno.EACCES, detail, uri)
+        else:
+            return S3Error(f"{uri}: {detail}{tries}", code=code, status=status,
+                           request_id=request_id, uri=uri)  # fmt: skip
+        exc.__cause__ = cause
+        exc.__suppress_context__ = True
+        return exc
+    if kind == "timeout":
+        return TimeoutError(errno.ETIMEDOUT, f"{message}{tries}", uri)
+    if kind == "connect":
+        return ConnectionError(errno.ECONNREFUSED, f"cannot reach the endpoint{tries}: {message}",
+                               uri)  # fmt: skip
+    if kind == "network":
+        return ConnectionError(errno.ECONNRESET, f"{message}{tries}", uri)
+    if kind == "closed":
+        return ValueError(f"{uri}: the reader was closed during the request")
+    return S3Error(f"{uri}: {message}", code="ProtocolError", status=status, uri=uri)

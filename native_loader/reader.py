@@ -1,0 +1,359 @@
+"""`S3Reader`: list, stat and read S3 objects or local files through the native engine."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import os
+import stat as stat_module
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from native_loader import _native
+from native_loader._client import EngineSession
+from native_loader.config import Credentials, ReaderConfig
+from native_loader.errors import error_from_outcome
+from native_loader.uri import local_path, parse_uri
+
+# Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
+_WAIT_SLICE_S = 0.2
+_LIST_PAGE = 1000
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    """One listed object: its URI (readable as is), key, size in bytes and ETag.
+
+    With a delimiter, common prefixes are listed too: key ends with the delimiter, size 0,
+    etag "".
+    """
+
+    uri: str
+    key: str
+    size: int
+    etag: str
+
+
+class ReadResult(_native.Buffer):
+    """The bytes of one read, exposed with the buffer protocol (no copy): ``memoryview(r)``,
+    ``bytes(r)``, ``numpy.frombuffer(r, ...)``, ``torch.frombuffer(r, ...)``, ``len(r)``.
+
+    Attributes: ``uri``; ``first_byte_s`` and ``elapsed_s`` (seconds from submission to the
+    first response byte and to completion); ``attempts`` (most attempts any part needed).
+    """
+
+    uri: str
+    first_byte_s: float
+    elapsed_s: float
+    attempts: int
+
+    def __init__(
+        self, data: _native.Buffer, uri: str, first_byte_s: float, elapsed_s: float, attempts: int
+    ) -> None:
+        super().__init__(data)
+        self.uri = uri
+        self.first_byte_s = first_byte_s
+        self.elapsed_s = elapsed_s
+        self.attempts = attempts
+
+    if TYPE_CHECKING:  # the native base implements the buffer protocol in C
+
+        def __buffer__(self, flags: int, /) -> memoryview: ...
+
+    def __repr__(self) -> str:
+        return f"ReadResult(uri={self.uri!r}, size={len(self)}, elapsed_s={self.elapsed_s:.3f})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (
+            _rebuild_result,
+            (bytes(memoryview(self)), self.uri, self.first_byte_s, self.elapsed_s, self.attempts),
+        )
+
+
+def _rebuild_result(
+    data: bytes, uri: str, first_byte_s: float, elapsed_s: float, attempts: int
+) -> ReadResult:
+    # Bytes from a pickle (e.g. a DataLoader worker) are copied once into native storage.
+    return ReadResult(_native.buffer_from(data), uri, first_byte_s, elapsed_s, attempts)
+
+
+@dataclass
+class _Pending:
+    uri: str
+    ticket: int | None  # None for a local file, read when its turn comes
+    path: str = ""
+
+
+class S3Reader:
+    """Reads S3 objects (``s3://bucket/key``) and local files (``file:///p``, ``/p``, ``p``).
+
+    Safe to share between threads; safe across ``fork`` (each process creates its own native
+    engine on first use). Use as a context manager or call `close`.
+    """
+
+    def __init__(
+        self, config: ReaderConfig | None = None, *, credentials: Credentials | None = None
+    ) -> None:
+        self.config = config if config is not None else ReaderConfig()
+        if credentials is not None and not isinstance(credentials, Credentials):
+            raise TypeError("credentials must be a native_loader.Credentials")
+        self._credentials = credentials
+        self._session = EngineSession(self.config, credentials)
+
+    def __repr__(self) -> str:
+        return f"S3Reader({self.config!r})"
+
+    # Pickling (spawn-started workers): the reader is rebuilt from its config and credentials.
+    def __getstate__(self) -> dict[str, Any]:
+        return {"config": self.config, "credentials": self._credentials}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["config"], credentials=state["credentials"])  # type: ignore[misc]
+
+    # -- listing -----------------------------------------------------------------------------
+
+    def list(
+        self, uri: str, *, delimiter: str | None = None, max_keys: int | None = None
+    ) -> Iterator[ObjectInfo]:
+        """Objects under a prefix (``s3://bucket/prefix``), in key order, paginated lazily.
+
+        Local directories are walked recursively (or one level with ``delimiter="/"``).
+        ``max_keys`` caps the total number yielded.
+        """
+        if max_keys is not None and max_keys < 0:
+            raise ValueError(f"{max_keys=} must be >= 0")
+        if delimiter == "":
+            raise ValueError("delimiter must be a non-empty string or None")
+        scheme, bucket, key = parse_uri(uri)
+        if scheme == "file":
+            return _list_local(local_path(bucket, key), delimiter, max_keys)
+        self._session.engine()  # fail early (closed reader, no credentials)
+        return self._list_s3(bucket, key, delimiter or "", max_keys)
+
+    def _list_s3(
+        self, bucket: str, prefix: str, delimiter: str, max_keys: int | None
+    ) -> Iterator[ObjectInfo]:
+        token = ""
+        remaining = max_keys
+        while remaining is None or remaining > 0:
+            page = _LIST_PAGE if remaining is None else min(_LIST_PAGE, remaining)
+            engine = self._session.engine()
+            uri = f"s3://{bucket}/{prefix}"
+            outcome = self._wait(engine, engine.submit_list(bucket, prefix, delimiter, token,
+                                                            page), uri)  # fmt: skip
+            items = [
+                ObjectInfo(f"s3://{bucket}/{k}", k, size, etag) for k, size, etag in outcome.entries
+            ]
+            items += [ObjectInfo(f"s3://{bucket}/{p}", p, 0, "") for p in outcome.prefixes]
+            items.sort(key=lambda info: info.key)
+            for info in items:
+                if remaining is not None:
+                    if remaining <= 0:
+                        return
+                    remaining -= 1
+                yield info
+            if not outcome.truncated or not outcome.next_token:
+                return
+            token = outcome.next_token
+
+    def stat(self, uri: str) -> ObjectInfo:
+        """Size and ETag of one object (a HEAD request) or file."""
+        scheme, bucket, key = parse_uri(uri)
+        if scheme == "file":
+            path = local_path(bucket, key)
+            st = os.stat(path)
+            if stat_module.S_ISDIR(st.st_mode):
+                raise IsADirectoryError(21, "Is a directory", path)
+            return ObjectInfo(uri, path, st.st_size, _file_etag(st))
+        _require_key(uri, key)
+        engine = self._session.engine()
+        outcome = self._wait(engine, engine.submit_head(bucket, key), uri)
+        return ObjectInfo(uri, key, outcome.object_size, outcome.etag)
+
+    # -- reading -----------------------------------------------------------------------------
+
+    def read(self, uri: str) -> ReadResult:
+        """The whole object or file."""
+        return self._read(uri, 0, -1)
+
+    def read_range(self, uri: str, offset: int, length: int) -> ReadResult:
+        """``length`` bytes from ``offset``; shorter when the object ends first. An offset past
+        the end of an S3 object raises S3Error (code InvalidRange)."""
+        if offset < 0 or length < 0:
+            raise ValueError(f"{offset=} and {length=} must be >= 0")
+        return self._read(uri, offset, length)
+
+    def _read(self, uri: str, offset: int, length: int) -> ReadResult:
+        scheme, bucket, key = parse_uri(uri)
+        if scheme == "file":
+            return _read_local(uri, local_path(bucket, key), offset, length)
+        _require_key(uri, key)
+        engine = self._session.engine()
+        ticket = engine.submit_get(bucket, key, offset, length)
+        return _result(self._wait(engine, ticket, uri), uri)
+
+    def read_many(self, uris: Iterable[str], *, ordered: bool = True) -> Iterator[ReadResult]:
+        """Read many objects with bounded prefetch.
+
+        At most ``max_inflight_requests`` objects are read ahead of the consumer, and requests
+        in flight plus results not yet consumed reserve at most ``max_inflight_bytes`` (the
+        oldest read excepted). Results come in input order, or as they finish with
+        ``ordered=False``. Closing the iterator (or breaking out of the loop) cancels the
+        reads still in flight. The first failure is raised and ends the iteration.
+        """
+        return self._read_many(iter(uris), ordered)
+
+    def _read_many(self, uris: Iterator[str], ordered: bool) -> Iterator[ReadResult]:
+        pending: collections.deque[_Pending] = collections.deque()
+        engine: _native.Engine | None = None
+        limit = self.config.max_inflight_requests
+        exhausted = False
+        try:
+            while True:
+                while not exhausted and len(pending) < limit:
+                    uri = next(uris, None)
+                    if uri is None:
+                        exhausted = True
+                        break
+                    scheme, bucket, key = parse_uri(uri)
+                    if scheme == "file":
+                        pending.append(_Pending(uri, None, local_path(bucket, key)))
+                        continue
+                    _require_key(uri, key)
+                    engine = self._session.engine()
+                    pending.append(_Pending(uri, engine.submit_get(bucket, key, 0, -1)))
+                if not pending:
+                    return
+                if ordered or pending[0].ticket is None:
+                    item = pending.popleft()
+                    yield self._finish(engine, item)
+                    continue
+                local = next((p for p in pending if p.ticket is None), None)
+                if local is not None:
+                    pending.remove(local)
+                    yield self._finish(engine, local)
+                    continue
+                assert engine is not None
+                done = set(engine.wait_any([p.ticket for p in pending if p.ticket], _WAIT_SLICE_S))
+                for item in [p for p in pending if p.ticket in done]:
+                    pending.remove(item)
+                    yield self._finish(engine, item)
+        finally:
+            for item in pending:
+                if item.ticket is not None and engine is not None:
+                    engine.cancel(item.ticket)
+
+    def _finish(self, engine: _native.Engine | None, item: _Pending) -> ReadResult:
+        if item.ticket is None:
+            return _read_local(item.uri, item.path, 0, -1)
+        assert engine is not None
+        return _result(self._wait(engine, item.ticket, item.uri), item.uri)
+
+    def _wait(self, engine: _native.Engine, ticket: int, uri: str) -> _native.Outcome:
+        try:
+            while not engine.wait(ticket, _WAIT_SLICE_S):
+                pass
+        except BaseException:
+            engine.cancel(ticket)
+            raise
+        outcome = engine.take(ticket)
+        if outcome.error_kind:
+            raise error_from_outcome(
+                outcome.error_kind,
+                outcome.status,
+                outcome.code,
+                outcome.message,
+                outcome.request_id,
+                outcome.attempts,
+                uri,
+            )
+        return outcome
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def stats(self) -> dict[str, int]:
+        """Counters of this process's engine: ``active_requests``, ``peak_active_requests``,
+        ``inflight_bytes``, ``peak_inflight_bytes``, ``requests``, ``retries``,
+        ``bytes_received``, ``open_tickets`` (all zero before the first request)."""
+        engine = self._session.current()
+        if engine is None:
+            return dict.fromkeys(
+                ("active_requests", "peak_active_requests", "inflight_bytes",
+                 "peak_inflight_bytes", "requests", "retries", "bytes_received", "open_tickets"),
+                0,
+            )  # fmt: skip
+        return {str(k): int(v) for k, v in engine.stats().items()}
+
+    def close(self) -> None:
+        """Cancel everything in flight and stop the engine. Idempotent."""
+        self._session.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._session.closed
+
+    def __enter__(self) -> S3Reader:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _require_key(uri: str, key: str) -> None:
+    if not key or key.endswith("/"):
+        raise ValueError(f"{uri!r} names a prefix, not an object (expected s3://bucket/key)")
+
+
+def _result(outcome: _native.Outcome, uri: str) -> ReadResult:
+    data = outcome.data
+    assert data is not None
+    return ReadResult(data, uri, outcome.first_byte_s, outcome.elapsed_s, outcome.attempts)
+
+
+def _file_etag(st: os.stat_result) -> str:
+    return f'"{st.st_mtime_ns:x}-{st.st_size:x}"'
+
+
+def _read_local(uri: str, path: str, offset: int, length: int) -> ReadResult:
+    import time
+
+    start = time.perf_counter()
+    data, err, _ = _native.read_file(path, offset, length)
+    if data is None:
+        raise OSError(err, os.strerror(err), path)
+    elapsed = time.perf_counter() - start
+    return ReadResult(data, uri, elapsed, elapsed, 1)
+
+
+def _list_local(path: str, delimiter: str | None, max_keys: int | None) -> Iterator[ObjectInfo]:
+    if os.path.isdir(path):
+        directory, name_prefix = path, ""
+    else:
+        directory, name_prefix = os.path.split(path)
+
+    def walk(folder: str) -> Iterator[ObjectInfo]:
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except FileNotFoundError:
+            return
+        for entry in entries:
+            full = entry.path
+            if folder == directory and not entry.name.startswith(name_prefix):
+                continue
+            if entry.is_dir(follow_symlinks=True):
+                if delimiter == "/":
+                    yield ObjectInfo(full + "/", full + "/", 0, "")
+                else:
+                    yield from walk(full)
+            elif entry.is_file(follow_symlinks=True):
+                st = entry.stat()
+                yield ObjectInfo(full, full, st.st_size, _file_etag(st))
+
+    yield from itertools.islice(walk(directory or "."), max_keys)

@@ -1,0 +1,50 @@
+"""URI parsing: ``s3://bucket/key``, ``file:///abs/path``, ``/abs/path``, ``relative/path``."""
+
+from __future__ import annotations
+
+import os
+import urllib.parse
+
+
+def parse_uri(uri: str) -> tuple[str, str, str]:
+    """Split a URI into ``(scheme, bucket_or_root, key)``.
+
+    ``s3://bucket/a/b`` -> ``("s3", "bucket", "a/b")`` (the key may be empty or a prefix);
+    local paths -> ``("file", "/", "abs/path")``, relative paths made absolute, ``file://`` URIs
+    percent-decoded. Raises ValueError with the reason for anything else.
+    """
+    if not isinstance(uri, str):
+        raise TypeError(f"uri must be a str, not {type(uri).__name__}")
+    if not uri:
+        raise ValueError("empty URI")
+    scheme, sep, rest = uri.partition("://")
+    if not sep:
+        return _local(uri)
+    scheme = scheme.lower()
+    if scheme == "s3":
+        bucket, _, key = rest.partition("/")
+        if not bucket:
+            raise ValueError(f"{uri!r} has no bucket name (expected s3://bucket/key)")
+        if any(c.isspace() for c in bucket) or not all(c.isalnum() or c in ".-_" for c in bucket):
+            raise ValueError(f"{uri!r}: {bucket!r} is not a valid bucket name")
+        return ("s3", bucket, key)
+    if scheme == "file":
+        host, slash, path = rest.partition("/")
+        if host not in ("", "localhost"):
+            raise ValueError(f"{uri!r}: file URIs on another host ({host!r}) are not supported")
+        if not slash:
+            raise ValueError(f"{uri!r} has no path (expected file:///abs/path)")
+        return _local("/" + urllib.parse.unquote(path))
+    raise ValueError(f"{uri!r}: unsupported scheme {scheme!r} (use s3://, file:// or a path)")
+
+
+def _local(path: str) -> tuple[str, str, str]:
+    absolute = os.path.abspath(path)
+    if path.endswith("/") and not absolute.endswith("/"):
+        absolute += "/"  # keep the "directory" meaning of a trailing slash for listing
+    return ("file", "/", absolute.lstrip("/"))
+
+
+def local_path(root: str, key: str) -> str:
+    """The filesystem path of a ``("file", root, key)`` triple."""
+    return os.path.join(root, key)
