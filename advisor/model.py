@@ -1,0 +1,171 @@
+"""Throughput model: predicted DataLoader samples/s for a number of workers. Pure functions.
+
+Each loader process (a DataLoader worker, or the main process when num_workers == 0) fetches
+objects through the native reader, which keeps ``requests_in_flight`` GETs open per process, and
+decodes/transforms every sample on one core. Three ceilings bound the loader:
+
+- latency/connection: each process completes ``requests_in_flight / fetch_s`` objects/s, where
+  ``fetch_s = first_byte_s + object_bytes / per_connection_bandwidth``; with a single request in
+  flight, fetching and decoding do not overlap, so the process needs ``fetch_s + cpu_per_object``
+  per object;
+- CPU: the cores left for loading (usable cores minus the main process, at least one) decode
+  ``cores / cpu_per_object`` objects/s, however many workers share them;
+- bandwidth: the storage or NIC delivers at most ``aggregate_mb_s``.
+
+Predicted samples/s = samples_per_object x min(processes x per-process rate, CPU, bandwidth).
+The model is monotone: more latency never raises it, more workers never lower it, and it never
+exceeds what the cores can decode.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+__all__ = [
+    "EFS_DEFAULTS",
+    "HDD_DEFAULTS",
+    "LOCAL_NVME_DEFAULTS",
+    "LOCAL_SSD_DEFAULTS",
+    "S3_DEFAULTS",
+    "SHARED_FS_DEFAULTS",
+    "Prediction",
+    "StorageParams",
+    "choose_workers",
+    "predict",
+    "sweep",
+]
+
+MB = 1_000_000
+
+
+@dataclass(frozen=True)
+class StorageParams:
+    """How one storage answers one reader.
+
+    first_byte_s: time to first byte of a GET/open+read, seconds.
+    per_connection_mb_s: bandwidth of one request once data flows, MB/s (10^6 bytes).
+    requests_in_flight: requests the reader keeps open per loader process (the native reader
+        pipelines several; a plain ``open().read()`` dataset has 1).
+    aggregate_mb_s: ceiling over all connections of the node (NIC, device, volume); None = none.
+    measured: True when the numbers come from the trial's storage probe.
+    """
+
+    name: str
+    first_byte_s: float
+    per_connection_mb_s: float
+    requests_in_flight: int = 1
+    aggregate_mb_s: float | None = None
+    measured: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.first_byte_s <= 60:
+            raise ValueError(f"first_byte_s={self.first_byte_s} must be in [0, 60]")
+        if not self.per_connection_mb_s > 0:
+            raise ValueError(f"per_connection_mb_s={self.per_connection_mb_s} must be > 0")
+        if self.requests_in_flight < 1:
+            raise ValueError(f"requests_in_flight={self.requests_in_flight} must be >= 1")
+        if self.aggregate_mb_s is not None and not self.aggregate_mb_s > 0:
+            raise ValueError(f"aggregate_mb_s={self.aggregate_mb_s} must be > 0 or None")
+
+
+# Defaults when there is no trial. S3: ~30 ms to first byte and ~90 MB/s per connection for one
+# GET, 4 requests in flight per process (the native reader's pipelining), 10 Gbit/s NIC.
+S3_DEFAULTS = StorageParams("s3", 0.030, 90.0, requests_in_flight=4, aggregate_mb_s=1250.0)
+# Local NVMe instance storage [IO]: sub-millisecond access, GB/s per device.
+LOCAL_NVME_DEFAULTS = StorageParams("local-nvme", 0.0002, 1000.0, 1, aggregate_mb_s=2000.0)
+# EBS-backed / SATA SSD: EBS-backed instances cap at ~250 MB/s [SRC].
+LOCAL_SSD_DEFAULTS = StorageParams("local-ssd", 0.0005, 250.0, 1, aggregate_mb_s=250.0)
+HDD_DEFAULTS = StorageParams("local-hdd", 0.008, 150.0, 1, aggregate_mb_s=150.0)
+# EFS: a few ms per open/read, bursting ~150 MB/s baseline per TB stored [SRC].
+EFS_DEFAULTS = StorageParams("efs", 0.005, 100.0, 1, aggregate_mb_s=None)
+# FSx for Lustre / distributed cache: low latency, hundreds of MB/s per client [SRC][ORC].
+SHARED_FS_DEFAULTS = StorageParams("shared-fs", 0.001, 500.0, 1, aggregate_mb_s=1250.0)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's answer for one num_workers, with the three ceilings (samples/s)."""
+
+    num_workers: int
+    samples_per_s: float
+    latency_bound: float  # processes x per-process rate
+    cpu_bound: float  # cores left for loading / CPU per sample
+    bandwidth_bound: float  # aggregate bandwidth / bytes per sample
+    bottleneck: str  # "cpu", "bandwidth" or "latency": the ceiling that sets the prediction
+
+
+def loading_cores(num_workers: int, usable_cores: int) -> int:
+    """Cores that decode: the main process alone when num_workers == 0, else usable - 1 (>= 1)."""
+    if num_workers == 0:
+        return 1
+    return min(num_workers, max(usable_cores - 1, 1))
+
+
+def predict(
+    num_workers: int,
+    *,
+    object_bytes: float,
+    samples_per_object: float = 1.0,
+    cpu_s_per_sample: float = 0.0,
+    usable_cores: int = 1,
+    storage: StorageParams = S3_DEFAULTS,
+) -> Prediction:
+    """Predicted loader samples/s with `num_workers` DataLoader workers (see module docstring)."""
+    if num_workers < 0:
+        raise ValueError(f"num_workers={num_workers} must be >= 0")
+    if object_bytes < 0 or samples_per_object <= 0 or cpu_s_per_sample < 0:
+        raise ValueError(f"{object_bytes=}, {samples_per_object=}, {cpu_s_per_sample=}")
+    spo = samples_per_object
+    processes = max(num_workers, 1)
+    fetch_s = storage.first_byte_s + object_bytes / (storage.per_connection_mb_s * MB)
+    cpu_obj = spo * cpu_s_per_sample
+    k = storage.requests_in_flight
+    # one request in flight: fetch and decode alternate; several: the reader fetches ahead
+    per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
+    latency = math.inf if per_process_s <= 0 else spo * processes / per_process_s
+    cores = loading_cores(num_workers, usable_cores)
+    cpu = math.inf if cpu_obj <= 0 else spo * cores / cpu_obj
+    if storage.aggregate_mb_s is None or object_bytes <= 0:
+        bandwidth = math.inf
+    else:
+        bandwidth = spo * storage.aggregate_mb_s * MB / object_bytes
+    rate = min(latency, cpu, bandwidth)
+    # on a tie name the CPU first (the ceiling users can act on offline); a serial process that
+    # spends longer decoding than fetching is CPU-bound too
+    bounds = {"cpu": cpu, "bandwidth": bandwidth, "latency": latency}
+    bottleneck = min(bounds, key=lambda name: bounds[name])
+    if bottleneck == "latency" and k == 1 and cpu_obj >= fetch_s:
+        bottleneck = "cpu"
+    if math.isinf(rate):
+        rate = 1e9  # nothing costs anything: a number, not infinity, for JSON
+    return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck)
+
+
+def sweep(workers: Iterable[int], **kwargs: object) -> dict[int, Prediction]:
+    """`predict` for each num_workers in `workers`."""
+    return {w: predict(w, **kwargs) for w in workers}  # type: ignore[arg-type]
+
+
+def choose_workers(
+    rates: Mapping[int, float],
+    consumer_rate: float | None,
+    *,
+    headroom: float = 1.2,
+    tolerance: float = 0.05,
+) -> int:
+    """The num_workers to use, given samples/s per candidate (measured or predicted).
+
+    The smallest candidate reaching ``consumer_rate * headroom``; when the consumer rate is unknown
+    or no candidate reaches it, the smallest within `tolerance` of the best candidate.
+    """
+    if not rates:
+        raise ValueError("rates must not be empty")
+    ordered = sorted(rates)
+    if consumer_rate is not None:
+        for w in ordered:
+            if rates[w] >= consumer_rate * headroom:
+                return w
+    best = max(rates.values())
+    return next(w for w in ordered if rates[w] >= (1 - tolerance) * best)

@@ -1,0 +1,295 @@
+"""recommend(): run the decision rules and assemble a Recommendation (JSON-serializable).
+
+The rules live in advisor/rules.py and are documented, with the same ids, in
+docs/decision-flow.md. This module runs them in registry order (first rule to set a value wins),
+groups their findings into decisions and adds the plain fields a user copies into a DataLoader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from advisor.hardware import HardwareProfile, filesystem_type
+from advisor.profile import DatasetProfile
+from advisor.rules import RULES, SHARD_MAX_BYTES, SHARD_MIN_BYTES, Context, Finding, Rule
+from advisor.workload import Workload
+
+if TYPE_CHECKING:
+    from advisor.trial import TrialResult
+
+__all__ = [
+    "DATA_SOURCES",
+    "SAGEMAKER_INPUT_MODES",
+    "Decision",
+    "Recommendation",
+    "evaluate_rules",
+    "recommend",
+]
+
+DATA_SOURCES = ("stream", "copy-local", "shared-fs", "efs", "reshard-first")
+# SageMaker input mode per data source [SRC]; Pipe mode is mostly replaced by FastFile [SRC].
+SAGEMAKER_INPUT_MODES = {
+    "stream": "FastFile",
+    "copy-local": "File",
+    "shared-fs": "FSx for Lustre",
+    "efs": "EFS",
+}
+# decision name -> the state key holding its value, in report order
+DECISIONS: dict[str, str | None] = {
+    "data_source": "data_source",
+    "num_workers": "num_workers",
+    "prefetch_factor": "prefetch_factor",
+    "pin_memory": "pin_memory",
+    "shard_size": "shard_size_bytes",
+    "prefix_layout": "prefix_layout",
+    "throughput": "expected_samples_per_s",
+    "preprocess": "MEAS-4",
+    "cost": None,
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision: its value, why, which rules fired, the numbers used (units in the keys)."""
+
+    name: str
+    value: Any
+    rationale: str
+    rules: tuple[str, ...]
+    evidence: dict[str, Any] = field(default_factory=dict)
+    confidence: str = "medium"  # "high" (measured in the trial), "medium", "low" (defaults only)
+    measured: bool = False  # True: measured; False: a prediction or a profile-based choice
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Where to read the data from and how to configure the DataLoader, with the reasons."""
+
+    data_source: str
+    cache_locally: bool
+    after_reshard: str | None
+    sagemaker_input_mode: str
+    num_workers: int
+    pin_memory: bool
+    prefetch_factor: int | None
+    shard_size_bytes: int
+    prefix_count: int
+    expected_samples_per_s: float
+    predicted_samples_per_s: float
+    measured_samples_per_s: float | None
+    consumer_rate: float | None
+    input_bound: bool | None
+    decisions: tuple[Decision, ...]
+    fired_rules: tuple[str, ...]
+    cost_notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    data_format: str | None = None  # the set's dominant format (for the exported loader)
+
+    def path(self) -> list[str]:
+        """The rule ids on the path taken, in flow order (to highlight the Mermaid diagram)."""
+        return list(self.fired_rules)
+
+    def decision(self, name: str) -> Decision:
+        for d in self.decisions:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def dataloader_kwargs(self) -> dict[str, Any]:
+        """The torch.utils.data.DataLoader arguments this recommendation sets."""
+        kwargs: dict[str, Any] = {"num_workers": self.num_workers, "pin_memory": self.pin_memory}
+        if self.num_workers > 0:
+            kwargs["prefetch_factor"] = self.prefetch_factor
+            kwargs["persistent_workers"] = True
+        return kwargs
+
+    def summary(self) -> str:
+        """A few plain lines for a terminal: the settings, the throughput, the reasons."""
+        source = self.data_source
+        if source == "reshard-first":
+            source += f", then {self.after_reshard}"
+        if self.cache_locally:
+            source += ", cache locally after the first epoch"
+        kwargs = ", ".join(f"{k}={v!r}" for k, v in self.dataloader_kwargs().items())
+        kind = "measured" if self.measured_samples_per_s is not None else "predicted"
+        rate = f"{self.expected_samples_per_s:,.0f} samples/s ({kind})"
+        if self.consumer_rate is not None:
+            verdict = "input-bound" if self.input_bound else "keeps up"
+            rate += f" vs {self.consumer_rate:,.0f} consumed: {verdict}"
+        lines = [
+            f"data source:  {source} (SageMaker {self.sagemaker_input_mode})",
+            f"DataLoader:   {kwargs}",
+            f"shards:       {self.shard_size_bytes / 1e6:,.0f} MB over {self.prefix_count} "
+            "prefix(es)",
+            f"throughput:   {rate}",
+            f"rules:        {' -> '.join(self.fired_rules)}",
+            "",
+        ]
+        for d in self.decisions:
+            lines.append(f"{d.name} = {d.value!r} [{d.confidence}; {', '.join(d.rules) or '-'}]")
+            lines.append(f"  {d.rationale}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Recommendation:
+        fields = dict(data)
+        fields["decisions"] = tuple(
+            Decision(**{**d, "rules": tuple(d["rules"])}) for d in fields["decisions"]
+        )
+        for name in ("fired_rules", "cost_notes", "notes"):
+            fields[name] = tuple(fields.get(name, ()))
+        return cls(**fields)
+
+
+def _json_safe(value: Any) -> Any:
+    """Evidence as JSON: no infinities or NaN, tuples as lists, plain keys."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def evaluate_rules(
+    ctx: Context, rules: tuple[Rule, ...] = RULES
+) -> tuple[dict[str, Any], list[Finding]]:
+    """Run `rules` in order; a rule whose key is already decided is skipped. (state, findings)."""
+    state: dict[str, Any] = {}
+    findings: list[Finding] = []
+    for rule in rules:
+        if rule.key in state:
+            continue
+        found = rule.evaluate(ctx, MappingProxyType(state))
+        if found is None:
+            continue
+        state[found.key] = found.value
+        findings.append(dataclasses.replace(found, evidence=_json_safe(found.evidence)))
+    return state, findings
+
+
+def _local_path(uri: str) -> str:
+    return uri.removeprefix("file://")
+
+
+def recommend(
+    profile: DatasetProfile,
+    hardware: HardwareProfile,
+    workload: Workload,
+    trial: TrialResult | None = None,
+    *,
+    data_fs: str | None = None,
+) -> Recommendation:
+    """Decide data source and DataLoader settings for `workload` on `hardware`.
+
+    data_fs: the file system type of a local data path; by default looked up in /proc/mounts for
+        local URIs (an NFS/EFS mount makes SRC-1 fire).
+    """
+    if data_fs is None and profile.storage == "local":
+        data_fs = filesystem_type(_local_path(profile.uri))
+    ctx = Context(profile, hardware, workload, trial, data_fs=data_fs)
+    state, findings = evaluate_rules(ctx)
+    by_rule = {rule.id: rule for rule in RULES}
+
+    data_source = state.get("data_source", "stream")
+    after = state.get("after_reshard")
+    mode = SAGEMAKER_INPUT_MODES[ctx.training_source(state) or "stream"]
+    num_workers = int(state["num_workers"])
+    shard = state.get("shard_size_bytes")
+    prefixes = state.get("prefix_layout")
+    expected = float(state["expected_samples_per_s"])
+    predicted = float(ctx.model(state, num_workers).samples_per_s)
+    measured = ctx.measured_rates().get(num_workers)
+    input_bound = state.get("input_bound", False if ctx.consumer_rate is not None else None)
+
+    decisions = []
+    for name, key in DECISIONS.items():
+        mine = [f for f in findings if by_rule[f.rule_id].decision == name]
+        main = next((f for f in mine if f.key == key), None)
+        if name == "cost":
+            if mine:
+                decisions.append(_decision(name, [f.value for f in mine], mine, None))
+            continue
+        if name == "shard_size" and main is None:
+            shard = _keep_layout(ctx)
+            decisions.append(
+                Decision(
+                    name,
+                    shard,
+                    "Objects are already 50-200 MB and numerous enough: keep the layout.",
+                    tuple(f.rule_id for f in mine),
+                    {"p50_object_bytes": ctx.p50_bytes},
+                )
+            )
+            continue
+        if name == "prefix_layout" and main is None:
+            prefixes = max(profile.distinct_prefixes, 1)
+            rationale = "The request rate per prefix stays well under S3's limits: keep the layout."
+            decisions.append(Decision(name, prefixes, rationale, (), {"ranks": workload.ranks}))
+            continue
+        if not mine:
+            continue
+        decisions.append(_decision(name, state.get(key) if key else None, mine, main))
+
+    if data_source == "reshard-first":
+        first = decisions[0]
+        extra = f" Then: {after} ({mode})."
+        decisions[0] = dataclasses.replace(first, rationale=first.rationale + extra)
+
+    notes = list(hardware.notes if hardware.planned else ())
+    notes += [f.rationale for f in findings if f.rule_id == "SHM-1"]
+    return Recommendation(
+        data_source=data_source,
+        cache_locally=bool(state.get("cache_locally", False)),
+        after_reshard=after,
+        sagemaker_input_mode=mode,
+        num_workers=num_workers,
+        pin_memory=bool(state["pin_memory"]),
+        prefetch_factor=state.get("prefetch_factor"),
+        shard_size_bytes=int(shard if shard is not None else _keep_layout(ctx)),
+        prefix_count=int(prefixes if prefixes is not None else max(profile.distinct_prefixes, 1)),
+        expected_samples_per_s=round(expected, 3),
+        predicted_samples_per_s=round(predicted, 3),
+        measured_samples_per_s=measured,
+        consumer_rate=workload.consumer_rate,
+        input_bound=input_bound,
+        decisions=tuple(decisions),
+        fired_rules=tuple(f.rule_id for f in findings),
+        cost_notes=tuple(f.rationale for f in findings if by_rule[f.rule_id].decision == "cost"),
+        notes=tuple(notes),
+        data_format=profile.dominant_format,
+    )
+
+
+def _keep_layout(ctx: Context) -> int:
+    return int(min(max(ctx.p50_bytes, SHARD_MIN_BYTES), SHARD_MAX_BYTES))
+
+
+def _decision(name: str, value: Any, mine: list[Finding], main: Finding | None) -> Decision:
+    evidence: dict[str, Any] = {}
+    for f in mine:
+        evidence.update(f.evidence)
+    lead = main or mine[0]
+    return Decision(
+        name=name,
+        value=_json_safe(value),
+        rationale=" ".join(f.rationale for f in mine),
+        rules=tuple(f.rule_id for f in mine),
+        evidence=evidence,
+        confidence=lead.confidence,
+        measured=lead.measured,
+    )
