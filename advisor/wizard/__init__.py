@@ -1,0 +1,56 @@
+"""The notebook wizard: `from advisor.wizard import show; wizard = show()`.
+
+`WizardController` (controller.py) is the headless state and engine driver; `Wizard` (views.py)
+the ipywidgets view over it; charts.py and flow.py build its figures and diagram.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.wizard.controller import STEPS, WizardController
+
+if TYPE_CHECKING:
+    from advisor.session import AdvisorSession
+    from advisor.wizard.views import Wizard
+
+__all__ = ["STEPS", "Wizard", "WizardController", "show"]
+
+_INSTALL_HINT = 'the wizard needs ipywidgets and plotly: pip install "ipywidgets>=8.1" plotly'
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Wizard":
+        return _views().Wizard
+    raise AttributeError(name)
+
+
+def _views() -> Any:
+    try:
+        from advisor.wizard import views
+    except ImportError as exc:  # a missing optional dependency names its install command
+        raise ImportError(f"{_INSTALL_HINT} ({exc})") from exc
+    return views
+
+
+def show(
+    uri: str = "",
+    endpoint_url: str = "",
+    aws_profile: str = "",
+    session: AdvisorSession | None = None,
+    display: bool = True,
+) -> Wizard:
+    """Build the wizard (prefilled with `uri`, `endpoint_url`, `aws_profile`) and display it.
+
+    Returns the widget; `wizard.controller` drives the same wizard from code. Assign the result
+    (`wizard = show()`) so the notebook does not display it a second time.
+    """
+    controller = WizardController(
+        session, uri=uri, endpoint_url=endpoint_url, aws_profile=aws_profile
+    )
+    wizard: Wizard = _views().Wizard(controller)
+    if display:
+        from IPython.display import display as ipython_display
+
+        ipython_display(wizard)
+    return wizard

@@ -1,0 +1,396 @@
+"""Headless tests of the notebook wizard: drive widgets with `.value` / `.click()`, assert on
+traits, on the plotly figures' data and on the controller's state.
+
+Two tiers: a scripted stand-in for `AdvisorSession` pins down threading, cancel and navigation
+exactly; the real session against the local S3 endpoint covers every error path and the whole
+flow on a small demo data set.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from advisor.hardware import HardwareProfile
+from advisor.location import DatasetLocation
+from advisor.profile import DatasetProfile, FormatInfo, size_stats
+from advisor.wizard import charts, flow
+from advisor.wizard.controller import STEPS, THREAD_PREFIX, WizardController
+from advisor.workload import Workload
+
+pytestmark = [
+    # ipywidgets' comm shim warns when there is no kernel; the wizard works without one.
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:ipywidgets.*"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning:comm.*"),
+]
+
+
+def _wizard_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
+
+
+def _point(workers: int, pinned: bool, rate: float) -> Any:
+    return SimpleNamespace(
+        num_workers=workers,
+        pin_memory=pinned,
+        prefetch_factor=2 if workers else None,
+        samples_per_s=rate,
+    )
+
+
+def _profile(uri: str = "s3://bucket/data/") -> DatasetProfile:
+    sizes = [1000, 2000, 3000, 70_000, 70_000, 140_000]
+    return DatasetProfile(
+        uri=uri,
+        storage="s3",
+        object_count=len(sizes),
+        total_bytes=sum(sizes),
+        sizes=size_stats(sizes),
+        formats=(FormatInfo("jpeg", len(sizes), sum(sizes)),),
+        distinct_prefixes=2,
+        listed_objects=len(sizes),
+    )
+
+
+class FakeSession:
+    """Stands in for AdvisorSession: same methods, scripted results, cancellable slow steps."""
+
+    def __init__(self, fail: BaseException | None = None, step_s: float = 0.01) -> None:
+        self.location: DatasetLocation | None = None
+        self.credentials = None
+        self.workload = Workload()
+        self.profile: DatasetProfile | None = None
+        self.hardware: HardwareProfile | None = None
+        self.trial: Any = None
+        self.recommendation: Any = None
+        self.fail, self.step_s = fail, step_s
+        self.saved: list[tuple[Path, str]] = []
+
+    def set_location(
+        self, uri: str, endpoint_url: str | None = None, profile: str | None = None, **_: Any
+    ) -> DatasetLocation:
+        self.location = DatasetLocation(uri, endpoint_url=endpoint_url, profile=profile)
+        self.profile = self.trial = self.recommendation = None
+        return self.location
+
+    def use_demo(self, layout: str = "small-images", progress: Any = None) -> str:
+        uri = f"s3://loader-advisor-demo/{layout}/"
+        self.set_location(uri, endpoint_url="http://127.0.0.1:9")
+        return uri
+
+    def run_profile(self, progress: Any = None, cancel: threading.Event | None = None) -> Any:
+        for i in range(10):
+            if self.fail is not None:
+                raise self.fail
+            if cancel is not None and cancel.is_set():
+                break
+            if progress:
+                progress(f"listed {i}", i / 10)
+            time.sleep(self.step_s)
+        assert self.location is not None
+        self.profile = _profile(self.location.uri)
+        return self.profile
+
+    def run_hardware(self, target_gpu: str | None = None, gpu_count: int = 1) -> HardwareProfile:
+        hardware = HardwareProfile(cpu_count=2, affinity_cores=2, usable_cores=2)
+        if target_gpu:
+            hardware = hardware.with_target_gpu(target_gpu, gpu_count)
+        self.hardware = hardware
+        return hardware
+
+    def set_workload(self, workload: Workload) -> Workload:
+        self.workload = workload
+        return workload
+
+    def run_trial(
+        self, seconds: float = 30.0, progress: Any = None, cancel: threading.Event | None = None
+    ) -> Any:
+        points, cancelled = [], False
+        for i, (workers, pinned) in enumerate([(0, False), (0, True), (2, False), (2, True)] * 50):
+            if cancel is not None and cancel.is_set():
+                cancelled = True
+                break
+            point = _point(workers, pinned, 100.0 * (workers + 1) + (10 if pinned else 0))
+            points.append(point)
+            if progress:
+                progress(SimpleNamespace(phase="sweep", fraction=i / 200, message="", point=point))
+            time.sleep(self.step_s)
+        self.trial = SimpleNamespace(
+            sweep=tuple(points),
+            cancelled=cancelled,
+            seconds_used=1.0,
+            seconds_budget=seconds,
+            storage=None,
+            decode=None,
+            notes=(),
+            best_point=lambda: max(points, key=lambda p: p.samples_per_s, default=None),
+        )
+        return self.trial
+
+    def run_recommend(self) -> Any:
+        decision = SimpleNamespace(
+            name="num_workers",
+            value=2,
+            rationale="two cores",
+            rules=("W-1",),
+            evidence={"cores": 2},
+            confidence="high",
+            measured=True,
+        )
+        self.recommendation = SimpleNamespace(
+            decisions=(decision,), path=lambda: ["W-1"], expected_samples_per_s=300.0
+        )
+        return self.recommendation
+
+    def export(self) -> Any:
+        session = self
+
+        class Bundle:
+            module_source = "def make_dataloader():\n    return None\n"
+            json_text = '{"num_workers": 2}'
+
+            def save(self, directory: Path, stem: str) -> tuple[Path, Path]:
+                session.saved.append((directory, stem))
+                paths = (directory / f"{stem}.py", directory / f"{stem}.json")
+                paths[0].write_text(self.module_source)
+                paths[1].write_text(self.json_text)
+                return paths
+
+        return Bundle()
+
+
+@pytest.fixture
+def wizard() -> Iterator[Any]:
+    from advisor.wizard.views import Wizard
+
+    w = Wizard(WizardController(FakeSession()))  # type: ignore[arg-type]
+    yield w
+    w.controller.close()
+    assert not _wizard_threads()
+
+
+def _profiled(w: Any) -> None:
+    w.uri.value = "s3://bucket/data/"
+    w.profile_button.click()
+    assert w.controller.wait(10)
+
+
+# --- pure builders -------------------------------------------------------------------------
+
+
+def test_human_bytes() -> None:
+    assert charts.human_bytes(0) == "0 B"
+    assert charts.human_bytes(1536) == "1.5 KiB"
+    assert charts.human_bytes(64 * 2**20) == "64 MiB"
+
+
+def test_size_histogram_has_one_bar_per_bin() -> None:
+    figure = charts.size_histogram(_profile())
+    bar = figure.data[0]
+    assert list(bar.y) == [1, 1, 1, 2, 1]  # 512 B, 1 KiB, 2 KiB, 64 KiB (x2), 128 KiB bins
+    assert bar.x[0].startswith("512 B")
+
+
+def test_trial_chart_splits_pinned_and_pageable() -> None:
+    points = [_point(2, True, 300), _point(0, True, 100), _point(2, False, 250)]
+    figure = charts.trial_chart(points, consumer_rate=200)
+    pinned, pageable = figure.data
+    assert list(pinned.x) == [0, 2] and list(pinned.y) == [100, 300]
+    assert list(pageable.x) == [2] and list(pageable.y) == [250]
+    assert figure.layout.shapes[0].y0 == 200  # the consumption line
+
+
+def test_throughput_chart_skips_unknowns() -> None:
+    figure = charts.throughput_chart(500.0, None, 450.0)
+    assert list(figure.data[0].x) == ["loader (expected)", "loader (best measured)"]
+
+
+def test_figure_bundle_is_plotly_mime() -> None:
+    bundle = charts.figure_bundle(charts.throughput_chart(1.0, 2.0))
+    spec = bundle["data"]["application/vnd.plotly.v1+json"]
+    assert spec["data"][0]["type"] == "bar" and spec["config"]["displaylogo"] is False
+
+
+def test_flow_highlights_the_path(tmp_path: Path) -> None:
+    doc = tmp_path / "flow.md"
+    doc.write_text("# Flow\n\n```mermaid\nflowchart TD\n  SRC1 --> W1\n  W1 --> P2\n```\n")
+    text = flow.flow_markdown(["SRC1", "W1", "NOPE"], doc)
+    assert text is not None and text.startswith("```mermaid\nflowchart TD")
+    assert "class SRC1,W1 taken" in text and "classDef taken" in text
+    assert flow.flow_markdown(["W1"], tmp_path / "missing.md") is None
+
+
+# --- controller with the scripted session --------------------------------------------------
+
+
+def test_starts_on_dataset_and_next_waits_for_a_profile(wizard: Any) -> None:
+    assert wizard.body.children[0]._dom_classes == ("la-step-dataset",)
+    assert wizard.next_button.disabled
+    wizard.next_button.click()
+    assert wizard.controller.step == 0
+    _profiled(wizard)
+    assert "6" in wizard.profile_summary.value  # object count
+    bundle = wizard.size_chart.outputs[0]["data"]["application/vnd.plotly.v1+json"]
+    assert bundle["data"][0]["y"] == [1, 1, 1, 2, 1]
+    assert not wizard.next_button.disabled and wizard.progress.value == 1.0
+
+
+def test_bad_uri_is_an_inline_error_and_retry_works(wizard: Any) -> None:
+    wizard.uri.value = "gs://bucket/data/"
+    wizard.profile_button.click()
+    assert "unsupported URI scheme" in wizard.error.value
+    assert not _wizard_threads()
+    _profiled(wizard)
+    assert wizard.error.value == "" and wizard.controller.profile is not None
+
+
+def test_engine_error_in_the_worker_is_shown_and_the_thread_ends() -> None:
+    from advisor.wizard.views import Wizard
+
+    session = FakeSession(fail=PermissionError("AccessDenied on s3://bucket/data/"))
+    w = Wizard(WizardController(session))  # type: ignore[arg-type]
+    _profiled(w)
+    assert "access denied" in w.error.value
+    assert not w.controller.busy and not _wizard_threads()
+    assert not w.profile_button.disabled  # the user can correct and retry
+
+
+def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> None:
+    c = wizard.controller
+    wizard.demo_button.click()
+    assert c.wait(10)
+    assert wizard.uri.value == "s3://loader-advisor-demo/small-images/"
+    assert wizard.endpoint.value == "http://127.0.0.1:9" and c.profile is not None
+    wizard.next_button.click()
+    assert wizard.body.children[0]._dom_classes == ("la-step-hardware",)
+    assert "no GPU found" in wizard.hardware_summary.value
+    wizard.target_gpu.value = "A100-80GB"
+    assert c.hardware is not None and c.hardware.planned and "A100-80GB" in c.hardware.target_gpu
+    assert "planned GPU 0" in wizard.hardware_summary.value
+    wizard.next_button.click()
+    assert c.step_name == "workload"
+    wizard.samples_per_s.value = "fast"
+    assert "is not a number" in wizard.workload_errors.value
+    wizard.next_button.click()
+    assert c.step_name == "workload" and "samples/s per GPU" in wizard.error.value
+    wizard.samples_per_s.value = "250"
+    wizard.batch_size.value = "64"
+    wizard.next_button.click()
+    assert c.step_name == "trial"
+    assert c.session.workload == Workload(consumer_rate=250.0, batch_size=64)
+    wizard.trial_seconds.value = 5
+    wizard.run_trial_button.click()
+    assert c.wait(20)
+    pinned, pageable = wizard.trial_figure.data
+    assert max(pageable.y) == 300
+    assert set(pinned.x) == {0, 2} and max(pinned.y) == 310
+    assert wizard.trial_figure.layout.shapes[0].y0 == 250
+    wizard.next_button.click()
+    assert c.step_name == "recommendation"
+    assert "num_workers" in wizard.cards.value and "rules W-1" in wizard.cards.value
+    assert list(wizard.supply_figure.data[0].y) == [300.0, 310.0, 250.0]
+    wizard.next_button.click()
+    assert c.step_name == "export"
+    assert "make_dataloader" in wizard.module_preview.value
+    wizard.save_dir.value = str(tmp_path)
+    wizard.save_stem.value = "my loader"
+    wizard.save_button.click()
+    assert "not a Python module name" in wizard.error.value
+    wizard.save_stem.value = "my_loader"
+    wizard.save_button.click()
+    assert (tmp_path / "my_loader.py").exists() and "my_loader.py" in wizard.saved.value
+    href = wizard.download.value.split("href='", 1)[1].split("'", 1)[0]
+    assert base64.b64decode(href.split(",", 1)[1]).startswith(b"def make_dataloader")
+    wizard.back_button.click()
+    assert c.step_name == "recommendation"
+
+
+def test_workload_step_time_mode() -> None:
+    c = WizardController(FakeSession())  # type: ignore[arg-type]
+    c.workload_form.mode = "step"
+    c.workload_form.step_time_s = "0.5"
+    c.workload_form.batch_size = "128"
+    c.workload_form.transform = "not a callable"
+    assert c.parse_workload() is None and "module:callable" in c.field_errors["transform"]
+    c.workload_form.transform = "mypkg.transforms:decode"
+    workload = c.parse_workload()
+    assert workload is not None and workload.consumer_rate == 256.0
+    c.workload_form.gpus_per_node = "65"
+    assert c.parse_workload() is None and "gpus_per_node" in c.field_errors["workload"]
+    c.workload_form.gpus_per_node = "0"
+    assert c.parse_workload() is None and "greater than 0" in c.field_errors["gpus_per_node"]
+
+
+def test_cancel_stops_the_trial_promptly(wizard: Any) -> None:
+    c = wizard.controller
+    c.session.step_s = 0.05  # 200 points would take 10 s
+    _profiled(wizard)
+    c.next(), c.next(), c.next()
+    assert c.step_name == "trial"
+    wizard.run_trial_button.click()
+    deadline = time.monotonic() + 5
+    while len(c.trial_points) < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert not wizard.cancel_button.disabled and wizard.next_button.disabled
+    started = time.monotonic()
+    wizard.cancel_button.click()
+    assert c.wait(2) and time.monotonic() - started < 1.0
+    assert c.trial.cancelled and "cancelled" in c.message
+    assert len(wizard.trial_figure.data[0].x) >= 1
+    assert not _wizard_threads() and wizard.cancel_button.disabled
+
+
+def test_a_second_job_is_refused_while_one_runs(wizard: Any) -> None:
+    c = wizard.controller
+    c.session.step_s = 0.05
+    wizard.uri.value = "s3://bucket/data/"
+    assert c.run_profile()
+    assert not c.run_profile()
+    assert "still running" in c.errors["dataset"]
+    c.cancel()
+    assert c.wait(5)
+
+
+def test_step_indicator_and_classes(wizard: Any) -> None:
+    assert "la-current'>1 Dataset" in wizard.steps_bar.value
+    classes = {box._dom_classes[0] for box in wizard.step_boxes.values()}
+    assert classes == {f"la-step-{name}" for name in STEPS}
+    buttons = [wizard.demo_button, wizard.profile_button, wizard.next_button, wizard.back_button]
+    buttons += [wizard.run_trial_button, wizard.cancel_button, wizard.save_button]
+    assert [b._dom_classes[0] for b in buttons] == [
+        "la-btn-demo",
+        "la-btn-profile",
+        "la-btn-next",
+        "la-btn-back",
+        "la-btn-run-trial",
+        "la-btn-cancel",
+        "la-btn-save",
+    ]
+    assert "la-input-uri" in wizard.uri._dom_classes
+
+
+def test_magic_parses_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
+    import advisor
+    from advisor import magic
+
+    shown: list[tuple[Any, ...]] = []
+    monkeypatch.setattr(
+        "advisor.wizard.show", lambda *a, **k: shown.append((a, k)) or SimpleNamespace()
+    )
+    magic.advisor_magic("s3://b/p/ --endpoint-url http://127.0.0.1:9 --profile dev")
+    assert shown == [(("s3://b/p/",), {"endpoint_url": "http://127.0.0.1:9", "aws_profile": "dev"})]
+    registered: dict[str, Any] = {}
+
+    class Shell:
+        def register_magic_function(self, fn: Any, magic_kind: str, magic_name: str) -> None:
+            registered[magic_name] = (fn, magic_kind)
+
+    advisor.load_ipython_extension(Shell())
+    assert registered["advisor"] == (magic.advisor_magic, "line")
