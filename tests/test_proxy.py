@@ -22,8 +22,10 @@ import boto3
 import botocore.config
 import botocore.exceptions
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from advisor.demo.proxy import Faults, NetworkProfile, Proxy, When
+from advisor.demo.proxy import Faults, NetworkProfile, Proxy, ProxyError, When
 from advisor.demo.server import S3Endpoint
 
 
@@ -38,7 +40,8 @@ def sha(data: bytes) -> str:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    """GET|HEAD /bytes/N (Content-Length), /chunked/N, /close/N (body until close), /empty (204);
+    """GET|HEAD /bytes/N (Content-Length), /chunked/N, /close/N (body until close), /empty (204),
+    /drop/N (Content-Length, then the server closes the connection anyway);
     PUT|POST answer the sha256 of the body they read (Content-Length or chunked)."""
 
     protocol_version = "HTTP/1.1"
@@ -74,6 +77,13 @@ class _Handler(BaseHTTPRequestHandler):
                     pos += len(piece)
                     self.wfile.write(b"%x;ext=1\r\n%s\r\n" % (len(piece), piece))
                 self.wfile.write(b"0\r\nX-Trailer: yes\r\n\r\n")
+        elif kind == "drop":  # keep-alive as far as the headers say, then close anyway
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.close_connection = True
+            if with_body:
+                self.wfile.write(data)
         elif kind == "close":
             self.send_response(200)
             self.send_header("Connection", "close")
@@ -236,6 +246,49 @@ def test_head_204_and_until_close_bodies(upstream: _Upstream) -> None:
         assert proxy.stats().connections == 1
 
 
+def test_pipelined_requests_are_answered_in_order(upstream: _Upstream) -> None:
+    requests = (
+        b"GET /bytes/3 HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"HEAD /bytes/4 HTTP/1.1\r\nHost: x\r\n\r\n"
+        b"GET /bytes/5 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    )
+    with Proxy(upstream.url) as proxy:
+        raw, error = raw_exchange(proxy, requests)
+        assert proxy.stats().bytes_to_client == len(raw)
+    assert error is None and raw.count(b"HTTP/1.1 200 ") == 3
+    assert raw.endswith(b"\r\n\r\n" + payload(5))
+    assert [path for _, path in upstream.seen] == ["/bytes/3", "/bytes/4", "/bytes/5"]
+
+
+def test_upstream_closing_an_idle_connection_is_reopened(upstream: _Upstream) -> None:
+    with Proxy(upstream.url) as proxy:
+        conn = connect(proxy)
+        assert get(conn, "/drop/10") == (200, payload(10))
+        time.sleep(0.1)  # the upstream's close reaches the proxy
+        assert get(conn, "/bytes/7") == (200, payload(7))
+        conn.close()
+        assert proxy.stats().connections == 1
+
+
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    sizes=st.lists(st.integers(0, 300_000), min_size=1, max_size=4),
+    chunked=st.booleans(),
+    bandwidth=st.sampled_from([0.0, 500.0]),
+)
+def test_any_sequence_of_bodies_passes_intact(
+    upstream: _Upstream, sizes: list[int], chunked: bool, bandwidth: float
+) -> None:
+    kind = "chunked" if chunked else "bytes"
+    with Proxy(upstream.url, network=NetworkProfile(bandwidth_mbps=bandwidth)) as proxy:
+        conn = connect(proxy)
+        for size in sizes:
+            assert get(conn, f"/{kind}/{size}") == (200, payload(size))
+        conn.close()
+
+
 def test_many_concurrent_connections(upstream: _Upstream) -> None:
     def client(i: int) -> list[str]:
         conn = connect(proxy)
@@ -291,7 +344,7 @@ def test_bandwidth_caps_each_connection(upstream: _Upstream) -> None:
         conn.close()
     assert status == 200 and sha(body) == sha(payload(size))
     # 5 MB at 20 MB/s = 0.25 s, minus the bucket's burst of 10 ms worth (0.2 MB).
-    assert 0.24 <= elapsed < 0.25 + 0.5, elapsed
+    assert 0.235 <= elapsed < 0.25 + 0.5, elapsed
 
 
 # --- faults -------------------------------------------------------------------------------------
@@ -317,6 +370,21 @@ def test_slow_down_for_the_third_and_fourth_get(upstream: _Upstream) -> None:
     assert gets == ["/bytes/0?x=1", "/bytes/1?x=1", "/bytes/4?x=1", "/bytes/5?x=1"]
     assert stats.faults_injected == {"slow_down": 2}
     assert (stats.connections, stats.requests, stats.forwarded) == (1, 12, 10)
+
+
+def test_slow_down_answers_expect_continue_at_once_and_closes(upstream: _Upstream) -> None:
+    faults = Faults(slow_down=When(first_n=1, methods=["PUT"]))
+    with Proxy(upstream.url, network=NetworkProfile(latency_ms=50), faults=faults) as proxy:
+        start = time.monotonic()
+        raw, error = raw_exchange(
+            proxy,
+            b"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n",
+        )
+        assert time.monotonic() - start >= 0.05  # the latency applies to canned answers too
+    head, body = split_response(raw)
+    assert head.startswith(b"HTTP/1.1 503 ") and b"Connection: close" in head
+    assert b"<Code>SlowDown</Code>" in body and error is None
+    assert upstream.seen == []
 
 
 def test_every_fifth_get_is_truncated_at_half(upstream: _Upstream) -> None:
@@ -448,6 +516,20 @@ def test_unreachable_upstream_gets_502() -> None:
         with Proxy(dead) as proxy:
             raw, _ = raw_exchange(proxy, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     assert raw.startswith(b"HTTP/1.1 502 ")
+
+
+def test_url_only_while_running_and_a_busy_port_is_refused(upstream: _Upstream) -> None:
+    proxy = Proxy(upstream.url)
+    with pytest.raises(ProxyError, match="not running"):
+        _ = proxy.url
+    with proxy:
+        port = int(proxy.url.rsplit(":", 1)[1])
+        with pytest.raises(OSError), Proxy(upstream.url, port=port):
+            pass
+    with pytest.raises(ProxyError):
+        _ = proxy.url
+    with Proxy(upstream.url, port=port) as again:  # the port is free again after stop()
+        assert again.url == f"http://127.0.0.1:{port}"
 
 
 # --- configuration ------------------------------------------------------------------------------

@@ -612,8 +612,12 @@ class _Session:
             await asyncio.sleep(self.latency_s)
 
     async def _connect_upstream(self) -> bool:
-        if self.uw is not None:
-            return True
+        """Open the upstream connection, or open it again if the server closed it while idle."""
+        if self.ur is not None and self.uw is not None:
+            if not self.ur.at_eof() and not self.uw.is_closing():
+                return True
+            self.uw.transport.abort()
+            self.ur = self.uw = None
         proxy = self.proxy
         try:
             self.ur, self.uw = await _within(
