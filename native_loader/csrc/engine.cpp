@@ -165,7 +165,19 @@ bool Engine::wait(uint64_t id, double timeout_s) {
         auto it = tickets_.find(id);
         return it == tickets_.end() || it->second->complete;
     };
+    if (ready()) return true;
+    WaitMark mark(*this, id);
     return done_cv_.wait_for(lk, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
+}
+
+Engine::WaitMark::WaitMark(Engine &e, uint64_t id) : engine(e), ticket(id) {
+    engine.waited_[ticket] += 1;
+    if (!engine.closed_) curl_multi_wakeup(engine.multi_);  // re-run admission: it is exempt now
+}
+
+Engine::WaitMark::~WaitMark() {
+    auto it = engine.waited_.find(ticket);
+    if (it != engine.waited_.end() && --it->second == 0) engine.waited_.erase(it);
 }
 
 std::vector<uint64_t> Engine::wait_any(const std::vector<uint64_t> &ids, double timeout_s) {
@@ -179,6 +191,8 @@ std::vector<uint64_t> Engine::wait_any(const std::vector<uint64_t> &ids, double 
         }
         return !done.empty();
     };
+    if (ready() || ids.empty()) return done;
+    WaitMark mark(*this, *std::min_element(ids.begin(), ids.end()));
     done_cv_.wait_for(lk, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
     return done;
 }
@@ -261,8 +275,10 @@ int Engine::poll_timeout_ms(Clock::time_point now) const {
 }
 
 uint64_t Engine::head_ticket() const {
-    for (const auto &[id, t] : tickets_)
-        if (!t->complete && !t->cancelled) return id;
+    for (const auto &[id, t] : tickets_) {
+        if (t->cancelled) continue;
+        return t->complete ? 0 : id;  // a finished, uncollected result holds the budget
+    }
     return 0;
 }
 
@@ -281,28 +297,36 @@ void Engine::release(Ticket &t) {
 }
 
 void Engine::admit() {
-    while (!ready_.empty() &&
-           static_cast<int>(active_.size()) < config_.max_inflight_requests) {
-        auto [tid, idx] = *ready_.begin();
-        auto it = tickets_.find(tid);
-        if (it == tickets_.end()) {
-            ready_.erase(ready_.begin());
+    // Parts start in (ticket, part) order while they fit the byte budget. Once one does not,
+    // only exempt tickets may still start: the oldest ticket not yet collected, and tickets a
+    // caller is blocked on. Results are collected oldest first (or by whoever waits), so the
+    // budget cannot deadlock on results that wait for their turn.
+    uint64_t head = head_ticket();
+    bool blocked = false;
+    for (auto it = ready_.begin();
+         it != ready_.end() && static_cast<int>(active_.size()) < config_.max_inflight_requests;) {
+        auto [tid, idx] = *it;
+        auto tt = tickets_.find(tid);
+        if (tt == tickets_.end()) {
+            it = ready_.erase(it);
             continue;
         }
-        Ticket &t = *it->second;
+        Ticket &t = *tt->second;
         Part &p = *t.parts[idx];
         if (!p.charged) {
             int64_t need = p.charge;
-            // The oldest unfinished ticket may always proceed: results are consumed oldest
-            // first, so the budget can never deadlock on results waiting for their turn.
-            bool fits = stats_.inflight_bytes + need <= config_.max_inflight_bytes ||
-                        stats_.inflight_bytes == 0 || tid == head_ticket();
-            if (!fits) break;
+            bool fits = !blocked && stats_.inflight_bytes + need <= config_.max_inflight_bytes;
+            bool exempt = stats_.inflight_bytes == 0 || tid == head || waited_.count(tid) > 0;
+            if (!fits && !exempt) {
+                blocked = true;
+                ++it;
+                continue;
+            }
             p.charge = 0;
             charge(t, p, need);
             p.charged = true;
         }
-        ready_.erase(ready_.begin());
+        it = ready_.erase(it);
         start_part(t, p);
     }
 }

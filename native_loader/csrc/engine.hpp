@@ -166,6 +166,14 @@ private:
         bool retryable = false;
     };
 
+    // Marks a ticket as waited on (exempt from the byte budget) while a caller blocks on it.
+    struct WaitMark {
+        WaitMark(Engine &e, uint64_t id);
+        ~WaitMark();
+        Engine &engine;
+        uint64_t ticket;
+    };
+
     uint64_t submit(std::unique_ptr<Ticket> ticket);
     void run();
     void admit();
@@ -205,6 +213,7 @@ private:
     std::vector<std::pair<uint64_t, size_t>> waiting_;  // parts waiting out a backoff
     std::map<CURL *, Part *> active_;
     std::vector<uint64_t> cancelled_;
+    std::map<uint64_t, int> waited_;  // tickets callers are blocked on
     EngineStats stats_;
     std::mt19937_64 rng_;
 };

@@ -1,0 +1,137 @@
+"""ReaderConfig / Credentials validation, parse_uri and the error table (no network)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import pickle
+
+import pytest
+
+from native_loader import Credentials, ReaderConfig, S3Error, parse_uri
+from native_loader.errors import error_from_outcome
+
+
+def test_defaults() -> None:
+    config = ReaderConfig()
+    assert config.part_size == 8 * 2**20
+    assert config.max_inflight_bytes == 256 * 2**20
+    assert dataclasses.asdict(config)["addressing_style"] == "auto"
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("endpoint_url", "127.0.0.1:9000", "must start with http"),
+        ("addressing_style", "dns", "addressing_style"),
+        ("max_inflight_requests", 0, "max_inflight_requests"),
+        ("part_size", 1024, "part_size"),
+        ("max_inflight_bytes", 2**20, "max_inflight_bytes"),
+        ("connect_timeout_s", 0, "connect_timeout_s"),
+        ("stall_timeout_s", float("nan"), "stall_timeout_s"),
+        ("max_attempts", 0, "max_attempts"),
+        ("backoff_max_s", 0.01, "backoff_max_s"),
+        ("region", " ", "region"),
+    ],
+)
+def test_rejects_nonsense(field: str, value: object, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        ReaderConfig(**{field: value})  # type: ignore[arg-type]
+
+
+def test_rejects_wrong_types() -> None:
+    with pytest.raises(TypeError, match="part_size"):
+        ReaderConfig(part_size=1.5)  # type: ignore[arg-type]
+
+
+def test_credentials_hide_secrets() -> None:
+    creds = Credentials("AKID", "very-secret", "session-token-value")
+    text = repr(creds)
+    assert "AKID" in text
+    assert "very-secret" not in text
+    assert "session-token-value" not in text
+    with pytest.raises(ValueError):
+        Credentials("AKID", "")
+
+
+@pytest.mark.parametrize(
+    ("uri", "expected"),
+    [
+        ("s3://bucket/a/b.jpg", ("s3", "bucket", "a/b.jpg")),
+        ("s3://bucket/prefix/", ("s3", "bucket", "prefix/")),
+        ("s3://bucket", ("s3", "bucket", "")),
+        ("S3://bucket/k", ("s3", "bucket", "k")),
+        ("s3://bucket/a b+c%=ü", ("s3", "bucket", "a b+c%=ü")),
+        ("file:///abs/path", ("file", "/", "abs/path")),
+        ("file://localhost/abs/a%20b", ("file", "/", "abs/a b")),
+        ("/abs/path", ("file", "/", "abs/path")),
+        ("/abs/dir/", ("file", "/", "abs/dir/")),
+    ],
+)
+def test_parse_uri(uri: str, expected: tuple[str, str, str]) -> None:
+    assert parse_uri(uri) == expected
+
+
+def test_parse_relative_path() -> None:
+    scheme, root, key = parse_uri("data/x.bin")
+    assert (scheme, root) == ("file", "/")
+    assert os.path.join(root, key) == os.path.abspath("data/x.bin")
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ("", "empty"),
+        ("s3://", "no bucket"),
+        ("s3:///key", "no bucket"),
+        ("s3://bad bucket/k", "not a valid bucket"),
+        ("gs://bucket/k", "unsupported scheme"),
+        ("file://otherhost/p", "another host"),
+    ],
+)
+def test_parse_uri_errors(uri: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        parse_uri(uri)
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("http", 404, "NoSuchKey", "gone", "r1", 1), FileNotFoundError),
+        (("http", 404, "NoSuchBucket", "", "", 1), FileNotFoundError),
+        (("http", 403, "SignatureDoesNotMatch", "bad sig", "r2", 1), PermissionError),
+        (("http", 403, "AccessDenied", "", "", 1), PermissionError),
+        (("http", 416, "InvalidRange", "past the end", "r3", 1), S3Error),
+        (("http", 503, "SlowDown", "slow", "r4", 5), S3Error),
+        (("timeout", 0, "", "transfer stalled", "", 5), TimeoutError),
+        (("connect", 0, "", "Connection refused", "", 5), ConnectionError),
+        (("network", 0, "", "truncated body", "", 5), ConnectionError),
+    ],
+)
+def test_error_table_and_pickling(
+    args: tuple[str, int, str, str, str, int], expected: type
+) -> None:
+    exc = error_from_outcome(*args, uri="s3://b/k")
+    assert type(exc) is expected
+    clone = pickle.loads(pickle.dumps(exc))
+    assert type(clone) is expected
+    assert str(clone) == str(exc)
+    assert "s3://b/k" in str(exc)
+    if isinstance(exc, S3Error):
+        assert isinstance(clone, S3Error)
+        assert (clone.code, clone.status, clone.request_id, clone.uri) == (
+            exc.code,
+            exc.status,
+            exc.request_id,
+            exc.uri,
+        )
+    if args[0] == "http" and expected is not S3Error:
+        assert isinstance(exc.__cause__, S3Error)
+        assert exc.__cause__.code == args[2]
+
+
+def test_s3_error_is_an_oserror() -> None:
+    err = S3Error("x", code="InvalidRange", status=416, request_id="r", uri="s3://b/k")
+    assert isinstance(err, OSError)
+    clone = pickle.loads(pickle.dumps(err))
+    assert (clone.code, clone.status, clone.uri) == ("InvalidRange", 416, "s3://b/k")
