@@ -453,6 +453,23 @@ def test_stall_pauses_the_body_then_finishes(upstream: _Upstream) -> None:
         assert proxy.stats().faults_injected == {"stall": 2}
 
 
+def test_stall_head_delays_the_first_byte(upstream: _Upstream) -> None:
+    faults = Faults(stall_head=When(first_n=2, methods=None), stall_s=0.5)
+    with Proxy(upstream.url, faults=faults) as proxy:
+        conn = connect(proxy, timeout=0.2)
+        conn.request("HEAD", "/bytes/10")
+        with pytest.raises(TimeoutError):
+            conn.getresponse()
+        conn.close()
+        conn = connect(proxy)
+        start = time.monotonic()
+        assert get(conn, "/bytes/10") == (200, payload(10))
+        assert 0.5 <= time.monotonic() - start < 0.5 + 0.3
+        conn.close()
+        assert proxy.stats().faults_injected == {"stall_head": 2}
+    assert upstream.seen == [("HEAD", "/bytes/10"), ("GET", "/bytes/10")]
+
+
 def test_body_faults_skip_empty_bodies_and_apply_to_chunked_after_the_head(
     upstream: _Upstream,
 ) -> None:
@@ -516,6 +533,20 @@ def test_unreachable_upstream_gets_502() -> None:
         with Proxy(dead) as proxy:
             raw, _ = raw_exchange(proxy, b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
     assert raw.startswith(b"HTTP/1.1 502 ")
+
+
+def test_idle_client_connections_are_closed(upstream: _Upstream) -> None:
+    with Proxy(upstream.url, idle_timeout_s=0.2) as proxy:
+        port = int(proxy.url.rsplit(":", 1)[1])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            start = time.monotonic()
+            assert sock.recv(100) == b""
+            assert 0.2 <= time.monotonic() - start < 1.0
+        for _ in range(100):
+            if proxy.stats().active_connections == 0:
+                break
+            time.sleep(0.01)
+        assert proxy.stats().active_connections == 0
 
 
 def test_url_only_while_running_and_a_busy_port_is_refused(upstream: _Upstream) -> None:

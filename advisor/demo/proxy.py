@@ -57,7 +57,7 @@ START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 FLUSH_TIMEOUT_S = 1.0  # before a mid-body reset: wait this long at most for the client to ack
 
-FaultKind = Literal["reset", "slow_down", "truncate", "reset_mid_body", "stall"]
+FaultKind = Literal["reset", "slow_down", "stall_head", "truncate", "reset_mid_body", "stall"]
 _BODY_FAULTS: tuple[FaultKind, ...] = ("truncate", "reset_mid_body", "stall")
 
 
@@ -141,7 +141,7 @@ class When:
 @dataclass(frozen=True)
 class Faults:
     """Faults to inject, each selected by a `When`; all off by default. At most one per request:
-    the first matching in the order reset, slow_down, truncate, reset_mid_body, stall.
+    the first matching in the order reset, slow_down, stall_head, truncate, reset_mid_body, stall.
 
     reset: on reading the request head, reset the connection (RST, no response byte, request not
         forwarded). The client sees ECONNRESET (`ConnectionResetError`) instead of a response.
@@ -155,6 +155,8 @@ class Faults:
         the client reads those bytes, then gets `ConnectionResetError`.
     stall: after `stall_at` of the body (0 = right after the head) send nothing for `stall_s`
         seconds, then the rest; a client with a shorter read timeout times out.
+    stall_head: forward the request, then hold the response head back for `stall_s` seconds
+        (on top of any latency): a long time to first byte.
 
     Body faults hit only responses with a non-empty body; with no Content-Length (chunked or
     until-close bodies) they strike right after the head. A cut lands on a whole byte count,
@@ -171,6 +173,7 @@ class Faults:
     stall: When | None = None
     stall_s: float = 10.0
     stall_at: float = 0.5
+    stall_head: When | None = None
 
     def __post_init__(self) -> None:
         for name in ("truncate_at", "reset_at", "stall_at"):
@@ -182,7 +185,7 @@ class Faults:
 
     def rules(self) -> tuple[tuple[FaultKind, When], ...]:
         """The active rules in precedence order."""
-        kinds: tuple[FaultKind, ...] = ("reset", "slow_down", *_BODY_FAULTS)
+        kinds: tuple[FaultKind, ...] = ("reset", "slow_down", "stall_head", *_BODY_FAULTS)
         return tuple((kind, when) for kind in kinds if (when := getattr(self, kind)) is not None)
 
     def fraction(self, kind: FaultKind) -> float:
@@ -193,7 +196,15 @@ class Faults:
 
 @dataclass(frozen=True)
 class ProxyStats:
-    """Counters since start. bytes_to_client counts every byte written to clients (heads too)."""
+    """Counters since the proxy was created (a snapshot; `Proxy.stats()` takes a new one).
+
+    connections: client connections accepted; active_connections: of those, still open.
+    requests: request heads read from clients; forwarded: of those, sent upstream (not reset or
+        answered with SlowDown by the proxy).
+    bytes_to_client: every byte written to clients, response heads included.
+    bytes_from_upstream: every byte of response heads and bodies read from upstream.
+    faults_injected: how many times each `FaultKind` was applied; kinds never applied are absent.
+    """
 
     connections: int
     active_connections: int
@@ -544,6 +555,9 @@ class _Session:
             if latency_due:
                 latency_due = False
                 await self._latency()
+                if plan.kind == "stall_head":
+                    proxy._count_fault("stall_head")
+                    await asyncio.sleep(proxy.faults.stall_s)
             await self._send(raw)
             if status == 101:
                 return False  # protocol switches are not relayed
@@ -686,6 +700,8 @@ class Proxy:
         parts = urlsplit(upstream_url)
         if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
             raise ValueError(f"{upstream_url=} must look like http://host:port")
+        if not (idle_timeout_s > 0 and io_timeout_s > 0):
+            raise ValueError(f"{idle_timeout_s=} and {io_timeout_s=} must be > 0 seconds")
         self.upstream_url = upstream_url
         self.upstream_host = parts.hostname
         self.upstream_port = parts.port or 80
@@ -703,6 +719,10 @@ class Proxy:
         self._counters: Counter[str] = Counter()
         self._faults_injected: Counter[str] = Counter()
         self._method_counts: Counter[str] = Counter()
+
+    def __repr__(self) -> str:
+        where = f"http://{HOST}:{self._port}" if self._port is not None else "stopped"
+        return f"Proxy({where} -> {self.upstream_url}, {self.network}, {self.faults})"
 
     @property
     def url(self) -> str:
@@ -732,7 +752,9 @@ class Proxy:
         loop = asyncio.new_event_loop()
         self._loop = loop
         self._closing = False
-        self._thread = threading.Thread(target=self._run_loop, name="loader-advisor-proxy")
+        self._thread = threading.Thread(
+            target=self._run_loop, args=(loop,), name="loader-advisor-proxy"
+        )
         self._thread.daemon = True
         self._thread.start()
         try:
@@ -774,9 +796,8 @@ class Proxy:
 
     # On the proxy's thread.
 
-    def _run_loop(self) -> None:
-        assert self._loop is not None
-        loop = self._loop
+    @staticmethod
+    def _run_loop(loop: asyncio.AbstractEventLoop) -> None:
         asyncio.set_event_loop(loop)
         try:
             loop.run_forever()
