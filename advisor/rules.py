@@ -268,17 +268,20 @@ class Context:
         source = state.get("data_source")
         return state.get("after_reshard", "stream") if source == "reshard-first" else source
 
-    def model_rates(self, state: Mapping[str, Any], workers: range) -> dict[int, float]:
-        return {w: self.model(state, w).samples_per_s for w in workers}
+    def model_rates(
+        self, state: Mapping[str, Any], workers: range, cores: int | None = None
+    ) -> dict[int, float]:
+        return {w: self.model(state, w, cores).samples_per_s for w in workers}
 
-    def model(self, state: Mapping[str, Any], num_workers: int) -> Any:
+    def model(self, state: Mapping[str, Any], num_workers: int, cores: int | None = None) -> Any:
+        """The model's Prediction for `num_workers` (cores per rank unless `cores` is given)."""
         object_bytes, spo = self.layout(state)
         return predict(
             num_workers,
             object_bytes=object_bytes,
             samples_per_object=spo,
             cpu_s_per_sample=self.cpu_s_per_sample,
-            usable_cores=max(self.cores_per_rank, 1),
+            usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
             storage=self.storage_for(self.training_source(state)),
         )
 
@@ -295,7 +298,8 @@ class Context:
         measured = self.measured_rates()
         if measured:
             return choose_workers(measured, self.consumer_rate, headroom=HEADROOM)
-        rates = self.model_rates(state, range(1, MAX_SEARCH_WORKERS + 1))
+        # as if every worker had a core of its own: what the data and storage ask for
+        rates = self.model_rates(state, range(1, MAX_SEARCH_WORKERS + 1), MAX_SEARCH_WORKERS + 1)
         return choose_workers(rates, self.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
 
     def workers_cap(self, state: Mapping[str, Any]) -> int:

@@ -1,0 +1,184 @@
+"""Throughput model: sanity, monotonicity (Hypothesis) and the num_workers quality bar."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from advisor.model import (
+    LOCAL_NVME_DEFAULTS,
+    S3_DEFAULTS,
+    StorageParams,
+    choose_workers,
+    loading_cores,
+    predict,
+    sweep,
+)
+
+MB = 1_000_000
+
+object_sizes = st.floats(min_value=10e3, max_value=200e6)  # 10 KB - 200 MB
+latencies = st.floats(min_value=0.0, max_value=0.1)  # 0 - 100 ms
+cpu_costs = st.floats(min_value=0.0, max_value=0.005)  # 0 - 5 ms per sample
+cores = st.integers(min_value=1, max_value=96)
+workers = st.integers(min_value=0, max_value=64)
+in_flight = st.integers(min_value=1, max_value=16)
+samples_per_object = st.sampled_from([1.0, 10.0, 1000.0])
+
+
+def _storage(latency: float, k: int = 4, bw: float = 90.0, cap: float | None = 1250.0):
+    return StorageParams("s", latency, bw, requests_in_flight=k, aggregate_mb_s=cap)
+
+
+def test_defaults_are_documented_numbers() -> None:
+    assert S3_DEFAULTS.first_byte_s == pytest.approx(0.030)
+    assert S3_DEFAULTS.per_connection_mb_s == pytest.approx(90.0)
+    assert S3_DEFAULTS.requests_in_flight > 1  # the native reader pipelines requests
+
+
+def test_hand_computed_points() -> None:
+    # 1 MB objects, 30 ms + 1/90 s per GET, 4 in flight per process, no CPU: latency bound
+    fetch = 0.030 + 1 / 90
+    p = predict(2, object_bytes=MB, usable_cores=8, storage=S3_DEFAULTS)
+    assert p.samples_per_s == pytest.approx(2 * 4 / fetch)
+    assert p.bottleneck == "latency"
+    # 4 ms of CPU per sample on 3 loading cores (4 usable - main process)
+    p = predict(8, object_bytes=10e3, cpu_s_per_sample=0.004, usable_cores=4, storage=S3_DEFAULTS)
+    assert p.samples_per_s == pytest.approx(3 / 0.004)
+    assert p.bottleneck == "cpu"
+    # 150 MB shards: 1,250 MB/s NIC / 150 MB = 8.3 objects/s
+    p = predict(64, object_bytes=150 * MB, usable_cores=96, storage=S3_DEFAULTS)
+    assert p.samples_per_s == pytest.approx(1250 / 150)
+    assert p.bottleneck == "bandwidth"
+    # one request in flight: fetch and decode alternate
+    p = predict(
+        1, object_bytes=0, cpu_s_per_sample=0.001, usable_cores=4, storage=_storage(0.01, 1)
+    )
+    assert p.samples_per_s == pytest.approx(1 / 0.011)
+
+
+def test_zero_workers_loads_in_the_main_process() -> None:
+    assert loading_cores(0, 16) == 1
+    assert loading_cores(4, 16) == 4
+    assert loading_cores(8, 2) == 1  # one core stays with the main process, but never 0
+    kw = {"object_bytes": 1e5, "cpu_s_per_sample": 0.002, "usable_cores": 8}
+    assert predict(0, **kw).samples_per_s == pytest.approx(predict(1, **kw).samples_per_s)
+
+
+def test_nothing_costs_anything_gives_a_finite_number() -> None:
+    p = predict(1, object_bytes=0, storage=_storage(0.0, cap=None))
+    assert math.isfinite(p.samples_per_s)
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"object_bytes": -1},
+        {"object_bytes": 1, "samples_per_object": 0},
+        {"object_bytes": 1, "cpu_s_per_sample": -1},
+    ],
+)
+def test_rejects_nonsense(kwargs: dict[str, float]) -> None:
+    with pytest.raises(ValueError):
+        predict(1, **kwargs)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="num_workers"):
+        predict(-1, object_bytes=1)
+    with pytest.raises(ValueError, match="requests_in_flight"):
+        StorageParams("s", 0.01, 10, requests_in_flight=0)
+
+
+@settings(max_examples=300, deadline=None)
+@given(object_sizes, latencies, latencies, cpu_costs, cores, workers, in_flight, samples_per_object)
+def test_more_latency_never_increases_throughput(
+    size: float, lat_a: float, lat_b: float, cpu: float, n_cores: int, w: int, k: int, spo: float
+) -> None:
+    low, high = sorted((lat_a, lat_b))
+    kw = {"object_bytes": size, "cpu_s_per_sample": cpu, "usable_cores": n_cores}
+    fast = predict(w, storage=_storage(low, k), samples_per_object=spo, **kw)
+    slow = predict(w, storage=_storage(high, k), samples_per_object=spo, **kw)
+    assert slow.samples_per_s <= fast.samples_per_s * (1 + 1e-9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(object_sizes, latencies, cpu_costs, cores, workers, workers, in_flight)
+def test_more_workers_never_lower_throughput_nor_exceed_the_cores(
+    size: float, lat: float, cpu: float, n_cores: int, w_a: int, w_b: int, k: int
+) -> None:
+    few, many = sorted((w_a, w_b))
+    kw = {"object_bytes": size, "cpu_s_per_sample": cpu, "usable_cores": n_cores}
+    a = predict(few, storage=_storage(lat, k), **kw)
+    b = predict(many, storage=_storage(lat, k), **kw)
+    assert b.samples_per_s >= a.samples_per_s * (1 - 1e-9)
+    if cpu > 0:
+        # never more than the cores left for loading can decode, however many workers
+        assert b.samples_per_s <= max(n_cores - 1, 1) / cpu * (1 + 1e-9)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.dictionaries(st.integers(0, 32), st.floats(1.0, 1e6), min_size=1),
+    st.one_of(st.none(), st.floats(1.0, 1e6)),
+)
+def test_choose_workers_contract(rates: dict[int, float], consumer: float | None) -> None:
+    w = choose_workers(rates, consumer)
+    best = max(rates.values())
+    assert w in rates
+    if consumer is not None and rates[w] >= 1.2 * consumer:
+        assert all(rates[v] < 1.2 * consumer for v in rates if v < w)  # the smallest that does
+    else:
+        assert rates[w] >= 0.95 * best
+        assert all(rates[v] < 0.95 * best for v in rates if v < w)
+
+
+def test_choose_workers_needs_candidates() -> None:
+    with pytest.raises(ValueError):
+        choose_workers({}, None)
+
+
+SWEEP = (0, 1, 2, 4, 8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    object_sizes,
+    latencies,
+    cpu_costs,
+    st.sampled_from([1, 2, 3, 4, 8, 9, 16, 64]),
+    samples_per_object,
+    st.one_of(st.none(), st.floats(1.0, 1e6)),
+)
+def test_quality_bar_against_exhaustive_sweep(
+    size: float, lat: float, cpu: float, n_cores: int, spo: float, consumer: float | None
+) -> None:
+    """The rule's choice reaches >= 90% of the best of {0,1,2,4,8} within the caps (or the
+    consumer rate if lower), under the same model; see docs/decision-flow.md "Quality bar"."""
+    from advisor.rules import HEADROOM, TOLERANCE
+
+    kw = {
+        "object_bytes": size,
+        "samples_per_object": spo,
+        "cpu_s_per_sample": cpu,
+        "usable_cores": n_cores,
+        "storage": _storage(lat),
+    }
+    cap = max(n_cores - 1, 0)
+    candidates = range(min(1, cap), cap + 1)  # what NW-4 searches
+    rates = {w: p.samples_per_s for w, p in sweep(candidates, **kw).items()}
+    chosen = choose_workers(rates, consumer, headroom=HEADROOM, tolerance=TOLERANCE)
+    exhaustive = {w: predict(w, **kw).samples_per_s for w in SWEEP if w <= cap}  # type: ignore[arg-type]
+    target = max(exhaustive.values())
+    if consumer is not None:
+        target = min(target, consumer)
+    assert rates[chosen] >= 0.9 * target
+    assert chosen <= cap
+
+
+def test_local_nvme_is_faster_than_s3_for_small_objects() -> None:
+    kw = {"object_bytes": 100e3, "usable_cores": 8}
+    assert (
+        predict(4, storage=LOCAL_NVME_DEFAULTS, **kw).samples_per_s
+        > predict(4, storage=S3_DEFAULTS, **kw).samples_per_s
+    )

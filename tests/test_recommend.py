@@ -1,0 +1,252 @@
+"""recommend() end to end: the brief's scenarios, hard limits (Hypothesis), JSON round trip."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
+from advisor.profile import DatasetProfile, FormatInfo, SizeStats
+from advisor.recommend import DATA_SOURCES, Recommendation, recommend
+from advisor.rules import RULES, Context, rule_by_id
+from advisor.trial import DecodeCost, HostToDevice, LoaderPoint, StorageProbe, TrialResult
+from advisor.workload import Workload
+
+MB, GB, TB = 10**6, 10**9, 10**12
+RULE_IDS = [rule.id for rule in RULES]
+
+
+def profile(
+    count: int,
+    size: int,
+    fmt: str = "tar",
+    spo: float | None = None,
+    uri: str = "s3://bucket/train/",
+) -> DatasetProfile:
+    listed = min(count, 1000)
+    return DatasetProfile(
+        uri=uri,
+        storage="s3" if uri.startswith("s3://") else "local",
+        object_count=count,
+        total_bytes=count * size,
+        sizes=SizeStats(size, size, size, size, size, float(size)),
+        formats=(FormatInfo(fmt, listed, listed * size, spo),),
+        distinct_prefixes=1,
+        listed_objects=listed,
+    )
+
+
+def hardware(
+    cores: int = 8,
+    ram_available: int | None = 30 * GB,
+    gpus: int = 0,
+    disk_free: int = 1 * TB,
+) -> HardwareProfile:
+    gpu = GpuInfo(0, "NVIDIA L4", 24 * 2**30, 1, 4, 16, 16, None, "550.54.15", 12040)
+    return HardwareProfile(
+        gpus=tuple(dataclasses.replace(gpu, index=i) for i in range(gpus)),
+        cpu_count=cores,
+        affinity_cores=cores,
+        usable_cores=cores,
+        ram_total_bytes=32 * GB,
+        ram_available_bytes=ram_available,
+        shm_bytes=16 * GB,
+        disk=DiskInfo("/tmp", disk_free, 2 * TB, "nvme", "nvme0n1", None, "xfs"),
+    )
+
+
+SHARDS_30GB = profile(200, 150 * MB, "tar", 1000.0)
+SMALL_FILES_2TB = profile(20_000_000, 100_000, "jpeg")
+
+
+def trial(rates: dict[int, float]) -> TrialResult:
+    return TrialResult(
+        uri="s3://bucket/train/",
+        seconds_budget=60,
+        seconds_used=40,
+        storage=StorageProbe(10, 10 * 150 * MB, 0.02, 0.05, 80.0, ((1, 80, 0.5), (8, 560, 3.7))),
+        decode=DecodeCost("default", 400, 0.003, 150e3),
+        sweep=tuple(
+            LoaderPoint(w, True, None if w == 0 else 2, 1000, 1000 / r, r, r * 0.15, 0.4, 350)
+            for w, r in rates.items()
+        ),
+        host_to_device=HostToDevice(32 * 150_000, 22.0, 9.0),
+    )
+
+
+def test_no_gpu_means_no_pinned_memory() -> None:
+    rec = recommend(SHARDS_30GB, hardware(gpus=0), Workload(consumer_rate=500))
+    assert rec.pin_memory is False
+    assert "PIN-1" in rec.path()
+    assert "GPU" in rec.decision("pin_memory").rationale
+
+
+def test_planned_gpu_pins_memory() -> None:
+    planned = hardware(gpus=0).with_target_gpu("H100-SXM", 8)
+    rec = recommend(SHARDS_30GB, planned, Workload(consumer_rate=500, gpus_per_node=8))
+    assert rec.pin_memory is True and "PIN-4" in rec.path()
+    assert any("planned" in n for n in rec.notes)
+
+
+def test_many_small_files_and_2tb_reshard_or_shared_fs() -> None:
+    rec = recommend(SMALL_FILES_2TB, hardware(), Workload(consumer_rate=1000))
+    assert rec.data_source in ("reshard-first", "shared-fs")
+    assert rec.data_source == "reshard-first" and rec.after_reshard == "stream"
+    assert rec.sagemaker_input_mode == "FastFile"
+    assert rec.shard_size_bytes == 150 * MB
+    assert rec.decision("data_source").rules == ("SRC-3", "SRC-6")
+    twenty_tb = profile(200_000_000, 100_000, "jpeg")
+    assert recommend(twenty_tb, hardware(), Workload()).data_source == "shared-fs"
+
+
+def test_30gb_of_150mb_shards_one_epoch_streams() -> None:
+    # docs/decision-flow.md SRC-4: one pass over large shards gains nothing from a copy first
+    rec = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500, epochs=1))
+    assert (rec.data_source, rec.sagemaker_input_mode, rec.cache_locally) == (
+        "stream",
+        "FastFile",
+        False,
+    )
+    assert rec.decision("shard_size").value == 150 * MB  # already in the 50-200 MB window
+    many = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500, epochs=10))
+    assert (many.data_source, many.sagemaker_input_mode) == ("copy-local", "File")
+    assert any("copy" in n.lower() for n in many.cost_notes)
+
+
+def test_data_on_efs() -> None:
+    rec = recommend(SHARDS_30GB, hardware(), Workload(data_location="efs"))
+    assert (rec.data_source, rec.sagemaker_input_mode) == ("efs", "EFS")
+    local_nfs = profile(1000, 5 * MB, uri="/mnt/efs/train")
+    rec = recommend(local_nfs, hardware(), Workload(), data_fs="nfs4")
+    assert rec.data_source == "efs" and rec.path()[0] == "SRC-1"
+    # a local path on this machine's own file system is read in place
+    rec = recommend(profile(1000, 5 * MB, uri="/tmp/train"), hardware(), Workload())
+    assert rec.data_source == "copy-local" and rec.path()[0] == "SRC-2"
+
+
+def test_trial_measurements_decide_and_model_is_reported() -> None:
+    rates = {0: 150.0, 1: 180.0, 2: 350.0, 4: 690.0, 8: 700.0}
+    big = profile(2000, 150 * MB, "tar", 1000.0)  # 300 GB: streamed, as the trial read it
+    rec = recommend(big, hardware(cores=16, gpus=1), Workload(consumer_rate=1000), trial(rates))
+    assert rec.num_workers == 4  # 1.2 x 1,000 is out of reach: smallest within 5% of 700
+    nw = rec.decision("num_workers")
+    assert nw.measured and nw.confidence == "high" and nw.rules == ("NW-3",)
+    assert rec.measured_samples_per_s == 690.0 == rec.expected_samples_per_s
+    assert rec.predicted_samples_per_s > 0
+    assert rec.input_bound is True and "COST-3" in rec.path()
+    assert rec.pin_memory is True and rec.decision("pin_memory").measured
+    assert rec.decision("throughput").evidence["predicted_samples_per_s"] > 0
+
+
+def test_without_trial_everything_is_a_prediction() -> None:
+    rec = recommend(SHARDS_30GB, hardware(gpus=1), Workload(consumer_rate=500))
+    nw = rec.decision("num_workers")
+    assert not nw.measured and nw.confidence == "low"
+    assert rec.measured_samples_per_s is None
+    assert rec.expected_samples_per_s == pytest.approx(rec.predicted_samples_per_s, rel=1e-6)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    cores=st.integers(1, 64),
+    gpus_per_node=st.sampled_from([1, 2, 4, 8]),
+    ram_gb=st.one_of(st.none(), st.floats(0.0, 512.0)),
+    size=st.sampled_from([10_000, 100_000, 5 * MB, 150 * MB, 1500 * MB]),
+    count=st.sampled_from([10, 1000, 300_000]),
+    consumer=st.one_of(st.none(), st.floats(1.0, 1e6)),
+    epochs=st.integers(1, 20),
+    gpus=st.integers(0, 1),
+)
+def test_workers_never_exceed_cores_nor_ram(
+    cores: int,
+    gpus_per_node: int,
+    ram_gb: float | None,
+    size: int,
+    count: int,
+    consumer: float | None,
+    epochs: int,
+    gpus: int,
+) -> None:
+    ram = None if ram_gb is None else int(ram_gb * GB)
+    hw = hardware(cores=cores, ram_available=ram, gpus=gpus)
+    wl = Workload(consumer_rate=consumer, epochs=epochs, gpus_per_node=gpus_per_node)
+    rec = recommend(profile(count, size, "jpeg"), hw, wl)
+    assert 0 <= rec.num_workers <= max(cores // gpus_per_node - 1, 0)
+    if ram is not None:
+        assert rec.num_workers * 400 * MB <= ram / gpus_per_node
+    assert (rec.prefetch_factor is None) == (rec.num_workers == 0)
+    if rec.prefetch_factor is not None:
+        assert 2 <= rec.prefetch_factor <= 8
+    assert rec.data_source in DATA_SOURCES
+    if gpus == 0:
+        assert rec.pin_memory is False
+    assert set(rec.path()) <= set(RULE_IDS)
+    assert rec.path() == sorted(rec.path(), key=RULE_IDS.index)  # flow order
+    json.loads(rec.to_json())
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    size=st.floats(10e3, 200e6),
+    latency=st.floats(0.0, 0.1),
+    cpu=st.floats(0.0, 0.005),
+    cores=st.sampled_from([1, 2, 4, 8, 9, 16, 64]),
+    consumer=st.one_of(st.none(), st.floats(1.0, 1e6)),
+)
+def test_nw4_quality_bar(
+    size: float, latency: float, cpu: float, cores: int, consumer: float | None
+) -> None:
+    """NW-4 reaches >= 90% of the best of {0,1,2,4,8} within the caps, or the consumer rate."""
+    probe = StorageProbe(5, int(5 * size), latency, latency * 2, 90.0)
+    result = TrialResult("s3://b/", 10, 10, storage=probe, decode=DecodeCost("d", 10, cpu, size))
+    ctx = Context(
+        profile(10_000, int(size)),
+        hardware(cores=cores, ram_available=None),
+        Workload(consumer_rate=consumer),
+        result,
+    )
+    state: dict[str, Any] = {"data_source": "stream"}
+    finding = rule_by_id("NW-4").evaluate(ctx, state)
+    assert finding is not None
+    chosen = finding.value
+    cap = max(cores - 1, 0)
+    best = max(ctx.model(state, w).samples_per_s for w in (0, 1, 2, 4, 8) if w <= cap)
+    target = best if consumer is None else min(best, consumer)
+    assert chosen <= cap
+    assert ctx.model(state, chosen).samples_per_s >= 0.9 * target
+
+
+def test_json_round_trip() -> None:
+    rates = {0: 150.0, 2: 350.0, 4: 690.0}
+    rec = recommend(
+        SMALL_FILES_2TB, hardware(gpus=1), Workload(consumer_rate=1e5, epochs=3), trial(rates)
+    )
+    text = rec.to_json()
+    data = json.loads(text)
+    assert data["data_source"] == rec.data_source and data["fired_rules"] == rec.path()
+    assert Recommendation.from_dict(data) == rec
+    assert json.loads(Recommendation.from_dict(data).to_json()) == data
+
+
+def test_dataloader_kwargs_are_accepted_by_torch() -> None:
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    data = TensorDataset(torch.zeros(4, 2))
+    for cores in (1, 8):
+        rec = recommend(SHARDS_30GB, hardware(cores=cores), Workload(consumer_rate=100))
+        loader = DataLoader(data, batch_size=2, **rec.dataloader_kwargs())
+        assert loader.num_workers == rec.num_workers
+
+
+def test_summary_names_the_settings() -> None:
+    rec = recommend(SHARDS_30GB, hardware(gpus=1), Workload(consumer_rate=500))
+    text = rec.summary()
+    assert f"num_workers={rec.num_workers}" in text and "FastFile" in text
+    for d in rec.decisions:
+        assert d.name in text
