@@ -26,6 +26,8 @@ __all__ = [
     "GpuInfo",
     "GpuSpec",
     "HardwareProfile",
+    "filesystem_type",
+    "lookup_gpu",
     "probe_hardware",
 ]
 
@@ -386,20 +388,43 @@ def _affinity_cores() -> int:
         return os.cpu_count() or 1
 
 
+def _cgroup_dirs(root: Path, controller: str) -> list[Path]:
+    """cgroup directories that may hold this process's limits, most specific first.
+
+    /proc/self/cgroup names the process's cgroup ("0::/path" for v2, "N:cpu,cpuacct:/path" for
+    v1); inside a container with its own cgroup namespace that path is "/" and the limits sit at
+    the mount root, which is always tried last.
+    """
+    base = root / "sys/fs/cgroup"
+    dirs: list[Path] = []
+    for line in (_read(root / "proc/self/cgroup") or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, rel = parts
+        rel = rel.strip().lstrip("/")
+        if controllers == "":
+            dirs.append(base / rel)
+        elif controller in controllers.split(","):
+            dirs.append(base / controllers / rel)
+    v1 = {"cpu": ("cpu", "cpu,cpuacct"), "memory": ("memory",)}[controller]
+    return [*dirs, base, *(base / name for name in v1)]
+
+
 def cgroup_cpu_limit(root: Path) -> float | None:
     """CPU quota in cores from cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us); None if unlimited."""
-    v2 = _read(root / "sys/fs/cgroup/cpu.max")
-    if v2:
-        parts = v2.split()
-        if len(parts) == 2 and parts[0] != "max":
-            try:
-                return int(parts[0]) / int(parts[1])
-            except (ValueError, ZeroDivisionError):
-                return None
-        return None
-    for base in ("sys/fs/cgroup/cpu", "sys/fs/cgroup/cpu,cpuacct"):
-        quota = _read(root / base / "cpu.cfs_quota_us")
-        period = _read(root / base / "cpu.cfs_period_us")
+    for directory in _cgroup_dirs(root, "cpu"):
+        v2 = _read(directory / "cpu.max")
+        if v2:
+            parts = v2.split()
+            if len(parts) == 2 and parts[0] != "max":
+                try:
+                    return int(parts[0]) / int(parts[1])
+                except (ValueError, ZeroDivisionError):
+                    return None
+            return None
+        quota = _read(directory / "cpu.cfs_quota_us")
+        period = _read(directory / "cpu.cfs_period_us")
         if quota and period:
             try:
                 q, p = int(quota), int(period)
@@ -411,18 +436,19 @@ def cgroup_cpu_limit(root: Path) -> float | None:
 
 def cgroup_memory_limit(root: Path) -> int | None:
     """Memory limit in bytes from cgroup v2 (memory.max) or v1; None if unlimited."""
-    for rel in ("sys/fs/cgroup/memory.max", "sys/fs/cgroup/memory/memory.limit_in_bytes"):
-        text = _read(root / rel)
-        if text is None:
-            continue
-        text = text.strip()
-        if text == "max":
-            return None
-        try:
-            value = int(text)
-        except ValueError:
-            return None
-        return value if value < (1 << 60) else None  # v1 "unlimited" is a huge number
+    for directory in _cgroup_dirs(root, "memory"):
+        for name in ("memory.max", "memory.limit_in_bytes"):
+            text = _read(directory / name)
+            if text is None:
+                continue
+            text = text.strip()
+            if text == "max":
+                return None
+            try:
+                value = int(text)
+            except ValueError:
+                return None
+            return value if value < (1 << 60) else None  # v1 "unlimited" is a huge number
     return None
 
 

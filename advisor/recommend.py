@@ -213,7 +213,7 @@ def recommend(
     prefixes = state.get("prefix_layout")
     expected = float(state["expected_samples_per_s"])
     predicted = float(ctx.model(state, num_workers).samples_per_s)
-    measured = ctx.measured_rates().get(num_workers)
+    measured = ctx.measured_rates(state).get(num_workers)
     input_bound = state.get("input_bound", False if ctx.consumer_rate is not None else None)
 
     decisions = []

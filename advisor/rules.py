@@ -24,6 +24,7 @@ from advisor.model import (
     LOCAL_SSD_DEFAULTS,
     S3_DEFAULTS,
     SHARED_FS_DEFAULTS,
+    Prediction,
     StorageParams,
     choose_workers,
     predict,
@@ -273,7 +274,9 @@ class Context:
     ) -> dict[int, float]:
         return {w: self.model(state, w, cores).samples_per_s for w in workers}
 
-    def model(self, state: Mapping[str, Any], num_workers: int, cores: int | None = None) -> Any:
+    def model(
+        self, state: Mapping[str, Any], num_workers: int, cores: int | None = None
+    ) -> Prediction:
         """The model's Prediction for `num_workers` (cores per rank unless `cores` is given)."""
         object_bytes, spo = self.layout(state)
         return predict(
@@ -285,8 +288,24 @@ class Context:
             storage=self.storage_for(self.training_source(state)),
         )
 
-    def measured_rates(self) -> dict[int, float]:
-        """Best measured samples/s per num_workers in the trial's sweep."""
+    def reads_as_trialled(self, state: Mapping[str, Any]) -> bool:
+        """True when training reads the objects where (and as) the trial read them."""
+        source = state.get("data_source")
+        if source == "reshard-first":
+            return False  # other objects (packed shards)
+        if source == "copy-local":
+            return self.profile.storage == "local"  # a local set read in place
+        if source == "shared-fs":
+            return self.on_fsx
+        return True  # stream / efs: the data stays where the trial read it
+
+    def measured_rates(self, state: Mapping[str, Any] | None = None) -> dict[int, float]:
+        """Best measured samples/s per num_workers in the trial's sweep.
+
+        With `state`, only when the training reads what the trial read (else empty).
+        """
+        if state is not None and not self.reads_as_trialled(state):
+            return {}
         rates: dict[int, float] = {}
         for p in self.trial.sweep if self.trial is not None else ():
             if p.samples_per_s > 0:
@@ -295,7 +314,7 @@ class Context:
 
     def unconstrained_workers(self, state: Mapping[str, Any]) -> int:
         """The workers the throughput alone asks for, before cores and RAM bound it."""
-        measured = self.measured_rates()
+        measured = self.measured_rates(state)
         if measured:
             return choose_workers(measured, self.consumer_rate, headroom=HEADROOM)
         # as if every worker had a core of its own: what the data and storage ask for
@@ -654,7 +673,7 @@ class WorkersFromSweep(Rule):
 
     def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
         cap = ctx.workers_cap(state)
-        rates = {w: r for w, r in ctx.measured_rates().items() if w <= cap}
+        rates = {w: r for w, r in ctx.measured_rates(state).items() if w <= cap}
         if not rates:
             return None
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
@@ -730,7 +749,7 @@ def _workers_rationale(
 
 def _expected_rate(ctx: Context, state: Mapping[str, Any]) -> float:
     w = state.get("num_workers", 0)
-    return ctx.measured_rates().get(w) or ctx.model(state, w).samples_per_s
+    return ctx.measured_rates(state).get(w) or ctx.model(state, w).samples_per_s
 
 
 class NoPrefetchWithoutWorkers(Rule):
@@ -772,8 +791,8 @@ class PrefetchHidesLatency(Rule):
         w = state.get("num_workers", 0)
         if w <= 0:
             return None
-        probe = ctx.trial.storage if ctx.trial is not None else None
         storage = ctx.storage_for(ctx.training_source(state))
+        probe = ctx.trial.storage if ctx.trial is not None and storage.measured else None
         latency = probe.first_byte_p95_s if probe else 2 * storage.first_byte_s
         per_worker = _expected_rate(ctx, state) / w
         batches = latency * per_worker / ctx.workload.batch_size
@@ -1089,10 +1108,8 @@ class MeasuredThroughput(Rule):
     source = "measured: trial sweep at the recommended num_workers"
 
     def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
-        if ctx.training_source(state) == "copy-local" and ctx.profile.storage == "s3":
-            return None  # measured against S3, training reads a local copy
         w = state.get("num_workers", 0)
-        rate = ctx.measured_rates().get(w)
+        rate = ctx.measured_rates(state).get(w)  # none when training reads a copy or new shards
         if rate is None:
             return None
         predicted = ctx.model(state, w).samples_per_s

@@ -207,6 +207,31 @@ def test_cgroup_v2_and_meminfo(tmp_path: Path) -> None:
     assert hw.ram_total_bytes == 4 * GIB and hw.ram_available_bytes == 4 * GIB
 
 
+def test_cgroup_of_this_process_wins(tmp_path: Path) -> None:
+    root = _tree(
+        tmp_path,
+        {
+            "proc/self/cgroup": "0::/kubepods/pod1/ctr\n",
+            "sys/fs/cgroup/cpu.max": "max 100000\n",
+            "sys/fs/cgroup/kubepods/pod1/ctr/cpu.max": "400000 100000\n",
+            "sys/fs/cgroup/kubepods/pod1/ctr/memory.max": "8589934592\n",
+        },
+    )
+    assert cgroup_cpu_limit(root) == 4.0
+    assert cgroup_memory_limit(root) == 8 * GIB
+    v1 = _tree(
+        tmp_path / "v1",
+        {
+            "proc/self/cgroup": "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n",
+            "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us": "200000\n",
+            "sys/fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us": "100000\n",
+            "sys/fs/cgroup/memory/docker/abc/memory.limit_in_bytes": "1073741824\n",
+        },
+    )
+    assert cgroup_cpu_limit(v1) == 2.0
+    assert cgroup_memory_limit(v1) == GIB
+
+
 def test_cgroup_v1_and_unlimited(tmp_path: Path) -> None:
     root = _tree(
         tmp_path,
