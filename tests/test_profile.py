@@ -1,0 +1,83 @@
+"""Dataset profile over real listings: S3 through the native lister, and local folders."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from advisor.demo.datasets import DemoSpec, upload, write_folder
+from advisor.demo.server import S3Endpoint
+from advisor.location import DatasetLocation
+from advisor.profile import EmptyDatasetError, profile_dataset, size_stats
+from native_loader import Credentials, S3Reader
+
+SPEC = DemoSpec(images=60, image_kb=(20, 40), classes=4, shard_mb=0.8, large_files=2, large_mb=1)
+
+
+def _reader(endpoint: S3Endpoint, location: DatasetLocation) -> S3Reader:
+    creds = endpoint.credentials
+    return S3Reader(
+        location.reader_config(), credentials=Credentials(creds.access_key, creds.secret_key)
+    )
+
+
+@pytest.fixture
+def demo_bucket(s3_endpoint: S3Endpoint, s3_bucket: str) -> str:
+    upload(s3_endpoint, s3_bucket, SPEC)
+    return s3_bucket
+
+
+def test_size_stats() -> None:
+    stats = size_stats([1, 2, 3, 4, 100, 0, 7])
+    assert (stats.min, stats.max, stats.p50) == (0, 100, 3)
+    assert sum(count for _, count in stats.histogram) == 7
+    assert dict(stats.histogram)[64] == 1
+
+
+def test_profile_small_images(s3_endpoint: S3Endpoint, demo_bucket: str) -> None:
+    location = DatasetLocation(f"s3://{demo_bucket}/small-images", endpoint_url=s3_endpoint.url)
+    with _reader(s3_endpoint, location) as reader:
+        profile = profile_dataset(location, reader)
+    assert profile.object_count == 60 and not profile.sampled
+    assert profile.dominant_format == "jpeg"
+    assert profile.distinct_prefixes == 4  # class_00 .. class_03
+    assert 20 * 1024 * 0.8 <= profile.sizes.p50 <= 40 * 1024 * 1.2
+
+
+def test_profile_shards_counts_samples(s3_endpoint: S3Endpoint, demo_bucket: str) -> None:
+    location = DatasetLocation(f"s3://{demo_bucket}/shards/", endpoint_url=s3_endpoint.url)
+    with _reader(s3_endpoint, location) as reader:
+        profile = profile_dataset(location, reader)
+    tar = next(f for f in profile.formats if f.name == "tar")
+    assert tar.samples_per_object is not None
+    assert profile.samples_estimate == pytest.approx(60, rel=0.25)
+
+
+def test_sampled_listing_is_marked_and_extrapolated(
+    s3_endpoint: S3Endpoint, demo_bucket: str
+) -> None:
+    location = DatasetLocation(f"s3://{demo_bucket}/small-images/", endpoint_url=s3_endpoint.url)
+    with _reader(s3_endpoint, location) as reader:
+        profile = profile_dataset(location, reader, max_keys=40)
+    assert profile.sampled and profile.listed_objects == 40
+    assert "sampled" in profile.notes[0]
+    assert 40 <= profile.object_count <= 90
+
+
+def test_empty_prefix_and_missing_bucket(s3_endpoint: S3Endpoint, demo_bucket: str) -> None:
+    location = DatasetLocation(f"s3://{demo_bucket}/nothing-here/", endpoint_url=s3_endpoint.url)
+    with _reader(s3_endpoint, location) as reader, pytest.raises(EmptyDatasetError):
+        profile_dataset(location, reader)
+    missing = DatasetLocation("s3://no-such-bucket-x/", endpoint_url=s3_endpoint.url)
+    with _reader(s3_endpoint, missing) as reader, pytest.raises(FileNotFoundError):
+        profile_dataset(missing, reader)
+
+
+def test_profile_local_folder(tmp_path: Path) -> None:
+    write_folder(tmp_path, SPEC)
+    location = DatasetLocation(str(tmp_path / "large"))
+    with S3Reader(location.reader_config()) as reader:
+        profile = profile_dataset(location, reader)
+    assert profile.storage == "local" and profile.object_count == 2
+    assert profile.dominant_format == "npy"
