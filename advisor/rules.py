@@ -56,6 +56,10 @@ MANY_RANKS = 8  # [CPP] "many nodes hit one prefix"
 FILE_MODE_MB_S = 200.0  # [SRC] File mode download ~200 MB/s
 FASTFILE_LIST_OBJECTS_S = 5_500.0  # [SRC] FastFile lists ~5,500 objects/s
 GET_PRICE_PER_MILLION = 0.40  # [SRC] 1 M GET requests ~$0.40
+EFS_BASELINE_MB_S_PER_TB = 150.0  # [SRC] EFS bursting baseline
+FSX_USD_PER_TB_MONTH, FSX_MIN_TB = 140.0, 1.2  # [SRC] FSx Scratch 2
+S3_USD_PER_TB_MONTH = 23.0  # [SRC]
+FSX_INDEX_OBJECTS_PER_HOUR = 2_000_000.0  # [SRC] indexing ~2 M objects takes about an hour
 HEADROOM = 1.2  # loader must beat the consumer by 20%
 TOLERANCE = 0.05  # "within 5% of the best"
 MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
@@ -563,6 +567,37 @@ class AfterReshard(Rule):
                 else "stream the shards with the native reader."
             ),
             evidence={"total_bytes": ctx.total_bytes, "epochs": ctx.workload.epochs},
+        )
+
+
+class EfsThroughput(Rule):
+    """Symptom: training reads EFS faster than its bursting baseline allows for the set's size.
+
+    Recommendation: EFS provisioned throughput (up to 3,072 MB/s read), or Max I/O for many
+    workers; else expect the loader to slow down once burst credits run out.
+    Why: [SRC] EFS bursting gives ~150 MB/s baseline per TB stored; the job's byte rate is
+    consumer rate x bytes per sample x ranks.
+    """
+
+    id = "SRC-7"
+    name = "EFS baseline throughput too low"
+    decision = "data_source"
+    key = "SRC-7"
+    source = "[SRC] 3. EFS: bursting 150 MB/s baseline per TB; provisioned up to 3,072 MB/s"
+
+    def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
+        if state.get("data_source") != "efs" or ctx.consumer_rate is None:
+            return None
+        need_mb_s = ctx.consumer_rate * ctx.stored_bytes_per_sample * ctx.ranks / MB
+        baseline_mb_s = EFS_BASELINE_MB_S_PER_TB * ctx.total_bytes / TB
+        if need_mb_s <= baseline_mb_s:
+            return None
+        return self.finding(
+            "provisioned-throughput",
+            f"The job reads ~{need_mb_s:,.0f} MB/s but EFS bursting sustains only "
+            f"~{baseline_mb_s:,.1f} MB/s for {_gb(ctx.total_bytes)} stored: use provisioned "
+            "throughput (or Max I/O mode for many workers).",
+            evidence={"need_mb_s": round(need_mb_s, 1), "baseline_mb_s": round(baseline_mb_s, 1)},
         )
 
 
@@ -1307,6 +1342,36 @@ class IdleGpuCost(Rule):
         )
 
 
+class SharedFsStorageCost(Rule):
+    """Symptom: the data source is a shared file system (FSx for Lustre) the job will create.
+
+    Recommendation: know its monthly price next to S3's.
+    Why: [SRC] FSx Scratch 2 ~$140/TB-month (min 1.2 TB) vs S3 ~$23/TB-month; indexing ~2 million
+    objects takes about an hour.
+    """
+
+    id = "COST-4"
+    name = "shared file system storage cost"
+    decision = "cost"
+    key = "COST-4"
+    source = "[SRC] 3. FSx Scratch 2 ~$140/TB-month, min 1.2 TB; S3 ~$23/TB-month"
+
+    def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
+        if state.get("data_source") != "shared-fs" or ctx.on_fsx:
+            return None
+        tb = ctx.total_bytes / TB
+        fsx = max(tb, FSX_MIN_TB) * FSX_USD_PER_TB_MONTH
+        s3 = tb * S3_USD_PER_TB_MONTH
+        index_h = ctx.profile.object_count / FSX_INDEX_OBJECTS_PER_HOUR
+        return self.finding(
+            round(fsx, 2),
+            f"FSx for Lustre for {tb:,.1f} TB: ~${fsx:,.0f}/month (S3 alone ~${s3:,.0f}); "
+            f"linking the bucket indexes {ctx.profile.object_count:,} objects in "
+            f"~{index_h:,.1f} h.",
+            evidence={"fsx_usd_month": round(fsx, 2), "s3_usd_month": round(s3, 2)},
+        )
+
+
 RULES: tuple[Rule, ...] = (
     DataAlreadyOnSharedFs(),
     DataAlreadyLocal(),
@@ -1315,6 +1380,7 @@ RULES: tuple[Rule, ...] = (
     SmallSetCopyLocal(),
     StreamFromS3(),
     AfterReshard(),
+    EfsThroughput(),
     CacheAfterFirstEpoch(),
     WorkersCappedByCores(),
     WorkersCappedByRam(),
@@ -1338,6 +1404,7 @@ RULES: tuple[Rule, ...] = (
     GetRequestCost(),
     StartupTime(),
     IdleGpuCost(),
+    SharedFsStorageCost(),
 )
 
 

@@ -159,6 +159,10 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         "copy-local",
     ),
     ("SRC-6", {}, False, ...),
+    ("SRC-7", {"workload": {"data_location": "efs"}}, True, "provisioned-throughput"),
+    ("SRC-7", {"workload": {"data_location": "efs", "consumer_rate": 10.0}}, False, ...),
+    ("SRC-7", {"workload": {"data_location": "efs", "consumer_rate": None}}, False, ...),
+    ("SRC-7", {}, False, ...),
     ("CACHE-1", {"workload": {"epochs": 3}}, True, True),
     (
         "CACHE-1",
@@ -248,6 +252,15 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     ("COST-2", {"profile": LOCAL}, False, ...),
     ("COST-3", {"workload": {"consumer_rate": 100_000.0}}, True, ...),
     ("COST-3", {}, False, ...),
+    ("COST-4", {"profile": HUGE_LARGE, "workload": {"nodes": 4}}, True, 21 * 140.0),
+    (
+        "COST-4",
+        {"profile": {"count": 100_000, "size": 1 * MB}, "workload": {"nodes": 2}},
+        False,
+        ...,
+    ),
+    ("COST-4", {"workload": {"data_location": "fsx"}}, False, ...),
+    ("COST-4", {}, False, ...),
 ]
 
 
