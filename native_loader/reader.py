@@ -119,7 +119,8 @@ class S3Reader:
     ) -> Iterator[ObjectInfo]:
         """Objects under a prefix (``s3://bucket/prefix``), in key order, paginated lazily.
 
-        Local directories are walked recursively (or one level with ``delimiter="/"``).
+        Local paths are prefixes too (``/data/`` lists inside ``data``, ``/data/tr`` matches
+        ``tr*``), walked recursively in name order (one level with ``delimiter="/"``).
         ``max_keys`` caps the total number yielded.
         """
         if max_keys is not None and max_keys < 0:
@@ -333,10 +334,8 @@ def _read_local(uri: str, path: str, offset: int, length: int) -> ReadResult:
 
 
 def _list_local(path: str, delimiter: str | None, max_keys: int | None) -> Iterator[ObjectInfo]:
-    if os.path.isdir(path):
-        directory, name_prefix = path, ""
-    else:
-        directory, name_prefix = os.path.split(path)
+    # Prefix semantics, as on S3: "/d/" lists inside d, "/d/tr" lists d/tr* (files and folders).
+    directory, name_prefix = os.path.split(path)
 
     def walk(folder: str) -> Iterator[ObjectInfo]:
         try:

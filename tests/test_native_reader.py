@@ -1,4 +1,4 @@
-"""S3Reader against a real S3 endpoint (SeaweedFS, which verifies signatures); boto3 is the oracle."""
+"""S3Reader against a real S3 endpoint (SeaweedFS verifies signatures); boto3 is the oracle."""
 
 from __future__ import annotations
 
@@ -212,9 +212,11 @@ def test_unreachable_endpoint_is_connection_error() -> None:
         endpoint_url=f"http://127.0.0.1:{_closed_port()}", connect_timeout_s=1.0, max_attempts=3
     )
     start = time.monotonic()
-    with S3Reader(config, credentials=Credentials("a", "b")) as reader:
-        with pytest.raises(ConnectionError) as info:
-            reader.read("s3://bucket/key")
+    with (
+        S3Reader(config, credentials=Credentials("a", "b")) as reader,
+        pytest.raises(ConnectionError) as info,
+    ):
+        reader.read("s3://bucket/key")
     assert time.monotonic() - start < 3 * config.connect_timeout_s
     assert "127.0.0.1" in str(info.value)
     assert type(pickle.loads(pickle.dumps(info.value))) is type(info.value)

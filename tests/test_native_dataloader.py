@@ -1,0 +1,67 @@
+"""A reader created before DataLoader forks its workers keeps working in every worker."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset
+
+from advisor.demo.server import S3Endpoint
+from native_loader import Credentials, ReaderConfig, S3Reader
+
+
+class _ObjectDataset(Dataset[tuple[int, bytes]]):
+    def __init__(self, reader: S3Reader, uris: list[str]) -> None:
+        self.reader = reader
+        self.uris = uris
+
+    def __len__(self) -> int:
+        return len(self.uris)
+
+    def __getitem__(self, index: int) -> tuple[int, bytes]:
+        return os.getpid(), bytes(self.reader.read(self.uris[index]))
+
+
+def _collate(batch: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+    return batch
+
+
+# 4 workers on a 2-core machine is the point of the test, not a mistake.
+@pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
+@pytest.mark.parametrize("workers", [0, 2, 4])
+def test_reader_survives_fork(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, workers: int
+) -> None:
+    objects = {f"d/{i:03d}": os.urandom(1000 + i) for i in range(24)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    uris = [f"s3://{s3_bucket}/{k}" for k in objects]
+    config = ReaderConfig(endpoint_url=s3_endpoint.url, region=s3_endpoint.region)
+    credentials = Credentials(
+        s3_endpoint.credentials.access_key, s3_endpoint.credentials.secret_key
+    )
+    with S3Reader(config, credentials=credentials) as reader:
+        # The parent uses the reader first: its engine thread and connections exist at fork time.
+        assert bytes(reader.read(uris[0])) == objects["d/000"]
+        loader = DataLoader(
+            _ObjectDataset(reader, uris),
+            batch_size=3,
+            num_workers=workers,
+            collate_fn=_collate,
+            multiprocessing_context="fork" if workers else None,
+            timeout=60 if workers else 0,
+        )
+        seen = [item for batch in loader for item in batch]
+        # The parent's reader still works after the workers are gone.
+        assert bytes(reader.read(uris[-1])) == objects["d/023"]
+    assert [data for _, data in seen] == list(objects.values())
+    pids = {pid for pid, _ in seen}
+    if workers:
+        assert os.getpid() not in pids
+        assert len(pids) == workers
+    else:
+        assert pids == {os.getpid()}
+    assert torch.utils.data.get_worker_info() is None

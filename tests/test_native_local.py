@@ -1,0 +1,82 @@
+"""The same S3Reader interface over local files (file:// URIs and plain paths)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from native_loader import S3Reader
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> dict[str, bytes]:
+    files = {
+        "a.bin": os.urandom(1000),
+        "empty": b"",
+        "sub/b.bin": os.urandom(70_000),
+        "sub/deeper/c d.txt": b"spaces in name",
+        "sub2/x": b"x",
+    }
+    for name, data in files.items():
+        path = tmp_path / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    return {str(tmp_path / name): data for name, data in files.items()}
+
+
+def test_list_recursive(tmp_path: Path, tree: dict[str, bytes]) -> None:
+    with S3Reader() as reader:
+        listed = list(reader.list(str(tmp_path)))
+        assert sorted(i.uri for i in listed) == sorted(tree)
+        assert {i.uri: i.size for i in listed} == {p: len(d) for p, d in tree.items()}
+        assert list(reader.list(f"file://{tmp_path}/")) == listed
+        assert len(list(reader.list(str(tmp_path), max_keys=2))) == 2
+
+
+def test_list_with_delimiter_and_prefix(tmp_path: Path, tree: dict[str, bytes]) -> None:
+    with S3Reader() as reader:
+        top = [(i.key, i.size) for i in reader.list(f"{tmp_path}/", delimiter="/")]
+        assert top == [
+            (f"{tmp_path}/a.bin", 1000),
+            (f"{tmp_path}/empty", 0),
+            (f"{tmp_path}/sub/", 0),
+            (f"{tmp_path}/sub2/", 0),
+        ]
+        prefixed = sorted(i.uri for i in reader.list(f"{tmp_path}/sub"))
+        assert prefixed == sorted(p for p in tree if p.startswith(f"{tmp_path}/sub"))
+        assert list(reader.list(f"{tmp_path}/missing/")) == []
+
+
+def test_read_and_ranges(tree: dict[str, bytes]) -> None:
+    with S3Reader() as reader:
+        for path, data in tree.items():
+            assert bytes(reader.read(path)) == data
+            assert bytes(reader.read(f"file://{path.replace(' ', '%20')}")) == data
+            assert bytes(reader.read_range(path, 3, 500)) == data[3:503]
+            assert reader.stat(path).size == len(data)
+        big = next(p for p in tree if p.endswith("b.bin"))
+        assert bytes(reader.read_range(big, 69_990, 100)) == tree[big][69_990:]
+        assert bytes(reader.read_range(big, 10**6, 5)) == b""
+        array = np.frombuffer(reader.read(big), dtype=np.uint8)
+        assert array.tobytes() == tree[big]
+
+
+def test_read_many_mixed_order(tree: dict[str, bytes]) -> None:
+    paths = list(tree) * 3
+    with S3Reader() as reader:
+        assert [bytes(r) for r in reader.read_many(paths)] == [tree[p] for p in paths]
+        unordered = list(reader.read_many(paths, ordered=False))
+        assert sorted(r.uri for r in unordered) == sorted(paths)
+
+
+def test_missing_and_directory(tmp_path: Path) -> None:
+    with S3Reader() as reader:
+        with pytest.raises(FileNotFoundError):
+            reader.read(str(tmp_path / "nope"))
+        with pytest.raises(FileNotFoundError):
+            reader.stat(str(tmp_path / "nope"))
+        with pytest.raises(IsADirectoryError):
+            reader.read(str(tmp_path))
