@@ -1,0 +1,59 @@
+"""``python -m bench``: run every registered benchmark; ``python -m bench NAME [args]``: one.
+
+python -m bench                 all benchmarks, full size
+python -m bench --quick         all benchmarks, quick mode (each passes --quick on)
+python -m bench reader --quick  one benchmark with its own options (see --help)
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A registered benchmark: `module` exposes ``main(argv: list[str]) -> int``."""
+
+    name: str
+    module: str
+    description: str
+
+
+# The registry. To add a benchmark, add a module with main(argv) and one line here.
+BENCHMARKS: tuple[Benchmark, ...] = (
+    Benchmark(
+        "reader", "bench.reader_bench", "native_loader vs boto3, s3fs, s3torchconnector, ..."
+    ),
+)
+
+
+def _usage() -> str:
+    lines = [__doc__ or "", "benchmarks:"]
+    lines += [f"  {b.name:<10} {b.description} ({b.module})" for b in BENCHMARKS]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(_usage())
+        return 0
+    by_name = {b.name: b for b in BENCHMARKS}
+    if args and not args[0].startswith("-"):
+        if args[0] not in by_name:
+            print(f"unknown benchmark {args[0]!r}\n\n{_usage()}", file=sys.stderr)
+            return 2
+        selected, rest = [by_name[args[0]]], args[1:]
+    else:
+        selected, rest = list(BENCHMARKS), args
+    status = 0
+    for bench in selected:
+        module = importlib.import_module(bench.module)
+        status = module.main(rest) or status
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

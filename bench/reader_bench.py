@@ -1,0 +1,609 @@
+"""Reader vs peers: native_loader against boto3, s3fs, s3torchconnector, awscrt, curl and wrk.
+
+    python -m bench reader [--quick] [--only SCENARIO ...] [--out bench/results/reader.json]
+
+One run, one machine, the same bytes on three endpoints on 127.0.0.1:
+  seaweedfs   the local SeaweedFS (`advisor.demo.server.S3Server`), signed requests;
+  nginx       nginx serving the same files path-style (`bench.nginx`), anonymous requests: a
+              fast data plane, so the server is not the bottleneck;
+  nginx+30ms  the `advisor.demo.proxy.Proxy` in front of nginx adding 30 ms before every
+              response's first byte (real-S3-like latency).
+
+Every client runs in its own subprocess (`python -m bench.clients`), so CPU seconds and peak RSS
+are its own. Each (scenario, client) tries a few settings once; the best setting is run again
+until it has `repeats` runs, and the median of each metric is reported. The table is printed and
+written with the raw runs, the machine and the targets to bench/results/reader.json (and .md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench.clients import Spec
+
+RESULTS_DIR = Path(__file__).resolve().parent / "results"
+BUCKET = "bench"
+LATENCY_MS = 30.0
+CLIENT_TIMEOUT_S = 180.0
+KIB, MIB = 2**10, 2**20
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """`count` objects of `size` bytes under ``bench/<name>/``."""
+
+    name: str
+    size: int
+    count: int
+
+    def object_keys(self) -> list[str]:
+        return [f"{self.name}/obj-{i:05d}.bin" for i in range(self.count)]
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A client and the settings (`concurrency` values) to try; the best one is reported."""
+
+    client: str
+    settings: tuple[int, ...]
+    label: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.label or self.client
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One dataset on one endpoint, with the candidates to run on it."""
+
+    name: str
+    endpoint: str  # "seaweedfs", "nginx" or "nginx+30ms"
+    dataset: Dataset
+    candidates: tuple[Candidate, ...]
+
+
+@dataclass
+class Plan:
+    seconds: float
+    repeats: int
+    datasets: dict[str, Dataset]
+    scenarios: list[Scenario] = field(default_factory=list)
+
+
+def _small(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
+    """Candidates for many small objects: concurrency = requests/threads/connections."""
+    cands = [
+        Candidate("native", (16, 64) if quick else (16, 64, 128)),
+        Candidate("boto3", (1,), "boto3-seq"),
+        Candidate("boto3", (16,) if quick else (8, 16, 32), "boto3-pool"),
+        Candidate("s3fs", (64,) if quick else (32, 128)),
+        Candidate("s3torchconnector", (16,) if quick else (16, 64)),
+        Candidate("awscrt", (64,) if quick else (64, 256)),
+        Candidate("curl", (32,) if quick else (16, 64)),
+    ]
+    if not signed:
+        cands.append(Candidate("wrk", (32,) if quick else (16, 64)))
+    return tuple(cands)
+
+
+def _large(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
+    """Candidates for a few large objects: native/awscrt/s3tc split them into 8 MiB parts."""
+    cands = [
+        Candidate("native", (16,) if quick else (8, 32)),
+        Candidate("boto3", (1,), "boto3-seq"),
+        Candidate("boto3", (4,) if quick else (2, 6), "boto3-pool"),
+        Candidate("s3fs", (4,) if quick else (2, 6)),
+        Candidate("s3torchconnector", (4,) if quick else (2, 6)),
+        Candidate("awscrt", (4,) if quick else (2, 6)),
+        Candidate("curl", (4,) if quick else (2, 6)),
+    ]
+    if not signed:
+        cands.append(Candidate("wrk", (4,) if quick else (2, 6)))
+    return tuple(cands)
+
+
+def _latency(quick: bool) -> tuple[Candidate, ...]:
+    """Candidates behind 30 ms of first-byte latency: throughput = concurrency / latency."""
+    return (
+        Candidate("native", (64,) if quick else (32, 64)),
+        Candidate("boto3", (32,) if quick else (16, 32), "boto3-pool"),
+        Candidate("s3fs", (64,)),
+        Candidate("s3torchconnector", (32,) if quick else (16, 64)),
+        Candidate("awscrt", (64,)),
+        Candidate("curl", (64,)),
+        Candidate("wrk", (64,)),
+    )
+
+
+def make_plan(quick: bool) -> Plan:
+    if quick:
+        sets = [Dataset("large", 64 * MIB, 4), Dataset("small", 100 * KIB, 1000)]
+        plan = Plan(seconds=1.5, repeats=1, datasets={d.name: d for d in sets})
+    else:
+        sets = [
+            Dataset("large", 64 * MIB, 6),
+            Dataset("medium", 1 * MIB, 200),
+            Dataset("small", 100 * KIB, 2000),
+        ]
+        plan = Plan(seconds=2.5, repeats=3, datasets={d.name: d for d in sets})
+    d = plan.datasets
+    plan.scenarios += [
+        Scenario("nginx 100KiB", "nginx", d["small"], _small(d["small"], False, quick)),
+        Scenario("nginx 64MiB", "nginx", d["large"], _large(d["large"], False, quick)),
+        Scenario("nginx+30ms 100KiB", "nginx+30ms", d["small"], _latency(quick)),
+    ]
+    if not quick:
+        plan.scenarios.insert(
+            1, Scenario("nginx 1MiB", "nginx", d["medium"], _small(d["medium"], False, False))
+        )
+        plan.scenarios += [
+            Scenario("seaweedfs 100KiB", "seaweedfs", d["small"], _small(d["small"], True, False)),
+            Scenario("seaweedfs 64MiB", "seaweedfs", d["large"], _large(d["large"], True, False)),
+        ]
+    return plan
+
+
+# --- data and endpoints -------------------------------------------------------------------------
+
+
+def write_data(root: Path, datasets: list[Dataset]) -> None:
+    """Random bytes (incompressible), one file per object under root/bucket/."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for ds in datasets:
+        for key in ds.object_keys():
+            path = root / BUCKET / key
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(rng.integers(0, 256, ds.size, dtype=np.uint8).tobytes())
+    for dirpath, _, _ in os.walk(root):  # nginx workers may run as `nobody`
+        os.chmod(dirpath, 0o755)
+
+
+def upload(endpoint: Any, root: Path, datasets: list[Dataset]) -> None:
+    client = endpoint.boto3_client()
+    client.create_bucket(Bucket=BUCKET)
+    keys = [key for ds in datasets for key in ds.object_keys()]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda k: client.upload_file(str(root / BUCKET / k), BUCKET, k), keys))
+
+
+@dataclass
+class Endpoints:
+    urls: dict[str, str]
+    access_key: str
+    secret_key: str
+    proxy: Any = None
+
+
+@contextlib.contextmanager
+def endpoints(plan: Plan, verbose: bool) -> Iterator[Endpoints]:
+    from advisor.demo.proxy import NetworkProfile, Proxy
+    from advisor.demo.server import S3Server
+    from bench.nginx import Nginx
+
+    needed = {s.endpoint for s in plan.scenarios}
+    datasets = sorted(
+        {s.dataset for s in plan.scenarios}, key=lambda d: d.size * d.count, reverse=True
+    )
+    with contextlib.ExitStack() as stack:
+        root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-data-")))
+        t0 = time.monotonic()
+        write_data(root, datasets)
+        urls: dict[str, str] = {}
+        server = S3Server()
+        seaweed = stack.enter_context(server)
+        if "seaweedfs" in needed:
+            upload(seaweed, root, datasets)
+            urls["seaweedfs"] = seaweed.url
+        nginx_url = stack.enter_context(Nginx(root))
+        urls["nginx"] = nginx_url
+        proxy = None
+        if "nginx+30ms" in needed:
+            proxy = stack.enter_context(
+                Proxy(nginx_url, network=NetworkProfile(latency_ms=LATENCY_MS))
+            )
+            urls["nginx+30ms"] = proxy.url
+        if verbose:
+            print(f"# data and endpoints ready in {time.monotonic() - t0:.1f} s: {urls}")
+        creds = seaweed.credentials
+        yield Endpoints(urls, creds.access_key, creds.secret_key, proxy)
+
+
+# --- running clients ----------------------------------------------------------------------------
+
+
+def run_client(client: str, spec: Spec) -> dict[str, Any]:
+    """One client run in a fresh subprocess; its measurement as a dict (or an error)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="bench-spec-") as f:
+        json.dump(asdict(spec), f)
+        f.flush()
+        cmd = [sys.executable, "-m", "bench.clients", client, "--json", "--spec", f.name]
+        try:
+            proc = subprocess.run(
+                cmd,
+                capture_output=True,
+                text=True,
+                timeout=CLIENT_TIMEOUT_S,
+                cwd=Path(__file__).resolve().parent.parent,
+            )
+        except subprocess.TimeoutExpired:
+            return {"client": client, "concurrency": spec.concurrency, "error": "timeout"}
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-3:]
+        return {"client": client, "concurrency": spec.concurrency, "error": " | ".join(tail)}
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
+def rates(m: dict[str, Any]) -> dict[str, float]:
+    wall, objects, nbytes, cpu = m["wall_s"], m["objects"], m["bytes"], m["cpu_s"]
+    return {
+        "mb_s": nbytes / wall / 1e6,
+        "obj_s": objects / wall,
+        "cpu_s_per_gb": cpu / (nbytes / 1e9) if nbytes else float("nan"),
+        "cpu_ms_per_obj": cpu / objects * 1e3 if objects else float("nan"),
+        "peak_rss_mb": m["peak_rss_mb"],
+    }
+
+
+@dataclass
+class Row:
+    scenario: str
+    client: str
+    setting: int
+    runs: int
+    mb_s: float
+    obj_s: float
+    cpu_s_per_gb: float
+    cpu_ms_per_obj: float
+    peak_rss_mb: float
+    tried: dict[str, float]  # setting -> obj/s of its first run
+    errors: list[str] = field(default_factory=list)
+
+
+def run_scenario(
+    plan: Plan, scenario: Scenario, eps: Endpoints, raw: list[dict[str, Any]], verbose: bool
+) -> list[Row]:
+    ds = scenario.dataset
+    signed = scenario.endpoint == "seaweedfs"
+    base = Spec(
+        endpoint=eps.urls[scenario.endpoint],
+        signed=signed,
+        bucket=BUCKET,
+        keys=ds.object_keys(),
+        sizes=[ds.size] * ds.count,
+        access_key=eps.access_key if signed else "",
+        secret_key=eps.secret_key if signed else "",
+        seconds=plan.seconds,
+    )
+    rows = []
+    for cand in scenario.candidates:
+        runs: dict[int, list[dict[str, Any]]] = {}
+        errors: list[str] = []
+
+        def one(
+            setting: int,
+            cand: Candidate = cand,
+            errors: list[str] = errors,
+            runs: dict[int, list[dict[str, Any]]] = runs,
+        ) -> None:
+            m = run_client(cand.client, replace(base, concurrency=setting))
+            m.update(scenario=scenario.name, label=cand.name, setting=setting)
+            raw.append(m)
+            if "error" in m:
+                errors.append(f"{cand.name}@{setting}: {m['error']}")
+                if verbose:
+                    print(f"  {cand.name:<18} @{setting:<4} ERROR {m['error'][:200]}")
+                return
+            m.update(rates(m))
+            runs.setdefault(setting, []).append(m)
+            if verbose:
+                print(
+                    f"  {cand.name:<18} @{setting:<4} {m['mb_s']:8.1f} MB/s "
+                    f"{m['obj_s']:9.1f} obj/s  cpu {m['cpu_ms_per_obj']:7.3f} ms/obj"
+                )
+
+        for setting in cand.settings:
+            one(setting)
+        if not runs:
+            nan = float("nan")
+            rows.append(Row(scenario.name, cand.name, 0, 0, nan, nan, nan, nan, nan, {}, errors))
+            continue
+        best = max(runs, key=lambda s: runs[s][0]["obj_s"])
+        for _ in range(plan.repeats - 1):
+            one(best)
+        ms = runs[best]
+
+        def med(key: str, ms: list[dict[str, Any]] = ms) -> float:
+            return float(statistics.median(m[key] for m in ms))
+
+        rows.append(
+            Row(
+                scenario.name,
+                cand.name,
+                best,
+                len(ms),
+                med("mb_s"),
+                med("obj_s"),
+                med("cpu_s_per_gb"),
+                med("cpu_ms_per_obj"),
+                med("peak_rss_mb"),
+                {str(s): round(r[0]["obj_s"], 1) for s, r in runs.items()},
+                errors,
+            )
+        )
+    return rows
+
+
+def proxy_ceiling(eps: Endpoints, ds: Dataset, seconds: float) -> dict[str, Any]:
+    """wrk through the proxy with no added latency: the most objects/s the proxy can relay."""
+    from advisor.demo.proxy import Proxy
+
+    with Proxy(eps.urls["nginx"]) as bare:
+        spec = Spec(
+            endpoint=bare.url,
+            signed=False,
+            bucket=BUCKET,
+            keys=ds.object_keys(),
+            sizes=[ds.size] * ds.count,
+            concurrency=64,
+            seconds=seconds,
+        )
+        m = run_client("wrk", spec)
+    if "error" not in m:
+        m.update(rates(m))
+    return m
+
+
+# --- targets ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    value: float
+    threshold: float
+    met: bool
+    detail: str
+
+
+def evaluate(rows: list[Row], plan: Plan) -> list[Target]:
+    by = {(r.scenario, r.client): r for r in rows if r.runs}
+    out: list[Target] = []
+
+    def ratio(
+        name: str,
+        scen: str,
+        ours: str,
+        theirs: list[str],
+        metric: str,
+        want: float,
+        le: bool = False,
+    ) -> None:
+        a = by.get((scen, ours))
+        bs = [by[(scen, t)] for t in theirs if (scen, t) in by]
+        if a is None or not bs:
+            out.append(Target(name, float("nan"), want, False, "not measured"))
+            return
+        if le:  # lower is better (CPU): compare with the best (lowest) peer
+            b = min(bs, key=lambda r: getattr(r, metric))
+        else:
+            b = max(bs, key=lambda r: getattr(r, metric))
+        value = getattr(a, metric) / getattr(b, metric)
+        met = value <= want if le else value >= want
+        detail = (
+            f"{ours} {getattr(a, metric):.3g} vs {b.client}@{b.setting} {getattr(b, metric):.3g}"
+        )
+        out.append(Target(name, value, want, met, detail))
+
+    boto = ["boto3-seq", "boto3-pool"]
+    s = "nginx 100KiB"
+    ratio("100KiB: native obj/s / boto3 best", s, "native", boto, "obj_s", 5.0)
+    ratio(
+        "100KiB: native obj/s / s3torchconnector best",
+        s,
+        "native",
+        ["s3torchconnector"],
+        "obj_s",
+        1.5,
+    )
+    # CPU per object against the boto3 row with the best throughput (the pool).
+    a, b = by.get((s, "native")), by.get((s, "boto3-pool"))
+    if a and b:
+        v = a.cpu_ms_per_obj / b.cpu_ms_per_obj
+        out.append(
+            Target(
+                "100KiB: native CPU ms/obj / boto3-pool",
+                v,
+                0.25,
+                v <= 0.25,
+                f"native {a.cpu_ms_per_obj:.3f} vs boto3-pool@{b.setting} "
+                f"{b.cpu_ms_per_obj:.3f} ms/obj",
+            )
+        )
+    s = "nginx 64MiB"
+    ratio("64MiB: native MB/s / boto3 best", s, "native", boto, "mb_s", 1.0)
+    ratio("64MiB: native MB/s / wrk", s, "native", ["wrk"], "mb_s", 0.85)
+    a, b = (
+        by.get((s, "native")),
+        max((by[(s, c)] for c in boto if (s, c) in by), key=lambda r: r.mb_s, default=None),
+    )
+    if a and b:
+        v = a.cpu_s_per_gb / b.cpu_s_per_gb
+        out.append(
+            Target(
+                "64MiB: native CPU s/GB / boto3 best",
+                v,
+                0.8,
+                v <= 0.8,
+                f"native {a.cpu_s_per_gb:.3f} vs {b.client}@{b.setting} {b.cpu_s_per_gb:.3f} s/GB",
+            )
+        )
+    s = "nginx+30ms 100KiB"
+    a = by.get((s, "native"))
+    if a:
+        bound = a.setting / (LATENCY_MS / 1e3)
+        v = a.obj_s / bound
+        out.append(
+            Target(
+                "30ms 100KiB: native obj/s / (max_inflight / latency)",
+                v,
+                0.8,
+                v >= 0.8,
+                f"native@{a.setting} {a.obj_s:.0f} obj/s, bound {bound:.0f} obj/s",
+            )
+        )
+    return out
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    versions: dict[str, str] = {"python": platform.python_version()}
+    from importlib import metadata
+
+    for dist in ("boto3", "s3fs", "s3torchconnector", "awscrt", "torch"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            versions[dist] = metadata.version(dist)
+    with contextlib.suppress(Exception):
+        import native_loader
+
+        versions.update(native_loader.native_versions())
+    for tool, flag in (("nginx", "-v"), ("wrk", "-v"), ("curl", "--version")):
+        with contextlib.suppress(Exception):
+            p = subprocess.run([shutil.which(tool) or tool, flag], capture_output=True, text=True)
+            versions[tool] = (p.stdout + p.stderr).strip().splitlines()[0][:60]
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "mem_gib": round(mem_gib, 1),
+        "kernel": platform.release(),
+        "versions": versions,
+    }
+
+
+def table(rows: list[Row]) -> str:
+    head = (
+        "| scenario | client | setting | MB/s | objects/s | CPU s/GB | CPU ms/object "
+        "| peak RSS MB | runs |"
+    )
+    lines = [head, "|" + "---|" * 9]
+    for r in rows:
+        if not r.runs:
+            lines.append(
+                f"| {r.scenario} | {r.client} | - | failed: {'; '.join(r.errors)[:80]} "
+                "| | | | | 0 |"
+            )
+            continue
+        lines.append(
+            f"| {r.scenario} | {r.client} | {r.setting} | {r.mb_s:,.0f} | {r.obj_s:,.0f} "
+            f"| {r.cpu_s_per_gb:.2f} | {r.cpu_ms_per_obj:.3f} | {r.peak_rss_mb:,.0f} | {r.runs} |"
+        )
+    return "\n".join(lines)
+
+
+def targets_table(targets: list[Target]) -> str:
+    lines = ["| target | measured | wanted | result | detail |", "|---|---|---|---|---|"]
+    for t in targets:
+        op = "<=" if "CPU" in t.name else ">="
+        lines.append(
+            f"| {t.name} | {t.value:.2f} | {op} {t.threshold:g} | "
+            f"{'MET' if t.met else 'MISSED'} | {t.detail} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench reader",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--quick", action="store_true", help="fewer data and settings (~2 min)")
+    parser.add_argument("--only", nargs="*", default=None, help="scenario names to run")
+    parser.add_argument("--out", type=Path, default=RESULTS_DIR / "reader.json")
+    parser.add_argument("-q", "--quiet", action="store_true", help="print only the tables")
+    args = parser.parse_args(argv)
+    verbose = not args.quiet
+    plan = make_plan(args.quick)
+    if args.only:
+        plan.scenarios = [s for s in plan.scenarios if s.name in args.only]
+        if not plan.scenarios:
+            known = [s.name for s in make_plan(False).scenarios]
+            parser.error(f"--only matches no scenario; known: {known}")
+    command = "python -m bench reader" + (" --quick" if args.quick else "")
+    if args.only:
+        command += " --only " + " ".join(repr(s) for s in args.only)
+    started = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    raw: list[dict[str, Any]] = []
+    rows: list[Row] = []
+    ceiling: dict[str, Any] = {}
+    with endpoints(plan, verbose) as eps:
+        for scenario in plan.scenarios:
+            if verbose:
+                print(f"# {scenario.name}")
+            rows += run_scenario(plan, scenario, eps, raw, verbose)
+            if scenario.endpoint == "nginx+30ms":
+                ceiling = proxy_ceiling(eps, scenario.dataset, plan.seconds)
+                if verbose and "obj_s" in ceiling:
+                    print(f"  proxy ceiling (wrk, 0 ms) {ceiling['obj_s']:9.1f} obj/s")
+    targets = evaluate(rows, plan)
+    elapsed = time.monotonic() - t0
+    report = {
+        "command": command,
+        "date": started.isoformat(timespec="seconds"),
+        "elapsed_s": round(elapsed, 1),
+        "machine": machine(),
+        "plan": {
+            "seconds": plan.seconds,
+            "repeats": plan.repeats,
+            "datasets": [asdict(d) for d in plan.datasets.values()],
+        },
+        "rows": [asdict(r) for r in rows],
+        "targets": [asdict(t) for t in targets],
+        "proxy_ceiling": ceiling,
+        "runs": raw,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1, default=str))
+    md = [table(rows), "", targets_table(targets)]
+    if "obj_s" in ceiling:
+        md += [
+            "",
+            f"Proxy ceiling (wrk through the proxy, no added latency, 64 connections): "
+            f"{ceiling['obj_s']:,.0f} objects/s.",
+        ]
+    text = "\n".join(md)
+    args.out.with_suffix(".md").write_text(
+        f"`{command}` on {started:%Y-%m-%d %H:%M} UTC ({elapsed:.0f} s)\n\n{text}\n"
+    )
+    print()
+    print(text)
+    print(f"\n# {command}: {elapsed:.0f} s; results in {args.out}")
+    return 0
