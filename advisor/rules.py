@@ -1149,7 +1149,7 @@ class MeasuredThroughput(Rule):
             return None
         predicted = ctx.model(state, w).samples_per_s
         return self.finding(
-            rate,
+            round(rate, 1),
             f"Measured {rate:,.0f} samples/s with {w} worker(s); the model predicts "
             f"{predicted:,.0f}.",
             evidence={"measured_samples_per_s": rate, "predicted_samples_per_s": predicted},
@@ -1176,7 +1176,7 @@ class ModelThroughput(Rule):
         p = ctx.model(state, w)
         storage = ctx.storage_for(ctx.training_source(state))
         return self.finding(
-            p.samples_per_s,
+            round(p.samples_per_s, 1),
             f"Predicted {p.samples_per_s:,.0f} samples/s with {w} worker(s), bound by "
             f"{p.bottleneck} ({storage.name} storage).",
             evidence={
@@ -1273,10 +1273,14 @@ class GetRequestCost(Rule):
         epochs = ctx.workload.epochs
         reads = 1 if source != "stream" or state.get("cache_locally") else epochs
         gets = objects * reads
+        text = f"~{objects:,.0f} GETs per pass, {reads} pass(es) from S3"
+        if state.get("data_source") == "reshard-first":
+            gets += ctx.profile.object_count  # packing reads every small object once
+            text += f", plus {ctx.profile.object_count:,} GETs to pack the shards once"
         price = gets / 1e6 * GET_PRICE_PER_MILLION
         return self.finding(
             round(price, 2),
-            f"~{objects:,.0f} GETs per pass, {reads} pass(es) from S3: ~${price:,.2f} in requests.",
+            f"{text}: ~${price:,.2f} in requests.",
             evidence={"get_requests": round(gets), "usd": round(price, 2)},
         )
 
