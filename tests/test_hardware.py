@@ -69,7 +69,7 @@ class FakeNvml:
     def nvmlInit(self) -> None:
         self.calls.append("init")
         if self.init_error is not None:
-            raise NVMLError(self.init_error)
+            raise self.NVMLError(self.init_error)
 
     def nvmlShutdown(self) -> None:
         self.calls.append("shutdown")
@@ -88,7 +88,7 @@ class FakeNvml:
 
     def _pcie(self, h: FakeGpu, i: int) -> int:
         if h.pcie is None:
-            raise NVMLError(NOT_SUPPORTED)
+            raise self.NVMLError(NOT_SUPPORTED)
         return h.pcie[i]
 
     def nvmlDeviceGetCurrPcieLinkGeneration(self, h: FakeGpu) -> int:
@@ -105,9 +105,9 @@ class FakeNvml:
 
     def nvmlDeviceGetNvLinkState(self, h: FakeGpu, link: int) -> int:
         if h.nvlinks is None:
-            raise NVMLError(NOT_SUPPORTED)
+            raise self.NVMLError(NOT_SUPPORTED)
         if link >= h.max_links:
-            raise NVMLError(INVALID_ARGUMENT)
+            raise self.NVMLError(INVALID_ARGUMENT)
         return 1 if link < h.nvlinks else 0
 
     def nvmlSystemGetDriverVersion(self) -> str | bytes:
@@ -142,6 +142,35 @@ def test_mixed_gpus() -> None:
     assert consumer.memory_total_bytes == 8 * GIB
     assert nvml.calls == ["init", "shutdown"]
     assert not [n for n in hw.notes if "GPU" in n]  # NotSupported is not worth a note
+
+
+def test_real_pynvml_error_classes() -> None:
+    """The same answers raised as pynvml's own NVMLError subclasses (NVMLError_NotSupported...)."""
+    import pynvml
+
+    nvml = FakeNvml(gpus=[A100, L4_IDLE, CONSUMER], NVMLError=pynvml.NVMLError)
+    hw = probe_hardware(nvml=nvml)
+    assert [g.nvlink_active_links for g in hw.gpus] == [12, None, None]
+    assert hw.gpus[2].pcie_gen_max is None and not hw.notes
+    down = probe_hardware(nvml=FakeNvml(init_error=DRIVER_NOT_LOADED, NVMLError=pynvml.NVMLError))
+    assert down.gpus == () and any("Driver Not Loaded" in n for n in down.notes)
+
+
+def test_only_hardware_imports_pynvml() -> None:
+    package = Path(__file__).resolve().parents[1] / "advisor"
+    importers = {
+        p.relative_to(package).as_posix()
+        for p in package.rglob("*.py")
+        if "import pynvml" in p.read_text(encoding="utf-8")
+    }
+    assert importers == {"hardware.py"}
+
+
+def test_profile_is_hostname_free() -> None:
+    import socket
+
+    text = json.dumps(probe_hardware(nvml=FakeNvml(gpus=[A100])).to_dict())
+    assert socket.gethostname() not in text
 
 
 @pytest.mark.parametrize("code", [LIBRARY_NOT_FOUND, DRIVER_NOT_LOADED])
