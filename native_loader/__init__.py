@@ -10,11 +10,16 @@ The compiled core is private (`native_loader._native`); this package holds the p
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from native_loader import _native
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.errors import S3Error
 from native_loader.reader import ObjectInfo, ReadResult, S3Reader
 from native_loader.uri import parse_uri
+
+if TYPE_CHECKING:
+    from native_loader.datasets import S3IterableDataset, S3MapDataset
 
 __version__: str = _native.version()
 
@@ -24,6 +29,8 @@ __all__ = [
     "ReadResult",
     "ReaderConfig",
     "S3Error",
+    "S3IterableDataset",
+    "S3MapDataset",
     "S3Reader",
     "__version__",
     "native_versions",
@@ -38,3 +45,12 @@ def native_versions() -> dict[str, str]:
         "libcurl": _native.curl_version(),
         "tls": _native.curl_ssl_version(),
     }
+
+
+def __getattr__(name: str) -> Any:
+    # The datasets import torch: load them on first use so the reader alone stays light.
+    if name in ("S3IterableDataset", "S3MapDataset"):
+        from native_loader import datasets
+
+        return getattr(datasets, name)
+    raise AttributeError(f"module 'native_loader' has no attribute {name!r}")

@@ -1,0 +1,193 @@
+"""PyTorch datasets over S3 (or local) objects, read with the native reader.
+
+`S3IterableDataset` streams objects (or WebDataset samples of tar shards), sharded across
+torch.distributed ranks and DataLoader workers so that every object is read exactly once per
+epoch; `S3MapDataset` gives random access by index. Both hand `transform` the object's bytes
+(a `ReadResult`, buffer protocol) or, for tar shards, ``{"__key__": ..., "<ext>": bytes}``.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import torch.utils.data
+
+from native_loader.config import Credentials, ReaderConfig
+from native_loader.reader import ObjectInfo, S3Reader
+from native_loader.tar import iter_samples
+
+Transform = Callable[[Any], Any]
+Source = str | Iterable[str] | Iterable[ObjectInfo]
+
+
+def _resolve(source: Source, reader: S3Reader) -> list[str]:
+    if isinstance(source, str):
+        return [info.uri for info in reader.list(source) if not info.uri.endswith("/")]
+    return [item.uri if isinstance(item, ObjectInfo) else str(item) for item in source]
+
+
+def _distributed() -> tuple[int, int]:
+    dist = torch.distributed
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
+    """Streams the objects under a prefix (or of a list of URIs).
+
+    Args:
+        source: ``s3://bucket/prefix/`` (listed on first use), a local path prefix, or an
+            iterable of URIs / `ObjectInfo`.
+        config, credentials: for the `S3Reader` (one per process, created lazily).
+        transform: applied to each item (default: items as they are).
+        shuffle: shuffle the object order each epoch (seeded by ``seed`` and the epoch).
+        seed: base seed for shuffling.
+        shuffle_buffer: with N > 0, items also pass through an N-item shuffle buffer.
+        tar_samples: objects are WebDataset tar shards; yield their samples.
+        rank, world_size: this process's share; default from torch.distributed (or 0 of 1).
+
+    Objects are split between ranks and DataLoader workers round-robin after shuffling, so
+    each object is read exactly once per epoch across all of them. Call `set_epoch` before
+    each epoch to reshuffle.
+    """
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        config: ReaderConfig | None = None,
+        credentials: Credentials | None = None,
+        transform: Transform | None = None,
+        shuffle: bool = False,
+        seed: int = 0,
+        shuffle_buffer: int = 0,
+        tar_samples: bool = False,
+        rank: int | None = None,
+        world_size: int | None = None,
+    ) -> None:
+        if shuffle_buffer < 0:
+            raise ValueError(f"{shuffle_buffer=} must be >= 0")
+        if (rank is None) != (world_size is None):
+            raise ValueError("give both rank and world_size, or neither")
+        if world_size is not None and rank is not None and not 0 <= rank < world_size:
+            raise ValueError(f"{rank=} must be in [0, {world_size=})")
+        self._source: str | list[Any] = source if isinstance(source, str) else list(source)
+        self._config = config if config is not None else ReaderConfig()
+        self._credentials = credentials
+        self.transform = transform
+        self.shuffle = shuffle
+        self.seed = seed
+        self.shuffle_buffer = shuffle_buffer
+        self.tar_samples = tar_samples
+        self._rank = rank
+        self._world_size = world_size
+        self.epoch = 0
+        self._reader: S3Reader | None = None
+        self._uris: list[str] | None = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """Select the epoch whose shuffle order the next iteration uses."""
+        self.epoch = epoch
+
+    @property
+    def reader(self) -> S3Reader:
+        if self._reader is None:
+            self._reader = S3Reader(self._config, credentials=self._credentials)
+        return self._reader
+
+    def uris(self) -> list[str]:
+        """All object URIs of the data set (listed once, then cached)."""
+        if self._uris is None:
+            self._uris = _resolve(self._source, self.reader)
+        return self._uris
+
+    def shard(self) -> tuple[int, int]:
+        """(index, count) of this rank-and-worker among all readers of the epoch."""
+        if self._rank is not None and self._world_size is not None:
+            rank, world = self._rank, self._world_size
+        else:
+            rank, world = _distributed()
+        info = torch.utils.data.get_worker_info()
+        worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
+        return rank * workers + worker, world * workers
+
+    def __iter__(self) -> Iterator[Any]:
+        uris = list(self.uris())
+        if self.shuffle:
+            random.Random(f"{self.seed}/{self.epoch}").shuffle(uris)
+        index, count = self.shard()
+        mine = uris[index::count]
+        items = self._items(mine)
+        if self.shuffle_buffer > 0:
+            rng = random.Random(f"{self.seed}/{self.epoch}/{index}")
+            items = _buffered_shuffle(items, self.shuffle_buffer, rng)
+        for item in items:
+            yield self.transform(item) if self.transform is not None else item
+
+    def _items(self, uris: list[str]) -> Iterator[Any]:
+        stream = self.reader.read_many(uris)
+        try:
+            for result in stream:
+                if self.tar_samples:
+                    yield from iter_samples(result)
+                else:
+                    yield result
+        finally:
+            stream.close()  # type: ignore[attr-defined]
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_reader"] = None  # each process makes its own
+        return state
+
+
+def _buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> Iterator[Any]:
+    buffer: list[Any] = []
+    for item in items:
+        if len(buffer) < size:
+            buffer.append(item)
+            continue
+        slot = rng.randrange(size)
+        yield buffer[slot]
+        buffer[slot] = item
+    rng.shuffle(buffer)
+    yield from buffer
+
+
+class S3MapDataset(torch.utils.data.Dataset[Any]):
+    """Random access to the objects under a prefix (listed on creation) or of a URI list."""
+
+    def __init__(
+        self,
+        source: Source,
+        *,
+        config: ReaderConfig | None = None,
+        credentials: Credentials | None = None,
+        transform: Transform | None = None,
+    ) -> None:
+        self._config = config if config is not None else ReaderConfig()
+        self._credentials = credentials
+        self.transform = transform
+        self._reader: S3Reader | None = None
+        self.uris = _resolve(source, self.reader)
+
+    @property
+    def reader(self) -> S3Reader:
+        if self._reader is None:
+            self._reader = S3Reader(self._config, credentials=self._credentials)
+        return self._reader
+
+    def __len__(self) -> int:
+        return len(self.uris)
+
+    def __getitem__(self, index: int) -> Any:
+        result = self.reader.read(self.uris[index])
+        return self.transform(result) if self.transform is not None else result
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_reader"] = None
+        return state

@@ -1,0 +1,170 @@
+"""S3IterableDataset / S3MapDataset: every sample exactly once per epoch across ranks and workers."""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+import tarfile
+from typing import Any
+
+import pytest
+from torch.utils.data import DataLoader
+
+from advisor.demo.server import S3Endpoint
+from native_loader import (
+    Credentials,
+    ReaderConfig,
+    ReadResult,
+    S3IterableDataset,
+    S3MapDataset,
+)
+from native_loader.tar import iter_members, iter_samples, split_name
+
+
+def _tar(samples: dict[str, dict[str, bytes]], fmt: int = tarfile.GNU_FORMAT) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=fmt) as archive:
+        for key, fields in samples.items():
+            for ext, data in fields.items():
+                info = tarfile.TarInfo(f"{key}.{ext}")
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT, tarfile.USTAR_FORMAT])
+def test_tar_members_match_tarfile(fmt: int) -> None:
+    long_dir = "d" * 90 + "/" + "e" * 60 if fmt != tarfile.USTAR_FORMAT else "d" * 90
+    samples = {
+        f"{long_dir}/s{i:03d}": {"jpg": os.urandom(100 + i), "cls": str(i).encode()}
+        for i in range(5)
+    }
+    samples["short"] = {"seg.png": b"", "json": b"{}"}
+    data = _tar(samples, fmt)
+    with tarfile.open(fileobj=io.BytesIO(data)) as archive:
+        expected = [
+            (m.name, archive.extractfile(m).read())  # type: ignore[union-attr]
+            for m in archive.getmembers()
+        ]
+    assert [(n, bytes(b)) for n, b in iter_members(data)] == expected
+    got = list(iter_samples(data))
+    assert [s["__key__"] for s in got] == list(samples)
+    assert all({k: v for k, v in s.items() if k != "__key__"} == samples[s["__key__"]] for s in got)
+
+
+def test_split_name() -> None:
+    assert split_name("a/b.c.d") == ("a/b", "c.d")
+    assert split_name("x.jpg") == ("x", "jpg")
+    assert split_name("noext") == ("noext", "")
+
+
+def test_truncated_tar_is_an_error() -> None:
+    data = _tar({"a": {"bin": os.urandom(2000)}})
+    with pytest.raises(ValueError, match="truncated"):
+        list(iter_members(data[:1000]))
+
+
+def _collate(batch: list[Any]) -> list[Any]:
+    return batch
+
+
+def _setup(s3_endpoint: S3Endpoint) -> tuple[ReaderConfig, Credentials]:
+    config = ReaderConfig(endpoint_url=s3_endpoint.url, region=s3_endpoint.region)
+    credentials = Credentials(
+        s3_endpoint.credentials.access_key, s3_endpoint.credentials.secret_key
+    )
+    return config, credentials
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
+@pytest.mark.parametrize("workers", [0, 2, 4])
+def test_tar_shards_every_sample_once_across_ranks(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, workers: int
+) -> None:
+    keys: list[str] = []
+    for shard in range(7):
+        samples = {
+            f"shard{shard}/s{i:03d}": {"jpg": os.urandom(500), "cls": str(i).encode()}
+            for i in range(6)
+        }
+        keys += list(samples)
+        s3_client.put_object(
+            Bucket=s3_bucket, Key=f"train/shard-{shard:03d}.tar", Body=_tar(samples)
+        )
+    config, credentials = _setup(s3_endpoint)
+    world = 2
+    seen: list[str] = []
+    for rank in range(world):
+        dataset = S3IterableDataset(
+            f"s3://{s3_bucket}/train/",
+            config=config,
+            credentials=credentials,
+            tar_samples=True,
+            shuffle=True,
+            seed=3,
+            rank=rank,
+            world_size=world,
+        )
+        loader = DataLoader(
+            dataset,
+            batch_size=4,
+            num_workers=workers,
+            collate_fn=_collate,
+            multiprocessing_context="fork" if workers else None,
+            timeout=60 if workers else 0,
+        )
+        for batch in loader:
+            for sample in batch:
+                assert set(sample) == {"__key__", "jpg", "cls"}
+                seen.append(sample["__key__"])
+    assert collections.Counter(seen) == collections.Counter(keys)
+
+
+def test_objects_reshuffled_per_epoch(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    objects = {f"o/{i:03d}": os.urandom(10 + i) for i in range(40)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    config, credentials = _setup(s3_endpoint)
+    dataset = S3IterableDataset(
+        f"s3://{s3_bucket}/o/",
+        config=config,
+        credentials=credentials,
+        shuffle=True,
+        shuffle_buffer=8,
+        transform=bytes,
+    )
+    orders = []
+    for epoch in range(2):
+        dataset.set_epoch(epoch)
+        items = list(dataset)
+        assert sorted(items) == sorted(objects.values())
+        orders.append(items)
+    assert orders[0] != orders[1]
+    dataset.set_epoch(0)
+    assert list(dataset) == orders[0]  # the same epoch gives the same order
+
+
+def test_map_dataset_with_workers(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    objects = {f"m/{i:02d}": os.urandom(100 + i) for i in range(12)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    config, credentials = _setup(s3_endpoint)
+    dataset = S3MapDataset(f"s3://{s3_bucket}/m/", config=config, credentials=credentials)
+    assert len(dataset) == 12
+    first = dataset[0]
+    assert isinstance(first, ReadResult) and bytes(first) == objects["m/00"]
+    loader = DataLoader(
+        dataset,
+        batch_size=5,
+        num_workers=2,
+        collate_fn=_collate,
+        multiprocessing_context="fork",
+        timeout=60,
+    )
+    got = [bytes(r) for batch in loader for r in batch]
+    assert got == list(objects.values())
