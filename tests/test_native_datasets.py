@@ -1,4 +1,4 @@
-"""S3IterableDataset / S3MapDataset: every sample exactly once per epoch across ranks and workers."""
+"""S3IterableDataset / S3MapDataset: each sample exactly once per epoch across ranks and workers."""
 
 from __future__ import annotations
 
@@ -147,9 +147,7 @@ def test_objects_reshuffled_per_epoch(
     assert list(dataset) == orders[0]  # the same epoch gives the same order
 
 
-def test_map_dataset_with_workers(
-    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
-) -> None:
+def test_map_dataset_with_workers(s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str) -> None:
     objects = {f"m/{i:02d}": os.urandom(100 + i) for i in range(12)}
     for key, data in objects.items():
         s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
