@@ -426,6 +426,7 @@ def _measure_loader(
         collate_fn=collate_list,
         multiprocessing_context="fork" if workers > 0 else None,
     )
+    existing = child_pids()  # e.g. a local S3 server: not a DataLoader worker
     started = time.monotonic()
     first_batch_s = 0.0
     samples = 0
@@ -445,7 +446,7 @@ def _measure_loader(
             samples += len(batch)
             sample_bytes += sum(_tensor_bytes(s) for s in batch)
             if batch_index % 8 == 0:
-                peak_rss = max(peak_rss, _children_rss_mb())
+                peak_rss = max(peak_rss, _largest_rss_mb(child_pids() - existing))
             clock.check()
             if now - started >= seconds:
                 break
@@ -475,28 +476,34 @@ def _tensor_bytes(sample: Any) -> int:
     return 0
 
 
-def _children_rss_mb() -> float:
-    """Largest resident set (MB) among this process's child processes (the DataLoader workers)."""
-    largest = 0
+def child_pids() -> set[int]:
+    """PIDs of this process's children (all threads' children, as DataLoader forks from one)."""
+    pids: set[int] = set()
     pid = os.getpid()
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return 0.0
+        return pids
     for tid in tasks:
         try:
             with open(f"/proc/{pid}/task/{tid}/children") as f:
-                children = f.read().split()
+                pids.update(int(child) for child in f.read().split())
         except OSError:
             continue
-        for child in children:
-            try:
-                with open(f"/proc/{child}/status") as f:
-                    for line in f:
-                        if line.startswith("VmRSS:"):
-                            largest = max(largest, int(line.split()[1]))
-            except OSError:
-                continue
+    return pids
+
+
+def _largest_rss_mb(pids: set[int]) -> float:
+    """Largest resident set (MB) among `pids`; processes that are gone count as 0."""
+    largest = 0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        largest = max(largest, int(line.split()[1]))
+        except OSError:
+            continue
     return largest / 1024
 
 
