@@ -254,7 +254,8 @@ class Context:
     def storage_for(self, source: str | None) -> StorageParams:
         """What the training reads from, given the chosen data source."""
         if source == "copy-local":
-            return self.local_storage()
+            measured = self.measured_storage() if self.profile.storage == "local" else None
+            return measured or self.local_storage()
         if source == "shared-fs":
             measured = self.measured_storage() if self.on_fsx else None
             return measured or SHARED_FS_DEFAULTS
@@ -318,12 +319,21 @@ class Context:
 
     def unconstrained_workers(self, state: Mapping[str, Any]) -> int:
         """The workers the throughput alone asks for, before cores and RAM bound it."""
-        measured = self.measured_rates(state)
+        measured = {w: r for w, r in self.measured_rates(state).items() if w >= 1}
         if measured:
             return choose_workers(measured, self.consumer_rate, headroom=HEADROOM)
         # as if every worker had a core of its own: what the data and storage ask for
         rates = self.model_rates(state, range(1, MAX_SEARCH_WORKERS + 1), MAX_SEARCH_WORKERS + 1)
         return choose_workers(rates, self.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
+
+    def zero_workers_allowed(self, state: Mapping[str, Any]) -> bool:
+        """num_workers=0 loads inside the training loop, so loading and compute never overlap.
+
+        It is a candidate only when no core is free for a worker, or for a CPU-only run with no
+        consumer rate (the loader's own rate is then all that counts).
+        """
+        cpu_only = not self.has_gpu and self.consumer_rate is None
+        return self.workers_cap(state) == 0 or cpu_only
 
     def workers_cap(self, state: Mapping[str, Any]) -> int:
         return min(
@@ -696,7 +706,9 @@ class WorkersFromSweep(Rule):
     """Symptom: the trial measured a DataLoader sweep.
 
     Recommendation: the smallest measured num_workers that beats the consumer by 20%, else the
-    smallest within 5% of the best measured point, within the core and RAM caps.
+    smallest within 5% of the best measured point, within the core and RAM caps. The 0-worker
+    point counts only when no core is free or for a CPU-only run without a consumer rate: with 0
+    workers loading runs inside the training loop and never overlaps compute.
     Why: measured samples/s per num_workers.
     """
 
@@ -708,7 +720,8 @@ class WorkersFromSweep(Rule):
 
     def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
         cap = ctx.workers_cap(state)
-        rates = {w: r for w, r in ctx.measured_rates(state).items() if w <= cap}
+        low = 0 if ctx.zero_workers_allowed(state) else 1
+        rates = {w: r for w, r in ctx.measured_rates(state).items() if low <= w <= cap}
         if not rates:
             return None
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)

@@ -185,6 +185,18 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     ("NW-3", {"trial": {}, "workload": {"consumer_rate": 300.0}}, True, 2),
     ("NW-3", {"trial": {}, "workload": {"consumer_rate": None}}, True, 8),
     ("NW-3", {"trial": {}, "hardware": {"cores": 3}}, True, 2),  # cap 2 within the sweep
+    ("NW-3", {"trial": {"rates": {0: 5000.0, 1: 600.0, 2: 1500.0}}}, True, 2),  # 0 overlaps nothing
+    (
+        "NW-3",
+        {
+            "trial": {"rates": {0: 5000.0, 1: 600.0}},
+            "hardware": {"gpus": 0},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        0,
+    ),
+    ("NW-3", {"trial": {"rates": {0: 5000.0}}}, False, ...),
     ("NW-3", {}, False, ...),
     ("NW-3", {"trial": {"rates": {}}}, False, ...),
     ("NW-4", {}, True, 5),  # 4 ms x 1,000 samples per shard: 250 samples/s per worker
