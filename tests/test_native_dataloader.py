@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -65,3 +67,39 @@ def test_reader_survives_fork(
     else:
         assert pids == {os.getpid()}
     assert torch.utils.data.get_worker_info() is None
+
+
+_FORK_SCRIPT = """
+import gc, os, signal, sys
+from native_loader import Credentials, ReaderConfig, S3Reader
+
+url, bucket, access_key, secret_key = sys.argv[1:5]
+reader = S3Reader(ReaderConfig(endpoint_url=url), credentials=Credentials(access_key, secret_key))
+uri = f"s3://{bucket}/k"
+assert bytes(reader.read(uri)) == b"hello"
+pid = os.fork()
+if pid == 0:
+    signal.alarm(30)  # a hung child must not outlive the test
+    ok = bytes(reader.read(uri)) == b"hello"
+    del reader
+    gc.collect()
+    sys.exit(0 if ok else 3)  # a normal exit: finalisers run on the parent's engine too
+_, status = os.waitpid(pid, 0)
+assert os.waitstatus_to_exitcode(status) == 0, status
+assert bytes(reader.read(uri)) == b"hello"
+reader.close()
+print("ok")
+"""
+
+
+def test_forked_child_reads_and_exits_cleanly(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"hello")
+    creds = s3_endpoint.credentials
+    args = [s3_endpoint.url, s3_bucket, creds.access_key, creds.secret_key]
+    done = subprocess.run(
+        [sys.executable, "-c", _FORK_SCRIPT, *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <unistd.h>
+
 namespace nl {
 
 namespace {
@@ -43,7 +45,11 @@ struct CurlGlobal {
 
 }  // namespace
 
-Engine::Engine(EngineConfig config) : config_(std::move(config)), rng_(std::random_device{}()) {
+Engine::Engine(EngineConfig config)
+    : config_(std::move(config)),
+      done_cv_(std::make_unique<std::condition_variable>()),
+      owner_pid_(::getpid()),
+      rng_(std::random_device{}()) {
     static CurlGlobal global;
     if (!split_url(config_.endpoint, endpoint_))
         throw std::invalid_argument("endpoint must be an http:// or https:// URL");
@@ -55,7 +61,17 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)), rng_(std::rand
     thread_ = std::thread([this] { run(); });
 }
 
-Engine::~Engine() { close(); }
+Engine::~Engine() {
+    if (::getpid() != owner_pid_) {
+        // A forked child: the engine thread does not exist here, and the parent's lock or
+        // condition variable may have been mid-use at fork time. Leak them, and never touch
+        // curl (closing its connections could disturb the parent's TLS sessions).
+        new std::thread(std::move(thread_));  // never joined, never destroyed
+        (void)done_cv_.release();
+        return;
+    }
+    close();
+}
 
 void Engine::close() {
     {
@@ -79,7 +95,7 @@ void Engine::close() {
     }
     curl_multi_cleanup(multi_);
     multi_ = nullptr;
-    done_cv_.notify_all();
+    done_cv_->notify_all();
 }
 
 void Engine::set_credentials(const SigningCredentials &creds) {
@@ -167,7 +183,7 @@ bool Engine::wait(uint64_t id, double timeout_s) {
     };
     if (ready()) return true;
     WaitMark mark(*this, id);
-    return done_cv_.wait_for(lk, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
+    return done_cv_->wait_for(lk, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
 }
 
 Engine::WaitMark::WaitMark(Engine &e, uint64_t id) : engine(e), ticket(id) {
@@ -193,7 +209,7 @@ std::vector<uint64_t> Engine::wait_any(const std::vector<uint64_t> &ids, double 
     };
     if (ready() || ids.empty()) return done;
     WaitMark mark(*this, *std::min_element(ids.begin(), ids.end()));
-    done_cv_.wait_for(lk, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
+    done_cv_->wait_for(lk, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
     return done;
 }
 
@@ -636,7 +652,7 @@ void Engine::complete(Ticket &t) {
     t.outcome.attempts = t.attempts;
     t.outcome.elapsed_s = seconds_since(t.created, now);
     t.outcome.first_byte_s = t.first_byte_s < 0 ? t.outcome.elapsed_s : t.first_byte_s;
-    done_cv_.notify_all();
+    done_cv_->notify_all();
 }
 
 // Called when the response headers of a successful GET attempt are complete: decides where the

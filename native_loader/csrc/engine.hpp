@@ -203,8 +203,9 @@ private:
     SigningCredentials creds_;
     CURLM *multi_ = nullptr;
     std::mutex mu_;
-    std::condition_variable done_cv_;
+    std::unique_ptr<std::condition_variable> done_cv_;  // leaked in a forked child
     std::thread thread_;
+    int owner_pid_;  // the process whose thread drives this engine
     bool stop_ = false;
     bool closed_ = false;
     uint64_t next_id_ = 1;
