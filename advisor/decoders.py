@@ -102,7 +102,7 @@ def load_transform(spec: str) -> Transform:
         target = getattr(target, part)
     if not callable(target):
         raise ValueError(f"transform {spec!r} is not callable")
-    return target  # type: ignore[no-any-return]
+    return target
 
 
 def collate_list(batch: list[Any]) -> list[Any]:

@@ -159,6 +159,54 @@ class _Clock:
             self.progress(TrialEvent(phase, fraction, message, point))
 
 
+@dataclass(frozen=True)
+class TrialData:
+    """What every measurement of a trial reads, and how: its objects, reader and transform."""
+
+    objects: tuple[ObjectInfo, ...]
+    config: ReaderConfig
+    fmt: str
+    transform: Callable[[Any], Any]
+    credentials: Credentials | None = field(default=None, repr=False)
+
+    @classmethod
+    def sample(
+        cls,
+        location: DatasetLocation,
+        fmt: str,
+        transform: Callable[[Any], Any],
+        credentials: Credentials | None = None,
+    ) -> TrialData:
+        """A seeded, shuffled sample of the data set's non-empty objects (bounded listing)."""
+        config = location.reader_config()
+        objects: list[ObjectInfo] = []
+        deadline = time.monotonic() + LIST_SECONDS
+        with S3Reader(config, credentials=credentials) as reader:
+            for info in reader.list(location.prefix_uri()):
+                if info.size > 0:
+                    objects.append(info)
+                if len(objects) >= SAMPLE_KEYS or time.monotonic() > deadline:
+                    break
+        if not objects:
+            raise FileNotFoundError(f"no non-empty objects under {location.uri!r} for a trial")
+        random.Random(0).shuffle(objects)
+        return cls(tuple(objects), config, fmt, transform, credentials)
+
+    def reader(self, **overrides: Any) -> S3Reader:
+        config = dataclasses.replace(self.config, **overrides) if overrides else self.config
+        return S3Reader(config, credentials=self.credentials)
+
+    def dataset(self, transform: Callable[[Any], Any] | None = None) -> Iterable[Any]:
+        """Tar shards iterate as WebDataset samples; everything else one object per sample."""
+        return S3IterableDataset(
+            [o.uri for o in self.objects],
+            config=self.config,
+            credentials=self.credentials,
+            transform=transform,
+            tar_samples=self.fmt == "tar",
+        )
+
+
 def run_trial(
     location: DatasetLocation,
     profile: DatasetProfile,
@@ -177,7 +225,6 @@ def run_trial(
     if not MIN_SECONDS <= seconds <= MAX_SECONDS:
         raise ValueError(f"trial seconds={seconds} must be in [{MIN_SECONDS:g}, {MAX_SECONDS:g}]")
     clock = _Clock(seconds, cancel, progress)
-    config = location.reader_config()
     fmt = profile.dominant_format
     transform_name = workload.transform or f"default decoder for {fmt}"
     transform = load_transform(workload.transform) if workload.transform else default_decoder(fmt)
@@ -188,14 +235,11 @@ def run_trial(
     cancelled = False
     try:
         clock.report("storage", "listing objects for the trial")
-        with S3Reader(config, credentials=credentials) as reader:
-            objects = _trial_objects(location, reader)
-            storage = _probe_storage(reader, config, credentials, objects, clock)
+        data = TrialData.sample(location, fmt, transform, credentials)
+        storage = _probe_storage(data, clock)
         clock.check()
-        decode = _measure_decode(
-            objects, config, credentials, fmt, transform, transform_name, clock
-        )
-        sweep = _sweep(objects, config, credentials, fmt, transform, hardware, workload, clock)
+        decode = _measure_decode(data, transform_name, clock)
+        sweep = _sweep(data, hardware, workload, clock)
         h2d = _host_to_device(workload, decode, clock)
         if h2d is None:
             notes.append("no CUDA device: host-to-device copy and pin_memory not measured")
@@ -216,59 +260,40 @@ def run_trial(
     )
 
 
-def _trial_objects(location: DatasetLocation, reader: S3Reader) -> list[ObjectInfo]:
-    """A seeded, shuffled sample of the data set's non-empty objects."""
-    objects: list[ObjectInfo] = []
-    deadline = time.monotonic() + LIST_SECONDS
-    for info in reader.list(location.prefix_uri()):
-        if info.size > 0:
-            objects.append(info)
-        if len(objects) >= SAMPLE_KEYS or time.monotonic() > deadline:
-            break
-    if not objects:
-        raise FileNotFoundError(f"no non-empty objects under {location.uri!r} to run a trial on")
-    random.Random(0).shuffle(objects)
-    return objects
-
-
-def _probe_storage(
-    reader: S3Reader,
-    config: ReaderConfig,
-    credentials: Credentials | None,
-    objects: list[ObjectInfo],
-    clock: _Clock,
-) -> StorageProbe:
+def _probe_storage(data: TrialData, clock: _Clock) -> StorageProbe:
     budget_end = clock.used() + clock.seconds * BUDGET_SHARES["storage"]
     first_bytes: list[float] = []
     transfer_bytes = 0
     transfer_seconds = 0.0
     total_bytes = 0
-    for info in objects[:PROBE_OBJECTS]:
-        clock.check()
-        length = min(info.size, PROBE_RANGE_BYTES)
-        result = reader.read_range(info.uri, 0, length)
-        first_bytes.append(result.first_byte_s)
-        total_bytes += len(result)
-        transfer_bytes += len(result)
-        transfer_seconds += max(result.elapsed_s - result.first_byte_s, 1e-6)
-        if clock.used() > budget_end / 2 and len(first_bytes) >= 3:
-            break
+    with data.reader() as reader:
+        for info in data.objects[:PROBE_OBJECTS]:
+            clock.check()
+            result = reader.read_range(info.uri, 0, min(info.size, PROBE_RANGE_BYTES))
+            first_bytes.append(result.first_byte_s)
+            total_bytes += len(result)
+            transfer_bytes += len(result)
+            transfer_seconds += max(result.elapsed_s - result.first_byte_s, 1e-6)
+            if clock.used() > budget_end / 2 and len(first_bytes) >= 3:
+                break
     clock.report("storage", f"first byte p50 {statistics.median(first_bytes) * 1000:.1f} ms")
     curve: list[tuple[int, float, float]] = []
+    objects_read = len(first_bytes)
     for level in CONCURRENCY_LEVELS:
         remaining = budget_end - clock.used()
         if remaining <= 0:
             break
         slice_s = remaining / max(1, len(CONCURRENCY_LEVELS) - len(curve))
-        mb_s, objects_s, read = _read_for(config, credentials, objects, level, slice_s, clock)
+        mb_s, objects_s, read, count = _read_for(data, level, slice_s, clock)
         total_bytes += read
+        objects_read += count
         curve.append((level, mb_s, objects_s))
         clock.report("storage", f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
         if _saturated([mb for _, mb, _ in curve]):
             break
     ordered = sorted(first_bytes)
     return StorageProbe(
-        objects_read=len(first_bytes) + sum(1 for _ in curve),
+        objects_read=objects_read,
         bytes_read=total_bytes,
         first_byte_p50_s=statistics.median(ordered),
         first_byte_p95_s=ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
@@ -278,19 +303,14 @@ def _probe_storage(
 
 
 def _read_for(
-    config: ReaderConfig,
-    credentials: Credentials | None,
-    objects: list[ObjectInfo],
-    level: int,
-    seconds: float,
-    clock: _Clock,
-) -> tuple[float, float, int]:
-    """Aggregate MB/s and objects/s of read_many with `level` requests in flight, for `seconds`."""
-    limited = dataclasses.replace(config, max_inflight_requests=level)
+    data: TrialData, level: int, seconds: float, clock: _Clock
+) -> tuple[float, float, int, int]:
+    """(MB/s, objects/s, bytes, objects) of read_many with `level` requests in flight."""
     count = 0
     read = 0
     started = time.monotonic()
-    with S3Reader(limited, credentials=credentials) as reader:
+    objects = data.objects
+    with data.reader(max_inflight_requests=level) as reader:
         uris = (objects[i % len(objects)].uri for i in range(len(objects) * 4))
         for result in reader.read_many(uris):
             count += 1
@@ -299,30 +319,22 @@ def _read_for(
                 break
             clock.check()
     elapsed = max(time.monotonic() - started, 1e-6)
-    return read / elapsed / 1e6, count / elapsed, read
+    return read / elapsed / 1e6, count / elapsed, read, count
 
 
-def _measure_decode(
-    objects: list[ObjectInfo],
-    config: ReaderConfig,
-    credentials: Credentials | None,
-    fmt: str,
-    transform: Callable[[Any], Any],
-    transform_name: str,
-    clock: _Clock,
-) -> DecodeCost:
-    """CPU seconds per sample of `transform`, in this process, on real samples of the set."""
+def _measure_decode(data: TrialData, transform_name: str, clock: _Clock) -> DecodeCost:
+    """CPU seconds per sample of the transform, in this process, on real samples of the set."""
     budget = clock.seconds * BUDGET_SHARES["decode"]
-    dataset = _dataset(objects[:64], config, credentials, fmt, transform=None)
+    sample_data = dataclasses.replace(data, objects=data.objects[:64])
     cpu = 0.0
     samples = 0
     sample_bytes = 0
     started = time.monotonic()
-    for sample in dataset:
+    for sample in sample_data.dataset():
         clock.check()
         sample_bytes += _sample_bytes(sample)
         before = time.thread_time()
-        transform(sample)
+        data.transform(sample)
         cpu += time.thread_time() - before
         samples += 1
         if time.monotonic() - started > budget and samples >= 3:
@@ -339,25 +351,8 @@ def _sample_bytes(sample: Any) -> int:
     return len(memoryview(sample))
 
 
-def _dataset(
-    objects: list[ObjectInfo],
-    config: ReaderConfig,
-    credentials: Credentials | None,
-    fmt: str,
-    transform: Callable[[Any], Any] | None,
-) -> Iterable[Any]:
-    """Tar shards iterate as WebDataset samples; everything else one object per sample."""
-    uris = [o.uri for o in objects]
-    return S3IterableDataset(
-        uris,
-        config=config,
-        credentials=credentials,
-        transform=transform,
-        tar_samples=fmt == "tar",
-    )
-
-
-def _worker_counts(cores: int) -> list[int]:
+def worker_counts(cores: int) -> list[int]:
+    """num_workers to try: 0, 1, then powers of two up to the cores, and the cores themselves."""
     counts = [0, 1]
     n = 2
     while n <= max(cores, 1):
@@ -369,18 +364,11 @@ def _worker_counts(cores: int) -> list[int]:
 
 
 def _sweep(
-    objects: list[ObjectInfo],
-    config: ReaderConfig,
-    credentials: Credentials | None,
-    fmt: str,
-    transform: Callable[[Any], Any],
-    hardware: HardwareProfile,
-    workload: Workload,
-    clock: _Clock,
+    data: TrialData, hardware: HardwareProfile, workload: Workload, clock: _Clock
 ) -> tuple[LoaderPoint, ...]:
     """DataLoader throughput over num_workers (and pin_memory with a GPU); stops at saturation."""
     pin_options = (False, True) if torch.cuda.is_available() else (False,)
-    counts = _worker_counts(hardware.usable_cores)
+    counts = worker_counts(hardware.usable_cores)
     budget_end = clock.used() + clock.seconds * BUDGET_SHARES["sweep"]
     points: list[LoaderPoint] = []
     for pin in pin_options:
@@ -390,36 +378,34 @@ def _sweep(
             left = (len(counts) - index) + (len(counts) if pin != pin_options[-1] else 0)
             if remaining <= 0.2:
                 break
-            point = _measure_loader(
-                objects, config, credentials, fmt, transform, workload, workers, pin,
-                remaining / left, clock,
-            )  # fmt: skip
+            point = measure_loader(
+                data, workload.batch_size, workers, pin, remaining / left, clock.check
+            )
             points.append(point)
-            clock.report("sweep", f"num_workers={workers} pin_memory={pin}: "
-                         f"{point.samples_per_s:.0f} samples/s", point)  # fmt: skip
+            message = f"num_workers={workers} pin_memory={pin}: {point.samples_per_s:.0f} samples/s"
+            clock.report("sweep", message, point)
             rates.append(point.samples_per_s)
             if _saturated(rates):
                 break  # throughput clearly saturated on this branch
     return tuple(points)
 
 
-def _measure_loader(
-    objects: list[ObjectInfo],
-    config: ReaderConfig,
-    credentials: Credentials | None,
-    fmt: str,
-    transform: Callable[[Any], Any],
-    workload: Workload,
+def measure_loader(
+    data: TrialData,
+    batch_size: int,
     workers: int,
     pin: bool,
     seconds: float,
-    clock: _Clock,
+    check: Callable[[], None] | None = None,
 ) -> LoaderPoint:
-    dataset = _dataset(objects, config, credentials, fmt, transform)
+    """Run a real DataLoader over `data` for about `seconds` and measure it.
+
+    `check` is called after every batch (it may raise to stop early).
+    """
     prefetch = 2 if workers > 0 else None
-    loader = torch.utils.data.DataLoader(
-        dataset,  # type: ignore[arg-type]
-        batch_size=workload.batch_size,
+    loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
+        data.dataset(data.transform),  # type: ignore[arg-type]
+        batch_size=batch_size,
         num_workers=workers,
         pin_memory=pin,
         prefetch_factor=prefetch,
@@ -447,7 +433,8 @@ def _measure_loader(
             sample_bytes += sum(_tensor_bytes(s) for s in batch)
             if batch_index % 8 == 0:
                 peak_rss = max(peak_rss, _largest_rss_mb(child_pids() - existing))
-            clock.check()
+            if check is not None:
+                check()
             if now - started >= seconds:
                 break
     finally:
