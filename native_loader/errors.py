@@ -51,9 +51,14 @@ class S3Error(OSError):
     def __reduce__(self) -> tuple[Any, ...]:
         return (
             _rebuild_s3_error,
-            (str(self.args[0]) if self.args else "", self.code, self.status, self.request_id,
-             self.uri),
-        )  # fmt: skip
+            (
+                str(self.args[0]) if self.args else "",
+                self.code,
+                self.status,
+                self.request_id,
+                self.uri,
+            ),
+        )
 
 
 def _rebuild_s3_error(message: str, code: str, status: int, request_id: str, uri: str) -> S3Error:
@@ -77,16 +82,18 @@ def error_from_outcome(
         elif status == 403 or code in _DENIED_CODES:
             exc = PermissionError(errno.EACCES, detail, uri)
         else:
-            return S3Error(f"{uri}: {detail}{tries}", code=code, status=status,
-                           request_id=request_id, uri=uri)  # fmt: skip
+            return S3Error(
+                f"{uri}: {detail}{tries}", code=code, status=status, request_id=request_id, uri=uri
+            )
         exc.__cause__ = cause
         exc.__suppress_context__ = True
         return exc
     if kind == "timeout":
         return TimeoutError(errno.ETIMEDOUT, f"{message}{tries}", uri)
     if kind == "connect":
-        return ConnectionError(errno.ECONNREFUSED, f"cannot reach the endpoint{tries}: {message}",
-                               uri)  # fmt: skip
+        return ConnectionError(
+            errno.ECONNREFUSED, f"cannot reach the endpoint{tries}: {message}", uri
+        )
     if kind == "network":
         return ConnectionError(errno.ECONNRESET, f"{message}{tries}", uri)
     if kind == "closed":

@@ -142,8 +142,9 @@ class S3Reader:
             page = _LIST_PAGE if remaining is None else min(_LIST_PAGE, remaining)
             engine = self._session.engine()
             uri = f"s3://{bucket}/{prefix}"
-            outcome = self._wait(engine, engine.submit_list(bucket, prefix, delimiter, token,
-                                                            page), uri)  # fmt: skip
+            outcome = self._wait(
+                engine, engine.submit_list(bucket, prefix, delimiter, token, page), uri
+            )
             items = [
                 ObjectInfo(f"s3://{bucket}/{k}", k, size, etag) for k, size, etag in outcome.entries
             ]
@@ -281,10 +282,18 @@ class S3Reader:
         engine = self._session.current()
         if engine is None:
             return dict.fromkeys(
-                ("active_requests", "peak_active_requests", "inflight_bytes",
-                 "peak_inflight_bytes", "requests", "retries", "bytes_received", "open_tickets"),
+                (
+                    "active_requests",
+                    "peak_active_requests",
+                    "inflight_bytes",
+                    "peak_inflight_bytes",
+                    "requests",
+                    "retries",
+                    "bytes_received",
+                    "open_tickets",
+                ),
                 0,
-            )  # fmt: skip
+            )
         return {str(k): int(v) for k, v in engine.stats().items()}
 
     def close(self) -> None:

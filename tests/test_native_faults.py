@@ -29,6 +29,9 @@ class _FakeS3(http.server.ThreadingHTTPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.stop = threading.Event()
         self.hits: collections.Counter[str] = collections.Counter()
+        self.requests: list[
+            tuple[str, dict[str, str]]
+        ] = []  # (path, lower-cased headers) in arrival order
         self.lock = threading.Lock()
 
     @property
@@ -49,6 +52,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         key = self.path.split("?")[0].split("/", 2)[-1]
         with self.server.lock:
+            self.server.requests.append(
+                (self.path, {k.lower(): v for k, v in self.headers.items()})
+            )
             self.server.hits[key] += 1
             hit = self.server.hits[key]
         if key == "hang":
@@ -226,3 +232,40 @@ def test_leaving_read_many_cancels_inflight_requests(fake_s3: _FakeS3) -> None:
         assert stats["active_requests"] == 0
         assert stats["open_tickets"] == 0
         assert time.monotonic() - start < 1.0
+
+
+def test_signed_request_headers(fake_s3: _FakeS3) -> None:
+    creds = Credentials("fake", "fake-secret", session_token="the-session-token")
+    config = ReaderConfig(endpoint_url=fake_s3.url, region="eu-west-1")
+    with S3Reader(config, credentials=creds) as reader:
+        reader.read("s3://bucket/ok")
+    path, headers = fake_s3.requests[-1]
+    assert path == "/bucket/ok"
+    assert headers["host"] == f"127.0.0.1:{fake_s3.server_address[1]}"
+    assert headers["authorization"].startswith("AWS4-HMAC-SHA256 Credential=fake/")
+    assert "/eu-west-1/s3/aws4_request" in headers["authorization"]
+    assert headers["x-amz-content-sha256"] == "UNSIGNED-PAYLOAD"
+    assert headers["x-amz-security-token"] == "the-session-token"
+    assert headers["range"] == "bytes=0-8388607"
+
+
+def test_unsigned_requests(fake_s3: _FakeS3) -> None:
+    config = ReaderConfig(endpoint_url=fake_s3.url, unsigned=True)
+    with S3Reader(config) as reader:
+        assert bytes(reader.read("s3://bucket/ok")) == BODY
+    _, headers = fake_s3.requests[-1]
+    assert "authorization" not in headers
+    assert "x-amz-date" not in headers
+
+
+def test_virtual_hosted_addressing(fake_s3: _FakeS3) -> None:
+    # curl resolves every *.localhost name to the loopback address.
+    port = fake_s3.server_address[1]
+    config = ReaderConfig(endpoint_url=f"http://localhost:{port}", addressing_style="virtual")
+    with S3Reader(config, credentials=Credentials("fake", "fake-secret")) as reader:
+        assert bytes(reader.read("s3://my-bucket/ok")) == BODY
+        path, headers = fake_s3.requests[-1]
+        assert (path, headers["host"]) == ("/ok", f"my-bucket.localhost:{port}")
+        reader.read("s3://dotted.bucket/ok")  # dots would break TLS wildcards: path style
+        path, headers = fake_s3.requests[-1]
+        assert (path, headers["host"]) == ("/dotted.bucket/ok", f"localhost:{port}")

@@ -46,8 +46,12 @@ def reader(s3_endpoint: S3Endpoint) -> Iterator[S3Reader]:
 
 def _put_many(s3_client: Any, bucket: str, objects: dict[str, bytes]) -> None:
     with concurrent.futures.ThreadPoolExecutor(8) as pool:
-        list(pool.map(lambda kv: s3_client.put_object(Bucket=bucket, Key=kv[0], Body=kv[1]),
-                      objects.items()))  # fmt: skip
+        list(
+            pool.map(
+                lambda kv: s3_client.put_object(Bucket=bucket, Key=kv[0], Body=kv[1]),
+                objects.items(),
+            )
+        )
 
 
 SIZES = [0, 1, 1000, PART - 1, PART, PART + 1, 3 * PART, 5 * 2**20 + 17]
@@ -241,8 +245,9 @@ def test_read_many_bounds_inflight_with_a_slow_consumer(
 ) -> None:
     objects = {f"s/{i:03d}": os.urandom(20_000) for i in range(80)}
     _put_many(s3_client, s3_bucket, objects)
-    config = _config(s3_endpoint, max_inflight_requests=4, max_inflight_bytes=6 * 2**16,
-                     part_size=2**16)  # fmt: skip
+    config = _config(
+        s3_endpoint, max_inflight_requests=4, max_inflight_bytes=6 * 2**16, part_size=2**16
+    )
     with S3Reader(config, credentials=_credentials(s3_endpoint)) as reader:
         for i, result in enumerate(reader.read_many(f"s3://{s3_bucket}/{k}" for k in objects)):
             if i % 10 == 0:
@@ -260,8 +265,9 @@ def test_read_many_bounds_bytes_for_multipart_objects(
 ) -> None:
     objects = {f"m/{i}": os.urandom(5 * 2**16 + i) for i in range(8)}
     _put_many(s3_client, s3_bucket, objects)
-    config = _config(s3_endpoint, max_inflight_requests=8, max_inflight_bytes=2 * 2**16,
-                     part_size=2**16)  # fmt: skip
+    config = _config(
+        s3_endpoint, max_inflight_requests=8, max_inflight_bytes=2 * 2**16, part_size=2**16
+    )
     with S3Reader(config, credentials=_credentials(s3_endpoint)) as reader:
         got = [bytes(r) for r in reader.read_many(f"s3://{s3_bucket}/{k}" for k in objects)]
         stats = reader.stats()
@@ -354,3 +360,44 @@ def test_close_interrupts_a_blocked_read(reader: S3Reader, s3_bucket: str) -> No
             reader.read(f"s3://{s3_bucket}/k")
     finally:
         closer.cancel()
+
+
+def test_expiring_credentials_are_refreshed_before_use(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import datetime
+
+    import botocore.session
+    from botocore.credentials import RefreshableCredentials
+
+    good = s3_endpoint.credentials
+    now = datetime.datetime.now(datetime.timezone.utc)
+    refreshed: list[bool] = []
+
+    def refresh() -> dict[str, Any]:
+        refreshed.append(True)
+        expiry = now + datetime.timedelta(hours=1)
+        return {
+            "access_key": good.access_key,
+            "secret_key": good.secret_key,
+            "token": None,
+            "expiry_time": expiry.isoformat(),
+        }
+
+    # A set that expires in 2 minutes and whose secret is already wrong: only a refresh
+    # before signing makes the read succeed.
+    stale = RefreshableCredentials.create_from_metadata(
+        {
+            "access_key": good.access_key,
+            "secret_key": "stale-secret",
+            "token": None,
+            "expiry_time": (now + datetime.timedelta(minutes=2)).isoformat(),
+        },
+        refresh_using=refresh,
+        method="test",
+    )
+    monkeypatch.setattr(botocore.session.Session, "get_credentials", lambda self: stale)
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"fresh")
+    with S3Reader(ReaderConfig(endpoint_url=s3_endpoint.url)) as reader:
+        assert bytes(reader.read(f"s3://{s3_bucket}/k")) == b"fresh"
+    assert refreshed
