@@ -90,7 +90,8 @@ class DiskInfo:
 
     kind: "nvme", "ssd", "hdd" or "unknown" (from the block device's name and
         /sys/block/<dev>/queue/rotational). NVMe devices on cloud VMs may be network block storage
-        (EBS); `model` tells them apart where the kernel reports it.
+        (EBS); `model` tells them apart where the kernel reports it. Virtio/Xen disks (vd*, xvd*)
+        claim to be rotational whatever backs them, so they count as "unknown" then.
     """
 
     path: str
@@ -106,6 +107,7 @@ class DiskInfo:
         return (self.filesystem or "") in NETWORK_FILESYSTEMS
 
 
+VIRTUAL_DISK_PREFIXES = ("vd", "xvd")
 NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "efs", "lustre", "cifs", "smb3", "fuse.s3fs"})
 
 
@@ -507,7 +509,10 @@ def disk_kind(device_name: str, sys_root: Path) -> tuple[str, str | None]:
     rotational = _read(block / name / "queue/rotational")
     if rotational is None:
         return "unknown", model
-    return ("hdd" if rotational.strip() == "1" else "ssd"), model
+    if rotational.strip() == "1":
+        # virtio/Xen disks of cloud VMs report rotational=1 whatever backs them
+        return ("unknown" if name.startswith(VIRTUAL_DISK_PREFIXES) else "hdd"), model
+    return "ssd", model
 
 
 def probe_disk(path: str, root: Path = Path("/")) -> DiskInfo | None:

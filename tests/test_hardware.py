@@ -282,6 +282,7 @@ def test_cgroup_v1_and_unlimited(tmp_path: Path) -> None:
         ("sda1", {"block/sda/sda1/partition": "1", "block/sda/queue/rotational": "0\n"}, "ssd"),
         ("sdb", {"block/sdb/queue/rotational": "1\n"}, "hdd"),
         ("dm-0", {}, "unknown"),
+        ("vda1", {"block/vda/vda1/partition": "1", "block/vda/queue/rotational": "1\n"}, "unknown"),
     ],
 )
 def test_disk_kind(tmp_path: Path, device: str, files: dict[str, str], kind: str) -> None:
