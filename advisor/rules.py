@@ -10,6 +10,7 @@ whose key an earlier rule has already set (first match wins, as in the doc's flo
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -252,7 +253,18 @@ class Context:
         )
 
     def storage_for(self, source: str | None) -> StorageParams:
-        """What the training reads from, given the chosen data source."""
+        """What one rank reads from, given the chosen data source.
+
+        The aggregate ceiling (NIC, local device) belongs to the node: the ranks on a node share
+        it, so each rank's model sees its share.
+        """
+        storage = self._node_storage_for(source)
+        if storage.aggregate_mb_s is None or self.ranks_per_node == 1:
+            return storage
+        share = storage.aggregate_mb_s / self.ranks_per_node
+        return dataclasses.replace(storage, aggregate_mb_s=share)
+
+    def _node_storage_for(self, source: str | None) -> StorageParams:
         if source == "copy-local":
             measured = self.measured_storage() if self.profile.storage == "local" else None
             return measured or self.local_storage()
@@ -1165,10 +1177,22 @@ class MeasuredThroughput(Rule):
             round(rate, 1),
             f"Measured {rate:,.0f} samples/s with {w} worker(s); the model predicts "
             f"{predicted:,.0f}.",
-            evidence={"measured_samples_per_s": rate, "predicted_samples_per_s": predicted},
+            evidence={
+                "measured_samples_per_s": rate,
+                "predicted_samples_per_s": predicted,
+                "sweep_samples_per_s": _model_vs_measured(ctx, state),
+            },
             measured=True,
             confidence="high",
         )
+
+
+def _model_vs_measured(ctx: Context, state: Mapping[str, Any]) -> dict[str, dict[str, float]]:
+    """Per measured num_workers: the measured samples/s and the model's prediction."""
+    return {
+        str(w): {"measured": round(r, 1), "predicted": round(ctx.model(state, w).samples_per_s, 1)}
+        for w, r in sorted(ctx.measured_rates().items())
+    }
 
 
 class ModelThroughput(Rule):
@@ -1196,6 +1220,10 @@ class ModelThroughput(Rule):
                 "predicted_samples_per_s": p.samples_per_s,
                 "bottleneck": p.bottleneck,
                 "storage": storage.name,
+                # what the trial measured where the data lives now (e.g. before a local copy)
+                "sweep_samples_per_s": _model_vs_measured(ctx, {**state, "data_source": "stream"})
+                if ctx.measured_rates()
+                else None,
             },
             confidence="medium" if storage.measured or ctx.cpu_measured else "low",
         )

@@ -250,3 +250,24 @@ def test_summary_names_the_settings() -> None:
     assert f"num_workers={rec.num_workers}" in text and "FastFile" in text
     for d in rec.decisions:
         assert d.name in text
+
+
+def test_ranks_on_a_node_share_its_network() -> None:
+    one = Context(SHARDS_30GB, hardware(cores=64), Workload())
+    eight = Context(SHARDS_30GB, hardware(cores=64), Workload(gpus_per_node=8))
+    assert one.storage_for("stream").aggregate_mb_s == 1250.0
+    assert eight.storage_for("stream").aggregate_mb_s == 1250.0 / 8
+    assert eight.storage_for("efs").aggregate_mb_s is None
+
+
+def test_measured_sweep_is_reported_next_to_the_model() -> None:
+    rates = {1: 180.0, 2: 350.0, 4: 690.0}
+    big = profile(2000, 150 * MB, "tar", 1000.0)
+    rec = recommend(big, hardware(cores=16), Workload(consumer_rate=400), trial(rates))
+    table = rec.decision("throughput").evidence["sweep_samples_per_s"]
+    assert set(table) == {"1", "2", "4"}
+    assert table["4"]["measured"] == 690.0 and table["4"]["predicted"] > 0
+    # trained from a local copy: the S3 sweep is still shown, as context
+    small = recommend(SHARDS_30GB, hardware(), Workload(epochs=5), trial(rates))
+    assert small.data_source == "copy-local" and small.measured_samples_per_s is None
+    assert set(small.decision("throughput").evidence["sweep_samples_per_s"]) == {"1", "2", "4"}
