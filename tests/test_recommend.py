@@ -271,3 +271,13 @@ def test_measured_sweep_is_reported_next_to_the_model() -> None:
     small = recommend(SHARDS_30GB, hardware(), Workload(epochs=5), trial(rates))
     assert small.data_source == "copy-local" and small.measured_samples_per_s is None
     assert set(small.decision("throughput").evidence["sweep_samples_per_s"]) == {"1", "2", "4"}
+
+
+@pytest.mark.parametrize("cores", [0, 1])
+def test_zero_and_one_core_machines(cores: int) -> None:
+    hw = dataclasses.replace(hardware(gpus=1), usable_cores=cores, affinity_cores=max(cores, 1))
+    rec = recommend(SHARDS_30GB, hw, Workload(consumer_rate=100))
+    assert rec.num_workers == 0 and rec.prefetch_factor is None
+    assert rec.dataloader_kwargs() == {"num_workers": 0, "pin_memory": True}
+    assert rec.expected_samples_per_s > 0
+    assert recommend(SHARDS_30GB, hw, Workload(consumer_rate=100)) == rec  # deterministic
