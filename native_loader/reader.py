@@ -277,7 +277,8 @@ class S3Reader:
 
     def stats(self) -> dict[str, int]:
         """Counters of this process's engine: ``active_requests``, ``peak_active_requests``,
-        ``inflight_bytes``, ``peak_inflight_bytes``, ``requests``, ``retries``,
+        ``inflight_bytes``, ``peak_inflight_bytes``, ``requests``, ``connections`` (new ones
+        opened; the other requests reused kept-alive connections), ``retries``,
         ``bytes_received``, ``open_tickets`` (all zero before the first request)."""
         engine = self._session.current()
         if engine is None:
@@ -288,6 +289,7 @@ class S3Reader:
                     "inflight_bytes",
                     "peak_inflight_bytes",
                     "requests",
+                    "connections",
                     "retries",
                     "bytes_received",
                     "open_tickets",

@@ -401,3 +401,15 @@ def test_expiring_credentials_are_refreshed_before_use(
     with S3Reader(ReaderConfig(endpoint_url=s3_endpoint.url)) as reader:
         assert bytes(reader.read(f"s3://{s3_bucket}/k")) == b"fresh"
     assert refreshed
+
+
+def test_connections_are_kept_alive_and_reused(
+    reader: S3Reader, s3_client: Any, s3_bucket: str
+) -> None:
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"x" * 100)
+    for _ in range(50):
+        reader.read(f"s3://{s3_bucket}/k")
+    list(reader.read_many([f"s3://{s3_bucket}/k"] * 200))
+    stats = reader.stats()
+    assert stats["requests"] == 250
+    assert 1 <= stats["connections"] <= reader.config.max_inflight_requests

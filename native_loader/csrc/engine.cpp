@@ -529,7 +529,12 @@ double Engine::backoff_s(int attempt) {
 
 void Engine::on_done(Ticket &t, Part &p, CURLcode rc) {
     long status = 0;
-    if (p.easy != nullptr) curl_easy_getinfo(p.easy, CURLINFO_RESPONSE_CODE, &status);
+    long new_connections = 0;
+    if (p.easy != nullptr) {
+        curl_easy_getinfo(p.easy, CURLINFO_RESPONSE_CODE, &status);
+        curl_easy_getinfo(p.easy, CURLINFO_NUM_CONNECTS, &new_connections);
+    }
+    stats_.connections += new_connections;
     detach(p);
     if (t.cancelled) return;
     stats_.bytes_received += p.received;

@@ -68,6 +68,7 @@ struct EngineStats {
     int64_t inflight_bytes = 0;  // bytes reserved by unfinished or not yet collected results
     int64_t peak_inflight_bytes = 0;
     int64_t requests = 0;
+    int64_t connections = 0;  // new connections opened (the rest reused kept-alive ones)
     int64_t retries = 0;
     int64_t bytes_received = 0;
     int64_t open_tickets = 0;

@@ -210,6 +210,7 @@ NB_MODULE(_native, m) {
             d["inflight_bytes"] = s.inflight_bytes;
             d["peak_inflight_bytes"] = s.peak_inflight_bytes;
             d["requests"] = s.requests;
+            d["connections"] = s.connections;
             d["retries"] = s.retries;
             d["bytes_received"] = s.bytes_received;
             d["open_tickets"] = s.open_tickets;
