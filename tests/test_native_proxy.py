@@ -135,3 +135,19 @@ def test_latency_is_hidden_by_concurrency(
         elapsed = time.monotonic() - start
     assert got == list(objects.values())
     assert elapsed < 40 * 0.050 / 3, f"{elapsed:.2f} s: requests did not overlap"
+
+
+def test_slow_first_byte_on_a_reused_connection(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"payload")
+    faults = Faults(stall_head=When(requests=(3,)), stall_s=8)
+    with _through_proxy(s3_endpoint, faults, first_byte_timeout_s=0.5) as (reader, proxy):
+        for _ in range(2):
+            assert reader.read(f"s3://{s3_bucket}/k").attempts == 1
+        start = time.monotonic()
+        result = reader.read(f"s3://{s3_bucket}/k")
+        assert time.monotonic() - start < 4
+        assert result.attempts == 2
+        assert reader.stats()["connections"] == 2  # the stalled one is dropped, not reused
+        assert proxy.stats().faults_injected == {"stall_head": 1}

@@ -480,8 +480,11 @@ void Engine::check_timeouts(Clock::time_point now) {
         if (!p->got_first_byte) {
             curl_off_t pretransfer = 0;
             curl_easy_getinfo(easy, CURLINFO_PRETRANSFER_TIME_T, &pretransfer);
-            if (pretransfer == 0) continue;  // still connecting: curl's connect timeout applies
-            double waited = seconds_since(p->started, now) - pretransfer / 1e6;
+            // Still connecting (pretransfer 0): curl's connect timeout applies, and this bound
+            // only backs it up.
+            double waited = pretransfer > 0
+                                ? seconds_since(p->started, now) - pretransfer / 1e6
+                                : seconds_since(p->started, now) - config_.connect_timeout_s;
             if (waited > config_.first_byte_timeout_s) {
                 p->abort_kind = "timeout";
                 p->abort_message = "no response within first_byte_timeout_s";
