@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from advisor.demo.server import S3Endpoint
 from advisor.hardware import HardwareProfile
 from advisor.location import DatasetLocation
 from advisor.profile import DatasetProfile, FormatInfo, size_stats
@@ -145,7 +146,15 @@ class FakeSession:
             measured=True,
         )
         self.recommendation = SimpleNamespace(
-            decisions=(decision,), path=lambda: ["W-1"], expected_samples_per_s=300.0
+            decisions=(decision,),
+            path=lambda: ["W-1"],
+            expected_samples_per_s=300.0,
+            data_source="stream",
+            sagemaker_input_mode="FastFile",
+            input_bound=False,
+            notes=(),
+            cost_notes=("~$0.00 in requests",),
+            dataloader_kwargs=lambda: {"num_workers": 2, "pin_memory": False},
         )
         return self.recommendation
 
@@ -295,6 +304,7 @@ def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> Non
     wizard.next_button.click()
     assert c.step_name == "recommendation"
     assert "num_workers" in wizard.cards.value and "rules W-1" in wizard.cards.value
+    assert "DataLoader(dataset, num_workers=2, pin_memory=False)" in wizard.headline.value
     assert list(wizard.supply_figure.data[0].y) == [300.0, 310.0, 250.0]
     wizard.next_button.click()
     assert c.step_name == "export"
@@ -394,3 +404,153 @@ def test_magic_parses_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
 
     advisor.load_ipython_extension(Shell())
     assert registered["advisor"] == (magic.advisor_magic, "line")
+
+
+# --- the real session against the local S3 endpoint ------------------------------------------
+
+
+@pytest.fixture
+def real_wizard() -> Iterator[Any]:
+    from advisor.session import AdvisorSession
+    from advisor.wizard.views import Wizard
+
+    before = set(threading.enumerate())
+    w = Wizard(WizardController(AdvisorSession()))
+    yield w
+    w.controller.close()
+    deadline = time.monotonic() + 5
+    while set(threading.enumerate()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [t.name for t in set(threading.enumerate()) - before]
+    assert not left, f"threads left running: {left}"
+
+
+def _profile_error(w: Any, uri: str, endpoint: str = "") -> str:
+    w.uri.value, w.endpoint.value = uri, endpoint
+    w.profile_button.click()
+    assert w.controller.wait(60)
+    assert w.controller.profile is None and not w.controller.busy
+    assert not w.profile_button.disabled and w.next_button.disabled
+    return str(w.controller.errors.get("dataset", ""))
+
+
+def test_real_bad_scheme(real_wizard: Any) -> None:
+    message = _profile_error(real_wizard, "ftp://host/data/")
+    assert message.startswith("invalid input: unsupported URI scheme 'ftp'")
+    assert "unsupported URI scheme" in real_wizard.error.value
+
+
+@pytest.mark.timeout(60)
+def test_real_missing_bucket(real_wizard: Any, s3_endpoint: S3Endpoint) -> None:
+    message = _profile_error(real_wizard, "s3://no-such-bucket-here/data/", s3_endpoint.url)
+    assert message.startswith("not found"), message
+
+
+@pytest.mark.timeout(60)
+def test_real_unreachable_endpoint(real_wizard: Any) -> None:
+    from advisor.demo.server import free_ports
+
+    closed = f"http://127.0.0.1:{free_ports(1)[0]}"
+    message = _profile_error(real_wizard, "s3://bucket/data/", closed)
+    assert message.startswith(("cannot reach the endpoint", "timed out")), message
+
+
+@pytest.mark.timeout(60)
+def test_real_empty_prefix(real_wizard: Any, s3_endpoint: S3Endpoint, s3_bucket: str) -> None:
+    message = _profile_error(real_wizard, f"s3://{s3_bucket}/nothing-here/", s3_endpoint.url)
+    assert message.startswith("not found: no objects under"), message
+
+
+@pytest.mark.timeout(60)
+def test_real_access_denied_then_retry(
+    real_wizard: Any,
+    s3_endpoint: S3Endpoint,
+    s3_client: Any,
+    s3_bucket: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    s3_client.put_object(Bucket=s3_bucket, Key="data/a.bin", Body=b"x" * 100)
+    secret = s3_endpoint.credentials.secret_key
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "not-the-secret")
+    message = _profile_error(real_wizard, f"s3://{s3_bucket}/data/", s3_endpoint.url)
+    assert message.startswith("access denied"), message
+    assert "not-the-secret" not in message
+    # The user fixes the credentials and retries without restarting anything.
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    real_wizard.controller.session.location = None  # a new reader resolves credentials again
+    real_wizard.profile_button.click()
+    assert real_wizard.controller.wait(60)
+    assert real_wizard.controller.profile is not None and real_wizard.error.value == ""
+
+
+@pytest.fixture
+def small_demo(s3_endpoint: S3Endpoint, monkeypatch: pytest.MonkeyPatch) -> Iterator[S3Endpoint]:
+    """The kernel-side demo lookup pointed at SMALL_DEMO on the test endpoint."""
+    from browser_helpers import small_demo_env
+
+    from advisor.demo import stop_demo
+
+    for name, value in small_demo_env(s3_endpoint).items():
+        monkeypatch.setenv(name, value)
+    stop_demo()  # forget a demo found earlier in this process
+    yield s3_endpoint
+    stop_demo()
+
+
+@pytest.mark.timeout(120)
+def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_path: Path) -> None:
+    w, c = real_wizard, real_wizard.controller
+    w.demo_layout.value = "shards"
+    w.demo_button.click()
+    assert c.wait(60), c.errors
+    assert c.profile is not None and c.profile.dominant_format == "tar", c.errors
+    assert w.uri.value == "s3://loader-advisor-demo/shards/"
+    assert w.endpoint.value == small_demo.url
+    bars = w.size_chart.outputs[0]["data"]["application/vnd.plotly.v1+json"]["data"][0]
+    assert sum(bars["y"]) == c.profile.listed_objects
+    w.next_button.click()
+    assert "CPU cores" in w.hardware_summary.value
+    w.next_button.click()
+    w.rate_mode.value = "step"
+    w.step_time.value = "0.1"
+    w.batch_size.value = "16"
+    w.next_button.click()
+    assert c.step_name == "trial" and c.session.workload.consumer_rate == 160.0
+    w.trial_seconds.value = 3
+    w.run_trial_button.click()
+    assert c.wait(60), c.errors
+    assert c.trial is not None and c.trial.sweep, c.errors
+    measured = {(p.num_workers, p.pin_memory) for p in c.trial.sweep}
+    figure = w.trial_figure
+    plotted = {(x, trace.name == "pin_memory=True") for trace in figure.data for x in trace.x}
+    assert plotted == measured
+    w.next_button.click()
+    rec = c.recommendation
+    assert rec is not None and c.step_name == "recommendation"
+    assert w.cards.value.count("class='la-card'") == len(rec.decisions)
+    assert w.supply_figure.data[0].y[-1] == 160.0  # training consumes
+    markdown = w.flow.outputs[0]["data"]["text/markdown"]
+    assert markdown.startswith("```mermaid") and "classDef taken" in markdown
+    assert any(f"class {rule}" in markdown or f",{rule}" in markdown for rule in rec.path())
+    w.next_button.click()
+    assert c.export_bundle is not None and "make_dataloader" in w.module_preview.value
+    w.save_dir.value = str(tmp_path)
+    w.save_button.click()
+    module = tmp_path / "dataloader_config.py"
+    assert module.exists(), c.errors
+    compile(module.read_text(), str(module), "exec")
+
+
+@pytest.mark.timeout(60)
+def test_real_trial_cancel_leaves_nothing_running(real_wizard: Any, small_demo: S3Endpoint) -> None:
+    c = real_wizard.controller
+    c.use_demo("small-images")
+    assert c.wait(60) and c.profile is not None, c.errors
+    c.next(), c.next(), c.next()
+    assert c.run_trial(60)
+    time.sleep(0.3)
+    started = time.monotonic()
+    real_wizard.cancel_button.click()
+    assert c.wait(15), "the trial did not stop"
+    assert time.monotonic() - started < 15
+    assert c.trial is not None and not c.busy

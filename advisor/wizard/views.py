@@ -49,10 +49,11 @@ STYLE = """<style>
 .la-wizard .js-plotly-plot .main-svg text { fill: var(--jp-ui-font-color1) !important; }
 .la-wizard .js-plotly-plot .gridlayer path,
 .la-wizard .js-plotly-plot .zerolinelayer path { stroke: var(--jp-border-color2) !important; }
+.la-flow .jp-RenderedMarkdown { max-height: 640px; overflow: auto;
+  border: 1px solid var(--jp-border-color2); border-radius: 4px; }
 .la-wizard .js-plotly-plot .legend .bg { fill: transparent !important; }
 </style>"""
 
-_WIDE = widgets.Layout(width="520px")
 _LABEL = {"description_width": "150px"}
 
 
@@ -64,7 +65,11 @@ def _button(text: str, css: str, style: str = "", tooltip: str = "") -> widgets.
 
 def _text(label: str, css: str, placeholder: str = "", value: str = "") -> widgets.Text:
     field = widgets.Text(
-        value=value, description=label, placeholder=placeholder, layout=_WIDE, style=_LABEL
+        value=value,
+        description=label,
+        placeholder=placeholder,
+        layout=widgets.Layout(width="520px"),  # one Layout per widget: they are mutated
+        style=_LABEL,
     )
     field.add_class(css)
     return field
@@ -153,6 +158,12 @@ def hardware_rows(hardware: HardwareProfile) -> list[tuple[str, str]]:
 
 
 def _text_of(value: object) -> str:
+    if isinstance(value, dict):
+        return ", ".join(f"{k}: {_text_of(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text_of(v) for v in value)
+    if isinstance(value, bool):
+        return str(value)
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
@@ -187,6 +198,21 @@ def decision_card(decision: Any) -> str:
         + (f"<table class='la-table'>{evidence_rows}</table>" if evidence_rows else "")
         + f"<div class='la-meta'>{html.escape(' · '.join(meta))}</div></div>"
     )
+
+
+def headline(rec: Any) -> str:
+    """The recommendation in two lines: where to read from, and the DataLoader arguments."""
+    kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.dataloader_kwargs().items())
+    source = f"read from: <b>{html.escape(str(rec.data_source))}</b>"
+    if getattr(rec, "sagemaker_input_mode", None):
+        source += f" (SageMaker input mode {html.escape(str(rec.sagemaker_input_mode))})"
+    rows = [source, f"<code>DataLoader(dataset, {html.escape(kwargs)})</code>"]
+    if rec.input_bound is True:
+        rows.append("<span class='la-error'>the loader cannot keep up with the training</span>")
+    elif rec.input_bound is False:
+        rows.append("the loader keeps up with the training")
+    rows += [html.escape(note) for note in (*rec.notes, *rec.cost_notes)]
+    return "".join(f"<div>{row}</div>" for row in rows)
 
 
 class Wizard(widgets.VBox):
@@ -353,6 +379,8 @@ class Wizard(widgets.VBox):
             ]
         )
         # -- step 5: recommendation
+        self.headline = widgets.HTML()
+        self.headline.add_class("la-headline")
         self.cards = widgets.HTML()
         self.cards.add_class("la-cards")
         self.flow = widgets.Output()
@@ -362,6 +390,7 @@ class Wizard(widgets.VBox):
         recommendation = widgets.VBox(
             [
                 widgets.HTML("<b>5. Recommendation</b>"),
+                self.headline,
                 self.supply_chart,
                 self.cards,
                 widgets.HTML("<b>Decision flow</b> <span class='la-hint'>(path taken in orange)"),
@@ -562,10 +591,11 @@ class Wizard(widgets.VBox):
         c = self.controller
         rec = c.recommendation
         if rec is None:
-            self.cards.value = ""
+            self.cards.value = self.headline.value = ""
             _set_outputs(self.flow)
             _set_outputs(self.supply_chart)
             return
+        self.headline.value = headline(rec)
         self.cards.value = "".join(decision_card(d) for d in rec.decisions)
         best = c.trial.best_point() if c.trial else None
         self.supply_figure = charts.throughput_chart(

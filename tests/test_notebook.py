@@ -1,0 +1,58 @@
+"""The wizard notebook runs top to bottom with nbclient, in interactive and in headless mode.
+
+Headless mode (LOADER_ADVISOR_HEADLESS_DEMO=1) drives the shown wizard from its last cell:
+demo -> profile -> short trial -> recommendation -> export, on a small demo data set.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import nbformat
+import pytest
+from browser_helpers import NOTEBOOK, check_export_yields_batch, small_demo_env
+from nbclient import NotebookClient
+
+from advisor.demo.server import S3Endpoint
+
+pytestmark = [
+    pytest.mark.notebook,
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),  # jupyter_client/zmq internals
+]
+
+WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
+
+
+def _run(env: dict[str, str], cwd: Path, timeout: int = 60) -> nbformat.NotebookNode:
+    notebook = nbformat.read(NOTEBOOK, as_version=4)
+    client = NotebookClient(
+        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": cwd}}
+    )
+    client.execute(env={**os.environ, **env})
+    return notebook
+
+
+def _outputs(notebook: nbformat.NotebookNode) -> list[dict[str, object]]:
+    return [out for cell in notebook.cells if cell.cell_type == "code" for out in cell.outputs]
+
+
+@pytest.mark.timeout(120)
+def test_notebook_shows_the_wizard_without_blocking(tmp_path: Path) -> None:
+    notebook = _run({"LOADER_ADVISOR_HEADLESS_DEMO": "0"}, tmp_path)
+    outputs = _outputs(notebook)
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    assert any(WIDGET_MIME in o.get("data", {}) for o in outputs)  # type: ignore[operator]
+    assert "interactive mode" in "".join(str(o.get("text", "")) for o in outputs)
+
+
+@pytest.mark.timeout(180)
+def test_notebook_headless_demo_end_to_end(tmp_path: Path, s3_endpoint: S3Endpoint) -> None:
+    env = small_demo_env(s3_endpoint)
+    env.update(LOADER_ADVISOR_HEADLESS_DEMO="1", LOADER_ADVISOR_HEADLESS_OUT=str(tmp_path / "out"))
+    notebook = _run(env, tmp_path)
+    text = "".join(str(o.get("text", "")) for o in _outputs(notebook))
+    assert "steps done: export" in text, text
+    module = tmp_path / "out" / "headless_config.py"
+    assert module.exists() and (tmp_path / "out" / "headless_config.json").exists()
+    assert check_export_yields_batch(module, s3_endpoint).startswith("BATCH")
