@@ -114,6 +114,7 @@ AWKWARD_KEYS = [
     "tilde~star*quote'",
     "semi;colon,comma:colon",
     "question?mark#hash",
+    "control\x01char\ttab",  # not representable in XML 1.0: needs encoding-type=url
     "caret^pipe|{brace}[bracket]`",
     # Not here: "a//b", "./" or "../" segments and backslashes, which SeaweedFS (a file-system
     # backed store) normalises or rejects; the reader sends keys verbatim (CURLOPT_PATH_AS_IS).
@@ -124,14 +125,20 @@ AWKWARD_KEYS = [
 def test_awkward_keys_round_trip(reader: S3Reader, s3_client: Any, s3_bucket: str) -> None:
     objects = {key: key.encode() * 3 for key in AWKWARD_KEYS}
     _put_many(s3_client, s3_bucket, objects)
-    listed = {info.key: info for info in reader.list(f"s3://{s3_bucket}/")}
-    assert set(listed) == set(objects)
-    for key, data in objects.items():
-        assert listed[key].size == len(data)
-        assert listed[key].uri == f"s3://{s3_bucket}/{key}"
-        assert bytes(reader.read(listed[key].uri)) == data
-    many = list(reader.read_many(f"s3://{s3_bucket}/{k}" for k in objects))
-    assert [bytes(r) for r in many] == list(objects.values())
+    try:
+        listed = {info.key: info for info in reader.list(f"s3://{s3_bucket}/")}
+        assert set(listed) == set(objects)
+        for key, data in objects.items():
+            assert listed[key].size == len(data)
+            assert listed[key].uri == f"s3://{s3_bucket}/{key}"
+            assert bytes(reader.read(listed[key].uri)) == data
+        many = list(reader.read_many(f"s3://{s3_bucket}/{k}" for k in objects))
+        assert [bytes(r) for r in many] == list(objects.values())
+    finally:
+        # The fixture's DeleteObjects sends keys in XML, which cannot carry control characters.
+        for key in objects:
+            if any(ord(c) < 32 for c in key):
+                s3_client.delete_object(Bucket=s3_bucket, Key=key)
 
 
 def test_list_paginates_past_1000(reader: S3Reader, s3_client: Any, s3_bucket: str) -> None:

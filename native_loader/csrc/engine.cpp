@@ -168,6 +168,9 @@ uint64_t Engine::submit_list(const std::string &bucket, const std::string &prefi
     t->kind = Kind::List;
     t->bucket = bucket;
     t->query.emplace_back("list-type", "2");
+    // Keys come back URL-encoded (decoded in parse_list_page): XML 1.0 cannot carry every
+    // character a key may hold.
+    t->query.emplace_back("encoding-type", "url");
     if (!prefix.empty()) t->query.emplace_back("prefix", prefix);
     if (!delimiter.empty()) t->query.emplace_back("delimiter", delimiter);
     if (!token.empty()) t->query.emplace_back("continuation-token", token);
