@@ -16,6 +16,7 @@
 #include "buffer.hpp"
 #include "engine.hpp"
 #include "file_reader.hpp"
+#include "s3.hpp"
 #include "sigv4.hpp"
 #include "url.hpp"
 
@@ -86,6 +87,18 @@ NB_MODULE(_native, m) {
             return wrap(std::move(s));
         },
         "data"_a, "A Buffer holding a copy of bytes (used when unpickling results).");
+
+    m.def(
+        "parse_list_page",
+        [](const std::string &xml) {
+            nl::ListPage page;
+            std::string error;
+            if (!nl::parse_list_page(xml, page, error)) throw nb::value_error(error.c_str());
+            std::vector<std::tuple<std::string, int64_t, std::string>> entries;
+            for (const auto &e : page.entries) entries.emplace_back(e.key, e.size, e.etag);
+            return std::make_tuple(entries, page.prefixes, page.truncated, page.next_token);
+        },
+        "xml"_a, "(entries, common prefixes, is truncated, continuation token) of a listing.");
 
     m.def("uri_encode", &nl::uri_encode, "value"_a, "keep_slash"_a,
           "RFC 3986 encoding as SigV4 wants it.");

@@ -1,0 +1,54 @@
+"""ListObjectsV2 parsing in the native module: entities, URL-encoded keys, prefixes, tokens."""
+
+from __future__ import annotations
+
+import pytest
+
+from native_loader import _native
+
+PAGE = """<?xml version="1.0" encoding="UTF-8"?>
+<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">
+  <Name>b</Name><Prefix></Prefix><KeyCount>3</KeyCount><MaxKeys>2</MaxKeys>
+  <IsTruncated>true</IsTruncated>
+  <NextContinuationToken>tok&amp;en/+=</NextContinuationToken>
+  <Contents><Key>a &amp; b &lt;c&gt; &quot;d&quot; &apos;e&apos; &#65;&#x42;&#x65E5;</Key>
+    <LastModified>2024-01-01T00:00:00.000Z</LastModified>
+    <ETag>&quot;abc&quot;</ETag><Size>12</Size><StorageClass>STANDARD</StorageClass></Contents>
+  <Contents><Key>plain</Key><ETag>"def"</ETag><Size>0</Size></Contents>
+  <CommonPrefixes><Prefix>dir/</Prefix></CommonPrefixes>
+  <CommonPrefixes><Prefix>other &amp; dir/</Prefix></CommonPrefixes>
+</ListBucketResult>"""
+
+
+def test_entities_prefixes_and_token() -> None:
+    entries, prefixes, truncated, token = _native.parse_list_page(PAGE)
+    assert entries == [
+        ("a & b <c> \"d\" 'e' AB日", 12, '"abc"'),
+        ("plain", 0, '"def"'),
+    ]
+    assert prefixes == ["dir/", "other & dir/"]
+    assert truncated is True
+    assert token == "tok&en/+="
+
+
+def test_url_encoded_keys() -> None:
+    page = (
+        "<ListBucketResult><EncodingType>url</EncodingType><IsTruncated>false</IsTruncated>"
+        "<Contents><Key>a+b%2Bc%25d%C3%BC%01</Key><Size>1</Size><ETag>x</ETag></Contents>"
+        "<CommonPrefixes><Prefix>p+q/</Prefix></CommonPrefixes></ListBucketResult>"
+    )
+    entries, prefixes, truncated, token = _native.parse_list_page(page)
+    assert entries == [("a b+c%dü\x01", 1, "x")]
+    assert prefixes == ["p q/"]
+    assert (truncated, token) == (False, "")
+
+
+def test_empty_listing() -> None:
+    page = "<ListBucketResult><IsTruncated>false</IsTruncated><KeyCount>0</KeyCount>"
+    page += "</ListBucketResult>"
+    assert _native.parse_list_page(page) == ([], [], False, "")
+
+
+def test_not_a_listing() -> None:
+    with pytest.raises(ValueError, match="ListBucketResult"):
+        _native.parse_list_page("<Error><Code>NoSuchBucket</Code></Error>")
