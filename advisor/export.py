@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.location import DatasetLocation
+from advisor.model import READER_INFLIGHT
 from advisor.workload import Workload
 
 if TYPE_CHECKING:
     from advisor.recommend import Recommendation
 
 SCHEMA_VERSION = 1
-DEFAULT_INFLIGHT = 16  # requests in flight per DataLoader worker: hides ~30 ms first-byte latency
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ def build_export(
         data_source=recommendation.data_source,
         sagemaker_input_mode=recommendation.sagemaker_input_mode,
         shard_size_bytes=recommendation.shard_size_bytes,
-        max_inflight_requests=DEFAULT_INFLIGHT,
+        max_inflight_requests=READER_INFLIGHT,
     )
     data = dataclasses.asdict(config)
     json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"

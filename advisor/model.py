@@ -23,6 +23,8 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from native_loader.config import ReaderConfig
+
 __all__ = [
     "EFS_DEFAULTS",
     "HDD_DEFAULTS",
@@ -38,6 +40,7 @@ __all__ = [
 ]
 
 MB = 1_000_000
+READER_INFLIGHT: int = ReaderConfig.max_inflight_requests
 
 
 @dataclass(frozen=True)
@@ -71,8 +74,11 @@ class StorageParams:
 
 
 # Defaults when there is no trial. S3: ~30 ms to first byte and ~90 MB/s per connection for one
-# GET, 4 requests in flight per process (the native reader's pipelining), 10 Gbit/s NIC.
-S3_DEFAULTS = StorageParams("s3", 0.030, 90.0, requests_in_flight=4, aggregate_mb_s=1250.0)
+# GET, as many requests in flight per process as the native reader keeps by default (its
+# datasets pipeline read_many), 10 Gbit/s NIC.
+S3_DEFAULTS = StorageParams(
+    "s3", 0.030, 90.0, requests_in_flight=READER_INFLIGHT, aggregate_mb_s=1250.0
+)
 # Local NVMe instance storage [IO]: sub-millisecond access, GB/s per device.
 LOCAL_NVME_DEFAULTS = StorageParams("local-nvme", 0.0002, 1000.0, 1, aggregate_mb_s=2000.0)
 # EBS-backed / SATA SSD: EBS-backed instances cap at ~250 MB/s [SRC].

@@ -17,6 +17,7 @@ from advisor.model import (
     predict,
     sweep,
 )
+from native_loader.config import ReaderConfig
 
 MB = 1_000_000
 
@@ -37,20 +38,24 @@ def test_defaults_are_documented_numbers() -> None:
     assert S3_DEFAULTS.first_byte_s == pytest.approx(0.030)
     assert S3_DEFAULTS.per_connection_mb_s == pytest.approx(90.0)
     assert S3_DEFAULTS.requests_in_flight > 1  # the native reader pipelines requests
+    # ... exactly as many as the reader (and so the exported DataLoader) keeps in flight
+    assert S3_DEFAULTS.requests_in_flight == ReaderConfig().max_inflight_requests
 
 
 def test_hand_computed_points() -> None:
     # 1 MB objects, 30 ms + 1/90 s per GET, 4 in flight per process, no CPU: latency bound
     fetch = 0.030 + 1 / 90
-    p = predict(2, object_bytes=MB, usable_cores=8, storage=S3_DEFAULTS)
+    p = predict(2, object_bytes=MB, usable_cores=8, storage=_storage(0.030, 4))
     assert p.samples_per_s == pytest.approx(2 * 4 / fetch)
     assert p.bottleneck == "latency"
     # 4 ms of CPU per sample on 3 loading cores (4 usable - main process)
-    p = predict(8, object_bytes=10e3, cpu_s_per_sample=0.004, usable_cores=4, storage=S3_DEFAULTS)
+    p = predict(
+        8, object_bytes=10e3, cpu_s_per_sample=0.004, usable_cores=4, storage=_storage(0.03)
+    )
     assert p.samples_per_s == pytest.approx(3 / 0.004)
     assert p.bottleneck == "cpu"
     # 150 MB shards: 1,250 MB/s NIC / 150 MB = 8.3 objects/s
-    p = predict(64, object_bytes=150 * MB, usable_cores=96, storage=S3_DEFAULTS)
+    p = predict(64, object_bytes=150 * MB, usable_cores=96, storage=_storage(0.03))
     assert p.samples_per_s == pytest.approx(1250 / 150)
     assert p.bottleneck == "bandwidth"
     # one request in flight: fetch and decode alternate
