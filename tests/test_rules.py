@@ -232,8 +232,8 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     ("SHARD-3", {"profile": {"count": 1000, "size": 1500 * MB}}, True, 150 * MB),
     ("SHARD-3", {}, False, ...),
     ("PFX-1", {"workload": {"nodes": 2, "gpus_per_node": 8}, "hardware": {"cores": 96}}, True, 16),
-    # 2 ranks x ~27,000 samples/s (31 workers x 32 requests in flight at 30 ms, under the
-    # node's 1,250 MB/s NIC) of 20 KB objects = ~55,000 GET/s -> 10 prefixes at 5,500 GET/s each
+    # 2 ranks x ~15,900 samples/s (what the model expects with 32 requests in flight per
+    # worker) of 20 KB objects = ~31,800 GET/s -> 10 prefixes at the planned 3,500 GET/s each
     ("PFX-1", PFX_BY_RATE, True, 10),
     ("PFX-1", {}, False, ...),
     (
