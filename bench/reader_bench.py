@@ -37,7 +37,9 @@ from typing import Any
 
 from bench.clients import Spec
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+REPO = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO / "bench" / "results"
+PROXY_NICE = -10
 BUCKET = "bench"
 LATENCY_MS = 30.0
 CLIENT_TIMEOUT_S = 180.0
@@ -63,6 +65,7 @@ class Candidate:
     client: str
     settings: tuple[int, ...]
     label: str = ""
+    each: bool = False  # report every setting (with repeats), not only the best
 
     @property
     def name(self) -> str:
@@ -120,15 +123,17 @@ def _large(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
 
 
 def _latency(quick: bool) -> tuple[Candidate, ...]:
-    """Candidates behind 30 ms of first-byte latency: throughput = concurrency / latency."""
+    """Candidates behind 30 ms of first-byte latency: throughput <= concurrency / latency. wrk at
+    the same settings as native shows what the proxy lets through at that concurrency."""
+    settings = (32,) if quick else (16, 32, 64)
     return (
-        Candidate("native", (64,) if quick else (32, 64)),
+        Candidate("native", settings, each=True),
         Candidate("boto3", (32,) if quick else (16, 32), "boto3-pool"),
         Candidate("s3fs", (64,)),
         Candidate("s3torchconnector", (32,) if quick else (16, 64)),
         Candidate("awscrt", (64,)),
         Candidate("curl", (64,)),
-        Candidate("wrk", (64,)),
+        Candidate("wrk", settings, each=True),
     )
 
 
@@ -190,12 +195,55 @@ class Endpoints:
     urls: dict[str, str]
     access_key: str
     secret_key: str
-    proxy: Any = None
+
+
+_PROXY_MAIN = """
+import sys
+from advisor.demo.proxy import NetworkProfile, Proxy
+with Proxy(sys.argv[1], network=NetworkProfile(latency_ms=float(sys.argv[2]))) as proxy:
+    print(proxy.url, flush=True)
+    sys.stdin.read()  # serve until the parent closes stdin (or dies: PR_SET_PDEATHSIG)
+"""
+
+
+@contextlib.contextmanager
+def proxy_process(upstream: str, latency_ms: float) -> Iterator[str]:
+    """The latency proxy in its own process, at a higher priority (nice PROXY_NICE, when allowed)
+    than the clients: it stands for the network, so it must not queue behind the client it
+    measures. Yields its URL."""
+    from advisor.demo.server import _die_with_parent
+
+    def before_exec() -> None:
+        _die_with_parent()
+        with contextlib.suppress(OSError):
+            os.nice(PROXY_NICE)
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _PROXY_MAIN, upstream, str(latency_ms)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        preexec_fn=before_exec,
+    )
+    try:
+        assert proc.stdout is not None
+        url = proc.stdout.readline().strip()  # "" if it exited: bounded by its start timeout
+        if not url.startswith("http://"):
+            raise RuntimeError(f"latency proxy did not start (exit code {proc.poll()})")
+        yield url
+    finally:
+        if proc.stdin is not None:
+            proc.stdin.close()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
 
 
 @contextlib.contextmanager
 def endpoints(plan: Plan, verbose: bool) -> Iterator[Endpoints]:
-    from advisor.demo.proxy import NetworkProfile, Proxy
     from advisor.demo.server import S3Server
     from bench.nginx import Nginx
 
@@ -215,16 +263,12 @@ def endpoints(plan: Plan, verbose: bool) -> Iterator[Endpoints]:
             urls["seaweedfs"] = seaweed.url
         nginx_url = stack.enter_context(Nginx(root))
         urls["nginx"] = nginx_url
-        proxy = None
         if "nginx+30ms" in needed:
-            proxy = stack.enter_context(
-                Proxy(nginx_url, network=NetworkProfile(latency_ms=LATENCY_MS))
-            )
-            urls["nginx+30ms"] = proxy.url
+            urls["nginx+30ms"] = stack.enter_context(proxy_process(nginx_url, LATENCY_MS))
         if verbose:
             print(f"# data and endpoints ready in {time.monotonic() - t0:.1f} s: {urls}")
         creds = seaweed.credentials
-        yield Endpoints(urls, creds.access_key, creds.secret_key, proxy)
+        yield Endpoints(urls, creds.access_key, creds.secret_key)
 
 
 # --- running clients ----------------------------------------------------------------------------
@@ -242,7 +286,7 @@ def run_client(client: str, spec: Spec) -> dict[str, Any]:
                 capture_output=True,
                 text=True,
                 timeout=CLIENT_TIMEOUT_S,
-                cwd=Path(__file__).resolve().parent.parent,
+                cwd=REPO,
             )
         except subprocess.TimeoutExpired:
             return {"client": client, "concurrency": spec.concurrency, "error": "timeout"}
@@ -326,39 +370,39 @@ def run_scenario(
             nan = float("nan")
             rows.append(Row(scenario.name, cand.name, 0, 0, nan, nan, nan, nan, nan, {}, errors))
             continue
+        tried = {str(s): round(r[0]["obj_s"], 1) for s, r in runs.items()}
         best = max(runs, key=lambda s: runs[s][0]["obj_s"])
-        for _ in range(plan.repeats - 1):
-            one(best)
-        ms = runs[best]
-
-        def med(key: str, ms: list[dict[str, Any]] = ms) -> float:
-            return float(statistics.median(m[key] for m in ms))
-
-        rows.append(
-            Row(
-                scenario.name,
-                cand.name,
-                best,
-                len(ms),
-                med("mb_s"),
-                med("obj_s"),
-                med("cpu_s_per_gb"),
-                med("cpu_ms_per_obj"),
-                med("peak_rss_mb"),
-                {str(s): round(r[0]["obj_s"], 1) for s, r in runs.items()},
-                errors,
-            )
-        )
+        for setting in sorted(runs) if cand.each else [best]:
+            for _ in range(plan.repeats - 1):
+                one(setting)
+            rows.append(_row(scenario.name, cand.name, setting, runs[setting], tried, errors))
     return rows
+
+
+def _row(
+    scenario: str,
+    client: str,
+    setting: int,
+    ms: list[dict[str, Any]],
+    tried: dict[str, float],
+    errors: list[str],
+) -> Row:
+    """The median of each metric over the runs of one setting."""
+
+    def med(key: str) -> float:
+        return float(statistics.median(m[key] for m in ms))
+
+    return Row(
+        scenario, client, setting, len(ms), med("mb_s"), med("obj_s"), med("cpu_s_per_gb"),
+        med("cpu_ms_per_obj"), med("peak_rss_mb"), tried, errors,
+    )  # fmt: skip
 
 
 def proxy_ceiling(eps: Endpoints, ds: Dataset, seconds: float) -> dict[str, Any]:
     """wrk through the proxy with no added latency: the most objects/s the proxy can relay."""
-    from advisor.demo.proxy import Proxy
-
-    with Proxy(eps.urls["nginx"]) as bare:
+    with proxy_process(eps.urls["nginx"], 0.0) as url:
         spec = Spec(
-            endpoint=bare.url,
+            endpoint=url,
             signed=False,
             bucket=BUCKET,
             keys=ds.object_keys(),
@@ -385,7 +429,12 @@ class Target:
 
 
 def evaluate(rows: list[Row], plan: Plan) -> list[Target]:
-    by = {(r.scenario, r.client): r for r in rows if r.runs}
+    # One row per (scenario, client) except where every setting is reported: keep the best.
+    by: dict[tuple[str, str], Row] = {}
+    for r in rows:
+        old = by.get((r.scenario, r.client))
+        if r.runs and (old is None or r.obj_s > old.obj_s):
+            by[(r.scenario, r.client)] = r
     out: list[Target] = []
 
     def ratio(
@@ -457,19 +506,34 @@ def evaluate(rows: list[Row], plan: Plan) -> list[Target]:
             )
         )
     s = "nginx+30ms 100KiB"
-    a = by.get((s, "native"))
-    if a:
-        bound = a.setting / (LATENCY_MS / 1e3)
-        v = a.obj_s / bound
+    bound = {r.setting: r.setting / (LATENCY_MS / 1e3) for r in rows if r.scenario == s}
+    native = {
+        r.setting: r.obj_s / bound[r.setting]
+        for r in rows
+        if (r.scenario, r.client) == (s, "native") and r.runs
+    }
+    harness = {
+        r.setting: r.obj_s / bound[r.setting]
+        for r in rows
+        if (r.scenario, r.client) == (s, "wrk") and r.runs
+    }
+    if native:
+        # Judged at the highest setting where wrk through the same proxy reaches 80 % of the
+        # bound (the harness can show it); at the highest setting when none does.
+        fair = [n for n in native if harness.get(n, 0.0) >= 0.8]
+        n = max(fair or native)
+        v = native[n]
+        detail = "; ".join(
+            f"@{k}: native {native[k]:.2f}, wrk {harness.get(k, float('nan')):.2f} of "
+            f"{bound[k]:.0f} obj/s"
+            for k in sorted(native)
+        )
         out.append(
             Target(
-                "30ms 100KiB: native obj/s / (max_inflight / latency)",
-                v,
-                0.8,
-                v >= 0.8,
-                f"native@{a.setting} {a.obj_s:.0f} obj/s, bound {bound:.0f} obj/s",
+                f"30ms 100KiB: native obj/s / (max_inflight / latency) @{n}", v, 0.8, v >= 0.8,
+                detail + ("" if fair else " (the proxy limits every setting)"),
             )
-        )
+        )  # fmt: skip
     return out
 
 
@@ -560,6 +624,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.only:
         command += " --only " + " ".join(repr(s) for s in args.only)
     started = datetime.now(timezone.utc)
+    load_before = os.getloadavg()[0]
     t0 = time.monotonic()
     raw: list[dict[str, Any]] = []
     rows: list[Row] = []
@@ -573,13 +638,14 @@ def main(argv: list[str] | None = None) -> int:
                 ceiling = proxy_ceiling(eps, scenario.dataset, plan.seconds)
                 if verbose and "obj_s" in ceiling:
                     print(f"  proxy ceiling (wrk, 0 ms) {ceiling['obj_s']:9.1f} obj/s")
+        load_after = os.getloadavg()[0]
     targets = evaluate(rows, plan)
     elapsed = time.monotonic() - t0
-    report = {
+    report: dict[str, Any] = {
         "command": command,
         "date": started.isoformat(timespec="seconds"),
         "elapsed_s": round(elapsed, 1),
-        "machine": machine(),
+        "machine": {**machine(), "load_before": load_before, "load_after": load_after},
         "plan": {
             "seconds": plan.seconds,
             "repeats": plan.repeats,
@@ -600,9 +666,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{ceiling['obj_s']:,.0f} objects/s.",
         ]
     text = "\n".join(md)
-    args.out.with_suffix(".md").write_text(
-        f"`{command}` on {started:%Y-%m-%d %H:%M} UTC ({elapsed:.0f} s)\n\n{text}\n"
+    mach = report["machine"]
+    header = (
+        f"`{command}` on {started:%Y-%m-%d %H:%M} UTC ({elapsed:.0f} s). Machine: {mach['cpu']}, "
+        f"{mach['cores']} cores, {mach['mem_gib']} GiB, Linux {mach['kernel']}; load average "
+        f"{load_before:.1f} before, {load_after:.1f} after."
     )
+    args.out.with_suffix(".md").write_text(f"{header}\n\n{text}\n")
     print()
     print(text)
     print(f"\n# {command}: {elapsed:.0f} s; results in {args.out}")
