@@ -120,6 +120,7 @@ SAMPLE_KEYS = 4000  # keys listed to draw trial objects from
 LIST_SECONDS = 5.0
 PROBE_OBJECTS = 12  # sequential reads for first-byte latency and per-connection bandwidth
 PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of this size
+CYCLE_OBJECTS = 20_000  # the sweep cycles a small sample up to this many objects
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
 SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
 BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.65, "h2d": 0.05}
@@ -196,10 +197,19 @@ class TrialData:
         config = dataclasses.replace(self.config, **overrides) if overrides else self.config
         return S3Reader(config, credentials=self.credentials)
 
-    def dataset(self, transform: Callable[[Any], Any] | None = None) -> Iterable[Any]:
-        """Tar shards iterate as WebDataset samples; everything else one object per sample."""
+    def dataset(
+        self, transform: Callable[[Any], Any] | None = None, min_objects: int = 0
+    ) -> Iterable[Any]:
+        """Tar shards iterate as WebDataset samples; everything else one object per sample.
+
+        With `min_objects`, the sample is cycled up to that length, so that a time-bounded
+        measurement of a set with few (large) objects is not cut short by its end.
+        """
+        uris = [o.uri for o in self.objects]
+        if len(uris) < min_objects:
+            uris = uris * -(-min_objects // len(uris))
         return S3IterableDataset(
-            [o.uri for o in self.objects],
+            uris,
             config=self.config,
             credentials=self.credentials,
             transform=transform,
@@ -400,11 +410,17 @@ def measure_loader(
 ) -> LoaderPoint:
     """Run a real DataLoader over `data` for about `seconds` and measure it.
 
-    `check` is called after every batch (it may raise to stop early).
+    The rate is the steady state: what the workers and their readers read ahead while the first
+    batch was on its way arrives back to back and would inflate it, so the rate counts only the
+    batches after a third of the time past the first batch, and after the batches the workers
+    could have prefetched (workers x prefetch_factor). The objects are cycled so that the run
+    ends on time, not when a small sample runs out. A slice that ends before a few steady
+    batches is extended up to twice `seconds`; failing that, the rate includes start-up (a
+    lower bound). `check` is called after every batch (it may raise to stop early).
     """
     prefetch = 2 if workers > 0 else None
     loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
-        data.dataset(data.transform),  # type: ignore[arg-type]
+        data.dataset(data.transform, min_objects=CYCLE_OBJECTS),  # type: ignore[arg-type]
         batch_size=batch_size,
         num_workers=workers,
         pin_memory=pin,
@@ -412,36 +428,49 @@ def measure_loader(
         collate_fn=collate_list,
         multiprocessing_context="fork" if workers > 0 else None,
     )
+    warm_batches = workers * (prefetch or 0)  # ready before we ask: not steady state
+    steady_batches_wanted = 3
     existing = child_pids()  # e.g. a local S3 server: not a DataLoader worker
     started = time.monotonic()
     first_batch_s = 0.0
     samples = 0
     sample_bytes = 0
     peak_rss = 0.0
-    steady_start = started
+    steady_start = steady_from = started
     steady_samples = 0
+    steady_batches = 0
+    last_batch_at = started
     iterator = iter(loader)
     try:
         for batch_index, batch in enumerate(iterator):
-            now = time.monotonic()
+            now = last_batch_at = time.monotonic()
             if batch_index == 0:
                 first_batch_s = now - started
-                steady_start = now
+                steady_from = now + max(0.0, seconds - first_batch_s) / 3
+            if steady_start <= started:
+                if batch_index >= warm_batches and now >= steady_from:
+                    steady_start = now
             else:
                 steady_samples += len(batch)
+                steady_batches += 1
             samples += len(batch)
             sample_bytes += sum(_tensor_bytes(s) for s in batch)
             if batch_index % 8 == 0:
                 peak_rss = max(peak_rss, _largest_rss_mb(child_pids() - existing))
             if check is not None:
                 check()
-            if now - started >= seconds:
+            running = now - started
+            if running >= 2 * seconds or (
+                running >= seconds and steady_batches >= steady_batches_wanted
+            ):
                 break
     finally:
         del iterator  # shuts the workers down
     elapsed = max(time.monotonic() - started, 1e-6)
-    steady = time.monotonic() - steady_start
-    rate = steady_samples / steady if steady_samples and steady > 0 else samples / elapsed
+    steady = last_batch_at - steady_start  # not the workers' shutdown after the last batch
+    steady_ok = steady_batches >= 2 and steady > 0
+    rate = steady_samples / steady if steady_ok else samples / elapsed
+    bytes_per_sample = sample_bytes / samples if samples else 0.0
     return LoaderPoint(
         num_workers=workers,
         pin_memory=pin,
@@ -449,7 +478,7 @@ def measure_loader(
         samples=samples,
         seconds=elapsed,
         samples_per_s=rate,
-        mb_per_s=sample_bytes / elapsed / 1e6,
+        mb_per_s=rate * bytes_per_sample / 1e6,
         time_to_first_batch_s=first_batch_s,
         peak_worker_rss_mb=peak_rss,
     )

@@ -26,6 +26,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "reader", "bench.reader_bench", "native_loader vs boto3, s3fs, s3torchconnector, ..."
     ),
+    Benchmark("advisor", "bench.advisor_matrix", "recommended num_workers vs an exhaustive sweep"),
 )
 
 

@@ -1,0 +1,203 @@
+"""The advisor's quality matrix: is the recommended num_workers as good as an exhaustive sweep?
+
+For every scenario (object size x first-byte latency x per-sample CPU cost), on SeaweedFS behind
+the emulating proxy: run the advisor's trial and recommendation, then measure a real DataLoader
+at num_workers in {0, 1, 2, 4, 8}. A scenario passes when the recommended num_workers reaches
+>= 90% of the best measured throughput (or of the consumer rate, if lower), and the
+recommendation stays within the machine's cores and memory. Each scenario is checked for a
+fast consumer (no rate: as fast as possible) and a slow one.
+
+    python -m bench advisor [--quick] [--trial-seconds S] [--point-seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.decoders import load_transform
+from advisor.demo.proxy import NetworkProfile, Proxy
+from advisor.demo.server import S3Server
+from advisor.hardware import probe_hardware
+from advisor.location import DatasetLocation
+from advisor.profile import profile_dataset
+from advisor.recommend import recommend
+from advisor.trial import LoaderPoint, TrialData, measure_loader, run_trial
+from advisor.workload import Workload
+from native_loader import Credentials, S3Reader
+
+RESULTS = Path(__file__).parent / "results" / "advisor_matrix.json"
+SWEEP = (0, 1, 2, 4, 8)
+QUALITY = 0.9
+BATCH = 16
+BATCH_BYTES = 64_000_000  # large objects get smaller batches: a few batches per measured second
+SLOW_RATE = 40.0  # samples/s: a consumer that any configuration but the slowest keeps up with
+# (object size, objects): enough for several seconds of reading per point, bounded in memory
+SIZES = {
+    "10KB": (10_000, 3000),
+    "100KB": (100_000, 1500),
+    "1MB": (1_000_000, 400),
+    "16MB": (16_000_000, 40),
+    "200MB": (200_000_000, 4),
+}
+LATENCIES_MS = (0, 30, 100)
+TRANSFORMS = {"0ms": "bench.transforms:raw", "2ms": "bench.transforms:burn_2ms",
+              "8ms": "bench.transforms:burn_8ms"}  # fmt: skip
+QUICK = {"sizes": ("100KB", "16MB"), "latencies": (0, 30), "transforms": ("0ms", "2ms")}
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    size: str
+    latency_ms: int
+    cpu: str
+    consumer_rate: float | None
+    recommended_workers: int
+    recommended_rate: float  # measured throughput at the recommended num_workers
+    best_workers: int
+    best_rate: float
+    target: float  # min(best, consumer rate)
+    ratio: float  # min(recommended, consumer rate) / target
+    within_cores: bool
+    within_memory: bool
+    passed: bool
+    sweep: dict[str, float]
+
+
+def _upload(client: Any, bucket: str) -> None:
+    client.create_bucket(Bucket=bucket)
+    for name, (size, count) in SIZES.items():
+        body = os.urandom(size)
+        for i in range(count):
+            client.put_object(Bucket=bucket, Key=f"{name}/{i:05d}.bin", Body=body)
+
+
+def _scenarios(quick: bool) -> list[tuple[str, int, str]]:
+    sizes = QUICK["sizes"] if quick else tuple(SIZES)
+    latencies = QUICK["latencies"] if quick else LATENCIES_MS
+    transforms = QUICK["transforms"] if quick else tuple(TRANSFORMS)
+    return [(s, lat, t) for s in sizes for lat in latencies for t in transforms]  # type: ignore[misc]
+
+
+def run_scenario(
+    endpoint_url: str,
+    credentials: Credentials,
+    bucket: str,
+    size: str,
+    cpu: str,
+    trial_seconds: float,
+    point_seconds: float,
+    latency_ms: int,
+) -> list[ScenarioResult]:
+    location = DatasetLocation(f"s3://{bucket}/{size}/", endpoint_url=endpoint_url)
+    hardware = probe_hardware()
+    with S3Reader(location.reader_config(), credentials=credentials) as reader:
+        profile = profile_dataset(location, reader)
+    batch = max(1, min(BATCH, BATCH_BYTES // SIZES[size][0]))
+    workload = Workload(batch_size=batch, transform=TRANSFORMS[cpu])
+    trial = run_trial(
+        location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
+    )
+    data = TrialData.sample(location, "binary", load_transform(TRANSFORMS[cpu]), credentials)
+    rates: dict[int, float] = {}
+    for workers in SWEEP:
+        point: LoaderPoint = measure_loader(data, batch, workers, False, point_seconds)
+        rates[workers] = point.samples_per_s
+    results = []
+    for consumer in (None, SLOW_RATE):
+        rec = recommend(profile, hardware, dataclasses.replace(workload, consumer_rate=consumer),
+                        trial)  # fmt: skip
+        workers = rec.num_workers
+        if workers not in rates:
+            rates[workers] = measure_loader(
+                data, BATCH, workers, False, point_seconds
+            ).samples_per_s
+        best_workers = max(rates, key=lambda w: rates[w])
+        best = rates[best_workers]
+        target = min(best, consumer) if consumer else best
+        achieved = min(rates[workers], consumer) if consumer else rates[workers]
+        ratio = achieved / target if target > 0 else 1.0
+        cores_ok = workers <= max(hardware.usable_cores - 1, 1)
+        memory_ok = _memory_ok(workers, trial, hardware)
+        results.append(ScenarioResult(
+            size, latency_ms, cpu, consumer, workers, rates[workers], best_workers, best, target,
+            ratio, cores_ok, memory_ok, ratio >= QUALITY and cores_ok and memory_ok,
+            {str(w): round(r, 1) for w, r in sorted(rates.items())},
+        ))  # fmt: skip
+    return results
+
+
+def _memory_ok(workers: int, trial: Any, hardware: Any) -> bool:
+    if not hardware.ram_available_bytes:
+        return True
+    rss_mb = max((p.peak_worker_rss_mb for p in trial.sweep), default=0.0)
+    return workers * rss_mb * 1e6 <= hardware.ram_available_bytes
+
+
+def _table(results: list[ScenarioResult]) -> str:
+    lines = [
+        "| size | latency | CPU/sample | consumer | recommended (samples/s) | best (samples/s) "
+        "| ratio | pass |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        consumer = f"{r.consumer_rate:g}/s" if r.consumer_rate else "max"
+        lines.append(
+            f"| {r.size} | {r.latency_ms} ms | {r.cpu} | {consumer} | "
+            f"{r.recommended_workers} ({r.recommended_rate:,.0f}) | "
+            f"{r.best_workers} ({r.best_rate:,.0f}) | {r.ratio:.2f} | "
+            f"{'yes' if r.passed else 'NO'} |"
+        )
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench advisor", description=__doc__)
+    parser.add_argument("--quick", action="store_true", help="a small subset of the matrix")
+    parser.add_argument("--trial-seconds", type=float, default=None)
+    parser.add_argument("--point-seconds", type=float, default=None)
+    args = parser.parse_args(argv)
+    # The sweep tries more workers than cores on purpose; torch warns about that each time.
+    warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+    trial_seconds = args.trial_seconds or (8.0 if args.quick else 12.0)
+    point_seconds = args.point_seconds or (2.5 if args.quick else 4.0)
+    started = time.monotonic()
+    results: list[ScenarioResult] = []
+    with S3Server() as endpoint:
+        creds = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
+        _upload(endpoint.boto3_client(), "matrix")
+        proxies: dict[int, Proxy] = {}
+        try:
+            for latency in sorted({lat for _, lat, _ in _scenarios(args.quick)}):
+                # Real S3: tens of ms to first byte, ~90 MB/s per connection.
+                network = NetworkProfile(latency, 90.0 if latency else 0.0)
+                proxies[latency] = Proxy(endpoint.url, network=network).start()
+            for size, latency, cpu in _scenarios(args.quick):
+                print(f"scenario size={size} latency={latency} ms cpu={cpu} ...", flush=True)
+                results += run_scenario(
+                    proxies[latency].url, creds, "matrix", size, cpu, trial_seconds,
+                    point_seconds, latency,
+                )  # fmt: skip
+                for r in results[-2:]:
+                    consumer = r.consumer_rate or "max"
+                    print(f"  consumer={consumer}: recommended {r.recommended_workers} -> "
+                          f"ratio {r.ratio:.2f}, sweep {r.sweep}")  # fmt: skip
+        finally:
+            for proxy in proxies.values():
+                proxy.stop()
+    passed = sum(r.passed for r in results)
+    print()
+    print(_table(results))
+    print(f"\n{passed} of {len(results)} scenarios pass (quality bar {QUALITY:.0%}); "
+          f"{time.monotonic() - started:.0f} s")  # fmt: skip
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
+    print(f"JSON: {RESULTS}")
+    return 0 if passed == len(results) else 1

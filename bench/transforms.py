@@ -1,0 +1,29 @@
+"""Per-sample transforms with a known CPU cost, for the advisor's quality matrix."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+
+def _burn(seconds: float) -> None:
+    end = time.thread_time() + seconds
+    while time.thread_time() < end:
+        pass
+
+
+def raw(sample: Any) -> torch.Tensor:
+    """~0 CPU: the sample's size only."""
+    return torch.tensor(len(memoryview(sample)))
+
+
+def burn_2ms(sample: Any) -> torch.Tensor:
+    _burn(0.002)
+    return raw(sample)
+
+
+def burn_8ms(sample: Any) -> torch.Tensor:
+    _burn(0.008)
+    return raw(sample)
