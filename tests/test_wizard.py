@@ -529,6 +529,7 @@ def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_
     assert rec is not None and c.step_name == "recommendation"
     assert w.cards.value.count("class='la-card'") == len(rec.decisions)
     assert w.supply_figure.data[0].y[-1] == 160.0  # training consumes
+    assert "classDef taken" in w.flow.outputs[0]["data"]["text/vnd.mermaid"]
     markdown = w.flow.outputs[0]["data"]["text/markdown"]
     assert markdown.startswith("```mermaid") and "classDef taken" in markdown
     assert any(f"class {rule}" in markdown or f",{rule}" in markdown for rule in rec.path())

@@ -26,12 +26,32 @@ def highlight(source: str, path: Iterable[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def flow_markdown(path: Iterable[str], document: Path = DECISION_FLOW) -> str | None:
-    """A Markdown mermaid fence of the decision flow with `path` highlighted, or None if absent."""
+def flow_mermaid(path: Iterable[str], document: Path = DECISION_FLOW) -> str | None:
+    """The decision flow's Mermaid source with `path` highlighted, or None if the doc is absent."""
     try:
         source = mermaid_source(document.read_text(encoding="utf-8"))
     except OSError:
         return None
+    return None if source is None else highlight(source, path)
+
+
+def flow_markdown(path: Iterable[str], document: Path = DECISION_FLOW) -> str | None:
+    """The same as a Markdown mermaid fence (for front ends without a Mermaid mime renderer)."""
+    source = flow_mermaid(path, document)
+    return None if source is None else f"```mermaid\n{source}```\n"
+
+
+def flow_bundle(path: Iterable[str], document: Path = DECISION_FLOW) -> dict[str, object] | None:
+    """An Output widget entry: JupyterLab 4 draws text/vnd.mermaid; others get the Markdown."""
+    source = flow_mermaid(path, document)
     if source is None:
         return None
-    return f"```mermaid\n{highlight(source, path)}```\n"
+    return {
+        "output_type": "display_data",
+        "data": {
+            "text/vnd.mermaid": source,
+            "text/markdown": f"```mermaid\n{source}```\n",
+            "text/plain": source,
+        },
+        "metadata": {},
+    }

@@ -14,7 +14,7 @@ import ipywidgets as widgets
 
 from advisor.wizard import charts
 from advisor.wizard.controller import STEP_TITLES, STEPS, WizardController
-from advisor.wizard.flow import flow_markdown
+from advisor.wizard.flow import flow_bundle
 
 if TYPE_CHECKING:
     from advisor.hardware import HardwareProfile
@@ -37,8 +37,13 @@ STYLE = """<style>
 .la-table td, .la-table th { padding: 2px 10px 2px 0; text-align: left; vertical-align: top;
   color: var(--jp-ui-font-color1); }
 .la-table th { color: var(--jp-ui-font-color2); font-weight: normal; }
+.la-cards > div { display: grid; grid-template-columns: repeat(auto-fill, minmax(420px, 1fr));
+  gap: 8px; }
 .la-card { border: 1px solid var(--jp-border-color2); border-left: 4px solid var(--jp-brand-color1);
-  border-radius: 4px; padding: 6px 12px; margin: 6px 0; background: var(--jp-layout-color1); }
+  border-radius: 4px; padding: 6px 12px; background: var(--jp-layout-color1);
+  font-size: var(--jp-ui-font-size1); line-height: 1.4; }
+.la-card .la-evidence { color: var(--jp-ui-font-color1); font-family: var(--jp-code-font-family);
+  font-size: var(--jp-code-font-size); margin-top: 4px; overflow-wrap: anywhere; }
 .la-card .la-card-title { font-weight: bold; }
 .la-card .la-value { font-family: var(--jp-code-font-family); color: var(--jp-brand-color1); }
 .la-card .la-meta { color: var(--jp-ui-font-color2); font-size: var(--jp-ui-font-size1); }
@@ -49,7 +54,7 @@ STYLE = """<style>
 .la-wizard .js-plotly-plot .main-svg text { fill: var(--jp-ui-font-color1) !important; }
 .la-wizard .js-plotly-plot .gridlayer path,
 .la-wizard .js-plotly-plot .zerolinelayer path { stroke: var(--jp-border-color2) !important; }
-.la-flow .jp-RenderedMarkdown { max-height: 640px; overflow: auto;
+.la-flow .jp-RenderedMermaid, .la-flow .jp-RenderedMarkdown { max-height: 640px; overflow: auto;
   border: 1px solid var(--jp-border-color2); border-radius: 4px; }
 .la-wizard .js-plotly-plot .legend .bg { fill: transparent !important; }
 </style>"""
@@ -83,14 +88,6 @@ def _table(rows: list[tuple[str, str]]) -> str:
 def _set_outputs(output: widgets.Output, *entries: dict[str, Any]) -> None:
     """Replace an Output widget's content from any thread (no `with output:` capture)."""
     output.outputs = tuple(entries)
-
-
-def _markdown(text: str) -> dict[str, Any]:
-    return {
-        "output_type": "display_data",
-        "data": {"text/markdown": text, "text/plain": text},
-        "metadata": {},
-    }
 
 
 def profile_rows(profile: DatasetProfile) -> list[tuple[str, str]]:
@@ -188,16 +185,19 @@ def decision_card(decision: Any) -> str:
         meta.append(f"confidence {_text_of(confidence)}")
     if rules:
         meta.append("rules " + ", ".join(str(r) for r in rules))
-    evidence_rows = "".join(
-        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(_text_of(v))}</td></tr>"
-        for k, v in dict(evidence).items()
-    )
+    facts = "; ".join(f"{k} {_evidence_value(str(k), v)}" for k, v in dict(evidence).items())
     return (
         f"<div class='la-card'><div class='la-card-title'>{name} = "
         f"<span class='la-value'>{value}</span></div><div>{rationale}</div>"
-        + (f"<table class='la-table'>{evidence_rows}</table>" if evidence_rows else "")
+        + (f"<div class='la-evidence'>evidence: {html.escape(facts)}</div>" if facts else "")
         + f"<div class='la-meta'>{html.escape(' · '.join(meta))}</div></div>"
     )
+
+
+def _evidence_value(key: str, value: object) -> str:
+    if key.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
+        return charts.human_bytes(value)
+    return _text_of(value)
 
 
 def headline(rec: Any) -> str:
@@ -226,7 +226,7 @@ class Wizard(widgets.VBox):
         self.steps_bar = widgets.HTML()
         self.steps_bar.add_class("la-steps-bar")
         self.error = widgets.HTML()
-        self.error.add_class("la-error")
+        self.error.add_class("la-error-box")
         self.progress = widgets.FloatProgress(
             value=0.0, min=0.0, max=1.0, layout={"width": "300px"}
         )
@@ -596,7 +596,7 @@ class Wizard(widgets.VBox):
             _set_outputs(self.supply_chart)
             return
         self.headline.value = headline(rec)
-        self.cards.value = "".join(decision_card(d) for d in rec.decisions)
+        self.cards.value = f"<div>{''.join(decision_card(d) for d in rec.decisions)}</div>"
         best = c.trial.best_point() if c.trial else None
         self.supply_figure = charts.throughput_chart(
             rec.expected_samples_per_s,
@@ -604,8 +604,8 @@ class Wizard(widgets.VBox):
             best.samples_per_s if best else None,
         )
         _set_outputs(self.supply_chart, charts.figure_bundle(self.supply_figure))
-        markdown = flow_markdown(rec.path())
-        _set_outputs(self.flow, *([_markdown(markdown)] if markdown else []))
+        diagram = flow_bundle(rec.path())
+        _set_outputs(self.flow, *([diagram] if diagram else []))
 
     def _show_export(self) -> None:
         c = self.controller
