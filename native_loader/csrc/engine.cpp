@@ -414,6 +414,7 @@ void Engine::start_part(Ticket &t, Part &p) {
                      static_cast<long>(std::ceil(std::max(config_.first_byte_timeout_s,
                                                           config_.stall_timeout_s) +
                                                  config_.connect_timeout_s + 1)));
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer, larger writes into results
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p.errbuf);
     curl_easy_setopt(e, CURLOPT_PRIVATE, &p);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Engine::header_cb);
