@@ -99,7 +99,11 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         return self._reader
 
     def uris(self) -> list[str]:
-        """All object URIs of the data set (listed once, then cached)."""
+        """All object URIs of the data set (listed once, then cached).
+
+        A prefix is listed on first use, i.e. in each DataLoader worker; call `uris()` once
+        before creating the DataLoader to list in the parent and share the result with forked
+        workers."""
         if self._uris is None:
             self._uris = _resolve(self._source, self.reader)
         return self._uris

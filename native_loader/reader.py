@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from native_loader import _native
 from native_loader._client import EngineSession
 from native_loader.config import Credentials, ReaderConfig
-from native_loader.errors import error_from_outcome
+from native_loader.errors import S3Error, error_from_outcome
 from native_loader.uri import local_path, parse_uri
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
@@ -158,6 +158,12 @@ class S3Reader:
                 yield info
             if not outcome.truncated or not outcome.next_token:
                 return
+            if outcome.next_token == token:  # a server that never advances would loop forever
+                raise S3Error(
+                    f"{uri}: listing did not advance past its continuation token",
+                    code="ProtocolError",
+                    uri=uri,
+                )
             token = outcome.next_token
 
     def stat(self, uri: str) -> ObjectInfo:

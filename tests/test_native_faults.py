@@ -57,6 +57,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             )
             self.server.hits[key] += 1
             hit = self.server.hits[key]
+        if "list-type=2" in self.path:
+            self._stuck_listing()
+            return
         if key == "hang":
             self._hold()
             self.close_connection = True
@@ -96,6 +99,18 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.wfile.write(chunk)
+
+    def _stuck_listing(self) -> None:
+        """A listing page that is always truncated and always names the same next token."""
+        body = (
+            "<?xml version='1.0' encoding='UTF-8'?><ListBucketResult><IsTruncated>true"
+            "</IsTruncated><NextContinuationToken>same</NextContinuationToken><Contents><Key>k"
+            "</Key><Size>1</Size><ETag>e</ETag></Contents></ListBucketResult>"
+        ).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _error(self, status: int, code: str, message: str) -> None:
         body = (
@@ -269,3 +284,8 @@ def test_virtual_hosted_addressing(fake_s3: _FakeS3) -> None:
         reader.read("s3://dotted.bucket/ok")  # dots would break TLS wildcards: path style
         path, headers = fake_s3.requests[-1]
         assert (path, headers["host"]) == ("/dotted.bucket/ok", f"localhost:{port}")
+
+
+def test_listing_that_never_advances_is_an_error(fake_s3: _FakeS3) -> None:
+    with _reader(fake_s3) as reader, pytest.raises(S3Error, match="did not advance"):
+        list(reader.list("s3://bucket/"))
