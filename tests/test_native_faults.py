@@ -103,10 +103,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     def _stuck_listing(self) -> None:
         """A listing page that is always truncated and always names the same next token."""
         body = (
-            "<?xml version='1.0' encoding='UTF-8'?><ListBucketResult><IsTruncated>true"
-            "</IsTruncated><NextContinuationToken>same</NextContinuationToken><Contents><Key>k"
-            "</Key><Size>1</Size><ETag>e</ETag></Contents></ListBucketResult>"
-        ).encode()
+            b"<?xml version='1.0' encoding='UTF-8'?><ListBucketResult><IsTruncated>true"
+            b"</IsTruncated><NextContinuationToken>same</NextContinuationToken><Contents><Key>k"
+            b"</Key><Size>1</Size><ETag>e</ETag></Contents></ListBucketResult>"
+        )
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
