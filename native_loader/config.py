@@ -24,8 +24,8 @@ class ReaderConfig:
             default profile).
         unsigned: send anonymous (unsigned) requests, for public buckets. Default ``False``.
         addressing_style: ``"path"`` (``host/bucket/key``), ``"virtual"`` (``bucket.host/key``)
-            or ``"auto"`` (default: path for custom endpoints, virtual for AWS; buckets with dots
-            always use path).
+            or ``"auto"`` (default: path for custom endpoints, virtual for AWS). Buckets that are
+            not DNS labels (dots, upper case, ``_``) always use path style.
         max_inflight_requests: most HTTP requests in flight at once, and most objects
             `read_many` keeps ahead of the consumer. Default 32.
         max_inflight_bytes: bytes (B) reserved by requests in flight plus results not yet handed

@@ -367,7 +367,11 @@ void Engine::start_part(Ticket &t, Part &p) {
     p.started = p.last_progress = Clock::now();
 
     std::string method = t.kind == Kind::Head ? "HEAD" : "GET";
-    bool path_style = config_.path_style || t.bucket.find('.') != std::string::npos;
+    // Virtual hosting needs a DNS label: dots (TLS wildcards), upper case or '_' force path style.
+    bool dns_label = !t.bucket.empty() && std::all_of(t.bucket.begin(), t.bucket.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    });
+    bool path_style = config_.path_style || !dns_label;
     RequestTarget target = make_target(endpoint_, path_style, t.bucket,
                                        t.kind == Kind::List ? "" : t.key, t.query);
     Headers headers;
