@@ -166,3 +166,66 @@ def test_map_dataset_with_workers(s3_endpoint: S3Endpoint, s3_client: Any, s3_bu
     )
     got = [bytes(r) for batch in loader for r in batch]
     assert got == list(objects.values())
+
+
+@pytest.fixture
+def local_files(tmp_path: Any) -> list[str]:
+    paths = []
+    for i in range(23):
+        path = tmp_path / f"f{i:02d}.bin"
+        path.write_bytes(f"object {i}".encode())
+        paths.append(str(path))
+    return paths
+
+
+def test_rank_and_world_size_from_torch_distributed(
+    local_files: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch.distributed as dist
+
+    monkeypatch.setattr(dist, "is_initialized", lambda: True)
+    monkeypatch.setattr(dist, "get_rank", lambda: 1)
+    monkeypatch.setattr(dist, "get_world_size", lambda: 3)
+    dataset = S3IterableDataset(local_files, transform=bytes)
+    assert dataset.shard() == (1, 3)
+    assert list(dataset) == [f"object {i}".encode() for i in range(1, 23, 3)]
+    explicit = S3IterableDataset(local_files, transform=bytes, rank=0, world_size=2)
+    assert explicit.shard() == (0, 2)
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
+@pytest.mark.parametrize("workers", [0, 2, 4])
+def test_objects_once_per_epoch_across_ranks_and_workers(
+    local_files: list[str], workers: int
+) -> None:
+    for epoch in range(2):
+        seen: list[bytes] = []
+        for rank in range(3):
+            dataset = S3IterableDataset(
+                f"{os.path.dirname(local_files[0])}/f",
+                transform=bytes,
+                shuffle=True,
+                seed=11,
+                rank=rank,
+                world_size=3,
+            )
+            dataset.set_epoch(epoch)
+            loader = DataLoader(
+                dataset,
+                batch_size=2,
+                num_workers=workers,
+                collate_fn=_collate,
+                multiprocessing_context="fork" if workers else None,
+                timeout=60 if workers else 0,
+            )
+            seen += [item for batch in loader for item in batch]
+        assert sorted(seen) == sorted(f"object {i}".encode() for i in range(23))
+
+
+def test_dataset_argument_checks(local_files: list[str]) -> None:
+    with pytest.raises(ValueError, match="rank and world_size"):
+        S3IterableDataset(local_files, rank=0)
+    with pytest.raises(ValueError, match="rank"):
+        S3IterableDataset(local_files, rank=2, world_size=2)
+    with pytest.raises(ValueError, match="shuffle_buffer"):
+        S3IterableDataset(local_files, shuffle_buffer=-1)
