@@ -56,3 +56,25 @@ def test_notebook_headless_demo_end_to_end(tmp_path: Path, s3_endpoint: S3Endpoi
     module = tmp_path / "out" / "headless_config.py"
     assert module.exists() and (tmp_path / "out" / "headless_config.json").exists()
     assert check_export_yields_batch(module, s3_endpoint).startswith("BATCH")
+
+
+@pytest.mark.timeout(120)
+def test_magic_shows_a_prefilled_wizard(tmp_path: Path) -> None:
+    cells = [
+        "%load_ext advisor",
+        "%advisor s3://loader-advisor-demo/small-images/ --endpoint-url http://127.0.0.1:9",
+        "%advisor --help",
+        "%advisor --no-such-option",
+    ]
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    NotebookClient(notebook, timeout=60, kernel_name="python3").execute(cwd=str(tmp_path))
+    outputs = [cell.outputs for cell in notebook.cells]
+    assert not [o for cell in outputs for o in cell if o.get("output_type") == "error"]
+    assert any(WIDGET_MIME in o.get("data", {}) for o in outputs[1])
+    assert "--endpoint-url" in "".join(str(o.get("text", "")) for o in outputs[2])
+    assert "unrecognized arguments" in "".join(str(o.get("text", "")) for o in outputs[3])
+    state = notebook.metadata["widgets"]["application/vnd.jupyter.widget-state+json"]["state"]
+    values = {m["state"].get("value") for m in state.values() if "la-input-uri" in str(m)}
+    assert values == {"s3://loader-advisor-demo/small-images/"}
+    assert any(m["state"].get("value") == "http://127.0.0.1:9" for m in state.values())

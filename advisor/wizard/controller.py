@@ -418,7 +418,7 @@ class WizardController:
         try:
             if self.export_bundle is None:
                 self.export_bundle = self.session.export()
-            target = Path(directory).expanduser()
+            target = Path(directory).expanduser().resolve()
             target.mkdir(parents=True, exist_ok=True)
             self.saved_paths = tuple(self.export_bundle.save(target, stem))
         except Exception as exc:

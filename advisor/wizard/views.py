@@ -435,6 +435,11 @@ class Wizard(widgets.VBox):
         c.subscribe(self.refresh)
         self.refresh("all")
 
+    def close(self) -> None:
+        """Cancel running work (its thread ends within seconds), then close the widgets."""
+        self.controller.close()
+        super().close()
+
     # --- widgets -> controller ----------------------------------------------------------------
     def _wire(self) -> None:
         c = self.controller
