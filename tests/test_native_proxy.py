@@ -151,3 +151,25 @@ def test_slow_first_byte_on_a_reused_connection(
         assert result.attempts == 2
         assert reader.stats()["connections"] == 2  # the stalled one is dropped, not reused
         assert proxy.stats().faults_injected == {"stall_head": 1}
+
+
+def test_many_stalled_parts_fail_once_and_leave_the_reader_usable(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    big = os.urandom(8 * PART)
+    s3_client.put_object(Bucket=s3_bucket, Key="big", Body=big)
+    s3_client.put_object(Bucket=s3_bucket, Key="small", Body=b"small")
+    faults = Faults(stall=When(requests=range(2, 9)), stall_s=5, stall_at=0.1)
+    with _through_proxy(s3_endpoint, faults, max_attempts=1, stall_timeout_s=0.5) as (reader, _):
+        start = time.monotonic()
+        with pytest.raises(TimeoutError, match="stalled"):
+            reader.read(f"s3://{s3_bucket}/big")
+        assert time.monotonic() - start < 3
+        stats = reader.stats()
+        assert (stats["active_requests"], stats["open_tickets"], stats["inflight_bytes"]) == (
+            0,
+            0,
+            0,
+        )
+        assert bytes(reader.read(f"s3://{s3_bucket}/small")) == b"small"
+        assert bytes(reader.read(f"s3://{s3_bucket}/big")) == big

@@ -505,8 +505,9 @@ void Engine::check_timeouts(Clock::time_point now) {
         }
     }
     for (Part *p : expired) {
+        // An earlier abort may have failed this part's ticket (and detached the part) already.
         auto it = tickets_.find(p->ticket);
-        if (it == tickets_.end()) continue;
+        if (it == tickets_.end() || p->state != PartState::Active) continue;
         on_done(*it->second, *p, CURLE_OPERATION_TIMEDOUT);
     }
 }
@@ -547,7 +548,7 @@ void Engine::on_done(Ticket &t, Part &p, CURLcode rc) {
     }
     stats_.connections += new_connections;
     detach(p);
-    if (t.cancelled) return;
+    if (t.cancelled || t.complete) return;  // nothing left to deliver to
     stats_.bytes_received += p.received;
 
     Failure f;
