@@ -41,6 +41,13 @@ def resolve_region(config: ReaderConfig, session: Any | None) -> str:
     return "us-east-1"
 
 
+def _ca_bundle(session: Any | None) -> str:
+    """Trusted CA file, as botocore finds it (AWS_CA_BUNDLE, the profile's ca_bundle)."""
+    if session is not None:
+        return str(session.get_config_variable("ca_bundle") or "")
+    return os.environ.get("AWS_CA_BUNDLE", "")
+
+
 def resolve_endpoint(config: ReaderConfig, region: str) -> tuple[str, bool]:
     """(endpoint URL, whether it is a custom endpoint)."""
     if config.endpoint_url:
@@ -140,6 +147,7 @@ class EngineSession:
             max_attempts=config.max_attempts,
             backoff_base_s=config.backoff_base_s,
             backoff_max_s=config.backoff_max_s,
+            ca_bundle=_ca_bundle(session),
         )
         self._pushed = None
         self._checked_at = 0.0

@@ -290,3 +290,49 @@ def test_virtual_hosted_addressing(fake_s3: _FakeS3) -> None:
 def test_listing_that_never_advances_is_an_error(fake_s3: _FakeS3) -> None:
     with _reader(fake_s3) as reader, pytest.raises(S3Error, match="did not advance"):
         list(reader.list("s3://bucket/"))
+
+
+@pytest.fixture
+def tls_fake_s3(tmp_path: Any) -> Iterator[tuple[_FakeS3, str]]:
+    """The fake behind TLS with a self-signed certificate for 127.0.0.1 (made with openssl)."""
+    import shutil
+    import ssl
+    import subprocess
+
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    command = "openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=127.0.0.1"
+    command += " -addext subjectAltName=IP:127.0.0.1"
+    args = [*command.split(), "-keyout", str(key), "-out", str(cert)]
+    subprocess.run(args, check=True, capture_output=True, timeout=60)
+    server = _FakeS3()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05})
+    thread.start()
+    try:
+        yield server, str(cert)
+    finally:
+        server.stop.set()
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=HOLD_MAX_S)
+
+
+def test_https_verifies_the_server_with_aws_ca_bundle(
+    tls_fake_s3: tuple[_FakeS3, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, cert = tls_fake_s3
+    url = f"https://127.0.0.1:{server.server_address[1]}"
+    config = ReaderConfig(endpoint_url=url, max_attempts=2, backoff_base_s=0.01)
+    with (
+        S3Reader(config, credentials=Credentials("fake", "fake-secret")) as reader,
+        pytest.raises(ConnectionError, match="certificate"),
+    ):
+        reader.read("s3://bucket/ok")  # self-signed: not trusted by the system store
+    monkeypatch.setenv("AWS_CA_BUNDLE", cert)
+    with S3Reader(config, credentials=Credentials("fake", "fake-secret")) as reader:
+        assert bytes(reader.read("s3://bucket/ok")) == BODY
+        assert bytes(reader.read_range("s3://bucket/ok", 100, 50)) == BODY[100:150]

@@ -418,6 +418,7 @@ void Engine::start_part(Ticket &t, Part &p) {
                      static_cast<long>(std::ceil(std::max(config_.first_byte_timeout_s,
                                                           config_.stall_timeout_s) +
                                                  config_.connect_timeout_s + 1)));
+    if (!config_.ca_bundle.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, config_.ca_bundle.c_str());
     curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer, larger writes into results
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p.errbuf);
     curl_easy_setopt(e, CURLOPT_PRIVATE, &p);

@@ -43,6 +43,7 @@ struct EngineConfig {
     int max_attempts = 5;
     double backoff_base_s = 0.05;
     double backoff_max_s = 5.0;
+    std::string ca_bundle;  // PEM file of trusted CAs; empty: the system's
 };
 
 // What a finished ticket produced. error_kind is empty on success, else one of

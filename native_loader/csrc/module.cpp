@@ -176,7 +176,7 @@ NB_MODULE(_native, m) {
                bool path_style, bool unsigned_requests, int max_inflight_requests,
                int64_t max_inflight_bytes, int64_t part_size, double connect_timeout_s,
                double first_byte_timeout_s, double stall_timeout_s, int max_attempts,
-               double backoff_base_s, double backoff_max_s) {
+               double backoff_base_s, double backoff_max_s, const std::string &ca_bundle) {
                 nl::EngineConfig c;
                 c.endpoint = endpoint;
                 c.region = region;
@@ -191,12 +191,13 @@ NB_MODULE(_native, m) {
                 c.max_attempts = max_attempts;
                 c.backoff_base_s = backoff_base_s;
                 c.backoff_max_s = backoff_max_s;
+                c.ca_bundle = ca_bundle;
                 new (self) nl::Engine(c);
             },
             "endpoint"_a, "region"_a, "path_style"_a, "unsigned_requests"_a,
             "max_inflight_requests"_a, "max_inflight_bytes"_a, "part_size"_a,
             "connect_timeout_s"_a, "first_byte_timeout_s"_a, "stall_timeout_s"_a,
-            "max_attempts"_a, "backoff_base_s"_a, "backoff_max_s"_a)
+            "max_attempts"_a, "backoff_base_s"_a, "backoff_max_s"_a, "ca_bundle"_a = "")
         .def(
             "set_credentials",
             [](nl::Engine &e, const std::string &access_key, const std::string &secret_key,
