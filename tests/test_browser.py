@@ -54,6 +54,12 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
+def _luminance(css_colour: str) -> float:
+    """Relative brightness in [0, 1] of an "rgb(r, g, b)" / "rgba(...)" computed colour."""
+    r, g, b = (int(v) for v in re.findall(r"\d+", css_colour)[:3])
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255
+
+
 def _shot(page: Any, name: str) -> None:
     page.locator(".la-wizard").screenshot(path=str(SHOTS / f"{name}.png"))
 
@@ -178,6 +184,21 @@ def test_wizard_end_to_end_in_jupyterlab(
             assert href and href.startswith("data:text/x-python;base64,")
             _shot(page, "6-export")
             page.screenshot(path=str(SHOTS / "full-page.png"), full_page=True)
+
+            # The same wizard in the dark theme: JupyterLab's colours, no white panels.
+            page.get_by_role("menuitem", name="Settings", exact=True).click()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
+            page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^JupyterLab Dark$")).click()
+            page.wait_for_function("document.body.dataset.jpThemeLight === 'false'")
+            time.sleep(0.5)  # the theme's stylesheet applies after the attribute flips
+            for css in (".la-wizard", ".la-wizard .la-pre"):
+                colour = page.locator(css).first.evaluate(
+                    "e => getComputedStyle(e).backgroundColor"
+                )
+                assert _luminance(colour) < 0.35, f"{css} background {colour} in the dark theme"
+            _shot(page, "6-export-dark")
+            errors = [line for line in console if line.startswith("error")]
+            assert not errors, errors
         finally:
             (SHOTS / "console.log").write_text("\n".join(console))
             page.close()
