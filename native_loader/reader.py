@@ -97,6 +97,8 @@ class S3Reader:
         self, config: ReaderConfig | None = None, *, credentials: Credentials | None = None
     ) -> None:
         self.config = config if config is not None else ReaderConfig()
+        if not isinstance(self.config, ReaderConfig):
+            raise TypeError("config must be a native_loader.ReaderConfig")
         if credentials is not None and not isinstance(credentials, Credentials):
             raise TypeError("credentials must be a native_loader.Credentials")
         self._credentials = credentials

@@ -135,3 +135,12 @@ def test_s3_error_is_an_oserror() -> None:
     assert isinstance(err, OSError)
     clone = pickle.loads(pickle.dumps(err))
     assert (clone.code, clone.status, clone.uri) == ("InvalidRange", 416, "s3://b/k")
+
+
+def test_reader_argument_types() -> None:
+    from native_loader import S3Reader
+
+    with pytest.raises(TypeError, match="ReaderConfig"):
+        S3Reader({"region": "us-east-1"})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Credentials"):
+        S3Reader(credentials=("key", "secret"))  # type: ignore[arg-type]
