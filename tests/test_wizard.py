@@ -396,6 +396,12 @@ def test_magic_parses_arguments(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     magic.advisor_magic("s3://b/p/ --endpoint-url http://127.0.0.1:9 --profile dev")
     assert shown == [(("s3://b/p/",), {"endpoint_url": "http://127.0.0.1:9", "aws_profile": "dev"})]
+    demos: list[str] = []
+    wizard = SimpleNamespace(controller=SimpleNamespace(use_demo=demos.append))
+    monkeypatch.setattr("advisor.wizard.show", lambda *a, **k: wizard)
+    magic.advisor_magic("--demo shards")
+    magic.advisor_magic("--demo")
+    assert demos == ["shards", "small-images"]
     registered: dict[str, Any] = {}
 
     class Shell:

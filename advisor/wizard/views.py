@@ -431,6 +431,8 @@ class Wizard(widgets.VBox):
             [self.title, self.steps_bar, self.body, self.error, self.status_row, self.nav_row]
         )
         self.add_class("la-wizard")
+        self.trial_figure: Any = None  # the last plotly figures shown, for tests and users
+        self.supply_figure: Any = None
         self._wire()
         c.subscribe(self.refresh)
         self.refresh("all")
