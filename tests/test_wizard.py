@@ -291,6 +291,7 @@ def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> Non
     assert c.step_name == "workload" and "samples/s per GPU" in wizard.error.value
     wizard.samples_per_s.value = "250"
     wizard.batch_size.value = "64"
+    assert "one GPU consumes 250 samples/s" in wizard.workload_errors.value
     wizard.next_button.click()
     assert c.step_name == "trial"
     assert c.session.workload == Workload(consumer_rate=250.0, batch_size=64)
@@ -305,6 +306,7 @@ def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> Non
     assert c.step_name == "recommendation"
     assert "num_workers" in wizard.cards.value and "rules W-1" in wizard.cards.value
     assert "DataLoader(dataset, num_workers=2, pin_memory=False)" in wizard.headline.value
+    assert "la-taken'>W-1<" in wizard.path_taken.value
     assert list(wizard.supply_figure.data[0].y) == [300.0, 310.0, 250.0]
     wizard.next_button.click()
     assert c.step_name == "export"
@@ -517,6 +519,7 @@ def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_
     w.next_button.click()
     assert "CPU cores" in w.hardware_summary.value
     w.next_button.click()
+    assert "rate unknown" in w.workload_errors.value  # nothing typed yet: a valid default
     w.rate_mode.value = "step"
     w.step_time.value = "0.1"
     w.batch_size.value = "16"

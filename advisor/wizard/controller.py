@@ -90,6 +90,7 @@ class WizardController:
         # step 3
         self.workload_form = WorkloadForm()
         self.field_errors: dict[str, str] = {}
+        self.parsed_workload: Workload | None = None  # the form as last parsed, if valid
         # step 4
         self.trial_seconds = DEFAULT_TRIAL_SECONDS
         self.trial_points: list[LoaderPoint] = []
@@ -294,6 +295,10 @@ class WizardController:
     # --- step 3: workload ---------------------------------------------------------------------
     def parse_workload(self) -> Workload | None:
         """The typed workload, or None with `field_errors` saying what is wrong, field by field."""
+        self.parsed_workload = self._parse_workload()
+        return self.parsed_workload
+
+    def _parse_workload(self) -> Workload | None:
         from advisor.workload import Workload
 
         form, errors = self.workload_form, {}
@@ -479,6 +484,9 @@ class WizardController:
         name = self.step_name
         if name == "hardware" and self.hardware is None:
             self.run_hardware()
+        elif name == "workload":
+            self.parse_workload()
+            self._notify("workload")
         elif name == "recommendation" and self.recommendation is None:
             self.run_recommend()
         elif name == "export" and self.export_bundle is None:

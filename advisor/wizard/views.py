@@ -32,6 +32,7 @@ STYLE = """<style>
 .la-steps span.la-current { background: var(--jp-brand-color1);
   border-color: var(--jp-brand-color1); color: var(--jp-ui-inverse-font-color1);
   font-weight: bold; }
+.la-steps span.la-taken { background: #f5a623; border-color: #b36b00; color: #1a1a1a; }
 .la-error { color: var(--jp-error-color1); font-weight: bold; }
 .la-hint { color: var(--jp-ui-font-color2); font-size: var(--jp-ui-font-size1); }
 .la-table td, .la-table th { padding: 2px 10px 2px 0; text-align: left; vertical-align: top;
@@ -164,6 +165,17 @@ def _text_of(value: object) -> str:
     if isinstance(value, float):
         return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
     return str(value)
+
+
+def _demand(workload: Any) -> str:
+    """The typed workload in words: what one GPU and the whole job consume."""
+    ranks = workload.nodes * workload.gpus_per_node
+    if workload.consumer_rate is None:
+        return f"rate unknown: the advisor aims for the loader's best throughput ({ranks} rank(s))"
+    return (
+        f"one GPU consumes {workload.consumer_rate:,.0f} samples/s; the job ({ranks} rank(s)) "
+        f"{workload.consumer_rate * ranks:,.0f} samples/s"
+    )
 
 
 def decision_card(decision: Any) -> str:
@@ -383,6 +395,8 @@ class Wizard(widgets.VBox):
         self.headline.add_class("la-headline")
         self.cards = widgets.HTML()
         self.cards.add_class("la-cards")
+        self.path_taken = widgets.HTML()
+        self.path_taken.add_class("la-path")
         self.flow = widgets.Output()
         self.flow.add_class("la-flow")
         self.supply_chart = widgets.Output()
@@ -394,6 +408,7 @@ class Wizard(widgets.VBox):
                 self.supply_chart,
                 self.cards,
                 widgets.HTML("<b>Decision flow</b> <span class='la-hint'>(path taken in orange)"),
+                self.path_taken,
                 self.flow,
             ]
         )
@@ -553,6 +568,11 @@ class Wizard(widgets.VBox):
         self.workload_errors.value = "".join(
             f"<div class='la-error'>{html.escape(m)}</div>" for m in c.field_errors.values()
         )
+        workload = c.parsed_workload
+        if not c.field_errors and workload is not None:
+            self.workload_errors.value = (
+                f"<span class='la-hint'>{html.escape(_demand(workload))}</span>"
+            )
 
     def _show_trial(self) -> None:
         c = self.controller
@@ -598,7 +618,7 @@ class Wizard(widgets.VBox):
         c = self.controller
         rec = c.recommendation
         if rec is None:
-            self.cards.value = self.headline.value = ""
+            self.cards.value = self.headline.value = self.path_taken.value = ""
             _set_outputs(self.flow)
             _set_outputs(self.supply_chart)
             return
@@ -611,6 +631,13 @@ class Wizard(widgets.VBox):
             best.samples_per_s if best else None,
         )
         _set_outputs(self.supply_chart, charts.figure_bundle(self.supply_figure))
+        self.path_taken.value = (
+            "<div class='la-steps'>"
+            + " → ".join(
+                f"<span class='la-taken'>{html.escape(rule)}</span>" for rule in rec.path()
+            )
+            + "</div>"
+        )
         diagram = flow_bundle(rec.path())
         _set_outputs(self.flow, *([diagram] if diagram else []))
 
