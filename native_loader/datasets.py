@@ -22,10 +22,15 @@ Transform = Callable[[Any], Any]
 Source = str | Iterable[str] | Iterable[ObjectInfo]
 
 
-def _resolve(source: Source, reader: S3Reader) -> list[str]:
+def _resolve(source: Source, reader: S3Reader) -> list[str | ObjectInfo]:
+    """The objects of a source; listed ones keep their size (it lets large reads start at once)."""
     if isinstance(source, str):
-        return [info.uri for info in reader.list(source) if not info.uri.endswith("/")]
-    return [item.uri if isinstance(item, ObjectInfo) else str(item) for item in source]
+        return [info for info in reader.list(source) if not info.uri.endswith("/")]
+    return [item if isinstance(item, ObjectInfo) else str(item) for item in source]
+
+
+def _uri(item: str | ObjectInfo) -> str:
+    return item.uri if isinstance(item, ObjectInfo) else item
 
 
 def _distributed() -> tuple[int, int]:
@@ -86,7 +91,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self._world_size = world_size
         self.epoch = 0
         self._reader: S3Reader | None = None
-        self._uris: list[str] | None = None
+        self._objects: list[str | ObjectInfo] | None = None
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose shuffle order the next iteration uses."""
@@ -104,9 +109,12 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         A prefix is listed on first use, i.e. in each DataLoader worker; call `uris()` once
         before creating the DataLoader to list in the parent and share the result with forked
         workers."""
-        if self._uris is None:
-            self._uris = _resolve(self._source, self.reader)
-        return self._uris
+        return [_uri(item) for item in self._resolved()]
+
+    def _resolved(self) -> list[str | ObjectInfo]:
+        if self._objects is None:
+            self._objects = _resolve(self._source, self.reader)
+        return self._objects
 
     def shard(self) -> tuple[int, int]:
         """(index, count) of this rank-and-worker among all readers of the epoch."""
@@ -119,11 +127,11 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         return rank * workers + worker, world * workers
 
     def __iter__(self) -> Iterator[Any]:
-        uris = list(self.uris())
+        objects = list(self._resolved())
         if self.shuffle:
-            random.Random(f"{self.seed}/{self.epoch}").shuffle(uris)
+            random.Random(f"{self.seed}/{self.epoch}").shuffle(objects)
         index, count = self.shard()
-        mine = uris[index::count]
+        mine = objects[index::count]
         items = self._items(mine)
         if self.shuffle_buffer > 0:
             rng = random.Random(f"{self.seed}/{self.epoch}/{index}")
@@ -131,8 +139,8 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         for item in items:
             yield self.transform(item) if self.transform is not None else item
 
-    def _items(self, uris: list[str]) -> Iterator[Any]:
-        stream = self.reader.read_many(uris)
+    def _items(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
+        stream = self.reader.read_many(objects)
         try:
             for result in stream:
                 if self.tar_samples:
@@ -176,7 +184,7 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         self._credentials = credentials
         self.transform = transform
         self._reader: S3Reader | None = None
-        self.uris = _resolve(source, self.reader)
+        self.uris = [_uri(item) for item in _resolve(source, self.reader)]
 
     @property
     def reader(self) -> S3Reader:

@@ -204,7 +204,9 @@ class S3Reader:
         ticket = engine.submit_get(bucket, key, offset, length)
         return _result(self._wait(engine, ticket, uri), uri)
 
-    def read_many(self, uris: Iterable[str], *, ordered: bool = True) -> Iterator[ReadResult]:
+    def read_many(
+        self, uris: Iterable[str | ObjectInfo], *, ordered: bool = True
+    ) -> Iterator[ReadResult]:
         """Read many objects with bounded prefetch.
 
         At most ``max_inflight_requests`` objects are read ahead of the consumer, and requests
@@ -212,10 +214,13 @@ class S3Reader:
         oldest read excepted). Results come in input order, or as they finish with
         ``ordered=False``. Closing the iterator (or breaking out of the loop) cancels the
         reads still in flight. The first failure is raised and ends the iteration.
+
+        Items may be `ObjectInfo` from `list`: their size lets every part of a large object
+        start at once, and an object whose size changed since the listing fails the read.
         """
         return self._read_many(iter(uris), ordered)
 
-    def _read_many(self, uris: Iterator[str], ordered: bool) -> Iterator[ReadResult]:
+    def _read_many(self, uris: Iterator[str | ObjectInfo], ordered: bool) -> Iterator[ReadResult]:
         pending: collections.deque[_Pending] = collections.deque()
         engine: _native.Engine | None = None
         limit = self.config.max_inflight_requests
@@ -223,17 +228,22 @@ class S3Reader:
         try:
             while True:
                 while not exhausted and len(pending) < limit:
-                    uri = next(uris, None)
-                    if uri is None:
+                    source = next(uris, None)
+                    if source is None:
                         exhausted = True
                         break
+                    if isinstance(source, ObjectInfo):
+                        uri, size = source.uri, source.size
+                    else:
+                        uri, size = source, -1
                     scheme, bucket, key = parse_uri(uri)
                     if scheme == "file":
                         pending.append(_Pending(uri, None, local_path(bucket, key)))
                         continue
                     _require_key(uri, key)
                     engine = self._session.engine()
-                    pending.append(_Pending(uri, engine.submit_get(bucket, key, 0, -1)))
+                    ticket = engine.submit_get(bucket, key, 0, -1, size_hint=size)
+                    pending.append(_Pending(uri, ticket))
                 if not pending:
                     return
                 if ordered or pending[0].ticket is None:

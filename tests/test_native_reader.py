@@ -420,3 +420,28 @@ def test_connections_are_kept_alive_and_reused(
     stats = reader.stats()
     assert stats["requests"] == 250
     assert 1 <= stats["connections"] <= reader.config.max_inflight_requests
+
+
+def test_read_many_with_listing_sizes(reader: S3Reader, s3_client: Any, s3_bucket: str) -> None:
+    sizes = [0, 1, PART, PART + 1, 5 * PART + 3]
+    objects = {f"h/{i}": os.urandom(n) for i, n in enumerate(sizes)}
+    _put_many(s3_client, s3_bucket, objects)
+    infos = list(reader.list(f"s3://{s3_bucket}/h/"))
+    got = list(reader.read_many(infos))
+    assert [bytes(r) for r in got] == list(objects.values())
+    assert [r.uri for r in got] == [i.uri for i in infos]
+    # Mixed with plain URIs, and unordered.
+    mixed = [infos[4].uri, infos[3], infos[0].uri, infos[2]]
+    assert sorted(bytes(r) for r in reader.read_many(mixed, ordered=False)) == sorted(
+        objects[k] for k in ("h/4", "h/3", "h/0", "h/2")
+    )
+
+
+def test_object_changed_since_listing(reader: S3Reader, s3_client: Any, s3_bucket: str) -> None:
+    s3_client.put_object(Bucket=s3_bucket, Key="c", Body=os.urandom(3 * PART))
+    [info] = reader.list(f"s3://{s3_bucket}/c")
+    s3_client.put_object(Bucket=s3_bucket, Key="c", Body=os.urandom(2 * PART))
+    with pytest.raises(S3Error, match="object changed") as failure:
+        list(reader.read_many([info]))
+    assert failure.value.code == "ProtocolError"
+    assert reader.stats()["open_tickets"] == 0

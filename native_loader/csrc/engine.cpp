@@ -103,7 +103,21 @@ void Engine::set_credentials(const SigningCredentials &creds) {
     creds_ = creds;
 }
 
-uint64_t Engine::submit(std::unique_ptr<Ticket> t) {
+void Engine::add_part(Ticket &t, int64_t start, int64_t len, bool first) {
+    auto part = std::make_unique<Part>();
+    part->ticket = t.id;
+    part->index = t.parts.size();
+    part->first = first;
+    part->start = start;
+    part->len = len;
+    part->charge = len;
+    part->engine = this;
+    ready_.emplace(t.id, part->index);
+    t.parts.push_back(std::move(part));
+    t.parts_pending += 1;
+}
+
+uint64_t Engine::submit(std::unique_ptr<Ticket> t, int64_t size_hint) {
     uint64_t id;
     {
         std::lock_guard<std::mutex> lk(mu_);
@@ -111,20 +125,26 @@ uint64_t Engine::submit(std::unique_ptr<Ticket> t) {
         id = next_id_++;
         t->id = id;
         t->created = Clock::now();
-        auto part = std::make_unique<Part>();
-        part->ticket = id;
-        part->index = 0;
-        part->first = true;
-        part->engine = this;
-        if (t->kind == Kind::Get) {
-            part->start = t->offset;
-            part->len = t->length < 0 ? config_.part_size : std::min(t->length, config_.part_size);
-            part->charge = part->len;
-        }
-        t->parts.push_back(std::move(part));
-        t->parts_pending = 1;
-        ready_.emplace(id, 0);
+        Ticket &ticket = *t;
         tickets_.emplace(id, std::move(t));
+        if (ticket.kind != Kind::Get) {
+            add_part(ticket, 0, 0, true);
+        } else if (size_hint > ticket.offset) {
+            // The layout is known up front: allocate once (pages are only touched as parts
+            // land) and queue every part now.
+            int64_t end = ticket.length < 0 ? size_hint
+                                            : std::min(ticket.offset + ticket.length, size_hint);
+            ticket.result_len = end - ticket.offset;
+            ticket.layout_known = true;
+            ticket.outcome.object_size = size_hint;
+            ticket.outcome.data = std::make_shared<Storage>(static_cast<size_t>(ticket.result_len));
+            for (int64_t s = ticket.offset; s < end; s += config_.part_size)
+                add_part(ticket, s, std::min(config_.part_size, end - s), s == ticket.offset);
+        } else {
+            int64_t len = ticket.length < 0 ? config_.part_size
+                                            : std::min(ticket.length, config_.part_size);
+            add_part(ticket, ticket.offset, len, true);
+        }
         stats_.open_tickets = static_cast<int64_t>(tickets_.size());
         curl_multi_wakeup(multi_);
     }
@@ -132,7 +152,7 @@ uint64_t Engine::submit(std::unique_ptr<Ticket> t) {
 }
 
 uint64_t Engine::submit_get(const std::string &bucket, const std::string &key, int64_t offset,
-                            int64_t length) {
+                            int64_t length, int64_t size_hint) {
     if (offset < 0) throw std::invalid_argument("offset must be >= 0");
     auto t = std::make_unique<Ticket>();
     t->kind = Kind::Get;
@@ -150,7 +170,7 @@ uint64_t Engine::submit_get(const std::string &bucket, const std::string &key, i
         tickets_.emplace(id, std::move(t));
         return id;
     }
-    return submit(std::move(t));
+    return submit(std::move(t), size_hint);
 }
 
 uint64_t Engine::submit_head(const std::string &bucket, const std::string &key) {
@@ -602,6 +622,11 @@ void Engine::on_done(Ticket &t, Part &p, CURLcode rc) {
         charge(t, p, 0);
         finish_part(t, p);
         return;
+    } else if (t.kind == Kind::Get && status == 416 && t.layout_known) {
+        // The range came from a size we were told (listing, first part): the object shrank.
+        f = Failure{"protocol", 416, "", "the object changed: it is shorter than the " +
+                                             std::to_string(t.outcome.object_size) +
+                                             " bytes expected", "", false};
     } else if (t.kind == Kind::Head && status >= 200 && status < 300) {
         std::string len = header(p.response_headers, "content-length");
         t.outcome.object_size = len.empty() ? -1 : std::strtoll(len.c_str(), nullptr, 10);
@@ -707,19 +732,17 @@ bool Engine::prepare_get(Ticket &t, Part &p) {
         t.layout_known = true;
         int64_t covered = std::min(end, last + 1);
         charge(t, p, std::max<int64_t>(0, covered - t.offset));
-        for (int64_t s = covered; s < end; s += config_.part_size) {
-            auto part = std::make_unique<Part>();
-            part->ticket = t.id;
-            part->index = t.parts.size();
-            part->start = s;
-            part->len = std::min(config_.part_size, end - s);
-            part->charge = part->len;
-            part->engine = this;
-            ready_.emplace(t.id, part->index);
-            t.parts.push_back(std::move(part));
-            t.parts_pending += 1;
-        }
-    } else if (!t.outcome.etag.empty() && !etag.empty() && etag != t.outcome.etag) {
+        for (int64_t s = covered; s < end; s += config_.part_size)
+            add_part(t, s, std::min(config_.part_size, end - s), false);
+    } else if (total != t.outcome.object_size) {
+        p.abort_kind = "protocol";
+        p.abort_message = "the object changed: its size is " + std::to_string(total) +
+                          " bytes, not the " + std::to_string(t.outcome.object_size) +
+                          " expected";
+        return false;
+    } else if (t.outcome.etag.empty()) {
+        t.outcome.etag = etag;
+    } else if (!etag.empty() && etag != t.outcome.etag) {
         p.abort_kind = "protocol";
         p.abort_message = "the object changed while it was read (ETag differs)";
         return false;

@@ -84,9 +84,10 @@ public:
 
     void set_credentials(const SigningCredentials &creds);
 
-    // length < 0: to the end of the object.
+    // length < 0: to the end of the object. size_hint > 0 (the size a listing gave): all parts
+    // are queued at once instead of after the first answer; a different size fails the read.
     uint64_t submit_get(const std::string &bucket, const std::string &key, int64_t offset,
-                        int64_t length);
+                        int64_t length, int64_t size_hint = -1);
     uint64_t submit_head(const std::string &bucket, const std::string &key);
     uint64_t submit_list(const std::string &bucket, const std::string &prefix,
                          const std::string &delimiter, const std::string &token, int max_keys);
@@ -176,7 +177,8 @@ private:
         uint64_t ticket;
     };
 
-    uint64_t submit(std::unique_ptr<Ticket> ticket);
+    uint64_t submit(std::unique_ptr<Ticket> ticket, int64_t size_hint = -1);
+    void add_part(Ticket &t, int64_t start, int64_t len, bool first);
     void run();
     void admit();
     void start_part(Ticket &t, Part &p);
