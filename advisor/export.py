@@ -187,7 +187,7 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
         profile=settings["profile"],
         max_inflight_requests=settings["max_inflight_requests"],
     )
-    return S3IterableDataset(
+    dataset = S3IterableDataset(
         settings["uri"],
         config=reader_config,
         transform=transform,
@@ -197,6 +197,8 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
         rank=rank,
         world_size=world_size,
     )
+    dataset.uris()  # list the prefix once here; forked DataLoader workers share the listing
+    return dataset
 
 
 def make_dataloader(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
