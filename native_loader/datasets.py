@@ -8,12 +8,14 @@ epoch; `S3MapDataset` gives random access by index. Both hand `transform` the ob
 
 from __future__ import annotations
 
+import os
 import random
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch.utils.data
 
+from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
 from native_loader.tar import iter_samples
@@ -53,6 +55,9 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         shuffle_buffer: with N > 0, items also pass through an N-item shuffle buffer.
         tar_samples: objects are WebDataset tar shards; yield their samples.
         rank, world_size: this process's share; default from torch.distributed (or 0 of 1).
+        cache_dir, cache_max_bytes: keep a copy of every object read in this local directory
+            (at most cache_max_bytes, least recently used evicted), so that later epochs read
+            from disk; the workers of a job share it. Default: no cache.
 
     Objects are split between ranks and DataLoader workers round-robin after shuffling, so
     each object is read exactly once per epoch across all of them. Call `set_epoch` before
@@ -72,6 +77,8 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         tar_samples: bool = False,
         rank: int | None = None,
         world_size: int | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         if shuffle_buffer < 0:
             raise ValueError(f"{shuffle_buffer=} must be >= 0")
@@ -92,6 +99,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self.epoch = 0
         self._reader: S3Reader | None = None
         self._objects: list[str | ObjectInfo] | None = None
+        self._cache = CacheSpec(cache_dir, cache_max_bytes)
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose shuffle order the next iteration uses."""
@@ -140,7 +148,12 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             yield self.transform(item) if self.transform is not None else item
 
     def _items(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
-        stream = self.reader.read_many(objects)
+        cache = self._cache.get()
+        stream = (
+            read_through(self.reader, objects, cache)
+            if cache is not None
+            else self.reader.read_many(objects)
+        )
         try:
             for result in stream:
                 if self.tar_samples:
@@ -179,12 +192,16 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         config: ReaderConfig | None = None,
         credentials: Credentials | None = None,
         transform: Transform | None = None,
+        cache_dir: str | os.PathLike[str] | None = None,
+        cache_max_bytes: int = DEFAULT_CACHE_BYTES,
     ) -> None:
         self._config = config if config is not None else ReaderConfig()
         self._credentials = credentials
         self.transform = transform
         self._reader: S3Reader | None = None
-        self.uris = [_uri(item) for item in _resolve(source, self.reader)]
+        self._objects = _resolve(source, self.reader)
+        self.uris = [_uri(item) for item in self._objects]
+        self._cache = CacheSpec(cache_dir, cache_max_bytes)
 
     @property
     def reader(self) -> S3Reader:
@@ -196,7 +213,12 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         return len(self.uris)
 
     def __getitem__(self, index: int) -> Any:
-        result = self.reader.read(self.uris[index])
+        item = self._objects[index]
+        cache = self._cache.get()
+        if cache is not None:
+            result = next(read_through(self.reader, [item], cache))
+        else:
+            result = self.reader.read(_uri(item))
         return self.transform(result) if self.transform is not None else result
 
     def __getstate__(self) -> dict[str, Any]:

@@ -1,0 +1,144 @@
+"""A local, size-capped cache of object bytes, so that epochs after the first read from disk.
+
+Files are keyed by a hash of the URI and the ETag (when the listing gave one), so a changed
+object is never served stale. Writes go to a temporary name and are renamed into place, so
+DataLoader workers of the same job can share one cache directory; when the cache grows past
+`max_bytes`, the least recently used files are removed (a hit refreshes a file's mtime).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from native_loader import _native
+from native_loader.reader import ObjectInfo, ReadResult, S3Reader
+
+_SUFFIX = ".obj"
+DEFAULT_CACHE_BYTES = 100 * 2**30
+
+
+class LocalCache:
+    """Object bytes under `directory`, at most about `max_bytes` of them (LRU eviction)."""
+
+    def __init__(self, directory: str | os.PathLike[str], max_bytes: int) -> None:
+        if max_bytes <= 0:
+            raise ValueError(f"cache {max_bytes=} must be > 0")
+        self.directory = Path(directory).expanduser()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self.max_bytes = max_bytes
+        self._added_since_scan = 0
+        self.hits = 0
+        self.misses = 0
+
+    def __repr__(self) -> str:
+        return f"LocalCache({str(self.directory)!r}, max_bytes={self.max_bytes})"
+
+    def path(self, uri: str, etag: str = "") -> Path:
+        digest = hashlib.sha256(f"{uri}\0{etag}".encode()).hexdigest()
+        return self.directory / f"{digest}{_SUFFIX}"
+
+    def get(self, uri: str, etag: str = "") -> ReadResult | None:
+        """The cached bytes of `uri` as a ReadResult, or None."""
+        path = self.path(uri, etag)
+        started = time.monotonic()
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+            os.utime(path)  # most recently used
+        except OSError:
+            self.misses += 1
+            return None
+        self.hits += 1
+        elapsed = time.monotonic() - started
+        return ReadResult(_native.buffer_from(data), uri, 0.0, elapsed, 0)
+
+    def put(self, uri: str, data: Any, etag: str = "") -> None:
+        """Store the bytes of `uri` (anything with the buffer protocol); evict if over the cap."""
+        view = memoryview(data).cast("B")
+        if len(view) > self.max_bytes:
+            return  # larger than the whole cache: not worth evicting everything for it
+        fd, tmp = tempfile.mkstemp(dir=self.directory, suffix=".tmp")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(view)
+            os.replace(tmp, self.path(uri, etag))
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            return  # a full disk makes the cache useless, not the training
+        self._added_since_scan += len(view)
+        if self._added_since_scan >= self.max_bytes // 8:
+            self.evict()
+
+    def evict(self) -> int:
+        """Remove least recently used files until the cache fits; returns the bytes it holds."""
+        self._added_since_scan = 0
+        entries = []
+        for entry in os.scandir(self.directory):
+            if not entry.name.endswith(_SUFFIX):
+                continue
+            with contextlib.suppress(OSError):
+                st = entry.stat()
+                entries.append((st.st_mtime, st.st_size, entry.path))
+        total = sum(size for _, size, _ in entries)
+        for _, size, path in sorted(entries):
+            if total <= self.max_bytes:
+                break
+            with contextlib.suppress(OSError):
+                os.unlink(path)  # another worker may have removed it already
+            total -= size
+        return total
+
+
+def read_through(
+    reader: S3Reader, objects: Sequence[str | ObjectInfo], cache: LocalCache
+) -> Iterator[ReadResult]:
+    """Results in the order of `objects`: cached ones from disk, the rest through one
+    `read_many` stream (so misses keep their prefetch), stored in the cache as they arrive."""
+
+    def key(item: str | ObjectInfo) -> tuple[str, str]:
+        return (item.uri, item.etag) if isinstance(item, ObjectInfo) else (item, "")
+
+    cached = [cache.path(*key(item)).exists() for item in objects]
+    stream = reader.read_many([item for item, hit in zip(objects, cached, strict=True) if not hit])
+    try:
+        for item, hit in zip(objects, cached, strict=True):
+            uri, etag = key(item)
+            result = cache.get(uri, etag) if hit else None
+            if result is None and hit:
+                result = reader.read(uri)  # evicted since we looked: read it directly
+            if result is None:
+                result = next(stream)
+                cache.put(uri, result, etag)
+            yield result
+    finally:
+        stream.close()  # type: ignore[attr-defined]
+
+
+class CacheSpec:
+    """Where a dataset caches; the `LocalCache` itself is made per process on first use."""
+
+    def __init__(self, directory: str | os.PathLike[str] | None, max_bytes: int) -> None:
+        if directory is not None and max_bytes <= 0:
+            raise ValueError(f"cache_max_bytes={max_bytes} must be > 0")
+        self.directory = directory
+        self.max_bytes = max_bytes
+        self._cache: LocalCache | None = None
+        self._pid = 0
+
+    def get(self) -> LocalCache | None:
+        if self.directory is None:
+            return None
+        if self._cache is None or self._pid != os.getpid():
+            self._cache, self._pid = LocalCache(self.directory, self.max_bytes), os.getpid()
+        return self._cache
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {**self.__dict__, "_cache": None}
