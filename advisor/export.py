@@ -8,6 +8,7 @@ instance or container role), so the file can be committed and shared.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import pprint
 import time
@@ -18,11 +19,14 @@ from typing import TYPE_CHECKING
 from advisor.location import DatasetLocation
 from advisor.model import READER_INFLIGHT
 from advisor.workload import Workload
+from native_loader.cache import DEFAULT_CACHE_BYTES
 
 if TYPE_CHECKING:
+    from advisor.profile import DatasetProfile
     from advisor.recommend import Recommendation
 
 SCHEMA_VERSION = 1
+CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,8 @@ class LoaderConfig:
     sagemaker_input_mode: str | None
     shard_size_bytes: int | None
     max_inflight_requests: int
+    cache_dir: str | None  # local copy after the first epoch (multi-epoch streaming); None = off
+    cache_max_bytes: int | None
     schema_version: int = SCHEMA_VERSION
 
 
@@ -72,9 +78,15 @@ def build_export(
     location: DatasetLocation,
     recommendation: Recommendation,
     workload: Workload,
-    data_format: str | None = None,
+    profile: DatasetProfile | None = None,
 ) -> ExportBundle:
-    fmt = data_format or recommendation.data_format or "binary"
+    fmt = recommendation.data_format or "binary"
+    cache_dir = cache_max = None
+    if recommendation.cache_locally:
+        digest = hashlib.sha256(location.uri.encode()).hexdigest()[:12]
+        cache_dir = f"{CACHE_ROOT}/{digest}"
+        total = profile.total_bytes if profile else DEFAULT_CACHE_BYTES
+        cache_max = min(DEFAULT_CACHE_BYTES, int(total * 1.1) + 2**20)
     config = LoaderConfig(
         uri=location.uri,
         endpoint_url=location.endpoint_url,
@@ -93,6 +105,8 @@ def build_export(
         sagemaker_input_mode=recommendation.sagemaker_input_mode,
         shard_size_bytes=recommendation.shard_size_bytes,
         max_inflight_requests=READER_INFLIGHT,
+        cache_dir=cache_dir,
+        cache_max_bytes=cache_max,
     )
     data = dataclasses.asdict(config)
     json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -159,6 +173,7 @@ No credentials are stored here: they are resolved at run time from the standard 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 CONFIG: dict[str, Any] = {config}
@@ -196,6 +211,8 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
         tar_samples=settings["tar_samples"],
         rank=rank,
         world_size=world_size,
+        cache_dir=settings["cache_dir"] and os.path.expanduser(settings["cache_dir"]),
+        cache_max_bytes=settings["cache_max_bytes"] or 100 * 2**30,
     )
     dataset.uris()  # list the prefix once here; forked DataLoader workers share the listing
     return dataset

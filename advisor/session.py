@@ -148,8 +148,7 @@ class AdvisorSession:
         from advisor.export import build_export
 
         recommendation = self.recommendation or self.run_recommend()
-        fmt = self.profile.dominant_format if self.profile else None
-        return build_export(self._need_location(), recommendation, self.workload, fmt)
+        return build_export(self._need_location(), recommendation, self.workload, self.profile)
 
     def save_export(self, directory: Path, stem: str = "dataloader_config") -> tuple[Path, Path]:
         """Write `<stem>.py` and `<stem>.json` into `directory`; returns their paths."""

@@ -1,0 +1,101 @@
+"""The exported DataLoader module: runnable, yields batches from the endpoint, holds no secret."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from advisor.demo.datasets import DemoSpec, upload
+from advisor.demo.server import S3Endpoint
+from advisor.export import build_export
+from advisor.session import AdvisorSession
+from advisor.workload import Workload
+
+SPEC = DemoSpec(images=24, image_kb=(10, 20), classes=2, shard_mb=0.1, large_files=1, large_mb=1)
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def session(s3_endpoint: S3Endpoint, s3_bucket: str) -> AdvisorSession:
+    upload(s3_endpoint, s3_bucket, SPEC)
+    session = AdvisorSession()
+    session.set_location(f"s3://{s3_bucket}/shards/", endpoint_url=s3_endpoint.url)
+    session.set_workload(Workload(batch_size=4, epochs=2))
+    session.run_profile()
+    session.run_hardware()
+    session.run_recommend()
+    return session
+
+
+def _run(module_dir: Path, code: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT")}
+    env.update(HOME=str(home), PYTHONPATH=f"{module_dir}{os.pathsep}{ROOT}")
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=module_dir, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
+
+
+def test_module_and_json_hold_no_credentials(session: AdvisorSession, tmp_path: Path) -> None:
+    module, data = session.save_export(tmp_path, "loader_cfg")
+    text = module.read_text() + data.read_text()
+    for secret in (os.environ["AWS_SECRET_ACCESS_KEY"], os.environ["AWS_ACCESS_KEY_ID"]):
+        assert secret not in text
+    config = json.loads(data.read_text())
+    assert config["uri"] == session.location.uri  # type: ignore[union-attr]
+    assert config["tar_samples"] is True and config["data_format"] == "tar"
+    assert config["num_workers"] == session.recommendation.num_workers  # type: ignore[union-attr]
+
+
+def test_exported_module_yields_batches(session: AdvisorSession, tmp_path: Path) -> None:
+    session.save_export(tmp_path, "loader_cfg")
+    code = (
+        "import loader_cfg, torch\n"
+        "batches = list(loader_cfg.make_dataloader())\n"
+        "samples = [s for b in batches for s in b]\n"
+        "assert all(isinstance(s['jpg'], torch.Tensor) and s['jpg'].ndim == 3 for s in samples)\n"
+        "half = [s for b in loader_cfg.make_dataloader(rank=1, world_size=2) for s in b]\n"
+        "print(len(samples), len(half))\n"
+    )
+    result = _run(tmp_path, code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    total, half = map(int, result.stdout.split())
+    assert total == SPEC.images
+    assert 0 < half < total
+    main = subprocess.run(
+        [sys.executable, "loader_cfg.py"], cwd=tmp_path, capture_output=True, text=True,
+        timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
+    assert main.returncode == 0, main.stderr
+    assert "read" in main.stdout and "batches" in main.stdout
+
+
+def test_multi_epoch_stream_exports_a_cache(session: AdvisorSession, tmp_path: Path) -> None:
+    assert session.recommendation is not None and session.location is not None
+    streaming = dataclasses.replace(
+        session.recommendation, data_source="stream", cache_locally=True
+    )
+    bundle = build_export(session.location, streaming, session.workload, session.profile)
+    assert bundle.config.cache_dir is not None and bundle.config.cache_dir.startswith("~")
+    bundle.save(tmp_path, "cached_cfg")
+    result = _run(tmp_path, "import cached_cfg\nlist(cached_cfg.make_dataloader())\n", tmp_path)
+    assert result.returncode == 0, result.stderr
+    cache_files = list((tmp_path / ".cache" / "loader-advisor").rglob("*.obj"))
+    assert len(cache_files) == session.profile.object_count  # type: ignore[union-attr]
+
+
+def test_sagemaker_snippet_and_bad_name(session: AdvisorSession, tmp_path: Path) -> None:
+    bundle = session.export()
+    mode = session.recommendation.sagemaker_input_mode  # type: ignore[union-attr]
+    if mode in ("File", "FastFile", "Pipe"):
+        assert bundle.sagemaker_snippet is not None and f"input_mode={mode!r}" in (
+            bundle.sagemaker_snippet
+        )
+    with pytest.raises(ValueError, match="module name"):
+        bundle.save(tmp_path, "not-a-module")
