@@ -190,16 +190,22 @@ def test_wizard_end_to_end_in_jupyterlab(
             page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^Theme$")).hover()
             page.locator(".lm-Menu-itemLabel", has_text=re.compile(r"^JupyterLab Dark$")).click()
             page.wait_for_function("document.body.dataset.jpThemeLight === 'false'")
-            time.sleep(0.5)  # the theme's stylesheet applies after the attribute flips
             for css in (".la-wizard", ".la-wizard .la-pre"):
-                colour = page.locator(css).first.evaluate(
-                    "e => getComputedStyle(e).backgroundColor"
-                )
+                # the theme's stylesheet applies a moment after the attribute flips
+                deadline = time.monotonic() + 15
+                while True:
+                    colour = page.locator(css).first.evaluate(
+                        "e => getComputedStyle(e).backgroundColor"
+                    )
+                    if _luminance(colour) < 0.35 or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.2)
                 assert _luminance(colour) < 0.35, f"{css} background {colour} in the dark theme"
             _shot(page, "6-export-dark")
             errors = [line for line in console if line.startswith("error")]
             assert not errors, errors
-        finally:
+        finally:  # what the page looked like at the end (or at a failure), and its console
+            page.screenshot(path=str(SHOTS / "last.png"), full_page=True)
             (SHOTS / "console.log").write_text("\n".join(console))
             page.close()
     module = root / "notebooks" / "browser_loader.py"
