@@ -282,7 +282,11 @@ def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> Non
     assert "no GPU found" in wizard.hardware_summary.value
     wizard.target_gpu.value = "A100-80GB"
     assert c.hardware is not None and c.hardware.planned and "A100-80GB" in c.hardware.target_gpu
-    assert "planned GPU 0" in wizard.hardware_summary.value
+    assert wizard.hardware_summary.value.count("class='la-card la-gpu'") == 1
+    assert "planned 0: <span class='la-value'>A100-80GB" in wizard.hardware_summary.value
+    wizard.gpu_count.value = 8
+    assert wizard.hardware_summary.value.count("class='la-card la-gpu'") == 8
+    assert c.workload_form.gpus_per_node == "8"  # the job's size follows the planned machine
     wizard.next_button.click()
     assert c.step_name == "workload"
     wizard.samples_per_s.value = "fast"
@@ -294,7 +298,7 @@ def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> Non
     assert "one GPU consumes 250 samples/s" in wizard.workload_errors.value
     wizard.next_button.click()
     assert c.step_name == "trial"
-    assert c.session.workload == Workload(consumer_rate=250.0, batch_size=64)
+    assert c.session.workload == Workload(consumer_rate=250.0, batch_size=64, gpus_per_node=8)
     wizard.trial_seconds.value = 5
     wizard.run_trial_button.click()
     assert c.wait(20)

@@ -33,6 +33,8 @@ STYLE = """<style>
   border-color: var(--jp-brand-color1); color: var(--jp-ui-inverse-font-color1);
   font-weight: bold; }
 .la-steps span.la-taken { background: #f5a623; border-color: #b36b00; color: #1a1a1a; }
+.la-gpus { display: flex; flex-wrap: wrap; gap: 8px; margin-bottom: 6px; }
+.la-gpus .la-card { min-width: 220px; }
 .la-error { color: var(--jp-error-color1); font-weight: bold; }
 .la-hint { color: var(--jp-ui-font-color2); font-size: var(--jp-ui-font-size1); }
 .la-table td, .la-table th { padding: 2px 10px 2px 0; text-align: left; vertical-align: top;
@@ -118,20 +120,36 @@ def profile_rows(profile: DatasetProfile) -> list[tuple[str, str]]:
     return rows
 
 
-def hardware_rows(hardware: HardwareProfile) -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = []
+def gpu_cards(hardware: HardwareProfile) -> str:
+    """One card per GPU (probed or planned), or a card saying none was found."""
     if not hardware.gpus:
-        rows.append(("GPUs", "no GPU found on this machine"))
+        return (
+            "<div class='la-card'><div class='la-card-title'>no GPU found on this machine</div>"
+            "<div class='la-meta'>choose a target GPU below to plan for the training machine"
+            "</div></div>"
+        )
+    cards = []
     for gpu in hardware.gpus:
-        parts = [gpu.name]
+        parts = []
         if gpu.memory_total_bytes is not None:
             parts.append(charts.human_bytes(gpu.memory_total_bytes))
         if gpu.pcie_gen_max is not None and gpu.pcie_width_max is not None:
             parts.append(f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}")
         if gpu.nvlink_active_links:
             parts.append(f"NVLink x{gpu.nvlink_active_links}")
-        label = "planned GPU" if hardware.planned else "GPU"
-        rows.append((f"{label} {gpu.index}", ", ".join(parts)))
+        if gpu.driver_version:
+            parts.append(f"driver {gpu.driver_version}")
+        label = "planned" if hardware.planned else "GPU"
+        cards.append(
+            f"<div class='la-card la-gpu'><div class='la-card-title'>{label} {gpu.index}: "
+            f"<span class='la-value'>{html.escape(gpu.name)}</span></div>"
+            f"<div class='la-meta'>{html.escape(', '.join(parts))}</div></div>"
+        )
+    return f"<div class='la-gpus'>{''.join(cards)}</div>"
+
+
+def hardware_rows(hardware: HardwareProfile) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
     cores = f"{hardware.usable_cores} usable of {hardware.cpu_count} logical CPUs"
     if hardware.cgroup_cpu_limit is not None:
         cores += f" (cgroup limit {hardware.cgroup_cpu_limit:g})"
@@ -294,10 +312,16 @@ class Wizard(widgets.VBox):
             value=c.target_gpu or "",
             description="Plan for",
             style=_LABEL,
+            layout=widgets.Layout(width="420px"),
         )
         self.target_gpu.add_class("la-input-target-gpu")
         self.gpu_count = widgets.BoundedIntText(
-            value=c.gpu_count, min=1, max=64, description="GPUs", style=_LABEL
+            value=c.gpu_count,
+            min=1,
+            max=64,
+            description="GPUs",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="120px"),
         )
         self.gpu_count.add_class("la-input-gpu-count")
         self.hardware_summary = widgets.HTML()
@@ -554,7 +578,9 @@ class Wizard(widgets.VBox):
 
     def _show_hardware(self) -> None:
         hardware = self.controller.hardware
-        self.hardware_summary.value = _table(hardware_rows(hardware)) if hardware else ""
+        self.hardware_summary.value = (
+            gpu_cards(hardware) + _table(hardware_rows(hardware)) if hardware else ""
+        )
 
     def _show_workload(self) -> None:
         c = self.controller
