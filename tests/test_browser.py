@@ -138,6 +138,9 @@ def test_wizard_end_to_end_in_jupyterlab(
             hardware = _step(page, "hardware")
             hardware.locator(".la-hardware-summary", has_text="CPU cores").wait_for()
             _shot(page, "2-hardware")
+            hardware.locator(".la-input-target-gpu select").select_option("A100-80GB")
+            hardware.locator(".la-gpu", has_text="A100-80GB").wait_for()
+            _shot(page, "2-hardware-planned")
 
             # 3 Workload: an invalid number is shown inline, then corrected.
             _click(page, "la-btn-next")
