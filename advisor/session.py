@@ -56,15 +56,20 @@ class AdvisorSession:
         self, layout: str = "small-images", progress: ProfileProgress | None = None
     ) -> str:
         """Start (or find) the demo endpoint and point the session at one of its datasets."""
-        from advisor.demo import LAYOUTS, ensure_demo
+        from advisor.demo import LAYOUTS, DemoSpec, ensure_demo
+        from advisor.demo.datasets import expected_bytes
 
         if layout not in LAYOUTS:
             raise ValueError(f"unknown demo layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
         report = None
         if progress is not None:
+            weights = expected_bytes(DemoSpec())
+            fractions = dict.fromkeys(weights, 0.0)
 
             def report(name: str, done: int, total: int) -> None:
-                progress(f"generating demo data: {name} {done}/{total}", 0.0)
+                fractions[name] = min(1.0, done / max(total, 1))
+                overall = sum(fractions[k] * w for k, w in weights.items()) / sum(weights.values())
+                progress(f"generating demo data: {name} {done}/{total}", overall)
 
         demo = ensure_demo(progress=report)
         creds = demo.endpoint.credentials

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from advisor.demo.datasets import DemoSpec, iter_objects, upload, write_folder
+from advisor.demo.datasets import DemoSpec, expected_bytes, iter_objects, upload, write_folder
 
 SMALL = DemoSpec(images=40, image_kb=(50, 200), shard_mb=1.0, large_files=2, large_mb=1.0)
 
@@ -83,3 +83,11 @@ def test_write_folder(tmp_path: Path) -> None:
     paths = write_folder(tmp_path, SMALL)
     assert len(list(Path(paths["small-images"]).rglob("*.jpg"))) == 40
     assert len(list(Path(paths["large"]).glob("*.npy"))) == 2
+
+
+def test_expected_bytes_match_what_is_generated() -> None:
+    actual: dict[str, int] = {}
+    for layout, obj in iter_objects(SMALL):
+        actual[layout] = actual.get(layout, 0) + len(obj.data)
+    for layout, expected in expected_bytes(SMALL).items():
+        assert expected == pytest.approx(actual[layout], rel=0.25), layout

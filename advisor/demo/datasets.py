@@ -169,6 +169,16 @@ def write_folder(root: Path, spec: DemoSpec | None = None) -> dict[str, str]:
     return {layout: os.fspath(root / layout) for layout in LAYOUTS}
 
 
+def expected_bytes(spec: DemoSpec) -> dict[str, float]:
+    """About how many bytes each layout holds (for progress bars)."""
+    images = spec.images * (spec.image_kb[0] + spec.image_kb[1]) / 2 * 1024
+    return {
+        "small-images": images,
+        "shards": images,
+        "large": spec.large_files * spec.large_mb * 2**20,
+    }
+
+
 def _expected_counts(spec: DemoSpec) -> dict[str, int]:
     mean_bytes = (spec.image_kb[0] + spec.image_kb[1]) / 2 * 1024 + 2048  # + tar headers
     shards = max(1, round(spec.images * mean_bytes / (spec.shard_mb * 1e6))) if spec.images else 0
