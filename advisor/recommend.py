@@ -66,6 +66,22 @@ class Decision:
     confidence: str = "medium"  # "high" (measured in the trial), "medium", "low" (defaults only)
     measured: bool = False  # True: measured; False: a prediction or a profile-based choice
 
+    @property
+    def display(self) -> str:
+        """The value for people, with its unit (`value` stays plain for JSON)."""
+        value = self.value
+        if self.name == "cost":
+            return "see the notes"  # several quantities with their own units, in the rationale
+        if isinstance(value, bool) or value is None:
+            return str(value)
+        if self.name == "shard_size" and isinstance(value, (int, float)):
+            return f"{value / 1e6:,.0f} MB" if value >= 1e6 else f"{value / 1e3:,.0f} KB"
+        if self.name == "throughput" and isinstance(value, (int, float)):
+            return f"{value:,.0f} samples/s"
+        if self.name == "prefix_layout" and isinstance(value, int):
+            return f"{value} prefix{'es' if value != 1 else ''}"
+        return str(value)
+
 
 @dataclass(frozen=True)
 class Recommendation:
@@ -132,7 +148,7 @@ class Recommendation:
             "",
         ]
         for d in self.decisions:
-            lines.append(f"{d.name} = {d.value!r} [{d.confidence}; {', '.join(d.rules) or '-'}]")
+            lines.append(f"{d.name} = {d.display} [{d.confidence}; {', '.join(d.rules) or '-'}]")
             lines.append(f"  {d.rationale}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)

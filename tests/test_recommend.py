@@ -281,3 +281,21 @@ def test_zero_and_one_core_machines(cores: int) -> None:
     assert rec.dataloader_kwargs() == {"num_workers": 0, "pin_memory": True}
     assert rec.expected_samples_per_s > 0
     assert recommend(SHARDS_30GB, hw, Workload(consumer_rate=100)) == rec  # deterministic
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "shown"),
+    [
+        ("shard_size", 150_000_000, "150 MB"),
+        ("shard_size", 500_000, "500 KB"),
+        ("throughput", 1234.5, "1,234 samples/s"),
+        ("prefix_layout", 1, "1 prefix"),
+        ("prefix_layout", 4, "4 prefixes"),
+        ("num_workers", 3, "3"),
+        ("pin_memory", False, "False"),
+    ],
+)
+def test_decision_display_has_units(name: str, value: object, shown: str) -> None:
+    from advisor.recommend import Decision
+
+    assert Decision(name, value, "why", ()).display == shown

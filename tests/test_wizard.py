@@ -22,6 +22,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.hardware import HardwareProfile
 from advisor.location import DatasetLocation
 from advisor.profile import DatasetProfile, FormatInfo, size_stats
+from advisor.recommend import Decision
 from advisor.wizard import charts, flow
 from advisor.wizard.controller import STEPS, THREAD_PREFIX, WizardController
 from advisor.workload import Workload
@@ -136,7 +137,7 @@ class FakeSession:
         return self.trial
 
     def run_recommend(self) -> Any:
-        decision = SimpleNamespace(
+        decision = Decision(
             name="num_workers",
             value=2,
             rationale="two cores",

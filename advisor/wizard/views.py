@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from advisor.recommend import Decision
 from advisor.wizard import charts
 from advisor.wizard.controller import STEP_TITLES, STEPS, WizardController
 from advisor.wizard.flow import flow_bundle
@@ -196,29 +197,16 @@ def _demand(workload: Any) -> str:
     )
 
 
-def decision_card(decision: Any) -> str:
+def decision_card(decision: Decision) -> str:
     """One recommendation decision as an HTML card: value, rationale, evidence, rules."""
-    name = html.escape(str(getattr(decision, "name", "decision")))
-    value = html.escape(_text_of(getattr(decision, "value", "")))
-    rationale = html.escape(str(getattr(decision, "rationale", "")))
-    rules = getattr(decision, "rules", None) or getattr(decision, "rule_ids", None) or ()
-    evidence = getattr(decision, "evidence", None) or {}
-    confidence = getattr(decision, "confidence", None)
-    measured = getattr(decision, "measured", None)
-    source = getattr(decision, "source", None)
-    meta = []
-    if isinstance(measured, bool):
-        meta.append("measured" if measured else "predicted")
-    elif source:
-        meta.append(str(source))
-    if confidence is not None:
-        meta.append(f"confidence {_text_of(confidence)}")
-    if rules:
-        meta.append("rules " + ", ".join(str(r) for r in rules))
-    facts = "; ".join(f"{k} {_evidence_value(str(k), v)}" for k, v in dict(evidence).items())
+    meta = ["measured" if decision.measured else "predicted", f"confidence {decision.confidence}"]
+    if decision.rules:
+        meta.append("rules " + ", ".join(decision.rules))
+    facts = "; ".join(f"{k} {_evidence_value(k, v)}" for k, v in decision.evidence.items())
     return (
-        f"<div class='la-card'><div class='la-card-title'>{name} = "
-        f"<span class='la-value'>{value}</span></div><div>{rationale}</div>"
+        f"<div class='la-card'><div class='la-card-title'>{html.escape(decision.name)} = "
+        f"<span class='la-value'>{html.escape(decision.display)}</span></div>"
+        f"<div>{html.escape(decision.rationale)}</div>"
         + (f"<div class='la-evidence'>evidence: {html.escape(facts)}</div>" if facts else "")
         + f"<div class='la-meta'>{html.escape(' · '.join(meta))}</div></div>"
     )
