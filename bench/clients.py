@@ -182,7 +182,12 @@ def measure(name: str, spec: Spec, make: Maker) -> Measurement:
 # --- clients ------------------------------------------------------------------------------------
 
 
-def make_native(spec: Spec) -> tuple[Reader, Callable[[], None]]:
+def make_native(spec: Spec, listed: bool = True) -> tuple[Reader, Callable[[], None]]:
+    """native_loader `read_many(..., ordered=True)`. With `listed` (the default, what its
+    datasets do) the items are `ObjectInfo` carrying the size a listing gives, so the reader
+    reserves the right number of bytes and starts every part of a large object at once; without
+    it (`native-uri`) they are plain URIs."""
+    import native_loader
     from native_loader import Credentials, ReaderConfig, S3Reader
 
     config = ReaderConfig(
@@ -197,17 +202,19 @@ def make_native(spec: Spec) -> tuple[Reader, Callable[[], None]]:
     creds = Credentials(spec.access_key, spec.secret_key) if spec.signed else None
     reader = S3Reader(config, credentials=creds)
     prefix = f"s3://{spec.bucket}/"
+    info = getattr(native_loader, "ObjectInfo", None) if listed else None
 
     def read(feed: Feed) -> tuple[int, int]:
         sizes: dict[str, int] = {}
 
-        def uris() -> Iterator[str]:
+        def items() -> Iterator[Any]:
             for key, size in feed:
                 sizes[key] = size
-                yield prefix + key
+                uri = prefix + key
+                yield uri if info is None else info(uri, key, size, "")
 
         objects = nbytes = 0
-        for result in reader.read_many(uris(), ordered=True):
+        for result in reader.read_many(items(), ordered=True):
             n = len(result)
             _check(n, sizes[result.uri[len(prefix) :]], result.uri)
             objects += 1
@@ -215,6 +222,10 @@ def make_native(spec: Spec) -> tuple[Reader, Callable[[], None]]:
         return objects, nbytes
 
     return read, reader.close
+
+
+def make_native_uri(spec: Spec) -> tuple[Reader, Callable[[], None]]:
+    return make_native(spec, listed=False)
 
 
 def _boto3_client(spec: Spec, pool: int) -> Any:
@@ -596,6 +607,7 @@ def run_wrk(spec: Spec) -> Measurement:
 
 PYTHON_CLIENTS: dict[str, Maker] = {
     "native": make_native,
+    "native-uri": make_native_uri,
     "boto3": make_boto3,
     "s3fs": make_s3fs,
     "s3torchconnector": make_s3torch,

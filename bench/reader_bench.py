@@ -94,6 +94,7 @@ def _small(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
     """Candidates for many small objects: concurrency = requests/threads/connections."""
     cands = [
         Candidate("native", (16, 64) if quick else (16, 64, 128)),
+        Candidate("native-uri", (64,)),
         Candidate("boto3", (1,), "boto3-seq"),
         Candidate("boto3", (16,) if quick else (8, 16, 32), "boto3-pool"),
         Candidate("s3fs", (64,) if quick else (32, 128)),
@@ -110,6 +111,7 @@ def _large(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
     """Candidates for a few large objects: native/awscrt/s3tc split them into 8 MiB parts."""
     cands = [
         Candidate("native", (16,) if quick else (8, 32)),
+        Candidate("native-uri", (16,)),
         Candidate("boto3", (1,), "boto3-seq"),
         Candidate("boto3", (4,) if quick else (2, 6), "boto3-pool"),
         Candidate("s3fs", (4,) if quick else (2, 6)),
