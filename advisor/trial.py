@@ -120,6 +120,7 @@ SAMPLE_KEYS = 4000  # keys listed to draw trial objects from
 LIST_SECONDS = 5.0
 PROBE_OBJECTS = 12  # sequential reads for first-byte latency and per-connection bandwidth
 PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of this size
+BANDWIDTH_MIN_BYTES = 2**20  # reads at least this large time the per-connection bandwidth
 CYCLE_OBJECTS = 20_000  # the sweep cycles a small sample up to this many objects
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
 SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
@@ -271,20 +272,27 @@ def run_trial(
 
 
 def _probe_storage(data: TrialData, clock: _Clock) -> StorageProbe:
-    budget_end = clock.used() + clock.seconds * BUDGET_SHARES["storage"]
+    share = clock.seconds * BUDGET_SHARES["storage"]
+    budget_end = clock.used() + share
+    sequential_end = clock.used() + share / 2  # then the concurrency curve
     first_bytes: list[float] = []
     transfer_bytes = 0
     transfer_seconds = 0.0
     total_bytes = 0
+    sequential_bytes = 0
+    whole_seconds = 0.0
     with data.reader() as reader:
         for info in data.objects[:PROBE_OBJECTS]:
             clock.check()
             result = reader.read_range(info.uri, 0, min(info.size, PROBE_RANGE_BYTES))
             first_bytes.append(result.first_byte_s)
             total_bytes += len(result)
-            transfer_bytes += len(result)
-            transfer_seconds += max(result.elapsed_s - result.first_byte_s, 1e-6)
-            if clock.used() > budget_end / 2 and len(first_bytes) >= 3:
+            sequential_bytes += len(result)
+            whole_seconds += result.elapsed_s
+            if len(result) >= BANDWIDTH_MIN_BYTES:  # a small body's transfer is too short to time
+                transfer_bytes += len(result)
+                transfer_seconds += max(result.elapsed_s - result.first_byte_s, 1e-6)
+            if clock.used() > sequential_end and len(first_bytes) >= 3:
                 break
     clock.report("storage", f"first byte p50 {statistics.median(first_bytes) * 1000:.1f} ms")
     curve: list[tuple[int, float, float]] = []
@@ -307,7 +315,12 @@ def _probe_storage(data: TrialData, clock: _Clock) -> StorageProbe:
         bytes_read=total_bytes,
         first_byte_p50_s=statistics.median(ordered),
         first_byte_p95_s=ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
-        per_connection_mb_s=transfer_bytes / transfer_seconds / 1e6,
+        # Small objects only: bytes over whole request times, a lower bound on the bandwidth.
+        per_connection_mb_s=(
+            transfer_bytes / transfer_seconds / 1e6
+            if transfer_bytes
+            else sequential_bytes / max(whole_seconds, 1e-6) / 1e6
+        ),
         concurrency_curve=tuple(curve),
     )
 
