@@ -62,6 +62,7 @@ FSX_USD_PER_TB_MONTH, FSX_MIN_TB = 140.0, 1.2  # [SRC] FSx Scratch 2
 S3_USD_PER_TB_MONTH = 23.0  # [SRC]
 FSX_INDEX_OBJECTS_PER_HOUR = 2_000_000.0  # [SRC] indexing ~2 M objects takes about an hour
 HEADROOM = 1.2  # loader must beat the consumer by 20%
+CORE_GAIN = 1.15  # measured gain that earns the main process's core a worker (beyond noise)
 TOLERANCE = 0.05  # "within 5% of the best"
 MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
 DEFAULT_WORKER_RSS_BYTES = 400 * MB  # a forked worker holding torch and the dataset object
@@ -201,10 +202,19 @@ class Context:
     def cores_per_rank(self) -> int:
         return self.hardware.usable_cores // self.ranks_per_node
 
-    @property
-    def core_cap(self) -> int:
-        """[IO] workers up to CPU count - 1: one core stays with the main (training) process."""
-        return max(self.cores_per_rank - 1, 0)
+    def core_cap(self, state: Mapping[str, Any]) -> int:
+        """[IO] workers up to CPU count - 1: one core stays with the main (training) process.
+
+        Unless the trial measured a worker on every core clearly (CORE_GAIN) faster than the
+        best point within that cap, for what the training reads: then the last core is worth it.
+        """
+        cap = max(self.cores_per_rank - 1, 0)
+        rates = self.measured_rates(state)
+        within = max((r for w, r in rates.items() if w <= cap), default=0.0)
+        every_core = rates.get(self.cores_per_rank, 0.0)
+        if within > 0 and every_core > within * CORE_GAIN:
+            return self.cores_per_rank
+        return cap
 
     @property
     def worker_rss_bytes(self) -> float:
@@ -349,7 +359,7 @@ class Context:
 
     def workers_cap(self, state: Mapping[str, Any]) -> int:
         return min(
-            state.get("workers_cap_cores", self.core_cap),
+            state.get("workers_cap_cores", self.core_cap(state)),
             state.get("workers_cap_ram", self.ram_cap),
         )
 
@@ -668,13 +678,18 @@ class WorkersCappedByCores(Rule):
 
     def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
         wanted = ctx.unconstrained_workers(state)
-        if wanted <= ctx.core_cap:
+        cap = ctx.core_cap(state)
+        if wanted <= cap:
             return None
+        why = (
+            "the trial measured a worker on every core clearly faster"
+            if cap == ctx.cores_per_rank
+            else "one core stays with the training process"
+        )
         return self.finding(
-            ctx.core_cap,
+            cap,
             f"Throughput alone would use {wanted} workers, but {ctx.cores_per_rank} core(s) per "
-            f"rank allow {ctx.core_cap} (one core stays with the training process). More cores "
-            "per rank would help.",
+            f"rank allow {cap} ({why}). More cores per rank would help.",
             evidence={
                 "usable_cores": ctx.hardware.usable_cores,
                 "ranks_per_node": ctx.ranks_per_node,

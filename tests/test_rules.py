@@ -196,6 +196,27 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
         0,
     ),
+    # the last core earns a worker only when measured clearly (> 15%) faster than the cap
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2},
+            "trial": {"rates": {1: 400.0, 2: 600.0}},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        2,
+    ),
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2},
+            "trial": {"rates": {1: 400.0, 2: 440.0}},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        1,
+    ),
     ("NW-3", {"trial": {"rates": {0: 5000.0}}}, False, ...),
     ("NW-3", {}, False, ...),
     ("NW-3", {"trial": {"rates": {}}}, False, ...),
