@@ -402,8 +402,9 @@ def _sweep(
             if remaining <= 0.2:
                 break
             point = measure_loader(
-                data, workload.batch_size, workers, pin, remaining / left, clock.check
-            )
+                data, workload.batch_size, workers, pin, remaining / left, clock.check,
+                max_seconds=remaining,
+            )  # fmt: skip
             points.append(point)
             message = f"num_workers={workers} pin_memory={pin}: {point.samples_per_s:.0f} samples/s"
             clock.report("sweep", message, point)
@@ -420,16 +421,18 @@ def measure_loader(
     pin: bool,
     seconds: float,
     check: Callable[[], None] | None = None,
+    max_seconds: float | None = None,
 ) -> LoaderPoint:
     """Run a real DataLoader over `data` for about `seconds` and measure it.
 
-    The rate is the steady state: what the workers and their readers read ahead while the first
-    batch was on its way arrives back to back and would inflate it, so the rate counts only the
-    batches after a third of the time past the first batch, and after the batches the workers
-    could have prefetched (workers x prefetch_factor). The objects are cycled so that the run
-    ends on time, not when a small sample runs out. A slice that ends before a few steady
-    batches is extended up to twice `seconds`; failing that, the rate includes start-up (a
-    lower bound). `check` is called after every batch (it may raise to stop early).
+    The rate is the steady state. Up to workers x prefetch_factor batches can be finished and
+    waiting when the window opens (they were made while the first batch was on its way), and
+    they arrive back to back, so the window opens after those batches and a third of the time
+    past the first batch, and must then hold at least twice that many batches (the error is
+    then at most a third). A slice too short for that is extended up to `max_seconds` (default
+    three times `seconds`); failing that, the rate includes start-up (a lower bound). The
+    objects are cycled so that the run ends on time, not when a small sample runs out. `check`
+    is called after every batch (it may raise to stop early).
     """
     prefetch = 2 if workers > 0 else None
     loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
@@ -442,7 +445,8 @@ def measure_loader(
         multiprocessing_context="fork" if workers > 0 else None,
     )
     warm_batches = workers * (prefetch or 0)  # ready before we ask: not steady state
-    steady_batches_wanted = 3
+    steady_batches_wanted = max(3, 2 * warm_batches)
+    hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
     existing = child_pids()  # e.g. a local S3 server: not a DataLoader worker
     started = time.monotonic()
     first_batch_s = 0.0
@@ -473,7 +477,7 @@ def measure_loader(
             if check is not None:
                 check()
             running = now - started
-            if running >= 2 * seconds or (
+            if running >= hard_stop or (
                 running >= seconds and steady_batches >= steady_batches_wanted
             ):
                 break
@@ -481,7 +485,7 @@ def measure_loader(
         del iterator  # shuts the workers down
     elapsed = max(time.monotonic() - started, 1e-6)
     steady = last_batch_at - steady_start  # not the workers' shutdown after the last batch
-    steady_ok = steady_batches >= 2 and steady > 0
+    steady_ok = steady_batches >= steady_batches_wanted and steady > 0
     rate = steady_samples / steady if steady_ok else samples / elapsed
     bytes_per_sample = sample_bytes / samples if samples else 0.0
     return LoaderPoint(

@@ -7,6 +7,10 @@ at num_workers in {0, 1, 2, 4, 8}. A scenario passes when the recommended num_wo
 recommendation stays within the machine's cores and memory. Each scenario is checked for a
 fast consumer (no rate: as fast as possible) and a slow one.
 
+The sets are small, so the advisor would rightly copy them to local disk first and choose
+num_workers for local reads; the matrix measures streaming, so it plans for a machine with no
+room to copy (local disk free = 0), which makes streaming the data source.
+
     python -m bench advisor [--quick] [--trial-seconds S] [--point-seconds S]
 """
 
@@ -69,6 +73,7 @@ class ScenarioResult:
     within_memory: bool
     passed: bool
     sweep: dict[str, float]
+    data_source: str
 
 
 def _upload(client: Any, bucket: str) -> None:
@@ -97,7 +102,7 @@ def run_scenario(
     latency_ms: int,
 ) -> list[ScenarioResult]:
     location = DatasetLocation(f"s3://{bucket}/{size}/", endpoint_url=endpoint_url)
-    hardware = probe_hardware()
+    hardware = _no_room_to_copy(probe_hardware())
     with S3Reader(location.reader_config(), credentials=credentials) as reader:
         profile = profile_dataset(location, reader)
     batch = max(1, min(BATCH, BATCH_BYTES // SIZES[size][0]))
@@ -124,14 +129,20 @@ def run_scenario(
         target = min(best, consumer) if consumer else best
         achieved = min(rates[workers], consumer) if consumer else rates[workers]
         ratio = achieved / target if target > 0 else 1.0
-        cores_ok = workers <= max(hardware.usable_cores - 1, 1)
+        cores_ok = workers <= max(hardware.usable_cores, 1)
         memory_ok = _memory_ok(workers, trial, hardware)
         results.append(ScenarioResult(
             size, latency_ms, cpu, consumer, workers, rates[workers], best_workers, best, target,
             ratio, cores_ok, memory_ok, ratio >= QUALITY and cores_ok and memory_ok,
-            {str(w): round(r, 1) for w, r in sorted(rates.items())},
+            {str(w): round(r, 1) for w, r in sorted(rates.items())}, rec.data_source,
         ))  # fmt: skip
     return results
+
+
+def _no_room_to_copy(hardware: Any) -> Any:
+    if hardware.disk is None:
+        return hardware
+    return dataclasses.replace(hardware, disk=dataclasses.replace(hardware.disk, free_bytes=0))
 
 
 def _memory_ok(workers: int, trial: Any, hardware: Any) -> bool:
