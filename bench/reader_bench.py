@@ -339,45 +339,55 @@ def run_scenario(
         secret_key=eps.secret_key if signed else "",
         seconds=plan.seconds,
     )
+    runs: dict[str, dict[int, list[dict[str, Any]]]] = {c.name: {} for c in scenario.candidates}
+    errors: dict[str, list[str]] = {c.name: [] for c in scenario.candidates}
+
+    def one(cand: Candidate, setting: int) -> None:
+        m = run_client(cand.client, replace(base, concurrency=setting))
+        m.update(scenario=scenario.name, label=cand.name, setting=setting)
+        raw.append(m)
+        if "error" in m:
+            errors[cand.name].append(f"{cand.name}@{setting}: {m['error']}")
+            if verbose:
+                print(f"  {cand.name:<18} @{setting:<4} ERROR {m['error'][:200]}")
+            return
+        m.update(rates(m))
+        runs[cand.name].setdefault(setting, []).append(m)
+        if verbose:
+            print(
+                f"  {cand.name:<18} @{setting:<4} {m['mb_s']:8.1f} MB/s "
+                f"{m['obj_s']:9.1f} obj/s  cpu {m['cpu_ms_per_obj']:7.3f} ms/obj"
+            )
+
+    # Sweep: every setting once. Then the repeats go round-robin over the clients, so that a
+    # change in the machine's load hits every client alike rather than whichever ran last.
+    for cand in scenario.candidates:
+        for setting in cand.settings:
+            one(cand, setting)
+    chosen: dict[str, list[int]] = {}
+    for cand in scenario.candidates:
+        done = runs[cand.name]
+        if done:
+            best = max(done, key=lambda s: done[s][0]["obj_s"])
+            chosen[cand.name] = sorted(done) if cand.each else [best]
+    for _ in range(plan.repeats - 1):
+        for cand in scenario.candidates:
+            for setting in chosen.get(cand.name, []):
+                one(cand, setting)
     rows = []
     for cand in scenario.candidates:
-        runs: dict[int, list[dict[str, Any]]] = {}
-        errors: list[str] = []
-
-        def one(
-            setting: int,
-            cand: Candidate = cand,
-            errors: list[str] = errors,
-            runs: dict[int, list[dict[str, Any]]] = runs,
-        ) -> None:
-            m = run_client(cand.client, replace(base, concurrency=setting))
-            m.update(scenario=scenario.name, label=cand.name, setting=setting)
-            raw.append(m)
-            if "error" in m:
-                errors.append(f"{cand.name}@{setting}: {m['error']}")
-                if verbose:
-                    print(f"  {cand.name:<18} @{setting:<4} ERROR {m['error'][:200]}")
-                return
-            m.update(rates(m))
-            runs.setdefault(setting, []).append(m)
-            if verbose:
-                print(
-                    f"  {cand.name:<18} @{setting:<4} {m['mb_s']:8.1f} MB/s "
-                    f"{m['obj_s']:9.1f} obj/s  cpu {m['cpu_ms_per_obj']:7.3f} ms/obj"
-                )
-
-        for setting in cand.settings:
-            one(setting)
-        if not runs:
+        done = runs[cand.name]
+        if not done:
             nan = float("nan")
-            rows.append(Row(scenario.name, cand.name, 0, 0, nan, nan, nan, nan, nan, {}, errors))
+            rows.append(
+                Row(scenario.name, cand.name, 0, 0, nan, nan, nan, nan, nan, {}, errors[cand.name])
+            )
             continue
-        tried = {str(s): round(r[0]["obj_s"], 1) for s, r in runs.items()}
-        best = max(runs, key=lambda s: runs[s][0]["obj_s"])
-        for setting in sorted(runs) if cand.each else [best]:
-            for _ in range(plan.repeats - 1):
-                one(setting)
-            rows.append(_row(scenario.name, cand.name, setting, runs[setting], tried, errors))
+        tried = {str(s): round(r[0]["obj_s"], 1) for s, r in done.items()}
+        for setting in chosen[cand.name]:
+            rows.append(
+                _row(scenario.name, cand.name, setting, done[setting], tried, errors[cand.name])
+            )
     return rows
 
 
