@@ -28,20 +28,19 @@ def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> l
     raise AssertionError(f"{marker!r} not printed within {timeout_s} s: {lines}")
 
 
-def test_serve_prints_endpoint_and_stops_on_ctrl_c() -> None:
+@pytest.mark.parametrize("latency_ms", [0, 150])
+def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["AWS_EC2_METADATA_DISABLED"] = "true"
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.demo", "serve", "--images", "20", "--large-files", "1",
-         "--large-mb", "1", "--shard-mb", "1"],
+         "--large-mb", "1", "--shard-mb", "1", "--latency-ms", str(latency_ms)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     try:
         lines = _read_until(proc, "Ctrl-C", timeout_s=60)
-        fields = dict(
-            line.split(":", 1) for line in lines if ":" in line and "://" not in line[:12]
-        )
-        url = next(line.split()[-1] for line in lines if line.startswith("S3 endpoint:"))
+        fields = dict(line.split(":", 1) for line in lines if line[:12].rstrip().endswith(":"))
+        url = fields["S3 endpoint"].strip()
         key = fields["access key"].strip()
         secret = fields["secret key"].split()[0]
         client = boto3.client(
@@ -50,6 +49,12 @@ def test_serve_prints_endpoint_and_stops_on_ctrl_c() -> None:
         )  # fmt: skip
         keys = client.list_objects_v2(Bucket="loader-advisor-demo", Prefix="small-images/")
         assert keys["KeyCount"] == 20
+        # The emulated first-byte latency is added to every response, keep-alive or not.
+        started = time.monotonic()
+        for _ in range(3):
+            client.head_object(Bucket="loader-advisor-demo", Key=keys["Contents"][0]["Key"])
+        assert (time.monotonic() - started) / 3 >= latency_ms / 1000
+        assert (latency_ms > 0) == any("emulating" in line for line in lines)
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     finally:
