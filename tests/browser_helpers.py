@@ -1,8 +1,10 @@
 """Helpers for the wizard's notebook and browser tests: a small demo data set on the test
-endpoint, an isolated JupyterLab server, and the check that an exported module yields a batch.
+endpoint, an isolated JupyterLab or Notebook 7 server, and the check that an exported module
+yields a batch.
 
-The JupyterLab recipe follows docs/jupyter-browser-testing.md (isolated config, runtime, settings
+The server recipe follows docs/jupyter-browser-testing.md (isolated config, runtime, settings
 and workspaces dirs; ready on /api/status; stopped through /api/shutdown, by PID as a fallback).
+Notebook 7 is built on the same server and settings machinery, so both apps share it.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from advisor.demo import ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_URL
 from advisor.demo.datasets import DemoSpec, upload
@@ -82,13 +85,19 @@ def check_export_yields_batch(module_path: Path, endpoint: S3Endpoint, timeout: 
     return line[0]
 
 
+JupyterApp = Literal["lab", "notebook"]
+
+
 @dataclass(frozen=True)
 class Lab:
     url: str
     token: str
     root: Path
+    app: JupyterApp = "lab"
 
     def notebook_url(self, relative: str) -> str:
+        if self.app == "notebook":  # Notebook 7: one document per page, no workspace to reset
+            return f"{self.url}/notebooks/{relative}?token={self.token}"
         return f"{self.url}/lab/tree/{relative}?reset&token={self.token}"
 
 
@@ -109,8 +118,11 @@ def _write_settings(settings: Path) -> None:
 
 
 @contextmanager
-def jupyter_lab(root: Path, state: Path, env: dict[str, str], log: Path) -> Iterator[Lab]:
-    """JupyterLab on 127.0.0.1 serving `root`, with its own config/runtime/settings/workspaces."""
+def jupyter_lab(
+    root: Path, state: Path, env: dict[str, str], log: Path, app: JupyterApp = "lab"
+) -> Iterator[Lab]:
+    """JupyterLab (`app="lab"`) or Notebook 7 (`app="notebook"`) on 127.0.0.1 serving `root`,
+    with its own config/runtime/settings/workspaces."""
     port, token = free_ports(1)[0], secrets.token_hex(16)
     dirs = {n: state / n for n in ("config", "runtime", "settings", "workspaces")}
     for path in dirs.values():
@@ -125,11 +137,15 @@ def jupyter_lab(root: Path, state: Path, env: dict[str, str], log: Path) -> Iter
         "JUPYTERLAB_WORKSPACES_DIR": str(dirs["workspaces"]),
     }
     args = [
-        sys.executable, "-m", "jupyter", "lab", "--no-browser", "--ip=127.0.0.1",
+        sys.executable, "-m", "jupyter", app, "--no-browser", "--ip=127.0.0.1",
         f"--port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}", "--LabApp.news_url=",
-        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        f"--ServerApp.root_dir={root}",
     ]  # fmt: skip
+    if app == "lab":  # Notebook 7 has neither option; the settings above keep its news off
+        args += [
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
     if os.geteuid() == 0:
         args.append("--allow-root")
     url = f"http://127.0.0.1:{port}"
@@ -139,15 +155,15 @@ def jupyter_lab(root: Path, state: Path, env: dict[str, str], log: Path) -> Iter
         deadline = time.monotonic() + LAB_READY_S
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"JupyterLab exited with {process.returncode}; see {log}")
+                raise RuntimeError(f"jupyter {app} exited with {process.returncode}; see {log}")
             try:
                 urllib.request.urlopen(f"{url}/api/status?token={token}", timeout=2).close()
                 break
             except (urllib.error.URLError, OSError):
                 if time.monotonic() > deadline:
-                    raise RuntimeError(f"JupyterLab not ready in {LAB_READY_S:.0f} s") from None
+                    raise RuntimeError(f"jupyter {app} not ready in {LAB_READY_S:.0f} s") from None
                 time.sleep(0.3)
-        yield Lab(url, token, root)
+        yield Lab(url, token, root, app)
     finally:
         try:
             request = urllib.request.Request(

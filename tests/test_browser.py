@@ -4,7 +4,8 @@ JupyterLab serves a temporary copy of notebooks/advisor.ipynb; its kernel finds 
 data set on the test endpoint through LOADER_ADVISOR_DEMO_*. The test runs all cells, clicks
 through the six steps (demo, profile, hardware, workload, a short trial, recommendation, save),
 screenshots each step into test-artifacts/, and imports the saved module in a subprocess to take
-one batch from it.
+one batch from it. A shorter test opens the same notebook in classic Notebook 7 and goes as far
+as the hardware step: the widgets, plotly output and step buttons work there as well.
 """
 
 from __future__ import annotations
@@ -64,15 +65,27 @@ def _shot(page: Any, name: str) -> None:
     page.locator(".la-wizard").screenshot(path=str(SHOTS / f"{name}.png"))
 
 
-def _wait_kernel_ready(page: Any, timeout_ms: int) -> None:
+# Where each app shows that the kernel is idle: JupyterLab's status bar; Notebook 7 has no
+# status bar, its notebook toolbar carries the execution indicator with the kernel's status.
+LAB_IDLE = (".jp-StatusBar-TextItem", "Idle")
+NOTEBOOK7_IDLE = (
+    ".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Notebook-ExecutionIndicator[data-status='idle']",
+    None,
+)
+
+
+def _wait_kernel_ready(
+    page: Any, timeout_ms: int, idle_indicator: tuple[str, str | None] = LAB_IDLE
+) -> None:
     page.locator(".jp-NotebookPanel:not(.lm-mod-hidden)").wait_for(timeout=timeout_ms)
     deadline = time.monotonic() + timeout_ms / 1000
+    idle_css, idle_text = idle_indicator
     while time.monotonic() < deadline:
         dialog = page.locator(".jp-Dialog")
         if dialog.count() and "Select Kernel" in dialog.inner_text():
             dialog.locator("button.jp-mod-accept").click()
         name = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Toolbar-kernelName")
-        idle = page.locator(".jp-StatusBar-TextItem", has_text="Idle")
+        idle = page.locator(idle_css, has_text=idle_text)
         if name.count() and "Python 3" in name.first.inner_text() and idle.count():
             return
         time.sleep(0.3)
@@ -214,3 +227,45 @@ def test_wizard_end_to_end_in_jupyterlab(
     module = root / "notebooks" / "browser_loader.py"
     assert module.exists() and module.with_suffix(".json").exists()
     assert check_export_yields_batch(module, s3_endpoint).startswith("BATCH")
+
+
+@pytest.mark.timeout(180)
+def test_wizard_profiles_demo_in_notebook7(
+    browser: Any, s3_endpoint: S3Endpoint, tmp_path: Path
+) -> None:
+    """Classic Notebook 7 (one notebook per page, no status bar): run all cells, profile the demo
+    data set, see its size histogram, and reach the hardware step."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    root = tmp_path / "root"
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copy(NOTEBOOK, root / "notebooks" / "advisor.ipynb")
+    env = small_demo_env(s3_endpoint)
+    log = ARTIFACTS / "notebook7.log"
+    with jupyter_lab(root, tmp_path / "state", env, log, app="notebook") as server:
+        page = browser.new_page(viewport={"width": 1280, "height": 1800})
+        page.set_default_timeout(60_000)
+        console: list[str] = []
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        try:
+            page.goto(server.notebook_url("notebooks/advisor.ipynb"))
+            _wait_kernel_ready(page, 90_000, NOTEBOOK7_IDLE)
+            _run_all(page)
+            dataset = _step(page, "dataset")
+            page.locator(".la-wizard .la-input-uri input").wait_for()
+
+            _click(page, "la-btn-demo")
+            dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=90_000)
+            dataset.locator(".la-chart-sizes .js-plotly-plot").wait_for()
+            assert "loader-advisor-demo" in page.locator(".la-input-uri input").input_value()
+            _shot(page, "nb7-1-dataset-profiled")
+
+            _click(page, "la-btn-next")
+            hardware = _step(page, "hardware")
+            hardware.locator(".la-hardware-summary", has_text="CPU cores").wait_for()
+            _shot(page, "nb7-2-hardware")
+            errors = [line for line in console if line.startswith("error")]
+            assert not errors, errors
+        finally:  # what the page looked like at the end (or at a failure), and its console
+            page.screenshot(path=str(SHOTS / "nb7-last.png"), full_page=True)
+            (SHOTS / "nb7-console.log").write_text("\n".join(console))
+            page.close()
