@@ -93,6 +93,8 @@ void Engine::close() {
             t->complete = true;
         }
     }
+    for (CURL *e : idle_easy_) curl_easy_cleanup(e);
+    idle_easy_.clear();
     curl_multi_cleanup(multi_);
     multi_ = nullptr;
     done_cv_->notify_all();
@@ -417,7 +419,13 @@ void Engine::start_part(Ticket &t, Part &p) {
     for (const auto &[name, value] : headers)
         p.headers = curl_slist_append(p.headers, (name + ": " + value).c_str());
 
-    CURL *e = curl_easy_init();
+    CURL *e = nullptr;
+    if (!idle_easy_.empty()) {
+        e = idle_easy_.back();  // every option used below is set again for this request
+        idle_easy_.pop_back();
+    } else {
+        e = curl_easy_init();
+    }
     if (e == nullptr) {
         fail(t, p, Failure{"network", 0, "", "curl_easy_init failed", "", false});
         return;
@@ -446,7 +454,7 @@ void Engine::start_part(Ticket &t, Part &p) {
     curl_easy_setopt(e, CURLOPT_HEADERDATA, &p);
     curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &Engine::write_cb);
     curl_easy_setopt(e, CURLOPT_WRITEDATA, &p);
-    if (t.kind == Kind::Head) curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    curl_easy_setopt(e, CURLOPT_NOBODY, t.kind == Kind::Head ? 1L : 0L);  // 0: GET again
     p.state = PartState::Active;
     active_[e] = &p;
     stats_.requests += 1;
@@ -458,7 +466,15 @@ void Engine::start_part(Ticket &t, Part &p) {
 void Engine::detach(Part &p) {
     if (p.easy != nullptr) {
         if (multi_ != nullptr) curl_multi_remove_handle(multi_, p.easy);
-        curl_easy_cleanup(p.easy);
+        // Pointers into this part must not outlive it; the next request sets its own.
+        curl_easy_setopt(p.easy, CURLOPT_ERRORBUFFER, nullptr);
+        curl_easy_setopt(p.easy, CURLOPT_HTTPHEADER, nullptr);
+        if (multi_ != nullptr &&
+            idle_easy_.size() < static_cast<size_t>(config_.max_inflight_requests)) {
+            idle_easy_.push_back(p.easy);
+        } else {
+            curl_easy_cleanup(p.easy);
+        }
         active_.erase(p.easy);
         p.easy = nullptr;
     }

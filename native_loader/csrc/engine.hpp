@@ -206,6 +206,9 @@ private:
     UrlParts endpoint_;
     SigningCredentials creds_;
     CURLM *multi_ = nullptr;
+    // Finished easy handles kept for the next request: no curl_easy_init per object, and each
+    // keeps its 256 KiB receive buffer (allocating it per request cost ~0.05 ms per object).
+    std::vector<CURL *> idle_easy_;
     std::mutex mu_;
     std::unique_ptr<std::condition_variable> done_cv_;  // leaked in a forked child
     std::thread thread_;
