@@ -54,6 +54,8 @@ SIZES = {
 LATENCIES_MS = (0, 30, 100)
 TRANSFORMS = {"0ms": "bench.transforms:raw", "2ms": "bench.transforms:burn_2ms",
               "8ms": "bench.transforms:burn_8ms"}  # fmt: skip
+# The default run spans the ends of each axis (~10 minutes); --quick is a smaller middle.
+FULL = {"sizes": ("10KB", "1MB", "200MB"), "latencies": LATENCIES_MS, "transforms": ("0ms", "8ms")}
 QUICK = {"sizes": ("100KB", "16MB"), "latencies": (0, 30), "transforms": ("0ms", "2ms")}
 
 
@@ -76,19 +78,23 @@ class ScenarioResult:
     data_source: str
 
 
-def _upload(client: Any, bucket: str) -> None:
+def _upload(client: Any, bucket: str, sizes: tuple[str, ...]) -> None:
     client.create_bucket(Bucket=bucket)
-    for name, (size, count) in SIZES.items():
+    for name in sizes:
+        size, count = SIZES[name]
         body = os.urandom(size)
         for i in range(count):
             client.put_object(Bucket=bucket, Key=f"{name}/{i:05d}.bin", Body=body)
 
 
 def _scenarios(quick: bool) -> list[tuple[str, int, str]]:
-    sizes = QUICK["sizes"] if quick else tuple(SIZES)
-    latencies = QUICK["latencies"] if quick else LATENCIES_MS
-    transforms = QUICK["transforms"] if quick else tuple(TRANSFORMS)
-    return [(s, lat, t) for s in sizes for lat in latencies for t in transforms]  # type: ignore[misc]
+    axes = QUICK if quick else FULL
+    return [
+        (size, latency, cpu)  # type: ignore[misc]
+        for size in axes["sizes"]
+        for latency in axes["latencies"]
+        for cpu in axes["transforms"]
+    ]
 
 
 def run_scenario(
@@ -177,13 +183,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # The sweep tries more workers than cores on purpose; torch warns about that each time.
     warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
-    trial_seconds = args.trial_seconds or (8.0 if args.quick else 12.0)
-    point_seconds = args.point_seconds or (2.5 if args.quick else 4.0)
+    trial_seconds = args.trial_seconds or (8.0 if args.quick else 10.0)
+    point_seconds = args.point_seconds or (2.5 if args.quick else 3.0)
     started = time.monotonic()
     results: list[ScenarioResult] = []
     with S3Server() as endpoint:
         creds = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
-        _upload(endpoint.boto3_client(), "matrix")
+        _upload(endpoint.boto3_client(), "matrix", (QUICK if args.quick else FULL)["sizes"])
         proxies: dict[int, Proxy] = {}
         try:
             for latency in sorted({lat for _, lat, _ in _scenarios(args.quick)}):
