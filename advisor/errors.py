@@ -16,16 +16,27 @@ def redact(text: str) -> str:
 
 def describe(exc: BaseException) -> str:
     """A one-line explanation of `exc` in plain words, naming what to check."""
-    text = redact(str(exc)).strip().splitlines()[0] if str(exc).strip() else ""
-    kind = type(exc).__name__
+    lines = redact(str(exc)).strip().splitlines()
+    text = _ERRNO.sub("", lines[0]) if lines else ""
     if isinstance(exc, PermissionError):
-        return f"access denied: {text or 'the credentials may not read this data'}"
+        return _lead("access denied", text or "the credentials may not read this data")
     if isinstance(exc, FileNotFoundError):
-        return f"not found: {text}" if text else "not found: check the bucket, prefix or folder"
+        return _lead("not found", text or "check the bucket, prefix or folder")
     if isinstance(exc, TimeoutError):
-        return f"timed out: {text or 'the endpoint did not answer in time'}"
+        return _lead("timed out", text or "the endpoint did not answer in time")
     if isinstance(exc, ConnectionError):
-        return f"cannot reach the endpoint: {text}" if text else "cannot reach the endpoint"
+        return _lead("cannot reach the endpoint", text)
     if isinstance(exc, ValueError):
-        return f"invalid input: {text}"
+        return _lead("invalid input", text)
+    kind = type(exc).__name__
     return f"{kind}: {text}" if text else kind
+
+
+_ERRNO = re.compile(r"^\[Errno -?\d+\] ")
+
+
+def _lead(what: str, text: str) -> str:
+    """`what: text`, without saying `what` twice when the text already starts with it."""
+    if not text:
+        return what
+    return text if text.lower().startswith(what) else f"{what}: {text}"

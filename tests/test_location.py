@@ -74,3 +74,13 @@ def test_describe_and_redact() -> None:
     assert describe(ConnectionError("refused")).startswith("cannot reach")
     assert describe(TimeoutError()).startswith("timed out")
     assert describe(ValueError("bad\nsecond line")) == "invalid input: bad"
+
+
+def test_describe_drops_errno_and_repeats() -> None:
+    assert (
+        describe(FileNotFoundError(2, "NoSuchBucket: no bucket"))
+        == "not found: NoSuchBucket: no bucket"
+    )
+    assert describe(ConnectionError("cannot reach the endpoint after 5 attempts")) == (
+        "cannot reach the endpoint after 5 attempts"
+    )
