@@ -270,13 +270,7 @@ def run(args: argparse.Namespace) -> int:
             session.set_location(args.uri, endpoint_url=args.endpoint_url, profile=args.aws_profile)
             if args.command != "profile":
                 session.set_workload(_workload(args))
-            from advisor.profile import profile_dataset
-
-            assert session.location is not None
-            with session.reader() as reader:
-                session.profile = profile_dataset(
-                    session.location, reader, max_keys=args.max_keys, progress=progress
-                )
+            session.run_profile(progress=progress, max_keys=args.max_keys)
             result = {"profile": _to_json(session.profile)}
             printers = [_print_profile]
             if args.command != "profile":

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.location import DatasetLocation
-from advisor.profile import DatasetProfile
+from advisor.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.profile import Progress as ProfileProgress
 from advisor.trial import TrialResult
 from advisor.workload import Workload
@@ -86,13 +86,18 @@ class AdvisorSession:
         return S3Reader(location.reader_config(), credentials=self.credentials)
 
     def run_profile(
-        self, progress: ProfileProgress | None = None, cancel: threading.Event | None = None
+        self,
+        progress: ProfileProgress | None = None,
+        cancel: threading.Event | None = None,
+        max_keys: int = DEFAULT_MAX_KEYS,
     ) -> DatasetProfile:
         from advisor.profile import profile_dataset
 
         location = self._need_location()
         with self.reader() as reader:
-            self.profile = profile_dataset(location, reader, progress=progress, cancel=cancel)
+            self.profile = profile_dataset(
+                location, reader, max_keys=max_keys, progress=progress, cancel=cancel
+            )
         self.trial = self.recommendation = None
         return self.profile
 

@@ -10,12 +10,10 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 
 from advisor.demo.datasets import DEMO_BUCKET, LAYOUTS, DemoSpec, Progress, upload
-from advisor.demo.server import S3Credentials, S3Endpoint, S3Server
+from advisor.demo.server import S3Credentials, S3Endpoint, S3Server, answers
 
 ENV_URL = "LOADER_ADVISOR_DEMO_ENDPOINT"
 ENV_ACCESS_KEY = "LOADER_ADVISOR_DEMO_ACCESS_KEY"
@@ -45,19 +43,9 @@ _demo: Demo | None = None
 _server: S3Server | None = None
 
 
-def _reachable(url: str) -> bool:
-    try:
-        urllib.request.urlopen(url + "/", timeout=2).close()
-    except urllib.error.HTTPError:
-        return True  # any S3 answer (403 for an unsigned request) means it is up
-    except (urllib.error.URLError, OSError):
-        return False
-    return True
-
-
 def _from_env() -> Demo | None:
     url, key, secret = (os.environ.get(n) for n in (ENV_URL, ENV_ACCESS_KEY, ENV_SECRET_KEY))
-    if not (url and key and secret) or not _reachable(url):
+    if not (url and key and secret) or not answers(url):
         return None
     endpoint = S3Endpoint(url=url, credentials=S3Credentials(key, secret))
     return Demo(endpoint, {layout: f"s3://{DEMO_BUCKET}/{layout}/" for layout in LAYOUTS})

@@ -120,6 +120,17 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
+def answers(url: str, timeout_s: float = 2.0) -> bool:
+    """True when an S3 endpoint answers at all: any HTTP status (403 for an unsigned request)."""
+    try:
+        urllib.request.urlopen(url + "/", timeout=timeout_s).close()
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError):
+        return False
+    return True
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: ask the kernel to SIGTERM it when the parent dies."""
     with contextlib.suppress(Exception):
@@ -198,13 +209,9 @@ class S3Server:
                     f"SeaweedFS exited with code {self._process.returncode} on start; "
                     f"log tail:\n{self.log_tail()}"
                 )
-            try:
-                urllib.request.urlopen(url + "/", timeout=1).close()
+            if answers(url, timeout_s=1.0):
                 return
-            except urllib.error.HTTPError:
-                return
-            except (urllib.error.URLError, OSError):
-                time.sleep(0.1)
+            time.sleep(0.1)
         raise ServerError(f"SeaweedFS did not answer on {url} within {START_TIMEOUT_S:.0f} s")
 
     def log_tail(self, lines: int = 20) -> str:
