@@ -30,7 +30,7 @@ events {{ worker_connections 4096; multi_accept on; }}
 http {{
     access_log off;
     sendfile on;
-    tcp_nopush on;
+    tcp_nopush off;
     tcp_nodelay on;
     keepalive_requests 1000000;
     keepalive_timeout 120s;

@@ -622,6 +622,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="fewer data and settings (~2 min)")
     parser.add_argument("--only", nargs="*", default=None, help="scenario names to run")
+    parser.add_argument(
+        "--clients", nargs="*", default=None, help="client names to run (default: all)"
+    )
     parser.add_argument("--out", type=Path, default=RESULTS_DIR / "reader.json")
     parser.add_argument("-q", "--quiet", action="store_true", help="print only the tables")
     args = parser.parse_args(argv)
@@ -632,9 +635,15 @@ def main(argv: list[str] | None = None) -> int:
         if not plan.scenarios:
             known = [s.name for s in make_plan(False).scenarios]
             parser.error(f"--only matches no scenario; known: {known}")
+    if args.clients:
+        for i, sc in enumerate(plan.scenarios):
+            kept = tuple(c for c in sc.candidates if c.name in args.clients)
+            plan.scenarios[i] = replace(sc, candidates=kept)
     command = "python -m bench reader" + (" --quick" if args.quick else "")
     if args.only:
         command += " --only " + " ".join(repr(s) for s in args.only)
+    if args.clients:
+        command += " --clients " + " ".join(args.clients)
     started = datetime.now(timezone.utc)
     load_before = os.getloadavg()[0]
     t0 = time.monotonic()
