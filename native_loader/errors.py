@@ -96,6 +96,8 @@ def error_from_outcome(
         )
     if kind == "network":
         return ConnectionError(errno.ECONNRESET, f"{message}{tries}", uri)
+    if kind == "memory":
+        return MemoryError(f"{uri}: {message}")
     if kind == "closed":
         return ValueError(f"{uri}: the reader was closed during the request")
     return S3Error(f"{uri}: {message}", code="ProtocolError", status=status, uri=uri)

@@ -19,6 +19,11 @@ from native_loader.uri import local_path, parse_uri
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
 _WAIT_SLICE_S = 0.2
+# read_many submits up to this many times max_inflight_requests objects ahead of the consumer.
+# The engine still runs at most max_inflight_requests requests (and reserves at most
+# max_inflight_bytes); the extra tickets keep it busy while finished results wait behind a
+# slower one for their turn (in-order delivery), which otherwise idled most of the slots.
+READ_AHEAD_FACTOR = 4
 _LIST_PAGE = 1000
 
 
@@ -209,9 +214,10 @@ class S3Reader:
     ) -> Iterator[ReadResult]:
         """Read many objects with bounded prefetch.
 
-        At most ``max_inflight_requests`` objects are read ahead of the consumer, and requests
-        in flight plus results not yet consumed reserve at most ``max_inflight_bytes`` (the
-        oldest read excepted). Results come in input order, or as they finish with
+        At most ``max_inflight_requests`` requests run at once, and requests in flight plus
+        results not yet consumed reserve at most ``max_inflight_bytes`` (the oldest read
+        excepted). Finished results waiting for the consumer do not hold a request slot: up to
+        ``READ_AHEAD_FACTOR`` times ``max_inflight_requests`` objects are queued ahead. Results come in input order, or as they finish with
         ``ordered=False``. Closing the iterator (or breaking out of the loop) cancels the
         reads still in flight. The first failure is raised and ends the iteration.
 
@@ -223,7 +229,7 @@ class S3Reader:
     def _read_many(self, uris: Iterator[str | ObjectInfo], ordered: bool) -> Iterator[ReadResult]:
         pending: collections.deque[_Pending] = collections.deque()
         engine: _native.Engine | None = None
-        limit = self.config.max_inflight_requests
+        limit = self.config.max_inflight_requests * READ_AHEAD_FACTOR
         exhausted = False
         try:
             while True:

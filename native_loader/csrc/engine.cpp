@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include <unistd.h>
 
@@ -108,6 +109,7 @@ void Engine::set_credentials(const SigningCredentials &creds) {
 void Engine::add_part(Ticket &t, int64_t start, int64_t len, bool first) {
     auto part = std::make_unique<Part>();
     part->ticket = t.id;
+    part->owner = &t;
     part->index = t.parts.size();
     part->first = first;
     part->start = start;
@@ -132,14 +134,13 @@ uint64_t Engine::submit(std::unique_ptr<Ticket> t, int64_t size_hint) {
         if (ticket.kind != Kind::Get) {
             add_part(ticket, 0, 0, true);
         } else if (size_hint > ticket.offset) {
-            // The layout is known up front: allocate once (pages are only touched as parts
-            // land) and queue every part now.
+            // The layout is known up front: queue every part now. The result is allocated when
+            // its first part starts (start_part), so tickets queued far ahead hold no memory.
             int64_t end = ticket.length < 0 ? size_hint
                                             : std::min(ticket.offset + ticket.length, size_hint);
             ticket.result_len = end - ticket.offset;
             ticket.layout_known = true;
             ticket.outcome.object_size = size_hint;
-            ticket.outcome.data = std::make_shared<Storage>(static_cast<size_t>(ticket.result_len));
             for (int64_t s = ticket.offset; s < end; s += config_.part_size)
                 add_part(ticket, s, std::min(config_.part_size, end - s), s == ticket.offset);
         } else {
@@ -148,7 +149,7 @@ uint64_t Engine::submit(std::unique_ptr<Ticket> t, int64_t size_hint) {
             add_part(ticket, ticket.offset, len, true);
         }
         stats_.open_tickets = static_cast<int64_t>(tickets_.size());
-        curl_multi_wakeup(multi_);
+        wake_engine();
     }
     return id;
 }
@@ -213,7 +214,7 @@ bool Engine::wait(uint64_t id, double timeout_s) {
 
 Engine::WaitMark::WaitMark(Engine &e, uint64_t id) : engine(e), ticket(id) {
     engine.waited_[ticket] += 1;
-    if (!engine.closed_) curl_multi_wakeup(engine.multi_);  // re-run admission: it is exempt now
+    if (!engine.closed_ && !engine.ready_.empty()) engine.wake_engine();  // it is exempt now
 }
 
 Engine::WaitMark::~WaitMark() {
@@ -271,13 +272,22 @@ void Engine::cancel(uint64_t id) {
         }
         t.cancelled = true;
         cancelled_.push_back(id);
-        curl_multi_wakeup(multi_);
+        wake_engine();
     }
 }
 
 EngineStats Engine::stats() {
     std::lock_guard<std::mutex> lk(mu_);
     return stats_;
+}
+
+void Engine::wake_engine() {
+    // One wakeup per poll: each is a write to curl's socketpair and another round of the loop,
+    // and a busy consumer submits thousands of tickets a second. Outside poll the engine thread
+    // runs admission before it polls again, so it needs none.
+    if (!polling_ || woken_) return;
+    woken_ = true;
+    curl_multi_wakeup(multi_);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -292,13 +302,20 @@ void Engine::run() {
         check_timeouts(now);
         admit();
         int running = 0;
-        curl_multi_perform(multi_, &running);
+        lk.unlock();
+        curl_multi_perform(multi_, &running);  // callbacks lock only where they must
+        lk.lock();
         drain_messages();
         admit();
         int timeout_ms = poll_timeout_ms(Clock::now());
+        bool wake = std::exchange(notify_, false);
+        polling_ = true;
         lk.unlock();
+        if (wake) done_cv_->notify_all();  // once per round, not once per finished ticket
         curl_multi_poll(multi_, nullptr, 0, timeout_ms, nullptr);
         lk.lock();
+        polling_ = false;
+        woken_ = false;
     }
 }
 
@@ -373,6 +390,17 @@ void Engine::admit() {
 }
 
 void Engine::start_part(Ticket &t, Part &p) {
+    if (t.kind == Kind::Get && t.layout_known && !t.outcome.data) {
+        try {
+            t.outcome.data = std::make_shared<Storage>(static_cast<size_t>(t.result_len));
+        } catch (const std::bad_alloc &) {
+            p.attempts = config_.max_attempts;  // no retry: the memory will not appear
+            fail(t, p, Failure{"memory", 0, "", "cannot allocate " +
+                                                std::to_string(t.result_len) + " bytes", "",
+                               false});
+            return;
+        }
+    }
     p.attempts += 1;
     t.attempts = std::max(t.attempts, p.attempts);
     p.status = 0;
@@ -711,7 +739,7 @@ void Engine::complete(Ticket &t) {
     t.outcome.attempts = t.attempts;
     t.outcome.elapsed_s = seconds_since(t.created, now);
     t.outcome.first_byte_s = t.first_byte_s < 0 ? t.outcome.elapsed_s : t.first_byte_s;
-    done_cv_->notify_all();
+    notify_ = true;
 }
 
 // Called when the response headers of a successful GET attempt are complete: decides where the
@@ -744,7 +772,13 @@ bool Engine::prepare_get(Ticket &t, Part &p) {
         t.result_len = end - t.offset;
         t.outcome.object_size = total;
         t.outcome.etag = etag;
-        t.outcome.data = std::make_shared<Storage>(static_cast<size_t>(t.result_len));
+        try {
+            t.outcome.data = std::make_shared<Storage>(static_cast<size_t>(t.result_len));
+        } catch (const std::bad_alloc &) {  // must not unwind through curl
+            p.abort_kind = "memory";
+            p.abort_message = "cannot allocate " + std::to_string(t.result_len) + " bytes";
+            return false;
+        }
         t.layout_known = true;
         int64_t covered = std::min(end, last + 1);
         charge(t, p, std::max<int64_t>(0, covered - t.offset));
@@ -793,9 +827,8 @@ size_t Engine::header_cb(char *data, size_t size, size_t n, void *user) {
     if (trimmed.empty()) {
         if (p.status >= 100 && p.status < 200) return bytes;
         Engine &e = *p.engine;
-        auto it = e.tickets_.find(p.ticket);
-        if (it == e.tickets_.end()) return 0;
-        Ticket &t = *it->second;
+        std::lock_guard<std::mutex> lk(e.mu_);  // the layout and the queue are shared
+        Ticket &t = *p.owner;
         if (t.first_byte_s < 0) t.first_byte_s = seconds_since(t.created, p.last_progress);
         if (t.kind == Kind::Get && p.status >= 200 && p.status < 300 && !e.prepare_get(t, p))
             return 0;
@@ -813,10 +846,7 @@ size_t Engine::write_cb(char *data, size_t size, size_t n, void *user) {
     p.last_progress = Clock::now();
     p.received += static_cast<int64_t>(bytes);
     if (!p.writing) {
-        Engine &e = *p.engine;
-        auto it = e.tickets_.find(p.ticket);
-        bool listing = it != e.tickets_.end() && it->second->kind == Kind::List &&
-                       p.status >= 200 && p.status < 300;
+        bool listing = p.owner->kind == Kind::List && p.status >= 200 && p.status < 300;
         size_t cap = listing ? MAX_LIST_BODY : MAX_ERROR_BODY;
         if (p.body.size() + bytes > cap) {
             if (listing) {
@@ -830,10 +860,8 @@ size_t Engine::write_cb(char *data, size_t size, size_t n, void *user) {
         p.body.append(data, bytes);
         return bytes;
     }
-    Engine &e = *p.engine;
-    auto it = e.tickets_.find(p.ticket);
-    if (it == e.tickets_.end() || !it->second->outcome.data) return 0;
-    Ticket &t = *it->second;
+    Ticket &t = *p.owner;
+    if (!t.outcome.data) return 0;
     int64_t begin = p.stream_pos;
     int64_t end = begin + static_cast<int64_t>(bytes);
     p.stream_pos = end;

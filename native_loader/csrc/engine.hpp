@@ -3,7 +3,10 @@
 // budgets, per-part retries with capped exponential backoff and jitter, and timeouts.
 //
 // Threads: callers submit tickets and wait for them (without the GIL); only the engine thread
-// touches curl. Every piece of shared state is guarded by one mutex.
+// touches curl. Every piece of shared state is guarded by one mutex, which the engine thread
+// does not hold while curl moves bytes: the body callbacks touch only their own part and its
+// ticket's result storage (neither can go away while the part is active), and take the lock
+// for the rest, so callers collect results and submit while transfers run.
 #pragma once
 
 #include <curl/curl.h>
@@ -47,7 +50,8 @@ struct EngineConfig {
 };
 
 // What a finished ticket produced. error_kind is empty on success, else one of
-// "http" (S3 answered with an error), "timeout", "connect", "network", "protocol", "closed".
+// "http" (S3 answered with an error), "timeout", "connect", "network", "protocol", "memory"
+// (the result could not be allocated), "closed".
 struct Outcome {
     std::shared_ptr<Storage> data;  // GET
     int64_t object_size = -1;       // GET, HEAD
@@ -107,8 +111,11 @@ private:
     enum class Kind { Get, Head, List };
     enum class PartState { Queued, Active, Waiting, Done };
 
+    struct Ticket;
+
     struct Part {
         uint64_t ticket = 0;
+        Ticket *owner = nullptr;  // stable: a ticket outlives its active parts
         size_t index = 0;
         int64_t start = 0;  // absolute byte range wanted, [start, start + len)
         int64_t len = 0;
@@ -198,6 +205,7 @@ private:
     uint64_t head_ticket() const;
     double backoff_s(int attempt);
     int poll_timeout_ms(Clock::time_point now) const;
+    void wake_engine();  // with mu_ held
 
     static size_t header_cb(char *data, size_t size, size_t n, void *user);
     static size_t write_cb(char *data, size_t size, size_t n, void *user);
@@ -215,6 +223,9 @@ private:
     int owner_pid_;  // the process whose thread drives this engine
     bool stop_ = false;
     bool closed_ = false;
+    bool notify_ = false;   // tickets completed since waiters were last woken
+    bool polling_ = false;  // the engine thread is (about to be) blocked in curl_multi_poll
+    bool woken_ = false;    // a wakeup was sent during this poll
     uint64_t next_id_ = 1;
     std::map<uint64_t, std::unique_ptr<Ticket>> tickets_;
     std::set<std::pair<uint64_t, size_t>> ready_;   // (ticket, part) in priority order
