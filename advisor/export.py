@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.location import DatasetLocation
-from advisor.model import READER_INFLIGHT
 from advisor.workload import Workload
 from native_loader.cache import DEFAULT_CACHE_BYTES
 
@@ -104,7 +103,7 @@ def build_export(
         data_source=recommendation.data_source,
         sagemaker_input_mode=recommendation.sagemaker_input_mode,
         shard_size_bytes=recommendation.shard_size_bytes,
-        max_inflight_requests=READER_INFLIGHT,
+        max_inflight_requests=recommendation.requests_in_flight,
         cache_dir=cache_dir,
         cache_max_bytes=cache_max,
     )

@@ -36,11 +36,18 @@ __all__ = [
     "StorageParams",
     "choose_workers",
     "predict",
+    "requests_in_flight",
     "sweep",
 ]
 
 MB = 1_000_000
 READER_INFLIGHT: int = ReaderConfig.max_inflight_requests
+READER_PART_BYTES: int = ReaderConfig.part_size
+# One loader process hands over at most a few thousand samples/s (Python per-sample overhead and
+# the DataLoader's pickling; measured: ~2,500 10 KB objects/s with 0 workers on the 2-core dev
+# machine), so no process needs requests in flight for more than this.
+PROCESS_OBJECTS_S = 3000.0
+INFLIGHT_MAX = 128  # per process: 8 workers then hold ~1,000 connections
 
 
 @dataclass(frozen=True)
@@ -147,6 +154,24 @@ def predict(
     if math.isinf(rate):
         rate = 1e9  # nothing costs anything: a number, not infinity, for JSON
     return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck)
+
+
+def requests_in_flight(
+    first_byte_s: float, object_bytes: float, per_connection_mb_s: float, objects_per_s: float
+) -> int:
+    """Requests one reader should keep in flight to complete `objects_per_s` (Little's law).
+
+    Each request is open for ``fetch_s = first_byte_s + object_bytes / bandwidth``, so the rate
+    needs ``objects_per_s * fetch_s`` requests open; twice that absorbs latency jitter and
+    in-order delivery. Never below the reader's default (it costs nothing on fast storage) nor
+    above `INFLIGHT_MAX`. Objects of a part or more are split into parts by the reader and
+    bounded by its byte budget instead, so they keep the default.
+    """
+    if object_bytes >= READER_PART_BYTES or per_connection_mb_s <= 0:
+        return READER_INFLIGHT
+    fetch_s = max(first_byte_s, 0.0) + object_bytes / (per_connection_mb_s * MB)
+    need = math.ceil(2 * max(objects_per_s, 0.0) * fetch_s)
+    return max(READER_INFLIGHT, min(INFLIGHT_MAX, need))
 
 
 def sweep(workers: Iterable[int], **kwargs: object) -> dict[int, Prediction]:

@@ -16,6 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from advisor.hardware import HardwareProfile, filesystem_type
+from advisor.model import READER_INFLIGHT
 from advisor.profile import DatasetProfile
 from advisor.rules import RULES, SHARD_MAX_BYTES, SHARD_MIN_BYTES, Context, Finding, Rule
 from advisor.workload import Workload
@@ -44,6 +45,7 @@ SAGEMAKER_INPUT_MODES = {
 DECISIONS: dict[str, str | None] = {
     "data_source": "data_source",
     "num_workers": "num_workers",
+    "requests_in_flight": "requests_in_flight",
     "prefetch_factor": "prefetch_factor",
     "pin_memory": "pin_memory",
     "shard_size": "shard_size_bytes",
@@ -78,6 +80,8 @@ class Decision:
             return f"{value / 1e6:,.0f} MB" if value >= 1e6 else f"{value / 1e3:,.0f} KB"
         if self.name == "throughput" and isinstance(value, (int, float)):
             return f"{value:,.0f} samples/s"
+        if self.name == "requests_in_flight" and isinstance(value, int):
+            return f"{value} per process"
         if self.name == "prefix_layout" and isinstance(value, int):
             return f"{value} prefix{'es' if value != 1 else ''}"
         return str(value)
@@ -106,6 +110,7 @@ class Recommendation:
     cost_notes: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     data_format: str | None = None  # the set's dominant format (for the exported loader)
+    requests_in_flight: int = READER_INFLIGHT  # the native reader's, per loader process
 
     def path(self) -> list[str]:
         """The rule ids on the path taken, in flow order (to highlight the Mermaid diagram)."""
@@ -141,6 +146,7 @@ class Recommendation:
         lines = [
             f"data source:  {source} (SageMaker {self.sagemaker_input_mode})",
             f"DataLoader:   {kwargs}",
+            f"reader:       max_inflight_requests={self.requests_in_flight} per process",
             f"shards:       {self.shard_size_bytes / 1e6:,.0f} MB over {self.prefix_count} "
             "prefix(es)",
             f"throughput:   {rate}",
@@ -288,6 +294,7 @@ def recommend(
         cost_notes=tuple(f.rationale for f in findings if by_rule[f.rule_id].decision == "cost"),
         notes=tuple(notes),
         data_format=profile.dominant_format,
+        requests_in_flight=int(state.get("requests_in_flight", READER_INFLIGHT)),
     )
 
 

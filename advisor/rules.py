@@ -23,12 +23,14 @@ from advisor.model import (
     HDD_DEFAULTS,
     LOCAL_NVME_DEFAULTS,
     LOCAL_SSD_DEFAULTS,
+    PROCESS_OBJECTS_S,
     S3_DEFAULTS,
     SHARED_FS_DEFAULTS,
     Prediction,
     StorageParams,
     choose_workers,
     predict,
+    requests_in_flight,
 )
 from advisor.profile import DatasetProfile
 from advisor.workload import Workload
@@ -63,6 +65,7 @@ S3_USD_PER_TB_MONTH = 23.0  # [SRC]
 FSX_INDEX_OBJECTS_PER_HOUR = 2_000_000.0  # [SRC] indexing ~2 M objects takes about an hour
 HEADROOM = 1.2  # loader must beat the consumer by 20%
 CORE_GAIN = 1.15  # measured gain that earns the main process's core a worker (beyond noise)
+ZERO_WORKERS_GAIN = 1.1  # 0 workers must measure this much faster than the best worker count
 TOLERANCE = 0.05  # "within 5% of the best"
 MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
 DEFAULT_WORKER_RSS_BYTES = 400 * MB  # a forked worker holding torch and the dataset object
@@ -306,13 +309,18 @@ class Context:
     ) -> Prediction:
         """The model's Prediction for `num_workers` (cores per rank unless `cores` is given)."""
         object_bytes, spo = self.layout(state)
+        storage = self.storage_for(self.training_source(state))
+        if storage.requests_in_flight > 1 and "requests_in_flight" in state:
+            storage = dataclasses.replace(
+                storage, requests_in_flight=int(state["requests_in_flight"])
+            )
         return predict(
             num_workers,
             object_bytes=object_bytes,
             samples_per_object=spo,
             cpu_s_per_sample=self.cpu_s_per_sample,
             usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
-            storage=self.storage_for(self.training_source(state)),
+            storage=storage,
         )
 
     def reads_as_trialled(self, state: Mapping[str, Any]) -> bool:
@@ -660,6 +668,72 @@ class CacheAfterFirstEpoch(Rule):
 
 
 # ---------------------------------------------------------------------------------------------
+# The native reader's requests in flight
+
+
+class ReaderRequestsInFlight(Rule):
+    """Symptom: the training streams objects, each a GET with a first-byte latency.
+
+    Recommendation: the native reader's `max_inflight_requests` per loader process. With a trial
+    that read the data as training will, the value its DataLoader sweep used (the measured rates
+    hold for it). Otherwise Little's law on the storage's first-byte latency and bandwidth, for the
+    rate one process may have to deliver (the consumer's with 20% headroom, at most
+    PROCESS_OBJECTS_S), twice for jitter, between the reader's default and INFLIGHT_MAX.
+    Why: [CPP] the reader's concurrency should be exposed and tuned; each open request completes
+    1 / (first byte + transfer) objects/s, so latency, not cores, bounds a process with too few.
+    """
+
+    id = "RD-1"
+    name = "requests in flight per reader"
+    decision = "requests_in_flight"
+    key = "requests_in_flight"
+    source = "[CPP] expose the reader's concurrency; measured: first-byte latency (Little's law)"
+
+    def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
+        if ctx.training_source(state) != "stream":
+            return None  # local and shared file systems: the reader's default
+        trial = ctx.trial
+        if trial is not None and trial.requests_in_flight and ctx.reads_as_trialled(state):
+            k = trial.requests_in_flight
+            probe = trial.storage
+            latency = f" at {probe.first_byte_p50_s * 1000:,.0f} ms to first byte" if probe else ""
+            return self.finding(
+                k,
+                f"{k} requests in flight per process{latency}: the setting the trial's DataLoader "
+                "sweep read with, so its measured rates hold for it.",
+                evidence={
+                    "requests_in_flight": k,
+                    "first_byte_p50_s": probe.first_byte_p50_s if probe else None,
+                },
+                measured=True,
+                confidence="high",
+            )
+        storage = ctx.storage_for("stream")
+        object_bytes, spo = ctx.layout(state)
+        target = PROCESS_OBJECTS_S
+        if ctx.consumer_rate is not None:
+            target = min(target, ctx.consumer_rate * HEADROOM / spo)
+        k = requests_in_flight(
+            storage.first_byte_s, object_bytes, storage.per_connection_mb_s, target
+        )
+        fetch_ms = (storage.first_byte_s + object_bytes / (storage.per_connection_mb_s * MB)) * 1e3
+        return self.finding(
+            k,
+            f"Each GET is open ~{fetch_ms:,.0f} ms; {target:,.0f} objects/s per process need "
+            f"~{target * fetch_ms / 1e3:,.0f} open requests (Little's law), so {k} in flight "
+            "(twice that for jitter, between the reader's default and its cap).",
+            evidence={
+                "first_byte_s": storage.first_byte_s,
+                "per_connection_mb_s": storage.per_connection_mb_s,
+                "object_bytes": object_bytes,
+                "objects_per_s_per_process": target,
+            },
+            measured=storage.measured,
+            confidence="medium" if storage.measured else "low",
+        )
+
+
+# ---------------------------------------------------------------------------------------------
 # DataLoader workers
 
 
@@ -734,8 +808,9 @@ class WorkersFromSweep(Rule):
 
     Recommendation: the smallest measured num_workers that beats the consumer by 20%, else the
     smallest within 5% of the best measured point, within the core and RAM caps. The 0-worker
-    point counts only when no core is free or for a CPU-only run without a consumer rate: with 0
-    workers loading runs inside the training loop and never overlaps compute.
+    point counts only when no core is free, or for a CPU-only run without a consumer rate when it
+    measured at least 10% faster than every worker count: with 0 workers loading runs inside the
+    training loop, never overlaps compute and uses one core, so a tie (or noise) goes to workers.
     Why: measured samples/s per num_workers.
     """
 
@@ -749,6 +824,9 @@ class WorkersFromSweep(Rule):
         cap = ctx.workers_cap(state)
         low = 0 if ctx.zero_workers_allowed(state) else 1
         rates = {w: r for w, r in ctx.measured_rates(state).items() if low <= w <= cap}
+        with_workers = [r for w, r in rates.items() if w >= 1]
+        if 0 in rates and with_workers and rates[0] < max(with_workers) * ZERO_WORKERS_GAIN:
+            del rates[0]
         if not rates:
             return None
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
@@ -1442,6 +1520,7 @@ RULES: tuple[Rule, ...] = (
     AfterReshard(),
     EfsThroughput(),
     CacheAfterFirstEpoch(),
+    ReaderRequestsInFlight(),
     WorkersCappedByCores(),
     WorkersCappedByRam(),
     WorkersFromSweep(),

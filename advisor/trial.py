@@ -16,6 +16,7 @@ import torch
 
 from advisor.decoders import collate_list, default_decoder, load_transform
 from advisor.location import DatasetLocation
+from advisor.model import PROCESS_OBJECTS_S, requests_in_flight
 from advisor.profile import DatasetProfile
 from advisor.workload import Workload
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
@@ -92,6 +93,7 @@ class TrialResult:
     host_to_device: HostToDevice | None = None
     cancelled: bool = False
     notes: tuple[str, ...] = field(default=())
+    requests_in_flight: int | None = None  # per process, as the decode and the sweep read
 
     def best_point(self) -> LoaderPoint | None:
         return max(self.sweep, key=lambda p: p.samples_per_s, default=None)
@@ -194,6 +196,12 @@ class TrialData:
         random.Random(0).shuffle(objects)
         return cls(tuple(objects), config, fmt, transform, credentials)
 
+    def with_inflight(self, requests: int) -> TrialData:
+        """The same data read with `requests` in flight per reader (each loader process)."""
+        return dataclasses.replace(
+            self, config=dataclasses.replace(self.config, max_inflight_requests=requests)
+        )
+
     def reader(self, **overrides: Any) -> S3Reader:
         config = dataclasses.replace(self.config, **overrides) if overrides else self.config
         return S3Reader(config, credentials=self.credentials)
@@ -240,6 +248,7 @@ def run_trial(
     transform_name = workload.transform or f"default decoder for {fmt}"
     transform = load_transform(workload.transform) if workload.transform else default_decoder(fmt)
     storage = decode = None
+    inflight: int | None = None
     sweep: tuple[LoaderPoint, ...] = ()
     h2d = None
     notes: list[str] = []
@@ -248,6 +257,9 @@ def run_trial(
         clock.report("storage", "listing objects for the trial")
         data = TrialData.sample(location, fmt, transform, credentials)
         storage = _probe_storage(data, clock)
+        inflight = _inflight_for(storage, data)
+        data = data.with_inflight(inflight)
+        clock.report("storage", f"the sweep reads with {inflight} requests in flight per process")
         clock.check()
         decode = _measure_decode(data, transform_name, clock)
         sweep = _sweep(data, hardware, workload, clock)
@@ -259,6 +271,7 @@ def run_trial(
         notes.append(f"cancelled after {clock.used():.1f} s")
     clock.report("done", "trial cancelled" if cancelled else "trial done")
     return TrialResult(
+        requests_in_flight=inflight,
         uri=location.uri,
         seconds_budget=seconds,
         seconds_used=clock.used(),
@@ -322,6 +335,18 @@ def _probe_storage(data: TrialData, clock: _Clock) -> StorageProbe:
             else sequential_bytes / max(whole_seconds, 1e-6) / 1e6
         ),
         concurrency_curve=tuple(curve),
+    )
+
+
+def _inflight_for(probe: StorageProbe, data: TrialData) -> int:
+    """Requests in flight per process for the sweep: enough for the most a process can deliver
+    at the measured latency (Little's law, `advisor.model.requests_in_flight`)."""
+    sizes = [o.size for o in data.objects]
+    return requests_in_flight(
+        probe.first_byte_p50_s,
+        statistics.fmean(sizes) if sizes else 0.0,
+        max(probe.per_connection_mb_s, 1e-3),
+        PROCESS_OBJECTS_S,
     )
 
 

@@ -106,6 +106,11 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self.epoch = epoch
 
     @property
+    def config(self) -> ReaderConfig:
+        """The reader settings (requests in flight, part size, timeouts) of each process."""
+        return self._config
+
+    @property
     def reader(self) -> S3Reader:
         if self._reader is None:
             self._reader = S3Reader(self._config, credentials=self._credentials)
@@ -202,6 +207,11 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         self._objects = _resolve(source, self.reader)
         self.uris = [_uri(item) for item in self._objects]
         self._cache = CacheSpec(cache_dir, cache_max_bytes)
+
+    @property
+    def config(self) -> ReaderConfig:
+        """The reader settings (requests in flight, part size, timeouts) of each process."""
+        return self._config
 
     @property
     def reader(self) -> S3Reader:

@@ -217,9 +217,10 @@ class S3Reader:
         At most ``max_inflight_requests`` requests run at once, and requests in flight plus
         results not yet consumed reserve at most ``max_inflight_bytes`` (the oldest read
         excepted). Finished results waiting for the consumer do not hold a request slot: up to
-        ``READ_AHEAD_FACTOR`` times ``max_inflight_requests`` objects are queued ahead. Results come in input order, or as they finish with
-        ``ordered=False``. Closing the iterator (or breaking out of the loop) cancels the
-        reads still in flight. The first failure is raised and ends the iteration.
+        ``READ_AHEAD_FACTOR`` times ``max_inflight_requests`` objects are queued ahead. Results
+        come in input order, or as they finish with ``ordered=False``. Closing the iterator (or
+        breaking out of the loop) cancels the reads still in flight. The first failure is raised
+        and ends the iteration.
 
         Items may be `ObjectInfo` from `list`: their size lets every part of a large object
         start at once, and an object whose size changed since the listing fails the read.

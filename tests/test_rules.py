@@ -75,6 +75,7 @@ def make_trial(
     pinned: float = 24.0,
     pageable: float = 10.0,
     rss_mb: float = 300.0,
+    inflight: int | None = None,
 ) -> TrialResult:
     rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
     sweep = tuple(
@@ -89,6 +90,7 @@ def make_trial(
         decode=DecodeCost("default", 500, 0.004, 150e3),
         sweep=sweep,
         host_to_device=HostToDevice(32 * 150_000, pinned, pageable),
+        requests_in_flight=inflight,
     )
 
 
@@ -109,7 +111,14 @@ HUGE_SMALL = {"count": 200_000_000, "size": 100_000, "fmt": "jpeg", "spo": None}
 HUGE_LARGE = {"count": 140_000, "size": 150 * MB}
 SMALL_SET = {"count": 200, "size": 150 * MB}  # 30 GB of 150 MB shards
 LOCAL = {"uri": "/data/train"}
-# 2 ranks x 15 workers streaming 20 KB text objects: ~4,000 GET/s on one prefix
+# 5 GB of 100 KB images streamed (no room to copy): each GET is open 30 ms + 1.1 ms
+SMALL_STREAM = {
+    "profile": {"count": 50_000, "size": 100_000, "fmt": "jpeg", "spo": None},
+    "hardware": {"disk_free": 0},
+}
+# 2 ranks streaming 20 KB text objects, each at its share of the 10 Gbit/s NIC (625 MB/s, 31,250
+# objects/s; RD-1's 128 requests in flight per worker get there with 8 workers): 62,500 GET/s on
+# one prefix, 18 prefixes at 3,500 GET/s each
 PFX_BY_RATE = {
     "profile": {"count": 90_000, "size": 20_000, "fmt": "text", "spo": 1},
     "hardware": {"cores": 32, "disk_free": GB},
@@ -171,6 +180,12 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
     ),
     ("CACHE-1", {}, False, ...),
+    ("RD-1", {}, True, 32),  # 150 MB shards: parts, bounded by the byte budget
+    # 600 objects/s x 31.1 ms x 2 = 37.3 -> 38 requests in flight
+    ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": 500.0}}, True, 38),
+    ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": None}}, True, 128),  # 3,000/s: cap
+    ("RD-1", {"trial": {"inflight": 96}}, True, 96),  # what the trial's sweep measured with
+    ("RD-1", {"profile": LOCAL, "data_fs": "xfs"}, False, ...),
     ("CACHE-1", {"workload": {"epochs": 3}, "hardware": {"disk_free": 10 * GB}}, False, ...),
     ("CACHE-1", {"profile": SMALL_SET, "workload": {"epochs": 3}}, False, ...),  # copy-local
     ("NW-1", {"hardware": {"cores": 2}}, True, 1),
@@ -217,6 +232,17 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
         1,
     ),
+    # 0 workers must be clearly (10%) faster than a worker count, else noise would pick it
+    (
+        "NW-3",
+        {
+            "trial": {"rates": {0: 500.0, 1: 300.0, 2: 480.0}},
+            "hardware": {"gpus": 0},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        2,
+    ),
     ("NW-3", {"trial": {"rates": {0: 5000.0}}}, False, ...),
     ("NW-3", {}, False, ...),
     ("NW-3", {"trial": {"rates": {}}}, False, ...),
@@ -255,7 +281,7 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     ("PFX-1", {"workload": {"nodes": 2, "gpus_per_node": 8}, "hardware": {"cores": 96}}, True, 16),
     # 2 ranks x ~15,900 samples/s (what the model expects with 32 requests in flight per
     # worker) of 20 KB objects = ~31,800 GET/s -> 10 prefixes at the planned 3,500 GET/s each
-    ("PFX-1", PFX_BY_RATE, True, 10),
+    ("PFX-1", PFX_BY_RATE, True, 18),
     ("PFX-1", {}, False, ...),
     (
         "PFX-1",

@@ -59,6 +59,8 @@ def test_trial_measures_everything_within_budget(
     assert elapsed < 8 * 2.5, elapsed  # the budget bounds it (plus worker start-up)
     assert result.storage is not None and result.storage.first_byte_p50_s > 0
     assert result.storage.concurrency_curve
+    # the sweep read with Little's law's requests in flight for the measured latency
+    assert result.requests_in_flight is not None and 32 <= result.requests_in_flight <= 128
     assert result.decode is not None and result.decode.cpu_s_per_sample > 0
     workers = [p.num_workers for p in result.sweep]
     assert workers[:2] == [0, 1]
