@@ -11,12 +11,18 @@ The sets are small, so the advisor would rightly copy them to local disk first a
 num_workers for local reads; the matrix measures streaming, so it plans for a machine with no
 room to copy (local disk free = 0), which makes streaming the data source.
 
+Every configuration reads with the reader settings the advisor recommends (its requests in
+flight per process, RD-1); the sweep varies num_workers only. The proxy runs in a process of its
+own and, like SeaweedFS, at a higher priority than the loader: on a 2-core machine they stand for
+the network and a remote server, which must neither share the loader's GIL nor queue behind it.
+
     python -m bench advisor [--quick] [--trial-seconds S] [--point-seconds S]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
 import os
@@ -27,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 from advisor.decoders import load_transform
-from advisor.demo.proxy import NetworkProfile, Proxy
 from advisor.demo.server import S3Server
 from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
@@ -35,6 +40,7 @@ from advisor.profile import profile_dataset
 from advisor.recommend import recommend
 from advisor.trial import LoaderPoint, TrialData, measure_loader, run_trial
 from advisor.workload import Workload
+from bench.netem import proxy_process, raise_priority
 from native_loader import Credentials, S3Reader
 
 RESULTS = Path(__file__).parent / "results" / "advisor_matrix.json"
@@ -55,8 +61,16 @@ LATENCIES_MS = (0, 30, 100)
 TRANSFORMS = {"0ms": "bench.transforms:raw", "2ms": "bench.transforms:burn_2ms",
               "8ms": "bench.transforms:burn_8ms"}  # fmt: skip
 # The default run spans the ends of each axis (~10 minutes); --quick is a smaller middle.
-FULL = {"sizes": ("10KB", "1MB", "200MB"), "latencies": LATENCIES_MS, "transforms": ("0ms", "8ms")}
-QUICK = {"sizes": ("100KB", "16MB"), "latencies": (0, 30), "transforms": ("0ms", "2ms")}
+FULL: dict[str, tuple[Any, ...]] = {
+    "sizes": ("10KB", "1MB", "200MB"),
+    "latencies": LATENCIES_MS,
+    "transforms": ("0ms", "8ms"),
+}
+QUICK: dict[str, tuple[Any, ...]] = {
+    "sizes": ("100KB", "16MB"),
+    "latencies": (0, 30),
+    "transforms": ("0ms", "2ms"),
+}
 
 
 @dataclass(frozen=True)
@@ -66,6 +80,7 @@ class ScenarioResult:
     cpu: str
     consumer_rate: float | None
     recommended_workers: int
+    requests_in_flight: int  # the reader's, per process, as recommended (RD-1)
     recommended_rate: float  # measured throughput at the recommended num_workers
     best_workers: int
     best_rate: float
@@ -90,7 +105,7 @@ def _upload(client: Any, bucket: str, sizes: tuple[str, ...]) -> None:
 def _scenarios(quick: bool) -> list[tuple[str, int, str]]:
     axes = QUICK if quick else FULL
     return [
-        (size, latency, cpu)  # type: ignore[misc]
+        (size, latency, cpu)
         for size in axes["sizes"]
         for latency in axes["latencies"]
         for cpu in axes["transforms"]
@@ -117,28 +132,45 @@ def run_scenario(
         location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
     )
     data = TrialData.sample(location, "binary", load_transform(TRANSFORMS[cpu]), credentials)
+    recs = {
+        consumer: recommend(
+            profile, hardware, dataclasses.replace(workload, consumer_rate=consumer), trial
+        )
+        for consumer in (None, SLOW_RATE)
+    }
+    # the sweep reads as the fast consumer's recommendation says (a slow consumer's, if its
+    # reader settings differ, is measured on its own below)
+    swept = recs[None].requests_in_flight
     rates: dict[int, float] = {}
     for workers in SWEEP:
-        point: LoaderPoint = measure_loader(data, batch, workers, False, point_seconds)
+        point: LoaderPoint = measure_loader(
+            data.with_inflight(swept), batch, workers, False, point_seconds
+        )
         rates[workers] = point.samples_per_s
     results = []
-    for consumer in (None, SLOW_RATE):
-        rec = recommend(profile, hardware, dataclasses.replace(workload, consumer_rate=consumer),
-                        trial)  # fmt: skip
+    for consumer, rec in recs.items():
         workers = rec.num_workers
-        if workers not in rates:
-            rates[workers] = measure_loader(
-                data, BATCH, workers, False, point_seconds
+        if rec.requests_in_flight != swept:
+            rec_rate = measure_loader(
+                data.with_inflight(rec.requests_in_flight), batch, workers, False, point_seconds
             ).samples_per_s
+        else:
+            rec_rate = (
+                rates.get(workers)
+                or measure_loader(
+                    data.with_inflight(swept), batch, workers, False, point_seconds
+                ).samples_per_s
+            )
         best_workers = max(rates, key=lambda w: rates[w])
         best = rates[best_workers]
         target = min(best, consumer) if consumer else best
-        achieved = min(rates[workers], consumer) if consumer else rates[workers]
+        achieved = min(rec_rate, consumer) if consumer else rec_rate
         ratio = achieved / target if target > 0 else 1.0
         cores_ok = workers <= max(hardware.usable_cores, 1)
         memory_ok = _memory_ok(workers, trial, hardware)
         results.append(ScenarioResult(
-            size, latency_ms, cpu, consumer, workers, rates[workers], best_workers, best, target,
+            size, latency_ms, cpu, consumer, workers, rec.requests_in_flight, rec_rate,
+            best_workers, best, target,
             ratio, cores_ok, memory_ok, ratio >= QUALITY and cores_ok and memory_ok,
             {str(w): round(r, 1) for w, r in sorted(rates.items())}, rec.data_source,
         ))  # fmt: skip
@@ -160,14 +192,14 @@ def _memory_ok(workers: int, trial: Any, hardware: Any) -> bool:
 
 def _table(results: list[ScenarioResult]) -> str:
     lines = [
-        "| size | latency | CPU/sample | consumer | recommended (samples/s) | best (samples/s) "
-        "| ratio | pass |",
-        "|---|---|---|---|---|---|---|---|",
+        "| size | latency | CPU/sample | consumer | in flight | recommended (samples/s) "
+        "| best (samples/s) | ratio | pass |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         consumer = f"{r.consumer_rate:g}/s" if r.consumer_rate else "max"
         lines.append(
-            f"| {r.size} | {r.latency_ms} ms | {r.cpu} | {consumer} | "
+            f"| {r.size} | {r.latency_ms} ms | {r.cpu} | {consumer} | {r.requests_in_flight} | "
             f"{r.recommended_workers} ({r.recommended_rate:,.0f}) | "
             f"{r.best_workers} ({r.best_rate:,.0f}) | {r.ratio:.2f} | "
             f"{'yes' if r.passed else 'NO'} |"
@@ -183,32 +215,35 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     # The sweep tries more workers than cores on purpose; torch warns about that each time.
     warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
-    trial_seconds = args.trial_seconds or (8.0 if args.quick else 10.0)
+    trial_seconds = args.trial_seconds or (10.0 if args.quick else 30.0)  # 30 s: the default
     point_seconds = args.point_seconds or (2.5 if args.quick else 3.0)
     started = time.monotonic()
     results: list[ScenarioResult] = []
-    with S3Server() as endpoint:
+    server = S3Server()
+    with server as endpoint:
         creds = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
         _upload(endpoint.boto3_client(), "matrix", (QUICK if args.quick else FULL)["sizes"])
-        proxies: dict[int, Proxy] = {}
-        try:
+        if server.pid is not None:
+            raise_priority(server.pid)
+        with contextlib.ExitStack() as stack:
+            proxies: dict[int, str] = {}
             for latency in sorted({lat for _, lat, _ in _scenarios(args.quick)}):
                 # Real S3: tens of ms to first byte, ~90 MB/s per connection.
-                network = NetworkProfile(latency, 90.0 if latency else 0.0)
-                proxies[latency] = Proxy(endpoint.url, network=network).start()
+                bandwidth = 90.0 if latency else 0.0
+                proxies[latency] = stack.enter_context(
+                    proxy_process(endpoint.url, latency, bandwidth)
+                )
             for size, latency, cpu in _scenarios(args.quick):
                 print(f"scenario size={size} latency={latency} ms cpu={cpu} ...", flush=True)
                 results += run_scenario(
-                    proxies[latency].url, creds, "matrix", size, cpu, trial_seconds,
+                    proxies[latency], creds, "matrix", size, cpu, trial_seconds,
                     point_seconds, latency,
                 )  # fmt: skip
                 for r in results[-2:]:
                     consumer = r.consumer_rate or "max"
-                    print(f"  consumer={consumer}: recommended {r.recommended_workers} -> "
-                          f"ratio {r.ratio:.2f}, sweep {r.sweep}")  # fmt: skip
-        finally:
-            for proxy in proxies.values():
-                proxy.stop()
+                    print(f"  consumer={consumer}: recommended {r.recommended_workers} workers x "
+                          f"{r.requests_in_flight} in flight -> ratio {r.ratio:.2f}, "
+                          f"sweep {r.sweep}")  # fmt: skip
     passed = sum(r.passed for r in results)
     print()
     print(_table(results))

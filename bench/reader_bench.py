@@ -36,10 +36,10 @@ from pathlib import Path
 from typing import Any
 
 from bench.clients import Spec
+from bench.netem import proxy_process
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench" / "results"
-PROXY_NICE = -10
 BUCKET = "bench"
 LATENCY_MS = 30.0
 CLIENT_TIMEOUT_S = 180.0
@@ -197,51 +197,6 @@ class Endpoints:
     urls: dict[str, str]
     access_key: str
     secret_key: str
-
-
-_PROXY_MAIN = """
-import sys
-from advisor.demo.proxy import NetworkProfile, Proxy
-with Proxy(sys.argv[1], network=NetworkProfile(latency_ms=float(sys.argv[2]))) as proxy:
-    print(proxy.url, flush=True)
-    sys.stdin.read()  # serve until the parent closes stdin (or dies: PR_SET_PDEATHSIG)
-"""
-
-
-@contextlib.contextmanager
-def proxy_process(upstream: str, latency_ms: float) -> Iterator[str]:
-    """The latency proxy in its own process, at a higher priority (nice PROXY_NICE, when allowed)
-    than the clients: it stands for the network, so it must not queue behind the client it
-    measures. Yields its URL."""
-    from advisor.demo.server import _die_with_parent
-
-    def before_exec() -> None:
-        _die_with_parent()
-        with contextlib.suppress(OSError):
-            os.nice(PROXY_NICE)
-
-    proc = subprocess.Popen(
-        [sys.executable, "-c", _PROXY_MAIN, upstream, str(latency_ms)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=REPO,
-        preexec_fn=before_exec,
-    )
-    try:
-        assert proc.stdout is not None
-        url = proc.stdout.readline().strip()  # "" if it exited: bounded by its start timeout
-        if not url.startswith("http://"):
-            raise RuntimeError(f"latency proxy did not start (exit code {proc.poll()})")
-        yield url
-    finally:
-        if proc.stdin is not None:
-            proc.stdin.close()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 @contextlib.contextmanager
