@@ -214,11 +214,14 @@ class TrialData:
         With `min_objects`, the sample is cycled up to that length, so that a time-bounded
         measurement of a set with few (large) objects is not cut short by its end.
         """
-        uris = [o.uri for o in self.objects]
-        if len(uris) < min_objects:
-            uris = uris * -(-min_objects // len(uris))
+        # Listed objects (with their sizes), as the datasets read a prefix: a read of unknown
+        # size reserves a whole part of the byte budget until it answers, which would cap
+        # small objects at max_inflight_bytes / part_size requests in flight.
+        objects = list(self.objects)
+        if len(objects) < min_objects:
+            objects = objects * -(-min_objects // len(objects))
         return S3IterableDataset(
-            uris,
+            objects,
             config=self.config,
             credentials=self.credentials,
             transform=transform,
@@ -359,8 +362,8 @@ def _read_for(
     started = time.monotonic()
     objects = data.objects
     with data.reader(max_inflight_requests=level) as reader:
-        uris = (objects[i % len(objects)].uri for i in range(len(objects) * 4))
-        for result in reader.read_many(uris):
+        cycle = (objects[i % len(objects)] for i in range(len(objects) * 4))
+        for result in reader.read_many(cycle):
             count += 1
             read += len(result)
             if time.monotonic() - started >= seconds:

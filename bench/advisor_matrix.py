@@ -90,6 +90,7 @@ class ScenarioResult:
     within_memory: bool
     passed: bool
     sweep: dict[str, float]
+    trial_sweep: dict[str, float]  # what the advisor's own trial measured per num_workers
     data_source: str
 
 
@@ -172,7 +173,8 @@ def run_scenario(
             size, latency_ms, cpu, consumer, workers, rec.requests_in_flight, rec_rate,
             best_workers, best, target,
             ratio, cores_ok, memory_ok, ratio >= QUALITY and cores_ok and memory_ok,
-            {str(w): round(r, 1) for w, r in sorted(rates.items())}, rec.data_source,
+            {str(w): round(r, 1) for w, r in sorted(rates.items())},
+            {str(p.num_workers): round(p.samples_per_s, 1) for p in trial.sweep}, rec.data_source,
         ))  # fmt: skip
     return results
 
@@ -243,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                     consumer = r.consumer_rate or "max"
                     print(f"  consumer={consumer}: recommended {r.recommended_workers} workers x "
                           f"{r.requests_in_flight} in flight -> ratio {r.ratio:.2f}, "
-                          f"sweep {r.sweep}")  # fmt: skip
+                          f"sweep {r.sweep}, trial {r.trial_sweep}")  # fmt: skip
     passed = sum(r.passed for r in results)
     print()
     print(_table(results))

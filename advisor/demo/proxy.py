@@ -421,6 +421,9 @@ class _Session:
         return line
 
     async def _send(self, data: bytes) -> None:
+        if self.cw.transport.is_closing():
+            # the client left: stop relaying (asyncio would log every write after the loss)
+            raise _Closed("client closed the connection")
         self.proxy._count("bytes_to_client", len(data))  # first: the client may look at once
         self.cw.write(data)
         if self.cw.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
