@@ -450,6 +450,7 @@ def measure_loader(
     seconds: float,
     check: Callable[[], None] | None = None,
     max_seconds: float | None = None,
+    min_samples: int = 0,
 ) -> LoaderPoint:
     """Run a real DataLoader over `data` for about `seconds` and measure it.
 
@@ -460,7 +461,9 @@ def measure_loader(
     then at most a third). A slice too short for that is extended up to `max_seconds` (default
     three times `seconds`); failing that, the rate includes start-up (a lower bound). The
     objects are cycled so that the run ends on time, not when a small sample runs out. `check`
-    is called after every batch (it may raise to stop early).
+    is called after every batch (it may raise to stop early). With `min_samples`, the window
+    must also hold that many samples (large objects arrive a few per second: a handful would
+    make the rate a coin toss), within the same `max_seconds`.
     """
     prefetch = 2 if workers > 0 else None
     loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
@@ -506,7 +509,9 @@ def measure_loader(
                 check()
             running = now - started
             if running >= hard_stop or (
-                running >= seconds and steady_batches >= steady_batches_wanted
+                running >= seconds
+                and steady_batches >= steady_batches_wanted
+                and steady_samples >= min_samples
             ):
                 break
     finally:

@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import json
 import os
+import statistics
 import time
 import warnings
 from dataclasses import dataclass
@@ -46,6 +47,8 @@ from native_loader import Credentials, S3Reader
 RESULTS = Path(__file__).parent / "results" / "advisor_matrix.json"
 SWEEP = (0, 1, 2, 4, 8)
 QUALITY = 0.9
+PASSES = 3  # each point is the median of this many runs: 2 cores make single runs noisy
+MIN_SAMPLES = 30  # per run's steady window: 200 MB objects arrive ~5 per second
 BATCH = 16
 BATCH_BYTES = 64_000_000  # large objects get smaller batches: a few batches per measured second
 SLOW_RATE = 40.0  # samples/s: a consumer that any configuration but the slowest keeps up with
@@ -60,7 +63,7 @@ SIZES = {
 LATENCIES_MS = (0, 30, 100)
 TRANSFORMS = {"0ms": "bench.transforms:raw", "2ms": "bench.transforms:burn_2ms",
               "8ms": "bench.transforms:burn_8ms"}  # fmt: skip
-# The default run spans the ends of each axis (~10 minutes); --quick is a smaller middle.
+# The default run spans the ends of each axis (~30 minutes); --quick is a smaller middle.
 FULL: dict[str, tuple[Any, ...]] = {
     "sizes": ("10KB", "1MB", "200MB"),
     "latencies": LATENCIES_MS,
@@ -142,26 +145,27 @@ def run_scenario(
     # the sweep reads as the fast consumer's recommendation says (a slow consumer's, if its
     # reader settings differ, is measured on its own below)
     swept = recs[None].requests_in_flight
-    rates: dict[int, float] = {}
-    for workers in SWEEP:
-        point: LoaderPoint = measure_loader(
-            data.with_inflight(swept), batch, workers, False, point_seconds
-        )
-        rates[workers] = point.samples_per_s
+
+    def measure(workers_list: tuple[int, ...], inflight: int) -> dict[int, float]:
+        """Median samples/s per num_workers over PASSES interleaved passes."""
+        runs: dict[int, list[float]] = {w: [] for w in workers_list}
+        for _ in range(PASSES):
+            for w in workers_list:
+                point: LoaderPoint = measure_loader(
+                    data.with_inflight(inflight), batch, w, False, point_seconds,
+                    min_samples=MIN_SAMPLES,
+                )  # fmt: skip
+                runs[w].append(point.samples_per_s)
+        return {w: statistics.median(r) for w, r in runs.items()}
+
+    rates = measure(SWEEP, swept)
     results = []
     for consumer, rec in recs.items():
         workers = rec.num_workers
         if rec.requests_in_flight != swept:
-            rec_rate = measure_loader(
-                data.with_inflight(rec.requests_in_flight), batch, workers, False, point_seconds
-            ).samples_per_s
+            rec_rate = measure((workers,), rec.requests_in_flight)[workers]
         else:
-            rec_rate = (
-                rates.get(workers)
-                or measure_loader(
-                    data.with_inflight(swept), batch, workers, False, point_seconds
-                ).samples_per_s
-            )
+            rec_rate = rates.get(workers) or measure((workers,), swept)[workers]
         best_workers = max(rates, key=lambda w: rates[w])
         best = rates[best_workers]
         target = min(best, consumer) if consumer else best
@@ -218,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     # The sweep tries more workers than cores on purpose; torch warns about that each time.
     warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
     trial_seconds = args.trial_seconds or (10.0 if args.quick else 30.0)  # 30 s: the default
-    point_seconds = args.point_seconds or (2.5 if args.quick else 3.0)
+    point_seconds = args.point_seconds or 2.5
     started = time.monotonic()
     results: list[ScenarioResult] = []
     server = S3Server()

@@ -110,7 +110,7 @@ def _small(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
 def _large(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
     """Candidates for a few large objects: native/awscrt/s3tc split them into 8 MiB parts."""
     cands = [
-        Candidate("native", (16,) if quick else (8, 32)),
+        Candidate("native", (16,) if quick else (8, 16, 32)),
         Candidate("native-uri", (16,)),
         Candidate("boto3", (1,), "boto3-seq"),
         Candidate("boto3", (4,) if quick else (2, 6), "boto3-pool"),
