@@ -213,7 +213,11 @@ class Context:
         """
         cap = max(self.cores_per_rank - 1, 0)
         rates = self.measured_rates(state)
-        within = max((r for w, r in rates.items() if w <= cap), default=0.0)
+        # the baseline is what could be recommended within the cap: the 0-worker point only
+        # where it may be chosen at all (see zero_workers_allowed)
+        cpu_only = not self.has_gpu and self.consumer_rate is None
+        low = 0 if cpu_only or cap == 0 else 1
+        within = max((r for w, r in rates.items() if low <= w <= cap), default=0.0)
         every_core = rates.get(self.cores_per_rank, 0.0)
         if within > 0 and every_core > within * CORE_GAIN:
             return self.cores_per_rank

@@ -243,6 +243,13 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
         2,
     ),
+    # with a consumer rate 0 workers cannot be chosen, so it is no baseline for the last core
+    (
+        "NW-3",
+        {"hardware": {"cores": 2}, "trial": {"rates": {0: 3.8, 1: 3.2, 2: 4.0}}},
+        True,
+        2,
+    ),
     ("NW-3", {"trial": {"rates": {0: 5000.0}}}, False, ...),
     ("NW-3", {}, False, ...),
     ("NW-3", {"trial": {"rates": {}}}, False, ...),
