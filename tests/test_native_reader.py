@@ -10,6 +10,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -155,6 +156,18 @@ def test_list_paginates_past_1000(reader: S3Reader, s3_client: Any, s3_bucket: s
         for o in page.get("Contents", [])
     ]
     assert [i.key for i in reader.list(f"s3://{s3_bucket}")] == boto_keys
+
+
+def test_listed_sizes_too_large_to_read(reader: S3Reader, s3_client: Any, s3_bucket: str) -> None:
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"abc")
+    uri = f"s3://{s3_bucket}/k"
+    with pytest.raises(ValueError, match="5 TiB"):  # no object is that large
+        list(reader.read_many([ObjectInfo(uri, "k", 2**60, "")]))
+    if Path("/proc/sys/vm/overcommit_memory").read_text().strip() == "1":
+        pytest.skip("the kernel grants any allocation (vm.overcommit_memory=1)")
+    with pytest.raises(MemoryError, match="cannot allocate"):  # a real size, not for this RAM
+        list(reader.read_many([ObjectInfo(uri, "k", 2**40, "")]))
+    assert bytes(reader.read(uri)) == b"abc"  # the reader still works
 
 
 def test_list_with_delimiter(reader: S3Reader, s3_client: Any, s3_bucket: str) -> None:

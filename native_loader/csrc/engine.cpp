@@ -17,6 +17,7 @@ namespace {
 constexpr size_t MAX_ERROR_BODY = 64 << 10;
 constexpr size_t MAX_LIST_BODY = 64 << 20;
 constexpr int IDLE_POLL_MS = 100;
+constexpr int64_t MAX_OBJECT_BYTES = int64_t{5} << 40;  // S3's largest object: 5 TiB
 
 double seconds_since(Clock::time_point t, Clock::time_point now) {
     return std::chrono::duration<double>(now - t).count();
@@ -157,6 +158,10 @@ uint64_t Engine::submit(std::unique_ptr<Ticket> t, int64_t size_hint) {
 uint64_t Engine::submit_get(const std::string &bucket, const std::string &key, int64_t offset,
                             int64_t length, int64_t size_hint) {
     if (offset < 0) throw std::invalid_argument("offset must be >= 0");
+    // A size no object can have would otherwise queue billions of parts before failing.
+    if (size_hint > MAX_OBJECT_BYTES)
+        throw std::invalid_argument("object size " + std::to_string(size_hint) +
+                                    " exceeds S3's 5 TiB maximum");
     auto t = std::make_unique<Ticket>();
     t->kind = Kind::Get;
     t->bucket = bucket;
@@ -386,6 +391,9 @@ void Engine::admit() {
         }
         it = ready_.erase(it);
         start_part(t, p);
+        // A start that failed the ticket (no memory, no curl handle) removed its queued parts
+        // from ready_, which may include the one `it` points to.
+        if (t.complete) it = ready_.begin();
     }
 }
 
@@ -393,8 +401,7 @@ void Engine::start_part(Ticket &t, Part &p) {
     if (t.kind == Kind::Get && t.layout_known && !t.outcome.data) {
         try {
             t.outcome.data = std::make_shared<Storage>(static_cast<size_t>(t.result_len));
-        } catch (const std::bad_alloc &) {
-            p.attempts = config_.max_attempts;  // no retry: the memory will not appear
+        } catch (const std::bad_alloc &) {  // not retried: the memory will not appear
             fail(t, p, Failure{"memory", 0, "", "cannot allocate " +
                                                 std::to_string(t.result_len) + " bytes", "",
                                false});
