@@ -214,9 +214,9 @@ class Context:
         cap = max(self.cores_per_rank - 1, 0)
         rates = self.measured_rates(state)
         # the baseline is what could be recommended within the cap: the 0-worker point only
-        # where it may be chosen at all (see zero_workers_allowed)
+        # where NW-3 may choose it
         cpu_only = not self.has_gpu and self.consumer_rate is None
-        low = 0 if cpu_only or cap == 0 else 1
+        low = 0 if cap == 0 or (cpu_only and self.zero_clearly_faster(state)) else 1
         within = max((r for w, r in rates.items() if low <= w <= cap), default=0.0)
         every_core = rates.get(self.cores_per_rank, 0.0)
         if within > 0 and every_core > within * CORE_GAIN:
@@ -359,6 +359,14 @@ class Context:
         # as if every worker had a core of its own: what the data and storage ask for
         rates = self.model_rates(state, range(1, MAX_SEARCH_WORKERS + 1), MAX_SEARCH_WORKERS + 1)
         return choose_workers(rates, self.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
+
+    def zero_clearly_faster(self, state: Mapping[str, Any]) -> bool:
+        """The trial measured 0 workers ZERO_WORKERS_GAIN faster than every worker count."""
+        rates = self.measured_rates(state)
+        if 0 not in rates:
+            return False
+        with_workers = [r for w, r in rates.items() if w >= 1]
+        return not with_workers or rates[0] >= max(with_workers) * ZERO_WORKERS_GAIN
 
     def zero_workers_allowed(self, state: Mapping[str, Any]) -> bool:
         """num_workers=0 loads inside the training loop, so loading and compute never overlap.
@@ -828,9 +836,8 @@ class WorkersFromSweep(Rule):
         cap = ctx.workers_cap(state)
         low = 0 if ctx.zero_workers_allowed(state) else 1
         rates = {w: r for w, r in ctx.measured_rates(state).items() if low <= w <= cap}
-        with_workers = [r for w, r in rates.items() if w >= 1]
-        if 0 in rates and with_workers and rates[0] < max(with_workers) * ZERO_WORKERS_GAIN:
-            del rates[0]
+        if 0 in rates and cap > 0 and not ctx.zero_clearly_faster(state):
+            del rates[0]  # a tie (or noise) goes to workers
         if not rates:
             return None
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)

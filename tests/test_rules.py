@@ -243,6 +243,18 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
         2,
     ),
+    # 0 workers is not clearly faster than a worker on every core, so that point is measured
+    # against 1 worker: 122 > 1.15 x 103 earns the last core
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2, "gpus": 0},
+            "trial": {"rates": {0: 114.4, 1: 103.3, 2: 122.2}},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        2,
+    ),
     # with a consumer rate 0 workers cannot be chosen, so it is no baseline for the last core
     (
         "NW-3",
