@@ -211,7 +211,7 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
         0,
     ),
-    # the last core earns a worker only when measured clearly (> 15%) faster than the cap
+    # the last core earns a worker only when measured clearly (> 10%) faster than the cap
     (
         "NW-3",
         {
