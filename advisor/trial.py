@@ -274,7 +274,6 @@ def run_trial(
         notes.append(f"cancelled after {clock.used():.1f} s")
     clock.report("done", "trial cancelled" if cancelled else "trial done")
     return TrialResult(
-        requests_in_flight=inflight,
         uri=location.uri,
         seconds_budget=seconds,
         seconds_used=clock.used(),
@@ -284,6 +283,7 @@ def run_trial(
         host_to_device=h2d,
         cancelled=cancelled,
         notes=tuple(notes),
+        requests_in_flight=inflight,
     )
 
 

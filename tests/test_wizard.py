@@ -569,3 +569,21 @@ def test_real_trial_cancel_leaves_nothing_running(real_wizard: Any, small_demo: 
     assert c.wait(15), "the trial did not stop"
     assert time.monotonic() - started < 15
     assert c.trial is not None and not c.busy
+
+
+def test_headline_names_the_reader_setting_when_streaming() -> None:
+    from advisor.wizard.views import headline
+
+    rec = SimpleNamespace(
+        data_source="stream",
+        sagemaker_input_mode="FastFile",
+        input_bound=None,
+        notes=(),
+        cost_notes=(),
+        decisions=(Decision("requests_in_flight", 96, "Little's law", ("RD-1",)),),
+        requests_in_flight=96,
+        dataloader_kwargs=lambda: {"num_workers": 2},
+    )
+    assert "ReaderConfig(max_inflight_requests=96)</code> per worker" in headline(rec)
+    copied = SimpleNamespace(**{**vars(rec), "data_source": "copy-local", "decisions": ()})
+    assert "ReaderConfig" not in headline(copied)
