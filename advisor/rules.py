@@ -24,6 +24,7 @@ from advisor.model import (
     LOCAL_NVME_DEFAULTS,
     LOCAL_SSD_DEFAULTS,
     PROCESS_OBJECTS_S,
+    READER_PART_BYTES,
     S3_DEFAULTS,
     SHARED_FS_DEFAULTS,
     Prediction,
@@ -730,11 +731,20 @@ class ReaderRequestsInFlight(Rule):
             storage.first_byte_s, object_bytes, storage.per_connection_mb_s, target
         )
         fetch_ms = (storage.first_byte_s + object_bytes / (storage.per_connection_mb_s * MB)) * 1e3
+        if object_bytes >= READER_PART_BYTES:
+            rationale = (
+                f"Objects of {_gb(object_bytes)} are read as parallel {READER_PART_BYTES >> 20} "
+                f"MiB parts within the reader's byte budget: its default {k} requests in flight."
+            )
+        else:
+            rationale = (
+                f"Each GET is open ~{fetch_ms:,.0f} ms; {target:,.0f} objects/s per process need "
+                f"~{target * fetch_ms / 1e3:,.0f} open requests (Little's law), so {k} in flight "
+                "(twice that for jitter, between the reader's default and its cap)."
+            )
         return self.finding(
             k,
-            f"Each GET is open ~{fetch_ms:,.0f} ms; {target:,.0f} objects/s per process need "
-            f"~{target * fetch_ms / 1e3:,.0f} open requests (Little's law), so {k} in flight "
-            "(twice that for jitter, between the reader's default and its cap).",
+            rationale,
             evidence={
                 "first_byte_s": storage.first_byte_s,
                 "per_connection_mb_s": storage.per_connection_mb_s,
