@@ -115,6 +115,20 @@ def _step(page: Any, name: str) -> Any:
 
 
 @pytest.mark.timeout(240)
+def _profile_demo_then_hardware(page: Any, dataset: Any, shot_prefix: str = "") -> Any:
+    """Profile the demo data set from the dataset step, go on to the hardware step; returns it."""
+    _click(page, "la-btn-demo")
+    dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=90_000)
+    dataset.locator(".la-chart-sizes .js-plotly-plot").wait_for()
+    assert "loader-advisor-demo" in page.locator(".la-input-uri input").input_value()
+    _shot(page, f"{shot_prefix}1-dataset-profiled")
+    _click(page, "la-btn-next")
+    hardware = _step(page, "hardware")
+    hardware.locator(".la-hardware-summary", has_text="CPU cores").wait_for()
+    _shot(page, f"{shot_prefix}2-hardware")
+    return hardware
+
+
 def test_wizard_end_to_end_in_jupyterlab(
     browser: Any, s3_endpoint: S3Endpoint, tmp_path: Path
 ) -> None:
@@ -140,17 +154,8 @@ def test_wizard_end_to_end_in_jupyterlab(
             page.locator(".la-wizard .la-input-uri input").fill("gs://nowhere/data/")
             _click(page, "la-btn-profile")
             page.locator(".la-wizard .la-error-box", has_text="unsupported URI scheme").wait_for()
-            _click(page, "la-btn-demo")
-            dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=90_000)
-            dataset.locator(".la-chart-sizes .js-plotly-plot").wait_for()
-            assert "loader-advisor-demo" in page.locator(".la-input-uri input").input_value()
-            _shot(page, "1-dataset-profiled")
-
-            # 2 Hardware
-            _click(page, "la-btn-next")
-            hardware = _step(page, "hardware")
-            hardware.locator(".la-hardware-summary", has_text="CPU cores").wait_for()
-            _shot(page, "2-hardware")
+            # 1 Dataset: the demo; 2 Hardware
+            hardware = _profile_demo_then_hardware(page, dataset)
             hardware.locator(".la-input-target-gpu select").select_option("A100-80GB")
             hardware.locator(".la-gpu", has_text="A100-80GB").wait_for()
             _shot(page, "2-hardware-planned")
@@ -253,16 +258,7 @@ def test_wizard_profiles_demo_in_notebook7(
             dataset = _step(page, "dataset")
             page.locator(".la-wizard .la-input-uri input").wait_for()
 
-            _click(page, "la-btn-demo")
-            dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=90_000)
-            dataset.locator(".la-chart-sizes .js-plotly-plot").wait_for()
-            assert "loader-advisor-demo" in page.locator(".la-input-uri input").input_value()
-            _shot(page, "nb7-1-dataset-profiled")
-
-            _click(page, "la-btn-next")
-            hardware = _step(page, "hardware")
-            hardware.locator(".la-hardware-summary", has_text="CPU cores").wait_for()
-            _shot(page, "nb7-2-hardware")
+            _profile_demo_then_hardware(page, dataset, shot_prefix="nb7-")
             errors = [line for line in console if line.startswith("error")]
             assert not errors, errors
         finally:  # what the page looked like at the end (or at a failure), and its console
