@@ -482,7 +482,10 @@ void Engine::start_part(Ticket &t, Part &p) {
                                                           config_.stall_timeout_s) +
                                                  config_.connect_timeout_s + 1)));
     if (!config_.ca_bundle.empty()) curl_easy_setopt(e, CURLOPT_CAINFO, config_.ca_bundle.c_str());
-    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 256L << 10);  // fewer, larger writes into results
+    // 64 KiB receive buffers: the kernel's copy into them and ours out of them stay in the L2
+    // cache. 256 KiB spilled it (nginx 64 MiB at 2 in flight: 2,100 -> 2,900 MB/s, CPU per GB
+    // 0.27 -> 0.24 s; 100 KiB objects 7.5k -> 11k objects/s); 16 KiB means 4x the callbacks.
+    curl_easy_setopt(e, CURLOPT_BUFFERSIZE, 64L << 10);
     curl_easy_setopt(e, CURLOPT_ERRORBUFFER, p.errbuf);
     curl_easy_setopt(e, CURLOPT_PRIVATE, &p);
     curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &Engine::header_cb);
