@@ -217,8 +217,7 @@ class Context:
         rates = self.measured_rates(state)
         # the baseline is what could be recommended within the cap: the 0-worker point only
         # where NW-3 may choose it
-        cpu_only = not self.has_gpu and self.consumer_rate is None
-        low = 0 if cap == 0 or (cpu_only and self.zero_clearly_faster(state)) else 1
+        low = 0 if cap == 0 or self.zero_on_merit(state) else 1
         within = max((r for w, r in rates.items() if low <= w <= cap), default=0.0)
         every_core = rates.get(self.cores_per_rank, 0.0)
         if within > 0 and every_core > within * MEASURED_GAIN:
@@ -363,21 +362,37 @@ class Context:
         return choose_workers(rates, self.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
 
     def zero_clearly_faster(self, state: Mapping[str, Any]) -> bool:
-        """The trial measured 0 workers MEASURED_GAIN faster than every worker count."""
+        """The trial measured 0 workers MEASURED_GAIN faster than every worker count.
+
+        With a consumer rate c, as the training would see it: with 0 workers loading and the
+        training step take turns (1 / (1/r0 + 1/c) samples/s), with workers they overlap
+        (min(r, c)).
+        """
         rates = self.measured_rates(state)
         if 0 not in rates:
             return False
+        zero = rates[0]
         with_workers = [r for w, r in rates.items() if w >= 1]
-        return not with_workers or rates[0] >= max(with_workers) * MEASURED_GAIN
+        c = self.consumer_rate
+        if not with_workers:
+            return c is None  # only 0 measured: no step to overlap, else no evidence
+        if c is not None:
+            zero = 1 / (1 / zero + 1 / c)
+            with_workers = [min(r, c) for r in with_workers]
+        return zero >= max(with_workers) * MEASURED_GAIN
+
+    def zero_on_merit(self, state: Mapping[str, Any]) -> bool:
+        """0 workers measured clearly faster where that can be judged: a CPU-only run without a
+        consumer rate (the loader's rate is all that counts), or any run with one."""
+        judged = self.consumer_rate is not None or not self.has_gpu
+        return judged and self.zero_clearly_faster(state)
 
     def zero_workers_allowed(self, state: Mapping[str, Any]) -> bool:
         """num_workers=0 loads inside the training loop, so loading and compute never overlap.
 
-        It is a candidate only when no core is free for a worker, or for a CPU-only run with no
-        consumer rate (the loader's own rate is then all that counts).
+        It is a candidate only when no core is free for a worker, or on its measured merit.
         """
-        cpu_only = not self.has_gpu and self.consumer_rate is None
-        return self.workers_cap(state) == 0 or cpu_only
+        return self.workers_cap(state) == 0 or self.zero_on_merit(state)
 
     def workers_cap(self, state: Mapping[str, Any]) -> int:
         return min(
@@ -831,8 +846,10 @@ class WorkersFromSweep(Rule):
 
     Recommendation: the smallest measured num_workers that beats the consumer by 20%, else the
     smallest within 5% of the best measured point, within the core and RAM caps. The 0-worker
-    point counts only when no core is free, or for a CPU-only run without a consumer rate when it
-    measured at least 10% faster than every worker count: with 0 workers loading runs inside the
+    point counts only when no core is free, or when it measured at least 10% faster than every
+    worker count, for a CPU-only run without a consumer rate or for any run with one (then as
+    training sees it: with 0 workers loading and the step take turns, 1 / (1/r0 + 1/consumer)
+    samples/s, against min(r, consumer) for workers). With 0 workers loading runs inside the
     training loop, never overlaps compute and uses one core, so a tie (or noise) goes to workers.
     Why: measured samples/s per num_workers.
     """
@@ -847,14 +864,19 @@ class WorkersFromSweep(Rule):
         cap = ctx.workers_cap(state)
         low = 0 if ctx.zero_workers_allowed(state) else 1
         rates = {w: r for w, r in ctx.measured_rates(state).items() if low <= w <= cap}
-        if 0 in rates and cap > 0 and not ctx.zero_clearly_faster(state):
-            del rates[0]  # a tie (or noise) goes to workers
         if not rates:
             return None
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
+        rationale = _workers_rationale(w, rates, ctx.consumer_rate, "measured")
+        if w == 0 and cap > 0 and ctx.consumer_rate is not None:
+            turns = 1 / (1 / rates[0] + 1 / ctx.consumer_rate)
+            rationale += (
+                f" Loading and the training step take turns with 0 workers (~{turns:,.1f} "
+                f"samples/s), still over {MEASURED_GAIN - 1:.0%} ahead of every worker count."
+            )
         return self.finding(
             w,
-            _workers_rationale(w, rates, ctx.consumer_rate, "measured"),
+            rationale,
             evidence={
                 "measured_samples_per_s": {str(k): round(v, 1) for k, v in sorted(rates.items())},
                 "consumer_rate_samples_per_s": ctx.consumer_rate,

@@ -255,12 +255,37 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
         2,
     ),
-    # with a consumer rate 0 workers cannot be chosen, so it is no baseline for the last core
+    # with a consumer rate, 0 workers is judged as training sees it: its 3.8 samples/s of
+    # loading take turns with the step (3.79/s), not clearly ahead of 2 workers' 4.0, so it is no
+    # baseline for the last core either
     (
         "NW-3",
         {"hardware": {"cores": 2}, "trial": {"rates": {0: 3.8, 1: 3.2, 2: 4.0}}},
         True,
         2,
+    ),
+    # ... but a loader far slower than the consumer loses little to taking turns: 1 / (1/3.5 +
+    # 1/40) = 3.22/s is > 10% ahead of 2 workers' 2.7
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2},
+            "trial": {"rates": {0: 3.5, 1: 2.1, 2: 2.7}},
+            "workload": {"consumer_rate": 40.0},
+        },
+        True,
+        0,
+    ),
+    # a consumer slower than the loader: 1 / (1/2,812 + 1/40) = 39.4/s against 40/s with a worker
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2},
+            "trial": {"rates": {0: 2812.0, 1: 1670.0, 2: 1700.0}},
+            "workload": {"consumer_rate": 40.0},
+        },
+        True,
+        1,
     ),
     ("NW-3", {"trial": {"rates": {0: 5000.0}}}, False, ...),
     ("NW-3", {}, False, ...),
