@@ -114,7 +114,6 @@ def _step(page: Any, name: str) -> Any:
     return step
 
 
-@pytest.mark.timeout(240)
 def _profile_demo_then_hardware(page: Any, dataset: Any, shot_prefix: str = "") -> Any:
     """Profile the demo data set from the dataset step, go on to the hardware step; returns it."""
     _click(page, "la-btn-demo")
@@ -129,6 +128,7 @@ def _profile_demo_then_hardware(page: Any, dataset: Any, shot_prefix: str = "") 
     return hardware
 
 
+@pytest.mark.timeout(240)
 def test_wizard_end_to_end_in_jupyterlab(
     browser: Any, s3_endpoint: S3Endpoint, tmp_path: Path
 ) -> None:
