@@ -23,7 +23,6 @@ from advisor.model import (
     HDD_DEFAULTS,
     LOCAL_NVME_DEFAULTS,
     LOCAL_SSD_DEFAULTS,
-    PROCESS_OBJECTS_S,
     READER_PART_BYTES,
     S3_DEFAULTS,
     SHARED_FS_DEFAULTS,
@@ -31,6 +30,7 @@ from advisor.model import (
     StorageParams,
     choose_workers,
     predict,
+    process_objects_per_s,
     requests_in_flight,
 )
 from advisor.profile import DatasetProfile
@@ -706,8 +706,9 @@ class ReaderRequestsInFlight(Rule):
     Recommendation: the native reader's `max_inflight_requests` per loader process. With a trial
     that read the data as training will, the value its DataLoader sweep used (the measured rates
     hold for it). Otherwise Little's law on the storage's first-byte latency and bandwidth, for the
-    rate one process may have to deliver (the consumer's with 20% headroom, at most
-    PROCESS_OBJECTS_S), twice for jitter, between the reader's default and INFLIGHT_MAX.
+    rate one process may have to deliver (the consumer's with 20% headroom, at most what one
+    process takes in: PROCESS_OBJECTS_S objects or PROCESS_MB_S of bytes a second), twice for
+    jitter, between the reader's default and INFLIGHT_MAX.
     Why: [CPP] the reader's concurrency should be exposed and tuned; each open request completes
     1 / (first byte + transfer) objects/s, so latency, not cores, bounds a process with too few.
     """
@@ -739,7 +740,7 @@ class ReaderRequestsInFlight(Rule):
             )
         storage = ctx.storage_for("stream")
         object_bytes, spo = ctx.layout(state)
-        target = PROCESS_OBJECTS_S
+        target = process_objects_per_s(object_bytes)
         if ctx.consumer_rate is not None:
             target = min(target, ctx.consumer_rate * HEADROOM / spo)
         k = requests_in_flight(

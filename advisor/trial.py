@@ -16,7 +16,7 @@ import torch
 
 from advisor.decoders import collate_list, default_decoder, load_transform
 from advisor.location import DatasetLocation
-from advisor.model import PROCESS_OBJECTS_S, requests_in_flight
+from advisor.model import process_objects_per_s, requests_in_flight
 from advisor.profile import DatasetProfile
 from advisor.workload import Workload
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
@@ -122,7 +122,10 @@ SAMPLE_KEYS = 4000  # keys listed to draw trial objects from
 LIST_SECONDS = 5.0
 PROBE_OBJECTS = 12  # sequential reads for first-byte latency and per-connection bandwidth
 PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of this size
-BANDWIDTH_MIN_BYTES = 2**20  # reads at least this large time the per-connection bandwidth
+# Reads at least this large time the per-connection bandwidth (256 KiB take ~3 ms at 90 MB/s).
+# Below, the bandwidth is bytes over whole request times, which counts the first byte twice in
+# a GET's open time (first byte + bytes / bandwidth) and so asks for too many in flight.
+BANDWIDTH_MIN_BYTES = 256 * 2**10
 CYCLE_OBJECTS = 20_000  # the sweep cycles a small sample up to this many objects
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
 SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
@@ -345,11 +348,12 @@ def _inflight_for(probe: StorageProbe, data: TrialData) -> int:
     """Requests in flight per process for the sweep: enough for the most a process can deliver
     at the measured latency (Little's law, `advisor.model.requests_in_flight`)."""
     sizes = [o.size for o in data.objects]
+    object_bytes = statistics.fmean(sizes) if sizes else 0.0
     return requests_in_flight(
         probe.first_byte_p50_s,
-        statistics.fmean(sizes) if sizes else 0.0,
+        object_bytes,
         max(probe.per_connection_mb_s, 1e-3),
-        PROCESS_OBJECTS_S,
+        process_objects_per_s(object_bytes),
     )
 
 

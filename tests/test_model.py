@@ -15,6 +15,8 @@ from advisor.model import (
     choose_workers,
     loading_cores,
     predict,
+    process_objects_per_s,
+    requests_in_flight,
     sweep,
 )
 from native_loader.config import ReaderConfig
@@ -187,3 +189,16 @@ def test_local_nvme_is_faster_than_s3_for_small_objects() -> None:
         predict(4, storage=LOCAL_NVME_DEFAULTS, **kw).samples_per_s
         > predict(4, storage=S3_DEFAULTS, **kw).samples_per_s
     )
+
+
+def test_requests_in_flight_follow_what_one_process_takes_in() -> None:
+    # small objects: the per-object ceiling (3,000/s); 1 MB and up: the byte ceiling (1,000 MB/s)
+    assert process_objects_per_s(10_000) == pytest.approx(3000.0)
+    assert process_objects_per_s(1 * MB) == pytest.approx(1000.0)
+    assert process_objects_per_s(0) == pytest.approx(3000.0)
+    # 10 KB at 100 ms: 2 x 3,000/s x 0.1 s = 600 -> the cap, 128
+    assert requests_in_flight(0.1, 10_000, 90.0, process_objects_per_s(10_000)) == 128
+    # 1 MB at 30 ms, 90 MB/s: 2 x 1,000/s x (30 + 11.1 ms) = 82.2 -> 83
+    assert requests_in_flight(0.03, 1 * MB, 90.0, process_objects_per_s(1 * MB)) == 83
+    # nothing to hide: never below the reader's default
+    assert requests_in_flight(0.0, 1 * MB, 1000.0, 1000.0) == ReaderConfig().max_inflight_requests

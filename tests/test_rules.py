@@ -185,6 +185,17 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": 500.0}}, True, 38),
     ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": None}}, True, 128),  # 3,000/s: cap
     ("RD-1", {"trial": {"inflight": 96}}, True, 96),  # what the trial's sweep measured with
+    # 2 MB objects: a process takes in 1,000 MB/s, 500 objects/s x (30 + 22.2 ms) x 2 = 52.2 -> 53
+    (
+        "RD-1",
+        {
+            "profile": {"count": 5000, "size": 2 * MB, "fmt": "jpeg", "spo": None},
+            "hardware": {"disk_free": 0},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        53,
+    ),
     ("RD-1", {"profile": LOCAL, "data_fs": "xfs"}, False, ...),
     ("CACHE-1", {"workload": {"epochs": 3}, "hardware": {"disk_free": 10 * GB}}, False, ...),
     ("CACHE-1", {"profile": SMALL_SET, "workload": {"epochs": 3}}, False, ...),  # copy-local
