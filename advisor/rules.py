@@ -211,13 +211,12 @@ class Context:
         """[IO] workers up to CPU count - 1: one core stays with the main (training) process.
 
         Unless the trial measured a worker on every core clearly (MEASURED_GAIN) faster than the
-        best point within that cap, for what the training reads: then the last core is worth it.
+        best worker count within that cap, for what the training reads: then the last core is
+        worth it. (Between that point and 0 workers, NW-3 chooses on the measured rates.)
         """
         cap = max(self.cores_per_rank - 1, 0)
         rates = self.measured_rates(state)
-        # the baseline is what could be recommended within the cap: the 0-worker point only
-        # where NW-3 may choose it
-        low = 0 if cap == 0 or self.zero_on_merit(state) else 1
+        low = 0 if cap == 0 else 1
         within = max((r for w, r in rates.items() if low <= w <= cap), default=0.0)
         every_core = rates.get(self.cores_per_rank, 0.0)
         if within > 0 and every_core > within * MEASURED_GAIN:
@@ -362,24 +361,51 @@ class Context:
         return choose_workers(rates, self.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
 
     def zero_clearly_faster(self, state: Mapping[str, Any]) -> bool:
-        """The trial measured 0 workers MEASURED_GAIN faster than every worker count.
+        """The trial measured 0 workers MEASURED_GAIN faster than every worker count within
+        cores - 1 (what NW-3 would choose from otherwise; it takes 0 only if it is also ahead of
+        the last core's point), or than every worker count when none was measured there.
 
-        With a consumer rate c, as the training would see it: with 0 workers loading and the
-        training step take turns (1 / (1/r0 + 1/c) samples/s), with workers they overlap
-        (min(r, c)).
+        With a consumer rate c, as the training would see it: with workers, loading and the
+        step overlap (min(r, c)); with 0 workers, the loader's work in the main thread (its
+        measured CPU per sample, m) and the step take turns while the reader's own thread
+        fetches on, so a sample takes max(1/r0, m + 1/c). Without a measured m, all of 1/r0
+        takes turns: 1 / (1/r0 + 1/c).
         """
         rates = self.measured_rates(state)
         if 0 not in rates:
             return False
         zero = rates[0]
-        with_workers = [r for w, r in rates.items() if w >= 1]
-        c = self.consumer_rate
+        guided = max(self.cores_per_rank - 1, 1)
+        with_workers = {w: r for w, r in rates.items() if 1 <= w <= guided} or {
+            w: r for w, r in rates.items() if w >= 1
+        }
         if not with_workers:
-            return c is None  # only 0 measured: no step to overlap, else no evidence
-        if c is not None:
-            zero = 1 / (1 / zero + 1 / c)
-            with_workers = [min(r, c) for r in with_workers]
-        return zero >= max(with_workers) * MEASURED_GAIN
+            return (
+                self.consumer_rate is None
+            )  # only 0 measured: no step to overlap, else no evidence
+        best = max(self.workers_as_trained(with_workers))
+        return self.zero_as_trained(zero) >= best * MEASURED_GAIN
+
+    def workers_as_trained(self, rates: Mapping[int, float]) -> list[float]:
+        """Samples/s the training gets from each worker count: at most the consumer's rate."""
+        c = self.consumer_rate
+        return [r if c is None else min(r, c) for r in rates.values()]
+
+    def zero_as_trained(self, zero_rate: float) -> float:
+        """Samples/s the training gets from the 0-worker point (see `zero_clearly_faster`)."""
+        c = self.consumer_rate
+        if c is None:
+            return zero_rate
+        return 1 / max(1 / zero_rate, self.zero_main_cpu_s(zero_rate) + 1 / c)
+
+    def zero_main_cpu_s(self, zero_rate: float) -> float:
+        """Main-thread CPU seconds per sample of the 0-worker point that measured `zero_rate`
+        (1 / zero_rate, all of a sample's time, when not measured)."""
+        for p in self.trial.sweep if self.trial is not None else ():
+            measured = p.main_cpu_s_per_sample
+            if p.num_workers == 0 and p.samples_per_s == zero_rate and measured is not None:
+                return min(measured, 1 / zero_rate)
+        return 1 / zero_rate
 
     def zero_on_merit(self, state: Mapping[str, Any]) -> bool:
         """0 workers measured clearly faster where that can be judged: a CPU-only run without a
@@ -845,13 +871,15 @@ class WorkersCappedByRam(Rule):
 class WorkersFromSweep(Rule):
     """Symptom: the trial measured a DataLoader sweep.
 
-    Recommendation: the smallest measured num_workers that beats the consumer by 20%, else the
-    smallest within 5% of the best measured point, within the core and RAM caps. The 0-worker
-    point counts only when no core is free, or when it measured at least 10% faster than every
-    worker count, for a CPU-only run without a consumer rate or for any run with one (then as
-    training sees it: with 0 workers loading and the step take turns, 1 / (1/r0 + 1/consumer)
-    samples/s, against min(r, consumer) for workers). With 0 workers loading runs inside the
-    training loop, never overlaps compute and uses one core, so a tie (or noise) goes to workers.
+    Recommendation: within the core and RAM caps, 0 workers when no core is free, or when it
+    measured at least 10% faster than every worker count within cores - 1 and faster than every
+    count within the caps, for a CPU-only run without a consumer rate or for any run with one;
+    else the smallest measured num_workers that beats the consumer by 20%, else the smallest
+    within 5% of the best measured point. With a consumer rate, 0 workers is judged as training
+    sees it: the loader's main-thread work and the step take turns while the reader's thread
+    fetches on, a sample every max(1/r0, main CPU per sample + 1/consumer) seconds, against
+    min(r, consumer) for workers. With 0 workers loading runs inside the training loop and uses
+    one core, so a tie (or noise) goes to workers.
     Why: measured samples/s per num_workers.
     """
 
@@ -867,13 +895,21 @@ class WorkersFromSweep(Rule):
         rates = {w: r for w, r in ctx.measured_rates(state).items() if low <= w <= cap}
         if not rates:
             return None
-        w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
+        workers = {k: r for k, r in rates.items() if k >= 1}
+        if 0 in rates and (
+            not workers or ctx.zero_as_trained(rates[0]) > max(ctx.workers_as_trained(workers))
+        ):
+            w = 0  # on its merit (or no core free), and ahead of every worker count allowed
+        else:
+            w = choose_workers(workers, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
         rationale = _workers_rationale(w, rates, ctx.consumer_rate, "measured")
         if w == 0 and cap > 0 and ctx.consumer_rate is not None:
-            turns = 1 / (1 / rates[0] + 1 / ctx.consumer_rate)
+            main_ms = ctx.zero_main_cpu_s(rates[0]) * 1e3
             rationale += (
-                f" Loading and the training step take turns with 0 workers (~{turns:,.1f} "
-                f"samples/s), still over {MEASURED_GAIN - 1:.0%} ahead of every worker count."
+                f" With 0 workers the loader's {main_ms:,.1f} ms of main-thread work per sample "
+                "and the training step take turns while the reader fetches on "
+                f"(~{ctx.zero_as_trained(rates[0]):,.1f} samples/s), still over "
+                f"{MEASURED_GAIN - 1:.0%} ahead of every worker count."
             )
         return self.finding(
             w,

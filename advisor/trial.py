@@ -69,6 +69,11 @@ class LoaderPoint:
     mb_per_s: float
     time_to_first_batch_s: float
     peak_worker_rss_mb: float
+    # CPU seconds the main (training) thread spent per sample on loading, in the steady window:
+    # with 0 workers all of the loader's Python work, with workers receiving the batches. It
+    # cannot overlap the training step; the reader's own thread fetches on meanwhile. None:
+    # not measured.
+    main_cpu_s_per_sample: float | None = None
 
 
 @dataclass(frozen=True)
@@ -489,6 +494,7 @@ def measure_loader(
     sample_bytes = 0
     peak_rss = 0.0
     steady_start = steady_from = started
+    steady_cpu_start = 0.0
     steady_samples = 0
     steady_batches = 0
     last_batch_at = started
@@ -502,6 +508,7 @@ def measure_loader(
             if steady_start <= started:
                 if batch_index >= warm_batches and now >= steady_from:
                     steady_start = now
+                    steady_cpu_start = time.thread_time()
             else:
                 steady_samples += len(batch)
                 steady_batches += 1
@@ -518,12 +525,14 @@ def measure_loader(
                 and steady_samples >= min_samples
             ):
                 break
+        steady_cpu = time.thread_time() - steady_cpu_start  # before the workers' shutdown
     finally:
         del iterator  # shuts the workers down
     elapsed = max(time.monotonic() - started, 1e-6)
     steady = last_batch_at - steady_start  # not the workers' shutdown after the last batch
     steady_ok = steady_batches >= steady_batches_wanted and steady > 0
     rate = steady_samples / steady if steady_ok else samples / elapsed
+    main_cpu = steady_cpu / steady_samples if steady_ok and steady_samples else None
     bytes_per_sample = sample_bytes / samples if samples else 0.0
     return LoaderPoint(
         num_workers=workers,
@@ -535,6 +544,7 @@ def measure_loader(
         mb_per_s=rate * bytes_per_sample / 1e6,
         time_to_first_batch_s=first_batch_s,
         peak_worker_rss_mb=peak_rss,
+        main_cpu_s_per_sample=main_cpu,
     )
 
 

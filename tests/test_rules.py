@@ -76,10 +76,22 @@ def make_trial(
     pageable: float = 10.0,
     rss_mb: float = 300.0,
     inflight: int | None = None,
+    zero_main_cpu: float | None = None,
 ) -> TrialResult:
     rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
     sweep = tuple(
-        LoaderPoint(w, False, None if w == 0 else 2, 2000, 2000 / r, r, r * 0.15, 0.5, rss_mb)
+        LoaderPoint(
+            w,
+            False,
+            None if w == 0 else 2,
+            2000,
+            2000 / r,
+            r,
+            r * 0.15,
+            0.5,
+            rss_mb,
+            main_cpu_s_per_sample=zero_main_cpu if w == 0 else None,
+        )
         for w, r in rates.items()
     )
     return TrialResult(
@@ -283,6 +295,41 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
             "hardware": {"cores": 2},
             "trial": {"rates": {0: 3.5, 1: 2.1, 2: 2.7}},
             "workload": {"consumer_rate": 40.0},
+        },
+        True,
+        0,
+    ),
+    # 200 MB objects: the main thread spends 10 ms per sample, the step 25 ms, while the reader
+    # fetches on: 0 workers keep their 5.8/s (1 / (1/5.8 + 1/40) = 5.07/s if all of it took
+    # turns), > 10% ahead of 1 worker's 4.8 and ahead of 2 workers' 5.2
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2},
+            "trial": {"rates": {0: 5.8, 1: 4.8, 2: 5.2}, "zero_main_cpu": 0.010},
+            "workload": {"consumer_rate": 40.0},
+        },
+        True,
+        0,
+    ),
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2},
+            "trial": {"rates": {0: 5.8, 1: 4.8, 2: 5.2}},
+            "workload": {"consumer_rate": 40.0},
+        },
+        True,
+        1,
+    ),
+    # neither 0 workers nor the last core is clearly ahead of the other, but both are of the one
+    # worker within cores - 1: not that one (200 MB objects: 1 worker was the slowest every time)
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2, "gpus": 0},
+            "trial": {"rates": {0: 3.5, 1: 3.0, 2: 3.2}},
+            "workload": {"consumer_rate": None},
         },
         True,
         0,

@@ -65,6 +65,10 @@ def test_trial_measures_everything_within_budget(
     workers = [p.num_workers for p in result.sweep]
     assert workers[:2] == [0, 1]
     assert all(p.samples_per_s > 0 and p.samples > 0 for p in result.sweep)
+    # the main thread's loading work per sample: some CPU, never more than a sample's wall time
+    zero = result.sweep[0]
+    assert zero.main_cpu_s_per_sample is not None
+    assert 0 < zero.main_cpu_s_per_sample <= 1.1 / zero.samples_per_s
     assert not any(p.pin_memory for p in result.sweep)  # no CUDA here
     assert any(p.point is not None for p in events) and events[-1].phase == "done"
     assert json.loads(json.dumps(dataclasses.asdict(result)))["uri"] == location.uri
