@@ -68,6 +68,9 @@ HEADROOM = 1.2  # loader must beat the consumer by 20%
 # A measured difference between two sweep points counts only beyond this ratio: the trial's
 # points are a few seconds each, and repeated points on the 2-core dev machine differ by ~10%.
 MEASURED_GAIN = 1.10
+# At 0 workers the main thread busy at most this share of a sample's time: the reader's own
+# thread does the loading, so workers would add processes and memory, not throughput.
+IO_BOUND_MAIN_SHARE = 0.5
 TOLERANCE = 0.05  # "within 5% of the best"
 MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
 DEFAULT_WORKER_RSS_BYTES = 400 * MB  # a forked worker holding torch and the dataset object
@@ -360,10 +363,10 @@ class Context:
         rates = self.model_rates(state, range(1, MAX_SEARCH_WORKERS + 1), MAX_SEARCH_WORKERS + 1)
         return choose_workers(rates, self.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
 
-    def zero_clearly_faster(self, state: Mapping[str, Any]) -> bool:
-        """The trial measured 0 workers MEASURED_GAIN faster than every worker count within
-        cores - 1 (what NW-3 would choose from otherwise; it takes 0 only if it is also ahead of
-        the last core's point), or than every worker count when none was measured there.
+    def zero_measured_ahead(self, state: Mapping[str, Any]) -> bool:
+        """The trial measured 0 workers at least `zero_lead` x every worker count within
+        cores - 1 (what NW-3 would choose from otherwise), or x every worker count when none
+        was measured there.
 
         With a consumer rate c, as the training would see it: with workers, loading and the
         step overlap (min(r, c)); with 0 workers, the loader's work in the main thread (its
@@ -384,7 +387,16 @@ class Context:
                 self.consumer_rate is None
             )  # only 0 measured: no step to overlap, else no evidence
         best = max(self.workers_as_trained(with_workers))
-        return self.zero_as_trained(zero) >= best * MEASURED_GAIN
+        return self.zero_as_trained(zero) >= best * self.zero_lead(zero)
+
+    def zero_lead(self, zero_rate: float) -> float:
+        """How far 0 workers must lead the worker counts: MEASURED_GAIN, so that a tie (or
+        noise) goes to workers; but when the main thread was busy at most IO_BOUND_MAIN_SHARE
+        of each sample's time at 0 workers, the reader's thread does the loading and a tie goes
+        to 0 workers (no worker processes, copies or memory): within 1 / MEASURED_GAIN."""
+        if self.zero_main_cpu_s(zero_rate) <= IO_BOUND_MAIN_SHARE / zero_rate:
+            return 1 / MEASURED_GAIN
+        return MEASURED_GAIN
 
     def workers_as_trained(self, rates: Mapping[int, float]) -> list[float]:
         """Samples/s the training gets from each worker count: at most the consumer's rate."""
@@ -392,7 +404,7 @@ class Context:
         return [r if c is None else min(r, c) for r in rates.values()]
 
     def zero_as_trained(self, zero_rate: float) -> float:
-        """Samples/s the training gets from the 0-worker point (see `zero_clearly_faster`)."""
+        """Samples/s the training gets from the 0-worker point (see `zero_measured_ahead`)."""
         c = self.consumer_rate
         if c is None:
             return zero_rate
@@ -408,10 +420,10 @@ class Context:
         return 1 / zero_rate
 
     def zero_on_merit(self, state: Mapping[str, Any]) -> bool:
-        """0 workers measured clearly faster where that can be judged: a CPU-only run without a
-        consumer rate (the loader's rate is all that counts), or any run with one."""
+        """0 workers measured ahead where that can be judged: a CPU-only run without a consumer
+        rate (the loader's rate is all that counts), or any run with one."""
         judged = self.consumer_rate is not None or not self.has_gpu
-        return judged and self.zero_clearly_faster(state)
+        return judged and self.zero_measured_ahead(state)
 
     def zero_workers_allowed(self, state: Mapping[str, Any]) -> bool:
         """num_workers=0 loads inside the training loop, so loading and compute never overlap.
@@ -873,7 +885,9 @@ class WorkersFromSweep(Rule):
 
     Recommendation: within the core and RAM caps, 0 workers when no core is free, or when it
     measured at least 10% faster than every worker count within cores - 1 and faster than every
-    count within the caps, for a CPU-only run without a consumer rate or for any run with one;
+    count within the caps, for a CPU-only run without a consumer rate or for any run with one
+    (within 10% of them is enough when the main thread was busy at most half of each sample's
+    time at 0 workers: the reader's thread does the loading, workers would add only overhead);
     else the smallest measured num_workers that beats the consumer by 20%, else the smallest
     within 5% of the best measured point. With a consumer rate, 0 workers is judged as training
     sees it: the loader's main-thread work and the step take turns while the reader's thread
@@ -896,21 +910,20 @@ class WorkersFromSweep(Rule):
         if not rates:
             return None
         workers = {k: r for k, r in rates.items() if k >= 1}
+        # 0 on its merit (or no core free) and also ahead of every worker count allowed (within
+        # noise of them when the main thread was mostly idle, see Context.zero_lead)
+        lead = min(ctx.zero_lead(rates[0]), 1.0) if 0 in rates else 1.0
         if 0 in rates and (
-            not workers or ctx.zero_as_trained(rates[0]) > max(ctx.workers_as_trained(workers))
+            not workers
+            or ctx.zero_as_trained(rates[0]) >= max(ctx.workers_as_trained(workers)) * lead
         ):
-            w = 0  # on its merit (or no core free), and ahead of every worker count allowed
+            w = 0
         else:
             w = choose_workers(workers, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
-        rationale = _workers_rationale(w, rates, ctx.consumer_rate, "measured")
-        if w == 0 and cap > 0 and ctx.consumer_rate is not None:
-            main_ms = ctx.zero_main_cpu_s(rates[0]) * 1e3
-            rationale += (
-                f" With 0 workers the loader's {main_ms:,.1f} ms of main-thread work per sample "
-                "and the training step take turns while the reader fetches on "
-                f"(~{ctx.zero_as_trained(rates[0]):,.1f} samples/s), still over "
-                f"{MEASURED_GAIN - 1:.0%} ahead of every worker count."
-            )
+        if w == 0 and workers:
+            rationale = _zero_rationale(ctx, rates[0], workers)
+        else:
+            rationale = _workers_rationale(w, rates, ctx.consumer_rate, "measured")
         return self.finding(
             w,
             rationale,
@@ -958,6 +971,30 @@ class WorkersFromModel(Rule):
             },
             confidence="medium" if measured_inputs else "low",
         )
+
+
+def _zero_rationale(ctx: Context, zero: float, workers: Mapping[int, float]) -> str:
+    best_w = max(workers, key=lambda k: workers[k])
+    main_ms = ctx.zero_main_cpu_s(zero) * 1e3
+    text = f"0 workers: {zero:,.0f} samples/s measured, against {workers[best_w]:,.0f} with "
+    text += f"{best_w} worker(s)."
+    if ctx.zero_lead(zero) < 1:
+        text += (
+            f" The main thread was busy {main_ms:,.2f} ms of each sample's {1e3 / zero:,.2f} ms "
+            "while the reader's own thread fetched: workers would add processes and memory, "
+            "not throughput, so a tie goes to 0 workers."
+        )
+    else:
+        text += (
+            f" That is over {MEASURED_GAIN - 1:.0%} ahead of the worker counts within cores - 1."
+        )
+    if ctx.consumer_rate is not None:
+        text += (
+            f" In training the loader's {main_ms:,.2f} ms of main-thread work per sample and the "
+            "step take turns while the reader fetches on: "
+            f"~{ctx.zero_as_trained(zero):,.1f} samples/s."
+        )
+    return text
 
 
 def _workers_rationale(

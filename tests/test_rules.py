@@ -334,6 +334,50 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
         0,
     ),
+    # 1 MB objects at 30 ms: the main thread was busy 0.3 ms of each sample's 2 ms at 0 workers,
+    # the reader's thread did the loading: 0 workers within 10% of 1 worker is a tie it wins
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2, "gpus": 0},
+            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}, "zero_main_cpu": 0.0003},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        0,
+    ),
+    # ... a main thread busy most of the time (or not measured): the tie goes to workers
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2, "gpus": 0},
+            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}, "zero_main_cpu": 0.0015},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        1,
+    ),
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2, "gpus": 0},
+            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        1,
+    ),
+    # ... and an I/O-bound 0 workers more than 10% behind a worker count is no tie
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2, "gpus": 0},
+            "trial": {"rates": {0: 1195.0, 1: 1184.0, 2: 1574.0}, "zero_main_cpu": 0.0002},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        2,
+    ),
     # a consumer slower than the loader: 1 / (1/2,812 + 1/40) = 39.4/s against 40/s with a worker
     (
         "NW-3",
