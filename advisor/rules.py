@@ -383,9 +383,8 @@ class Context:
             w: r for w, r in rates.items() if w >= 1
         }
         if not with_workers:
-            return (
-                self.consumer_rate is None
-            )  # only 0 measured: no step to overlap, else no evidence
+            # only 0 measured: nothing to compare a bare loader with; with a step, no evidence
+            return self.consumer_rate is None
         best = max(self.workers_as_trained(with_workers))
         return self.zero_as_trained(zero) >= best * self.zero_lead(zero)
 
@@ -893,7 +892,7 @@ class WorkersFromSweep(Rule):
     sees it: the loader's main-thread work and the step take turns while the reader's thread
     fetches on, a sample every max(1/r0, main CPU per sample + 1/consumer) seconds, against
     min(r, consumer) for workers. With 0 workers loading runs inside the training loop and uses
-    one core, so a tie (or noise) goes to workers.
+    one core, so a tie (or noise) goes to workers unless the main thread was mostly idle.
     Why: measured samples/s per num_workers.
     """
 
@@ -973,16 +972,21 @@ class WorkersFromModel(Rule):
         )
 
 
+def _per_s(rate: float) -> str:
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
+
+
 def _zero_rationale(ctx: Context, zero: float, workers: Mapping[int, float]) -> str:
     best_w = max(workers, key=lambda k: workers[k])
     main_ms = ctx.zero_main_cpu_s(zero) * 1e3
-    text = f"0 workers: {zero:,.0f} samples/s measured, against {workers[best_w]:,.0f} with "
-    text += f"{best_w} worker(s)."
+    text = f"0 workers: {_per_s(zero)} samples/s measured, against {_per_s(workers[best_w])} "
+    text += f"with {best_w} worker(s)."
     if ctx.zero_lead(zero) < 1:
         text += (
             f" The main thread was busy {main_ms:,.2f} ms of each sample's {1e3 / zero:,.2f} ms "
             "while the reader's own thread fetched: workers would add processes and memory, "
-            "not throughput, so a tie goes to 0 workers."
+            f"not throughput, so 0 workers needs no lead (within {MEASURED_GAIN - 1:.0%} is "
+            "enough)."
         )
     else:
         text += (
