@@ -17,7 +17,8 @@ own and, like SeaweedFS, at a higher priority than the loader: on a 2-core machi
 the network and a remote server, which must neither share the loader's GIL nor queue behind it.
 At 0 ms the loader reads SeaweedFS directly: a proxy that adds nothing would still copy every
 byte once more on the loader's 2 cores (1 MB objects: 0 workers read ~680 samples/s through it,
-~1,200 without).
+~1,200 without). SeaweedFS runs with GOMAXPROCS=1, so that its Go runtime does not spin for
+work on the loader's cores.
 
     python -m bench advisor [--quick] [--only SIZE/LATENCY_MS/CPU ...] [--trial-seconds S]
                             [--point-seconds S]
@@ -259,14 +260,14 @@ def main(argv: list[str] | None = None) -> int:
         if server.pid is not None:
             raise_priority(server.pid)
         with contextlib.ExitStack() as stack:
-            proxies: dict[int, str] = {0: endpoint.url}
+            endpoints: dict[int, str] = {0: endpoint.url}  # by latency
             for latency in sorted({lat for _, lat, _ in scenarios} - {0}):
                 # Real S3: tens of ms to first byte, ~90 MB/s per connection.
-                proxies[latency] = stack.enter_context(proxy_process(endpoint.url, latency, 90.0))
+                endpoints[latency] = stack.enter_context(proxy_process(endpoint.url, latency, 90.0))
             for size, latency, cpu in scenarios:
                 print(f"scenario size={size} latency={latency} ms cpu={cpu} ...", flush=True)
                 results += run_scenario(
-                    proxies[latency], creds, "matrix", size, cpu, trial_seconds,
+                    endpoints[latency], creds, "matrix", size, cpu, trial_seconds,
                     point_seconds, latency,
                 )  # fmt: skip
                 for r in results[-2:]:
