@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.model import (
+    INFLIGHT_MAX,
     LOCAL_NVME_DEFAULTS,
     S3_DEFAULTS,
     StorageParams,
@@ -196,8 +197,11 @@ def test_requests_in_flight_follow_what_one_process_takes_in() -> None:
     assert process_objects_per_s(10_000) == pytest.approx(3000.0)
     assert process_objects_per_s(1 * MB) == pytest.approx(1000.0)
     assert process_objects_per_s(0) == pytest.approx(3000.0)
-    # 10 KB at 100 ms: 2 x 3,000/s x 0.1 s = 600 -> the cap, 128
-    assert requests_in_flight(0.1, 10_000, 90.0, process_objects_per_s(10_000)) == 128
+    # 10 KB at 100 ms: 2 x 3,000/s x 0.1 s = 600 -> the cap, 256
+    small = requests_in_flight(0.1, 10_000, 90.0, process_objects_per_s(10_000))
+    assert small == INFLIGHT_MAX == 256
+    # 1 MB at 100 ms: 2 x 1,000/s x 111.1 ms = 222.2 -> 223, under the cap
+    assert requests_in_flight(0.1, 1 * MB, 90.0, process_objects_per_s(1 * MB)) == 223
     # 1 MB at 30 ms, 90 MB/s: 2 x 1,000/s x (30 + 11.1 ms) = 82.2 -> 83
     assert requests_in_flight(0.03, 1 * MB, 90.0, process_objects_per_s(1 * MB)) == 83
     # nothing to hide: never below the reader's default

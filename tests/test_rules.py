@@ -129,7 +129,7 @@ SMALL_STREAM = {
     "hardware": {"disk_free": 0},
 }
 # 2 ranks streaming 20 KB text objects, each at its share of the 10 Gbit/s NIC (625 MB/s, 31,250
-# objects/s; RD-1's 128 requests in flight per worker get there with 8 workers): 62,500 GET/s on
+# objects/s; RD-1's 256 requests in flight per worker get there with 4 workers): 62,500 GET/s on
 # one prefix, 18 prefixes at 3,500 GET/s each
 PFX_BY_RATE = {
     "profile": {"count": 90_000, "size": 20_000, "fmt": "text", "spo": 1},
@@ -195,7 +195,8 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     ("RD-1", {}, True, 32),  # 150 MB shards: parts, bounded by the byte budget
     # 600 objects/s x 31.1 ms x 2 = 37.3 -> 38 requests in flight
     ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": 500.0}}, True, 38),
-    ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": None}}, True, 128),  # 3,000/s: cap
+    # 3,000/s x 2 x 31.1 ms = 186.7
+    ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": None}}, True, 187),
     ("RD-1", {"trial": {"inflight": 96}}, True, 96),  # what the trial's sweep measured with
     # 2 MB objects: a process takes in 1,000 MB/s, 500 objects/s x (30 + 22.2 ms) x 2 = 52.2 -> 53
     (

@@ -14,6 +14,7 @@ from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
+from advisor.model import INFLIGHT_MAX
 from advisor.profile import profile_dataset
 from advisor.trial import TrialEvent, _saturated, child_pids, run_trial
 from advisor.workload import Workload
@@ -60,7 +61,7 @@ def test_trial_measures_everything_within_budget(
     assert result.storage is not None and result.storage.first_byte_p50_s > 0
     assert result.storage.concurrency_curve
     # the sweep read with Little's law's requests in flight for the measured latency
-    assert result.requests_in_flight is not None and 32 <= result.requests_in_flight <= 128
+    assert result.requests_in_flight is not None and 32 <= result.requests_in_flight <= INFLIGHT_MAX
     assert result.decode is not None and result.decode.cpu_s_per_sample > 0
     workers = [p.num_workers for p in result.sweep]
     assert workers[:2] == [0, 1]
