@@ -162,12 +162,16 @@ def predict(
     return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck)
 
 
-def process_objects_per_s(object_bytes: float) -> float:
+def process_objects_per_s(object_bytes: float, cpu_s_per_object: float = 0.0) -> float:
     """The most objects/s one loader process takes in: PROCESS_OBJECTS_S small objects, or
-    PROCESS_MB_S of large ones."""
-    if object_bytes <= 0:
-        return PROCESS_OBJECTS_S
-    return min(PROCESS_OBJECTS_S, PROCESS_MB_S * MB / object_bytes)
+    PROCESS_MB_S of large ones, and no more than its transform lets through (1 / its CPU
+    seconds per object, when known): a process transforms its samples on one thread."""
+    ceiling = PROCESS_OBJECTS_S
+    if object_bytes > 0:
+        ceiling = min(ceiling, PROCESS_MB_S * MB / object_bytes)
+    if cpu_s_per_object > 0:
+        ceiling = min(ceiling, 1 / cpu_s_per_object)
+    return ceiling
 
 
 def requests_in_flight(

@@ -744,8 +744,9 @@ class ReaderRequestsInFlight(Rule):
     that read the data as training will, the value its DataLoader sweep used (the measured rates
     hold for it). Otherwise Little's law on the storage's first-byte latency and bandwidth, for the
     rate one process may have to deliver (the consumer's with 20% headroom, at most what one
-    process takes in: PROCESS_OBJECTS_S objects or PROCESS_MB_S of bytes a second), twice for
-    jitter, between the reader's default and INFLIGHT_MAX.
+    process takes in: PROCESS_OBJECTS_S objects or PROCESS_MB_S of bytes a second, and what its
+    measured transform lets through), twice for jitter, between the reader's default and
+    INFLIGHT_MAX.
     Why: [CPP] the reader's concurrency should be exposed and tuned; each open request completes
     1 / (first byte + transfer) objects/s, so latency, not cores, bounds a process with too few.
     """
@@ -777,7 +778,8 @@ class ReaderRequestsInFlight(Rule):
             )
         storage = ctx.storage_for("stream")
         object_bytes, spo = ctx.layout(state)
-        target = process_objects_per_s(object_bytes)
+        cpu_s_per_object = ctx.cpu_s_per_sample * spo if ctx.cpu_measured else 0.0
+        target = process_objects_per_s(object_bytes, cpu_s_per_object)
         if ctx.consumer_rate is not None:
             target = min(target, ctx.consumer_rate * HEADROOM / spo)
         k = requests_in_flight(

@@ -268,11 +268,11 @@ def run_trial(
         clock.report("storage", "listing objects for the trial")
         data = TrialData.sample(location, fmt, transform, credentials)
         storage = _probe_storage(data, clock)
-        inflight = _inflight_for(storage, data)
-        data = data.with_inflight(inflight)
-        clock.report("storage", f"the sweep reads with {inflight} requests in flight per process")
         clock.check()
         decode = _measure_decode(data, transform_name, clock)
+        inflight = _inflight_for(storage, data, decode)
+        data = data.with_inflight(inflight)
+        clock.report("storage", f"the sweep reads with {inflight} requests in flight per process")
         sweep = _sweep(data, hardware, workload, clock)
         h2d = _host_to_device(workload, decode, clock)
         if h2d is None:
@@ -349,16 +349,18 @@ def _probe_storage(data: TrialData, clock: _Clock) -> StorageProbe:
     )
 
 
-def _inflight_for(probe: StorageProbe, data: TrialData) -> int:
+def _inflight_for(probe: StorageProbe, data: TrialData, decode: DecodeCost) -> int:
     """Requests in flight per process for the sweep: enough for the most a process can deliver
-    at the measured latency (Little's law, `advisor.model.requests_in_flight`)."""
+    (its transform's measured CPU cost included) at the measured latency (Little's law,
+    `advisor.model.requests_in_flight`)."""
     sizes = [o.size for o in data.objects]
     object_bytes = statistics.fmean(sizes) if sizes else 0.0
+    samples_per_object = max(1.0, object_bytes / max(decode.bytes_per_sample, 1.0))
     return requests_in_flight(
         probe.first_byte_p50_s,
         object_bytes,
         max(probe.per_connection_mb_s, 1e-3),
-        process_objects_per_s(object_bytes),
+        process_objects_per_s(object_bytes, decode.cpu_s_per_sample * samples_per_object),
     )
 
 

@@ -204,5 +204,8 @@ def test_requests_in_flight_follow_what_one_process_takes_in() -> None:
     assert requests_in_flight(0.1, 1 * MB, 90.0, process_objects_per_s(1 * MB)) == 223
     # 1 MB at 30 ms, 90 MB/s: 2 x 1,000/s x (30 + 11.1 ms) = 82.2 -> 83
     assert requests_in_flight(0.03, 1 * MB, 90.0, process_objects_per_s(1 * MB)) == 83
+    # a transform of 2 ms per object: the process takes in 500/s; at 100 ms 2 x 500 x 100.1 ms
+    assert process_objects_per_s(10_000, 0.002) == pytest.approx(500.0)
+    assert requests_in_flight(0.1, 10_000, 90.0, process_objects_per_s(10_000, 0.002)) == 101
     # nothing to hide: never below the reader's default
     assert requests_in_flight(0.0, 1 * MB, 1000.0, 1000.0) == ReaderConfig().max_inflight_requests

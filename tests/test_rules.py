@@ -198,6 +198,9 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     # 3,000/s x 2 x 31.1 ms = 186.7
     ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": None}}, True, 187),
     ("RD-1", {"trial": {"inflight": 96}}, True, 96),  # what the trial's sweep measured with
+    # a measured 4 ms transform: one process takes in 250 objects/s, not 3,000; at the probed
+    # 25 ms + 1.2 ms, 2 x 250 x 26.2 ms = 13.1 -> the reader's default
+    ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": None}, "trial": {}}, True, 32),
     # 2 MB objects: a process takes in 1,000 MB/s, 500 objects/s x (30 + 22.2 ms) x 2 = 52.2 -> 53
     (
         "RD-1",
