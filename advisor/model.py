@@ -50,9 +50,9 @@ READER_PART_BYTES: int = ReaderConfig.part_size
 # SeaweedFS), so no process needs requests in flight for more than this.
 PROCESS_OBJECTS_S = 3000.0
 PROCESS_MB_S = 1000.0
-# per process. 128 held 0 workers at 1,150 10 KB objects/s at 100 ms, where 256 read 1,500-1,970;
-# and 2 workers at 128 read 1 MB objects at 100 ms at 240-540/s, at 256 at 1,170-1,510 (through
-# the bench's proxy). The byte budget still bounds what the requests hold.
+# per process. Through the bench's 100 ms proxy, 128 held 0 workers at 1,150-1,170 10 KB objects/s
+# where 256 read 1,520-1,970 (1 MB objects there vary 2-10x from run to run at either setting:
+# docs/benchmarks.md). The byte budget still bounds what the requests hold.
 INFLIGHT_MAX = 256
 
 

@@ -272,7 +272,7 @@ def run_trial(
         decode = _measure_decode(data, transform_name, clock)
         inflight = _inflight_for(storage, data, decode)
         data = data.with_inflight(inflight)
-        clock.report("storage", f"the sweep reads with {inflight} requests in flight per process")
+        clock.report("sweep", f"the sweep reads with {inflight} requests in flight per process")
         sweep = _sweep(data, hardware, workload, clock)
         h2d = _host_to_device(workload, decode, clock)
         if h2d is None:
