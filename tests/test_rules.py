@@ -129,8 +129,8 @@ SMALL_STREAM = {
     "hardware": {"disk_free": 0},
 }
 # 2 ranks streaming 20 KB text objects, each at its share of the 10 Gbit/s NIC (625 MB/s, 31,250
-# objects/s; RD-1's 256 requests in flight per worker get there with 4 workers): 62,500 GET/s on
-# one prefix, 18 prefixes at 3,500 GET/s each
+# objects/s; RD-1 keeps 2 x 3,000/s x 30.2 ms = 182 requests in flight per worker): 62,500 GET/s
+# on one prefix, 18 prefixes at 3,500 GET/s each
 PFX_BY_RATE = {
     "profile": {"count": 90_000, "size": 20_000, "fmt": "text", "spo": 1},
     "hardware": {"cores": 32, "disk_free": GB},
