@@ -16,7 +16,7 @@ from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
 from advisor.model import INFLIGHT_MAX
 from advisor.profile import profile_dataset
-from advisor.trial import TrialEvent, _saturated, child_pids, run_trial
+from advisor.trial import SteadyWindow, TrialEvent, _saturated, child_pids, run_trial
 from advisor.workload import Workload
 from native_loader import S3Reader
 
@@ -110,3 +110,59 @@ def test_bad_budget_and_transform(s3_endpoint: S3Endpoint, demo: str) -> None:
             seconds=5,
         )  # fmt: skip
     assert os.cpu_count()
+
+
+def _window_rate(arrivals: list[tuple[float, int]], seconds: float, warm: int = 0) -> float | None:
+    """Feed (time, samples) arrivals to a SteadyWindow started at 0 until it closes."""
+    window = SteadyWindow(0.0, seconds, warm, min_samples=0, hard_stop=3 * seconds)
+    for index, (now, samples) in enumerate(arrivals):
+        window.arrival(index, now, samples)
+        if window.closed:
+            break
+    return window.rate()
+
+
+def test_steady_window_on_an_even_stream() -> None:
+    arrivals = [(0.1 * (i + 1), 10) for i in range(100)]  # 100 samples/s
+    rate = _window_rate(arrivals, seconds=3.0)
+    assert rate == pytest.approx(100.0, rel=0.05)
+
+
+def test_steady_window_does_not_end_on_a_burst() -> None:
+    # 10 batches back to back once a second: 100 samples/s. A window that ended on an arrival
+    # would end right after a burst and count it without the second of waiting before it.
+    arrivals = [(float(second) + 0.001 * i, 10) for second in range(1, 12) for i in range(10)]
+    rate = _window_rate(arrivals, seconds=3.0)
+    assert rate is not None and rate == pytest.approx(100.0, rel=0.3)
+    window = SteadyWindow(0.0, 3.0, 0, min_samples=0, hard_stop=9.0)
+    for index, (now, samples) in enumerate(arrivals):
+        window.arrival(index, now, samples)
+        if window.closed:
+            break
+    assert window.opens is not None
+    assert window.closes - window.opens >= 1.0  # a third of the slice at least
+
+
+def test_steady_window_after_a_slow_first_batch_and_a_backlog() -> None:
+    # The first batch took longer than the slice; what the reader fetched meanwhile arrives
+    # back to back (20 batches within 20 ms), then the stream runs at 100 samples/s.
+    backlog = [(3.0 + 0.001 * i, 10) for i in range(20)]
+    steady = [(3.1 + 0.1 * i, 10) for i in range(1, 60)]
+    rate = _window_rate(backlog + steady, seconds=2.0)
+    assert rate is not None and rate == pytest.approx(100.0, rel=0.1)
+
+
+def test_steady_window_skips_the_batches_waiting_for_it() -> None:
+    # 2 workers x prefetch 2: the first batch came early, the other workers' first batches
+    # were made meanwhile and arrive back to back after the window was to open (at 1.13 s).
+    first = [(0.2, 10)]
+    ready = [(1.2 + 0.001 * i, 10) for i in range(3)]
+    steady = [(1.2 + 0.1 * i, 10) for i in range(1, 60)]
+    rate = _window_rate(first + ready + steady, seconds=3.0, warm=4)
+    assert rate is not None and rate == pytest.approx(100.0, rel=0.05)
+    assert _window_rate(first + ready + steady, seconds=3.0, warm=0) == pytest.approx(112, rel=0.02)
+
+
+def test_steady_window_too_few_batches_is_no_rate() -> None:
+    arrivals = [(1.0, 10), (4.0, 10), (8.0, 10), (12.0, 10)]
+    assert _window_rate(arrivals, seconds=3.0) is None
