@@ -53,6 +53,10 @@ MAX_REQUESTS_PER_CONNECTION = 1_000_000
 CHUNK_BYTES = 1024 * 1024  # read size; large reads keep the proxy well above 300 MB/s on loopback
 STREAM_LIMIT = 2 * CHUNK_BYTES  # asyncio stream buffer limit (reading pauses above twice this)
 WRITE_HIGH_WATER = 4 * CHUNK_BYTES
+# Connections waiting to be accepted (the kernel caps it at net.core.somaxconn). S3 does not drop
+# a connection storm's SYNs; with 512, 8 DataLoader workers opening 213 connections each
+# overflowed it 352-879 times in 2 s, and each drop cost its client a 1 s SYN retransmit.
+BACKLOG = 4096
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 FLUSH_TIMEOUT_S = 1.0  # before a mid-body reset: wait this long at most for the client to ack
@@ -810,7 +814,7 @@ class Proxy:
 
     async def _open(self) -> int:
         self._server = await asyncio.start_server(
-            self._on_client, HOST, self._requested_port or 0, limit=STREAM_LIMIT, backlog=512
+            self._on_client, HOST, self._requested_port or 0, limit=STREAM_LIMIT, backlog=BACKLOG
         )
         return int(self._server.sockets[0].getsockname()[1])
 
