@@ -52,10 +52,13 @@ from native_loader import Credentials, S3Reader
 RESULTS = Path(__file__).parent / "results" / "advisor_matrix.json"
 SWEEP = (0, 1, 2, 4, 8)
 QUALITY = 0.9
-# Each point is the median of this many interleaved runs: on 2 cores one configuration can read
-# 2-5x slower for a few seconds (1 MB at 30 ms, 2 workers: 138, 269 and 753 samples/s in three
-# runs), so the median must outvote two bad runs.
-PASSES = 5
+# Each point is the median of this many interleaved runs of POINT_SECONDS: on 2 cores one
+# configuration can read 2-5x slower for a second or two (1 MB at 100 ms, 4 workers, in 0.5 s
+# bins: 1,312, 1,248, 0, 0, 32, 0, 1,632 samples/s), so a run must span several such spells and
+# the median outvote a bad run. 5 runs of 2 s measured that configuration at 912-1,464
+# samples/s; it reads 340-480 over 10 s.
+PASSES = 3
+POINT_SECONDS = 6.0
 MIN_SAMPLES = 30  # per run's steady window: 200 MB objects arrive ~5 per second
 BATCH = 16
 BATCH_BYTES = 64_000_000  # large objects get smaller batches: a few batches per measured second
@@ -101,6 +104,7 @@ class ScenarioResult:
     within_memory: bool
     passed: bool
     sweep: dict[str, float]
+    sweep_runs: dict[str, list[float]]  # every run behind the sweep's medians
     trial_sweep: dict[str, float]  # what the advisor's own trial measured per num_workers
     data_source: str
 
@@ -168,8 +172,8 @@ def run_scenario(
     # reader settings differ, is measured on its own below)
     swept = recs[None].requests_in_flight
 
-    def measure(workers_list: tuple[int, ...], inflight: int) -> dict[int, float]:
-        """Median samples/s per num_workers over PASSES interleaved passes."""
+    def measure(workers_list: tuple[int, ...], inflight: int) -> dict[int, list[float]]:
+        """Samples/s per num_workers in PASSES interleaved passes."""
         runs: dict[int, list[float]] = {w: [] for w in workers_list}
         for _ in range(PASSES):
             for w in workers_list:
@@ -177,17 +181,18 @@ def run_scenario(
                     data.with_inflight(inflight), batch, w, False, point_seconds,
                     min_samples=MIN_SAMPLES,
                 )  # fmt: skip
-                runs[w].append(point.samples_per_s)
-        return {w: statistics.median(r) for w, r in runs.items()}
+                runs[w].append(round(point.samples_per_s, 1))
+        return runs
 
-    rates = measure(SWEEP, swept)
+    sweep_runs = measure(SWEEP, swept)
+    rates = {w: statistics.median(r) for w, r in sweep_runs.items()}
     results = []
     for consumer, rec in recs.items():
         workers = rec.num_workers
-        if rec.requests_in_flight != swept:
-            rec_rate = measure((workers,), rec.requests_in_flight)[workers]
+        if rec.requests_in_flight != swept or workers not in rates:
+            rec_rate = statistics.median(measure((workers,), rec.requests_in_flight)[workers])
         else:
-            rec_rate = rates.get(workers) or measure((workers,), swept)[workers]
+            rec_rate = rates[workers]
         best_workers = max(rates, key=lambda w: rates[w])
         best = rates[best_workers]
         target = min(best, consumer) if consumer else best
@@ -200,6 +205,7 @@ def run_scenario(
             best_workers, best, target,
             ratio, cores_ok, memory_ok, ratio >= QUALITY and cores_ok and memory_ok,
             {str(w): round(r, 1) for w, r in sorted(rates.items())},
+            {str(w): r for w, r in sorted(sweep_runs.items())},
             {str(p.num_workers): round(p.samples_per_s, 1) for p in trial.sweep}, rec.data_source,
         ))  # fmt: skip
     return results
@@ -247,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     # The sweep tries more workers than cores on purpose; torch warns about that each time.
     warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
     trial_seconds = args.trial_seconds or (10.0 if args.quick else 30.0)  # 30 s: the default
-    point_seconds = args.point_seconds or 2.0
+    point_seconds = args.point_seconds or POINT_SECONDS
     started = time.monotonic()
     results: list[ScenarioResult] = []
     # SeaweedFS stands for a remote server: one P keeps its Go runtime from spinning for work on
