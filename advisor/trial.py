@@ -467,9 +467,10 @@ class SteadyWindow:
     Its ends are times, not arrivals: batches come in bursts (a stalled request holds up
     everything behind it, then they arrive back to back), and a window that ended on an arrival
     would end on a burst and leave out the gap after it. 4 workers reading 1 MB objects at 100 ms
-    measured 1,640-1,830 samples/s that way in 2 s slices, and 350-480 over 6 s. A window that
-    holds fewer than twice the waiting batches (at least 3), or fewer than `min_samples`, is
-    extended a third of the slice at a time, up to `hard_stop` seconds after the start.
+    measured 1,530-2,510 samples/s that way in 2 s slices, and read 340-480 over 6-10 s. A
+    window that holds fewer than twice the waiting batches (at least 3), or fewer than
+    `min_samples`, is extended a third of the slice at a time, up to `hard_stop` seconds after
+    the start.
     """
 
     started: float  # time.monotonic() when the loader was started

@@ -55,8 +55,8 @@ QUALITY = 0.9
 # Each point is the median of this many interleaved runs of POINT_SECONDS: on 2 cores one
 # configuration can read 2-5x slower for a second or two (1 MB at 100 ms, 4 workers, in 0.5 s
 # bins: 1,312, 1,248, 0, 0, 32, 0, 1,632 samples/s), so a run must span several such spells and
-# the median outvote a bad run. 5 runs of 2 s measured that configuration at 912-1,464
-# samples/s; it reads 340-480 over 10 s.
+# the median outvote a bad run. 3 runs of 2 s measured that configuration at 912-1,464
+# samples/s; it reads 340-480 over 6-10 s.
 PASSES = 3
 POINT_SECONDS = 6.0
 MIN_SAMPLES = 30  # per run's steady window: 200 MB objects arrive ~5 per second
@@ -74,7 +74,7 @@ SIZES = {
 LATENCIES_MS = (0, 30, 100)
 TRANSFORMS = {"0ms": "bench.transforms:raw", "2ms": "bench.transforms:burn_2ms",
               "8ms": "bench.transforms:burn_8ms"}  # fmt: skip
-# The default run spans the ends of each axis (~40 minutes); --quick is a smaller middle.
+# The default run spans the ends of each axis (~46 minutes); --quick is a smaller middle.
 FULL: dict[str, tuple[Any, ...]] = {
     "sizes": ("10KB", "1MB", "200MB"),
     "latencies": LATENCIES_MS,
