@@ -129,18 +129,18 @@ def test_steady_window_on_an_even_stream() -> None:
 
 
 def test_steady_window_does_not_end_on_a_burst() -> None:
-    # 10 batches back to back once a second: 100 samples/s. A window that ended on an arrival
-    # would end right after a burst and count it without the second of waiting before it.
-    arrivals = [(float(second) + 0.001 * i, 10) for second in range(1, 12) for i in range(10)]
-    rate = _window_rate(arrivals, seconds=3.0)
-    assert rate is not None and rate == pytest.approx(100.0, rel=0.3)
-    window = SteadyWindow(0.0, 3.0, 0, min_samples=0, hard_stop=9.0)
+    # 10 batches back to back every 2 s: 50 samples/s. The first burst comes at 0.5 s, the next
+    # after the slice's end. A window that opened and closed on arrivals would hold the first
+    # few batches of the second burst alone (thousands of samples/s); one of fixed times holds
+    # the gap before it too, however it is extended.
+    arrivals = [(0.5 + 2.0 * burst + 0.001 * i, 10) for burst in range(6) for i in range(10)]
+    window = SteadyWindow(0.0, 2.0, 0, min_samples=0, hard_stop=6.0)
     for index, (now, samples) in enumerate(arrivals):
         window.arrival(index, now, samples)
         if window.closed:
             break
-    assert window.opens is not None
-    assert window.closes - window.opens >= 1.0  # a third of the slice at least
+    assert window.rate() == pytest.approx(50.0, rel=0.25)
+    assert window.opens is not None and window.closes - window.opens >= 2.0 / 3
 
 
 def test_steady_window_after_a_slow_first_batch_and_a_backlog() -> None:
