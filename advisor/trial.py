@@ -465,8 +465,9 @@ class SteadyWindow:
 
     It closes at the end of the slice, or a third of the slice after it opens if that is later.
     Its ends are times, not arrivals: batches come in bursts (a stalled request holds up
-    everything behind it, then they arrive back to back), and a window that ended on an arrival
-    would end on a burst and leave out the gap after it. 4 workers reading 1 MB objects at 100 ms
+    everything behind it, then they arrive back to back), and a window that opened on an arrival
+    and closed on the one that met its batch count could lie within a burst and leave out the
+    gaps around it. 4 workers reading 1 MB objects at 100 ms
     measured 1,530-2,510 samples/s that way in 2 s slices, and read 340-480 over 6-10 s. A
     window that holds fewer than twice the waiting batches (at least 3), or fewer than
     `min_samples`, is extended a third of the slice at a time, up to `hard_stop` seconds after
