@@ -44,6 +44,7 @@ __all__ = [
 MB = 1_000_000
 READER_INFLIGHT: int = ReaderConfig.max_inflight_requests
 READER_PART_BYTES: int = ReaderConfig.part_size
+READER_BUDGET_BYTES: int = ReaderConfig.max_inflight_bytes
 # One loader process hands over at most a few thousand samples/s (Python per-sample overhead and
 # the DataLoader's pickling; measured: ~2,500 10 KB objects/s with 0 workers on the 2-core dev
 # machine) and about a GB/s (measured: 1 MB objects at ~1.2 GB/s with 0 workers, straight from

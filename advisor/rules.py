@@ -23,6 +23,7 @@ from advisor.model import (
     HDD_DEFAULTS,
     LOCAL_NVME_DEFAULTS,
     LOCAL_SSD_DEFAULTS,
+    READER_BUDGET_BYTES,
     READER_PART_BYTES,
     S3_DEFAULTS,
     SHARED_FS_DEFAULTS,
@@ -71,6 +72,10 @@ MEASURED_GAIN = 1.10
 # At 0 workers the main thread busy at most this share of a sample's time: the reader's own
 # thread does the loading, so workers would add processes and memory, not throughput.
 IO_BOUND_MAIN_SHARE = 0.5
+# ... unless the reader's byte budget holds fewer objects than this: then the budget, not the
+# main thread, bounds one process, and each worker process brings a budget of its own (200 MB
+# objects in 256 MiB: measured 0 workers ahead in the trial, 2 workers ahead in the sweep).
+BUDGET_OBJECTS_FOR_TIE = 2
 TOLERANCE = 0.05  # "within 5% of the best"
 MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
 DEFAULT_WORKER_RSS_BYTES = 400 * MB  # a forked worker holding torch and the dataset object
@@ -392,10 +397,19 @@ class Context:
         """How far 0 workers must lead the worker counts: MEASURED_GAIN, so that a tie (or
         noise) goes to workers; but when the main thread was busy at most IO_BOUND_MAIN_SHARE
         of each sample's time at 0 workers, the reader's thread does the loading and a tie goes
-        to 0 workers (no worker processes, copies or memory): within 1 / MEASURED_GAIN."""
-        if self.zero_main_cpu_s(zero_rate) <= IO_BOUND_MAIN_SHARE / zero_rate:
+        to 0 workers (no worker processes, copies or memory): within 1 / MEASURED_GAIN. Not
+        when the reader's byte budget holds under BUDGET_OBJECTS_FOR_TIE objects: the budget
+        bounds one process then, and each worker reads with a budget of its own."""
+        main_idle = self.zero_main_cpu_s(zero_rate) <= IO_BOUND_MAIN_SHARE / zero_rate
+        if main_idle and not self.budget_bound:
             return 1 / MEASURED_GAIN
         return MEASURED_GAIN
+
+    @property
+    def budget_bound(self) -> bool:
+        """One process's reader holds under BUDGET_OBJECTS_FOR_TIE of the objects in its byte
+        budget (max_inflight_bytes): the budget, not the requests, bounds what it fetches."""
+        return self.object_bytes * BUDGET_OBJECTS_FOR_TIE > READER_BUDGET_BYTES
 
     def workers_as_trained(self, rates: Mapping[int, float]) -> list[float]:
         """Samples/s the training gets from each worker count: at most the consumer's rate."""
@@ -888,7 +902,9 @@ class WorkersFromSweep(Rule):
     measured at least 10% faster than every worker count within cores - 1 and faster than every
     count within the caps, for a CPU-only run without a consumer rate or for any run with one
     (within 10% of them is enough when the main thread was busy at most half of each sample's
-    time at 0 workers: the reader's thread does the loading, workers would add only overhead);
+    time at 0 workers: the reader's thread does the loading, workers would add only overhead;
+    but not when the reader's byte budget holds under two objects: it bounds one process then,
+    and each worker brings a budget of its own);
     else the smallest measured num_workers that beats the consumer by 20%, else the smallest
     within 5% of the best measured point. With a consumer rate, 0 workers is judged as training
     sees it: the loader's main-thread work and the step take turns while the reader's thread
@@ -925,6 +941,15 @@ class WorkersFromSweep(Rule):
             rationale = _zero_rationale(ctx, rates[0], workers)
         else:
             rationale = _workers_rationale(w, rates, ctx.consumer_rate, "measured")
+            zero = ctx.measured_rates(state).get(0)
+            if zero is not None and _budget_broke_tie(ctx, zero, workers):
+                rationale += (
+                    f" 0 workers read {_per_s(zero)} samples/s with the main thread mostly idle, "
+                    f"within {MEASURED_GAIN - 1:.0%} of that; but objects of "
+                    f"{_gb(ctx.object_bytes)} fill the reader's {READER_BUDGET_BYTES >> 20} MiB "
+                    "byte budget: each worker process reads with a budget of its own, so the tie "
+                    "goes to workers."
+                )
         return self.finding(
             w,
             rationale,
@@ -976,6 +1001,14 @@ class WorkersFromModel(Rule):
 
 def _per_s(rate: float) -> str:
     return f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
+
+
+def _budget_broke_tie(ctx: Context, zero: float, workers: Mapping[int, float]) -> bool:
+    """0 workers would have won as an I/O-bound tie but for the reader's byte budget."""
+    if not ctx.budget_bound or ctx.zero_main_cpu_s(zero) > IO_BOUND_MAIN_SHARE / zero:
+        return False
+    best = max(ctx.workers_as_trained(workers))
+    return ctx.zero_as_trained(zero) * MEASURED_GAIN >= best
 
 
 def _zero_rationale(ctx: Context, zero: float, workers: Mapping[int, float]) -> str:

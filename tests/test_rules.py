@@ -118,6 +118,8 @@ def make_ctx(case: dict[str, Any]) -> Context:
     )
 
 
+ONE_MB = {"count": 200_000, "size": MB, "fmt": "npy", "spo": 1}  # 200 GB: streamed
+TWO_HUNDRED_MB = {"size": 200 * MB, "fmt": "npy", "spo": 1}
 SMALL_FILES = {"count": 20_000_000, "size": 100_000, "fmt": "jpeg", "spo": None}
 HUGE_SMALL = {"count": 200_000_000, "size": 100_000, "fmt": "jpeg", "spo": None}
 HUGE_LARGE = {"count": 140_000, "size": 150 * MB}
@@ -343,6 +345,7 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     (
         "NW-3",
         {
+            "profile": ONE_MB,
             "hardware": {"cores": 2, "gpus": 0},
             "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}, "zero_main_cpu": 0.0003},
             "workload": {"consumer_rate": None},
@@ -354,6 +357,7 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     (
         "NW-3",
         {
+            "profile": ONE_MB,
             "hardware": {"cores": 2, "gpus": 0},
             "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}, "zero_main_cpu": 0.0015},
             "workload": {"consumer_rate": None},
@@ -364,6 +368,7 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     (
         "NW-3",
         {
+            "profile": ONE_MB,
             "hardware": {"cores": 2, "gpus": 0},
             "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}},
             "workload": {"consumer_rate": None},
@@ -375,12 +380,51 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     (
         "NW-3",
         {
+            "profile": ONE_MB,
             "hardware": {"cores": 2, "gpus": 0},
             "trial": {"rates": {0: 1195.0, 1: 1184.0, 2: 1574.0}, "zero_main_cpu": 0.0002},
             "workload": {"consumer_rate": None},
         },
         True,
         2,
+    ),
+    # 200 MB objects at 30 ms (bench run of 14:40): the main thread was mostly idle at 0 workers
+    # and 0 workers came within 10% of 2 (4.3 against 4.7/s), but one object fills most of the
+    # reader's 256 MiB byte budget: each worker brings a budget of its own, so the tie goes to
+    # workers (the sweep measured 3.5 for 0 workers and 4.5 for 2)
+    (
+        "NW-3",
+        {
+            "profile": TWO_HUNDRED_MB,
+            "hardware": {"cores": 2, "gpus": 0},
+            "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        2,
+    ),
+    (
+        "NW-3",
+        {
+            "profile": TWO_HUNDRED_MB,
+            "hardware": {"cores": 2},
+            "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
+            "workload": {"consumer_rate": 40.0},
+        },
+        True,
+        2,
+    ),
+    # ... 0 workers still wins by a clear lead
+    (
+        "NW-3",
+        {
+            "profile": TWO_HUNDRED_MB,
+            "hardware": {"cores": 2, "gpus": 0},
+            "trial": {"rates": {0: 6.0, 1: 4.6, 2: 5.3}, "zero_main_cpu": 0.02},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        0,
     ),
     # a consumer slower than the loader: 1 / (1/2,812 + 1/40) = 39.4/s against 40/s with a worker
     (
@@ -494,6 +538,26 @@ def test_rule_case(case: tuple[str, dict[str, Any], bool, Any]) -> None:
             assert state[rule.key] == pytest.approx(expected)
         elif expected is not ...:
             assert state[rule.key] == expected
+
+
+def test_workers_rationale_names_the_byte_budget_that_broke_the_tie() -> None:
+    case = {
+        "profile": TWO_HUNDRED_MB,
+        "hardware": {"cores": 2, "gpus": 0},
+        "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
+        "workload": {"consumer_rate": None},
+    }
+    _, findings = evaluate_rules(make_ctx(case))
+    nw3 = next(f for f in findings if f.rule_id == "NW-3")
+    assert nw3.value == 2
+    assert "0 workers read 4.3 samples/s" in nw3.rationale
+    assert "256 MiB byte budget" in nw3.rationale
+    # a tie on 1 MB objects goes to 0 workers; when workers win there, no budget sentence
+    case["profile"] = ONE_MB
+    case["trial"] = {"rates": {0: 3.0, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02}
+    _, findings = evaluate_rules(make_ctx(case))
+    nw3 = next(f for f in findings if f.rule_id == "NW-3")
+    assert nw3.value == 2 and "byte budget" not in nw3.rationale
 
 
 def test_every_rule_has_cases_both_ways() -> None:
