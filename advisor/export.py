@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from advisor.profile import DatasetProfile
     from advisor.recommend import Recommendation
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: max_inflight_bytes
 CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 
 
@@ -49,6 +49,7 @@ class LoaderConfig:
     sagemaker_input_mode: str | None
     shard_size_bytes: int | None
     max_inflight_requests: int
+    max_inflight_bytes: int
     cache_dir: str | None  # local copy after the first epoch (multi-epoch streaming); None = off
     cache_max_bytes: int | None
     schema_version: int = SCHEMA_VERSION
@@ -104,6 +105,7 @@ def build_export(
         sagemaker_input_mode=recommendation.sagemaker_input_mode,
         shard_size_bytes=recommendation.shard_size_bytes,
         max_inflight_requests=recommendation.requests_in_flight,
+        max_inflight_bytes=recommendation.inflight_bytes,
         cache_dir=cache_dir,
         cache_max_bytes=cache_max,
     )
@@ -200,6 +202,7 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
         region=settings["region"],
         profile=settings["profile"],
         max_inflight_requests=settings["max_inflight_requests"],
+        max_inflight_bytes=settings["max_inflight_bytes"],
     )
     dataset = S3IterableDataset(
         settings["uri"],

@@ -35,6 +35,7 @@ __all__ = [
     "Prediction",
     "StorageParams",
     "choose_workers",
+    "inflight_bytes",
     "predict",
     "process_objects_per_s",
     "requests_in_flight",
@@ -45,6 +46,13 @@ MB = 1_000_000
 READER_INFLIGHT: int = ReaderConfig.max_inflight_requests
 READER_PART_BYTES: int = ReaderConfig.part_size
 READER_BUDGET_BYTES: int = ReaderConfig.max_inflight_bytes
+# A reader's byte budget should hold this many of its objects: one the consumer holds, one
+# finished and waiting, two in flight. Under that, large objects idle the reader between objects
+# (200 MB objects with 0 workers: 3.3-3.7/s at 100 ms and 3.6-3.7 at 30 ms with 256 MiB; 3.7-4.0
+# and 3.9-4.6 with 768 MiB; docs/benchmarks.md).
+BUDGET_OBJECTS = 4
+# All loader processes' budgets together stay within this share of the available RAM.
+BUDGET_RAM_SHARE = 0.25
 # One loader process hands over at most a few thousand samples/s (Python per-sample overhead and
 # the DataLoader's pickling; measured: ~2,500 10 KB objects/s with 0 workers on the 2-core dev
 # machine) and about a GB/s (measured: 1 MB objects at ~1.2 GB/s with 0 workers, straight from
@@ -191,6 +199,20 @@ def requests_in_flight(
     fetch_s = max(first_byte_s, 0.0) + object_bytes / (per_connection_mb_s * MB)
     need = math.ceil(2 * max(objects_per_s, 0.0) * fetch_s)
     return max(READER_INFLIGHT, min(INFLIGHT_MAX, need))
+
+
+def inflight_bytes(object_bytes: float, ram_available: float | None, processes: int) -> int:
+    """Bytes one reader may reserve (`max_inflight_bytes`): BUDGET_OBJECTS objects, in whole
+    parts, never under the reader's default; with `ram_available`, the budgets of `processes`
+    loader processes stay within BUDGET_RAM_SHARE of it (but never under the default)."""
+    parts = math.ceil(BUDGET_OBJECTS * max(object_bytes, 0.0) / READER_PART_BYTES)
+    budget = max(READER_BUDGET_BYTES, parts * READER_PART_BYTES)
+    if ram_available is not None:
+        share = ram_available * BUDGET_RAM_SHARE / max(processes, 1)
+        budget = min(
+            budget, max(READER_BUDGET_BYTES, int(share // READER_PART_BYTES) * READER_PART_BYTES)
+        )
+    return budget
 
 
 def sweep(workers: Iterable[int], **kwargs: object) -> dict[int, Prediction]:

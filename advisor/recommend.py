@@ -16,7 +16,7 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from advisor.hardware import HardwareProfile, filesystem_type
-from advisor.model import READER_INFLIGHT
+from advisor.model import READER_BUDGET_BYTES, READER_INFLIGHT
 from advisor.profile import DatasetProfile
 from advisor.rules import RULES, SHARD_MAX_BYTES, SHARD_MIN_BYTES, Context, Finding, Rule
 from advisor.workload import Workload
@@ -46,6 +46,7 @@ DECISIONS: dict[str, str | None] = {
     "data_source": "data_source",
     "num_workers": "num_workers",
     "requests_in_flight": "requests_in_flight",
+    "inflight_bytes": "inflight_bytes",
     "prefetch_factor": "prefetch_factor",
     "pin_memory": "pin_memory",
     "shard_size": "shard_size_bytes",
@@ -82,6 +83,8 @@ class Decision:
             return f"{value:,.0f} samples/s"
         if self.name == "requests_in_flight" and isinstance(value, int):
             return f"{value} per process"
+        if self.name == "inflight_bytes" and isinstance(value, int):
+            return f"{value >> 20} MiB per process"
         if self.name == "prefix_layout" and isinstance(value, int):
             return f"{value} prefix{'es' if value != 1 else ''}"
         return str(value)
@@ -111,6 +114,7 @@ class Recommendation:
     notes: tuple[str, ...] = ()
     data_format: str | None = None  # the set's dominant format (for the exported loader)
     requests_in_flight: int = READER_INFLIGHT  # the native reader's, per loader process
+    inflight_bytes: int = READER_BUDGET_BYTES  # the native reader's byte budget, per process
 
     def path(self) -> list[str]:
         """The rule ids on the path taken, in flow order (to highlight the Mermaid diagram)."""
@@ -146,7 +150,8 @@ class Recommendation:
         lines = [
             f"data source:  {source} (SageMaker {self.sagemaker_input_mode})",
             f"DataLoader:   {kwargs}",
-            f"reader:       max_inflight_requests={self.requests_in_flight} per process",
+            f"reader:       max_inflight_requests={self.requests_in_flight}, "
+            f"max_inflight_bytes={self.inflight_bytes >> 20} MiB per process",
             f"shards:       {self.shard_size_bytes / 1e6:,.0f} MB over {self.prefix_count} "
             "prefix(es)",
             f"throughput:   {rate}",
@@ -295,6 +300,7 @@ def recommend(
         notes=tuple(notes),
         data_format=profile.dominant_format,
         requests_in_flight=int(state.get("requests_in_flight", READER_INFLIGHT)),
+        inflight_bytes=int(state.get("inflight_bytes", READER_BUDGET_BYTES)),
     )
 
 

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from advisor.hardware import HardwareProfile
 from advisor.model import (
+    BUDGET_OBJECTS,
+    BUDGET_RAM_SHARE,
     EFS_DEFAULTS,
     HDD_DEFAULTS,
     LOCAL_NVME_DEFAULTS,
@@ -30,6 +32,7 @@ from advisor.model import (
     Prediction,
     StorageParams,
     choose_workers,
+    inflight_bytes,
     predict,
     process_objects_per_s,
     requests_in_flight,
@@ -406,10 +409,16 @@ class Context:
         return MEASURED_GAIN
 
     @property
+    def trial_budget_bytes(self) -> int:
+        """The byte budget (max_inflight_bytes) per process the trial's sweep read with."""
+        budget = self.trial.inflight_bytes if self.trial is not None else None
+        return budget or READER_BUDGET_BYTES
+
+    @property
     def budget_bound(self) -> bool:
-        """One process's reader holds under BUDGET_OBJECTS_FOR_TIE of the objects in its byte
-        budget (max_inflight_bytes): the budget, not the requests, bounds what it fetches."""
-        return self.object_bytes * BUDGET_OBJECTS_FOR_TIE > READER_BUDGET_BYTES
+        """In the trial, one process's reader held under BUDGET_OBJECTS_FOR_TIE of the objects
+        in its byte budget: the budget, not the requests, bounded what it fetched."""
+        return self.object_bytes * BUDGET_OBJECTS_FOR_TIE > self.trial_budget_bytes
 
     def workers_as_trained(self, rates: Mapping[int, float]) -> list[float]:
         """Samples/s the training gets from each worker count: at most the consumer's rate."""
@@ -825,6 +834,59 @@ class ReaderRequestsInFlight(Rule):
         )
 
 
+class ReaderBytesInFlight(Rule):
+    """Symptom: the training streams objects so large that the reader's default byte budget
+    holds fewer than BUDGET_OBJECTS of them.
+
+    Recommendation: the native reader's `max_inflight_bytes` per loader process. With a trial
+    that read the data as training will, the budget its DataLoader sweep used; else
+    BUDGET_OBJECTS objects in whole parts, the budgets of cores + 1 processes within
+    BUDGET_RAM_SHARE of the rank's available RAM.
+    Why: Little's law on bytes: requests in flight plus results not yet consumed reserve the
+    budget, so it must hold one object the consumer holds, one waiting and two in flight, or the
+    reader idles between large objects. Measured: 200 MB objects, 0 workers, 768 MiB against
+    256 MiB.
+    """
+
+    id = "RD-2"
+    name = "bytes in flight per reader"
+    decision = "inflight_bytes"
+    key = "inflight_bytes"
+    source = "[CPP] expose the reader's concurrency; measured: 200 MB objects at 768 vs 256 MiB"
+
+    def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
+        if ctx.training_source(state) != "stream":
+            return None  # local and shared file systems: the reader's default
+        object_bytes, _ = ctx.layout(state)
+        trial = ctx.trial
+        if trial is not None and trial.inflight_bytes and ctx.reads_as_trialled(state):
+            budget, measured = trial.inflight_bytes, True
+        else:
+            ram = ctx.ram_per_rank
+            budget = inflight_bytes(object_bytes, ram, ctx.cores_per_rank + 1)
+            measured = False
+        if budget <= READER_BUDGET_BYTES:
+            return None  # the reader's default holds enough of these objects
+        held = budget / max(object_bytes, 1.0)
+        if measured:
+            how = "the budget the trial's DataLoader sweep read with, so its measured rates hold"
+        else:
+            how = (
+                f"{BUDGET_OBJECTS} objects, within {BUDGET_RAM_SHARE:.0%} of the available RAM "
+                f"over {ctx.cores_per_rank + 1} loader processes"
+            )
+        return self.finding(
+            budget,
+            f"Objects of {_gb(object_bytes)} fill the reader's default "
+            f"{READER_BUDGET_BYTES >> 20} MiB byte budget, which in-flight parts and results "
+            f"waiting for the consumer share: {budget >> 20} MiB per process holds "
+            f"{held:,.1f} of them ({how}).",
+            evidence={"object_bytes": object_bytes, "inflight_bytes": budget},
+            measured=measured,
+            confidence="high" if measured else "medium",
+        )
+
+
 # ---------------------------------------------------------------------------------------------
 # DataLoader workers
 
@@ -946,7 +1008,7 @@ class WorkersFromSweep(Rule):
                 rationale += (
                     f" 0 workers read {_per_s(zero)} samples/s with the main thread mostly idle, "
                     f"within {MEASURED_GAIN - 1:.0%} of that; but objects of "
-                    f"{_gb(ctx.object_bytes)} fill the reader's {READER_BUDGET_BYTES >> 20} MiB "
+                    f"{_gb(ctx.object_bytes)} fill the reader's {ctx.trial_budget_bytes >> 20} MiB "
                     "byte budget: each worker process reads with a budget of its own, so the tie "
                     "goes to workers."
                 )
@@ -1678,6 +1740,7 @@ RULES: tuple[Rule, ...] = (
     EfsThroughput(),
     CacheAfterFirstEpoch(),
     ReaderRequestsInFlight(),
+    ReaderBytesInFlight(),
     WorkersCappedByCores(),
     WorkersCappedByRam(),
     WorkersFromSweep(),

@@ -17,7 +17,7 @@ import torch
 
 from advisor.decoders import collate_list, default_decoder, load_transform
 from advisor.location import DatasetLocation
-from advisor.model import process_objects_per_s, requests_in_flight
+from advisor.model import inflight_bytes, process_objects_per_s, requests_in_flight
 from advisor.profile import DatasetProfile
 from advisor.workload import Workload
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
@@ -100,6 +100,7 @@ class TrialResult:
     cancelled: bool = False
     notes: tuple[str, ...] = field(default=())
     requests_in_flight: int | None = None  # per process, as the decode and the sweep read
+    inflight_bytes: int | None = None  # the byte budget per process the sweep read with
 
     def best_point(self) -> LoaderPoint | None:
         return max(self.sweep, key=lambda p: p.samples_per_s, default=None)
@@ -205,11 +206,13 @@ class TrialData:
         random.Random(0).shuffle(objects)
         return cls(tuple(objects), config, fmt, transform, credentials)
 
-    def with_inflight(self, requests: int) -> TrialData:
-        """The same data read with `requests` in flight per reader (each loader process)."""
-        return dataclasses.replace(
-            self, config=dataclasses.replace(self.config, max_inflight_requests=requests)
-        )
+    def with_inflight(self, requests: int, budget_bytes: int | None = None) -> TrialData:
+        """The same data read with `requests` in flight per reader (each loader process), and
+        `budget_bytes` as its byte budget (max_inflight_bytes) when given."""
+        config = dataclasses.replace(self.config, max_inflight_requests=requests)
+        if budget_bytes is not None:
+            config = dataclasses.replace(config, max_inflight_bytes=budget_bytes)
+        return dataclasses.replace(self, config=config)
 
     def reader(self, **overrides: Any) -> S3Reader:
         config = dataclasses.replace(self.config, **overrides) if overrides else self.config
@@ -261,6 +264,7 @@ def run_trial(
     transform = load_transform(workload.transform) if workload.transform else default_decoder(fmt)
     storage = decode = None
     inflight: int | None = None
+    budget: int | None = None
     sweep: tuple[LoaderPoint, ...] = ()
     h2d = None
     notes: list[str] = []
@@ -272,8 +276,13 @@ def run_trial(
         clock.check()
         decode = _measure_decode(data, transform_name, clock)
         inflight = _inflight_for(storage, data, decode)
-        data = data.with_inflight(inflight)
-        clock.report("sweep", f"the sweep reads with {inflight} requests in flight per process")
+        budget = _budget_for(data, hardware, workload)
+        data = data.with_inflight(inflight, budget)
+        clock.report(
+            "sweep",
+            f"the sweep reads with {inflight} requests and {budget >> 20} MiB in flight "
+            "per process",
+        )
         sweep = _sweep(data, hardware, workload, clock)
         h2d = _host_to_device(workload, decode, clock)
         if h2d is None:
@@ -293,6 +302,7 @@ def run_trial(
         cancelled=cancelled,
         notes=tuple(notes),
         requests_in_flight=inflight,
+        inflight_bytes=budget,
     )
 
 
@@ -362,6 +372,19 @@ def _inflight_for(probe: StorageProbe, data: TrialData, decode: DecodeCost) -> i
         object_bytes,
         max(probe.per_connection_mb_s, 1e-3),
         process_objects_per_s(object_bytes, decode.cpu_s_per_sample * samples_per_object),
+    )
+
+
+def _budget_for(data: TrialData, hardware: HardwareProfile, workload: Workload) -> int:
+    """The byte budget per process for the sweep (`advisor.model.inflight_bytes`): a few of the
+    objects, within a share of the rank's RAM over the most processes the cores allow."""
+    sizes = [o.size for o in data.objects]
+    ranks = max(workload.gpus_per_node, 1)
+    ram = hardware.ram_available_bytes
+    return inflight_bytes(
+        statistics.fmean(sizes) if sizes else 0.0,
+        None if ram is None else ram / ranks,
+        hardware.usable_cores // ranks + 1,
     )
 
 

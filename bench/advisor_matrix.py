@@ -95,6 +95,7 @@ class ScenarioResult:
     consumer_rate: float | None
     recommended_workers: int
     requests_in_flight: int  # the reader's, per process, as recommended (RD-1)
+    inflight_bytes: int  # the reader's byte budget, per process, as recommended (RD-2)
     recommended_rate: float  # measured throughput at the recommended num_workers
     best_workers: int
     best_rate: float
@@ -170,15 +171,16 @@ def run_scenario(
     }
     # the sweep reads as the fast consumer's recommendation says (a slow consumer's, if its
     # reader settings differ, is measured on its own below)
-    swept = recs[None].requests_in_flight
+    swept = (recs[None].requests_in_flight, recs[None].inflight_bytes)
 
-    def measure(workers_list: tuple[int, ...], inflight: int) -> dict[int, list[float]]:
-        """Samples/s per num_workers in PASSES interleaved passes."""
+    def measure(workers_list: tuple[int, ...], reader: tuple[int, int]) -> dict[int, list[float]]:
+        """Samples/s per num_workers in PASSES interleaved passes, with `reader` = (requests,
+        bytes) in flight per process."""
         runs: dict[int, list[float]] = {w: [] for w in workers_list}
         for _ in range(PASSES):
             for w in workers_list:
                 point: LoaderPoint = measure_loader(
-                    data.with_inflight(inflight), batch, w, False, point_seconds,
+                    data.with_inflight(*reader), batch, w, False, point_seconds,
                     min_samples=MIN_SAMPLES,
                 )  # fmt: skip
                 runs[w].append(round(point.samples_per_s, 1))
@@ -189,8 +191,9 @@ def run_scenario(
     results = []
     for consumer, rec in recs.items():
         workers = rec.num_workers
-        if rec.requests_in_flight != swept or workers not in rates:
-            rec_rate = statistics.median(measure((workers,), rec.requests_in_flight)[workers])
+        reader_settings = (rec.requests_in_flight, rec.inflight_bytes)
+        if reader_settings != swept or workers not in rates:
+            rec_rate = statistics.median(measure((workers,), reader_settings)[workers])
         else:
             rec_rate = rates[workers]
         best_workers = max(rates, key=lambda w: rates[w])
@@ -201,7 +204,8 @@ def run_scenario(
         cores_ok = workers <= max(hardware.usable_cores, 1)
         memory_ok = _memory_ok(workers, trial, hardware)
         results.append(ScenarioResult(
-            size, latency_ms, cpu, consumer, workers, rec.requests_in_flight, rec_rate,
+            size, latency_ms, cpu, consumer, workers, rec.requests_in_flight,
+            rec.inflight_bytes, rec_rate,
             best_workers, best, target,
             ratio, cores_ok, memory_ok, ratio >= QUALITY and cores_ok and memory_ok,
             {str(w): round(r, 1) for w, r in sorted(rates.items())},
@@ -226,14 +230,16 @@ def _memory_ok(workers: int, trial: Any, hardware: Any) -> bool:
 
 def _table(results: list[ScenarioResult]) -> str:
     lines = [
-        "| size | latency | CPU/sample | consumer | in flight | recommended (samples/s) "
+        "| size | latency | CPU/sample | consumer | in flight (requests, bytes) "
+        "| recommended (samples/s) "
         "| best (samples/s) | ratio | pass |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         consumer = f"{r.consumer_rate:g}/s" if r.consumer_rate else "max"
         lines.append(
-            f"| {r.size} | {r.latency_ms} ms | {r.cpu} | {consumer} | {r.requests_in_flight} | "
+            f"| {r.size} | {r.latency_ms} ms | {r.cpu} | {consumer} | "
+            f"{r.requests_in_flight}, {r.inflight_bytes >> 20} MiB | "
             f"{r.recommended_workers} ({r.recommended_rate:,.0f}) | "
             f"{r.best_workers} ({r.best_rate:,.0f}) | {r.ratio:.2f} | "
             f"{'yes' if r.passed else 'NO'} |"
@@ -279,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
                 for r in results[-2:]:
                     consumer = r.consumer_rate or "max"
                     print(f"  consumer={consumer}: recommended {r.recommended_workers} workers x "
-                          f"{r.requests_in_flight} in flight -> ratio {r.ratio:.2f}, "
+                          f"{r.requests_in_flight} / {r.inflight_bytes >> 20} MiB in flight "
+                          f"-> ratio {r.ratio:.2f}, "
                           f"sweep {r.sweep}, trial {r.trial_sweep}")  # fmt: skip
     passed = sum(r.passed for r in results)
     print()

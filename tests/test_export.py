@@ -90,19 +90,25 @@ def test_multi_epoch_stream_exports_a_cache(session: AdvisorSession, tmp_path: P
     assert len(cache_files) == session.profile.object_count  # type: ignore[union-attr]
 
 
-def test_recommended_requests_in_flight_reach_the_reader(
+def test_recommended_reader_settings_reach_the_reader(
     session: AdvisorSession, tmp_path: Path
 ) -> None:
     assert session.recommendation is not None and session.location is not None
-    tuned = dataclasses.replace(session.recommendation, requests_in_flight=77)
+    tuned = dataclasses.replace(
+        session.recommendation, requests_in_flight=77, inflight_bytes=768 * 2**20
+    )
     bundle = build_export(session.location, tuned, session.workload, session.profile)
-    assert json.loads(bundle.json_text)["max_inflight_requests"] == 77
+    exported = json.loads(bundle.json_text)
+    assert exported["max_inflight_requests"] == 77
+    assert exported["max_inflight_bytes"] == 768 * 2**20
     bundle.save(tmp_path, "tuned_cfg")
-    code = "import tuned_cfg\nloader = tuned_cfg.make_dataloader()\n"
-    code += "print(loader.dataset.config.max_inflight_requests)\n"
+    code = (
+        "import tuned_cfg\nloader = tuned_cfg.make_dataloader()\nconfig = loader.dataset.config\n"
+    )
+    code += "print(config.max_inflight_requests, config.max_inflight_bytes)\n"
     result = _run(tmp_path, code, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["77"]
+    assert result.stdout.split() == ["77", str(768 * 2**20)]
 
 
 def test_sagemaker_snippet_and_bad_name(session: AdvisorSession, tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from advisor.model import (
     S3_DEFAULTS,
     StorageParams,
     choose_workers,
+    inflight_bytes,
     loading_cores,
     predict,
     process_objects_per_s,
@@ -209,3 +210,18 @@ def test_requests_in_flight_follow_what_one_process_takes_in() -> None:
     assert requests_in_flight(0.1, 10_000, 90.0, process_objects_per_s(10_000, 0.002)) == 101
     # nothing to hide: never below the reader's default
     assert requests_in_flight(0.0, 1 * MB, 1000.0, 1000.0) == ReaderConfig().max_inflight_requests
+
+
+def test_byte_budget_holds_four_objects_within_a_ram_share() -> None:
+    default, part = ReaderConfig().max_inflight_bytes, ReaderConfig().part_size
+    # 200 MB objects: 4 x 200 MB = 95.4 parts -> 96 parts of 8 MiB = 768 MiB
+    assert inflight_bytes(200 * MB, None, 3) == 96 * part == 768 * 2**20
+    # ... within a quarter of 24 GB over 3 processes (2 GB each): unchanged
+    assert inflight_bytes(200 * MB, 24e9, 3) == 768 * 2**20
+    # ... a quarter of 4 GB over 3 processes is 333 MB: 39 whole parts
+    assert inflight_bytes(200 * MB, 4e9, 3) == 39 * part
+    # ... never under the reader's default, however little RAM
+    assert inflight_bytes(200 * MB, 1e9, 17) == default
+    # 1 MB objects: the default holds 268 of them
+    assert inflight_bytes(1 * MB, None, 3) == default
+    assert inflight_bytes(0, 24e9, 3) == default

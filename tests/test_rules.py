@@ -77,6 +77,7 @@ def make_trial(
     rss_mb: float = 300.0,
     inflight: int | None = None,
     zero_main_cpu: float | None = None,
+    budget: int | None = None,
 ) -> TrialResult:
     rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
     sweep = tuple(
@@ -103,6 +104,7 @@ def make_trial(
         sweep=sweep,
         host_to_device=HostToDevice(32 * 150_000, pinned, pageable),
         requests_in_flight=inflight,
+        inflight_bytes=budget,
     )
 
 
@@ -217,6 +219,15 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     ("RD-1", {"profile": LOCAL, "data_fs": "xfs"}, False, ...),
     ("CACHE-1", {"workload": {"epochs": 3}, "hardware": {"disk_free": 10 * GB}}, False, ...),
     ("CACHE-1", {"profile": SMALL_SET, "workload": {"epochs": 3}}, False, ...),  # copy-local
+    # 200 MB objects: the default 256 MiB holds one; 4 of them in whole 8 MiB parts = 768 MiB
+    ("RD-2", {"profile": TWO_HUNDRED_MB}, True, 768 * 2**20),
+    # ... the budget the trial's sweep read with
+    ("RD-2", {"profile": TWO_HUNDRED_MB, "trial": {"budget": 1024 * 2**20}}, True, 1024 * 2**20),
+    # ... 17 processes' budgets within a quarter of 8 GB: 117 MB each, so the default stays
+    ("RD-2", {"profile": TWO_HUNDRED_MB, "hardware": {"ram_available": 8 * GB}}, False, ...),
+    ("RD-2", {"profile": ONE_MB}, False, ...),  # 256 MiB holds 268 of them
+    # 20 GB read 3 times: copy-local, where the reader's default applies
+    ("RD-2", {"profile": {**TWO_HUNDRED_MB, "count": 100}, "workload": {"epochs": 3}}, False, ...),
     ("NW-1", {"hardware": {"cores": 2}}, True, 1),
     ("NW-1", {"hardware": {"cores": 8}, "workload": {"gpus_per_node": 8}}, True, 0),
     ("NW-1", {}, False, ...),

@@ -18,7 +18,7 @@ from advisor.model import INFLIGHT_MAX
 from advisor.profile import profile_dataset
 from advisor.trial import SteadyWindow, TrialEvent, _saturated, child_pids, run_trial
 from advisor.workload import Workload
-from native_loader import S3Reader
+from native_loader import ReaderConfig, S3Reader
 
 SPEC = DemoSpec(images=80, image_kb=(20, 40), classes=2, shard_mb=0.5, large_files=1, large_mb=2)
 
@@ -62,6 +62,8 @@ def test_trial_measures_everything_within_budget(
     assert result.storage.concurrency_curve
     # the sweep read with Little's law's requests in flight for the measured latency
     assert result.requests_in_flight is not None and 32 <= result.requests_in_flight <= INFLIGHT_MAX
+    # ... and the reader's default byte budget: it holds hundreds of the demo's small objects
+    assert result.inflight_bytes == ReaderConfig().max_inflight_bytes
     assert result.decode is not None and result.decode.cpu_s_per_sample > 0
     workers = [p.num_workers for p in result.sweep]
     assert workers[:2] == [0, 1]

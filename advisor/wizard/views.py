@@ -225,11 +225,11 @@ def headline(rec: Any) -> str:
     if getattr(rec, "sagemaker_input_mode", None):
         source += f" (SageMaker input mode {html.escape(str(rec.sagemaker_input_mode))})"
     rows = [source, f"<code>DataLoader(dataset, {html.escape(kwargs)})</code>"]
-    if any(d.name == "requests_in_flight" for d in rec.decisions):  # streaming (RD-1)
-        rows.append(
-            f"<code>ReaderConfig(max_inflight_requests={int(rec.requests_in_flight)})</code>"
-            " per worker"
-        )
+    if any(d.name == "requests_in_flight" for d in rec.decisions):  # streaming (RD-1, RD-2)
+        reader = f"max_inflight_requests={int(rec.requests_in_flight)}"
+        if any(d.name == "inflight_bytes" for d in rec.decisions):
+            reader += f", max_inflight_bytes={int(rec.inflight_bytes) >> 20} * 2**20"
+        rows.append(f"<code>ReaderConfig({reader})</code> per worker")
     if rec.input_bound is True:
         rows.append("<span class='la-error'>the loader cannot keep up with the training</span>")
     elif rec.input_bound is False:
