@@ -48,7 +48,7 @@ READER_PART_BYTES: int = ReaderConfig.part_size
 READER_BUDGET_BYTES: int = ReaderConfig.max_inflight_bytes
 # A reader's byte budget should hold this many of its objects: one the consumer holds, one
 # finished and waiting, two in flight. Under that, large objects idle the reader between objects
-# (200 MB objects with 0 workers: 3.3-3.7/s at 100 ms and 3.6-3.7 at 30 ms with 256 MiB; 3.7-4.0
+# (200 MB objects with 0 workers: 3.3-3.5/s at 100 ms and 3.6-3.7 at 30 ms with 256 MiB; 3.7-4.0
 # and 3.9-4.6 with 768 MiB; docs/benchmarks.md).
 BUDGET_OBJECTS = 4
 # All loader processes' budgets together stay within this share of the available RAM.

@@ -228,6 +228,11 @@ def _memory_ok(workers: int, trial: Any, hardware: Any) -> bool:
     return workers * rss_mb * 1e6 <= hardware.ram_available_bytes
 
 
+def _rate(samples_per_s: float) -> str:
+    """Samples/s for the table: a decimal where whole numbers would hide the difference."""
+    return f"{samples_per_s:,.0f}" if samples_per_s >= 100 else f"{samples_per_s:.1f}"
+
+
 def _table(results: list[ScenarioResult]) -> str:
     lines = [
         "| size | latency | CPU/sample | consumer | in flight (requests, bytes) "
@@ -240,8 +245,8 @@ def _table(results: list[ScenarioResult]) -> str:
         lines.append(
             f"| {r.size} | {r.latency_ms} ms | {r.cpu} | {consumer} | "
             f"{r.requests_in_flight}, {r.inflight_bytes >> 20} MiB | "
-            f"{r.recommended_workers} ({r.recommended_rate:,.0f}) | "
-            f"{r.best_workers} ({r.best_rate:,.0f}) | {r.ratio:.2f} | "
+            f"{r.recommended_workers} ({_rate(r.recommended_rate)}) | "
+            f"{r.best_workers} ({_rate(r.best_rate)}) | {r.ratio:.2f} | "
             f"{'yes' if r.passed else 'NO'} |"
         )
     return "\n".join(lines)
