@@ -201,17 +201,21 @@ def requests_in_flight(
     return max(READER_INFLIGHT, min(INFLIGHT_MAX, need))
 
 
-def inflight_bytes(object_bytes: float, ram_available: float | None, processes: int) -> int:
+def inflight_bytes(
+    object_bytes: float, ram_available: float | None, usable_cores: int, ranks_per_node: int
+) -> int:
     """Bytes one reader may reserve (`max_inflight_bytes`): BUDGET_OBJECTS objects, in whole
-    parts, never under the reader's default; with `ram_available`, the budgets of `processes`
-    loader processes stay within BUDGET_RAM_SHARE of it (but never under the default)."""
+    parts, never under the reader's default. With `ram_available` (the node's), the budgets of
+    the most loader processes a rank may run (a worker per core, and its main process) stay
+    within BUDGET_RAM_SHARE of the rank's share of it, but never under the default."""
     parts = math.ceil(BUDGET_OBJECTS * max(object_bytes, 0.0) / READER_PART_BYTES)
     budget = max(READER_BUDGET_BYTES, parts * READER_PART_BYTES)
     if ram_available is not None:
-        share = ram_available * BUDGET_RAM_SHARE / max(processes, 1)
-        budget = min(
-            budget, max(READER_BUDGET_BYTES, int(share // READER_PART_BYTES) * READER_PART_BYTES)
-        )
+        ranks = max(ranks_per_node, 1)
+        processes = usable_cores // ranks + 1
+        share = ram_available / ranks * BUDGET_RAM_SHARE / processes
+        share_parts = int(share // READER_PART_BYTES)
+        budget = min(budget, max(READER_BUDGET_BYTES, share_parts * READER_PART_BYTES))
     return budget
 
 

@@ -862,8 +862,10 @@ class ReaderBytesInFlight(Rule):
         if trial is not None and trial.inflight_bytes and ctx.reads_as_trialled(state):
             budget, measured = trial.inflight_bytes, True
         else:
-            ram = ctx.ram_per_rank
-            budget = inflight_bytes(object_bytes, ram, ctx.cores_per_rank + 1)
+            hw = ctx.hardware
+            budget = inflight_bytes(
+                object_bytes, hw.ram_available_bytes, hw.usable_cores, ctx.ranks_per_node
+            )
             measured = False
         if budget <= READER_BUDGET_BYTES:
             return None  # the reader's default holds enough of these objects

@@ -376,15 +376,14 @@ def _inflight_for(probe: StorageProbe, data: TrialData, decode: DecodeCost) -> i
 
 
 def _budget_for(data: TrialData, hardware: HardwareProfile, workload: Workload) -> int:
-    """The byte budget per process for the sweep (`advisor.model.inflight_bytes`): a few of the
-    objects, within a share of the rank's RAM over the most processes the cores allow."""
+    """The byte budget per process for the sweep (`advisor.model.inflight_bytes`), for the
+    sampled objects' mean size."""
     sizes = [o.size for o in data.objects]
-    ranks = max(workload.gpus_per_node, 1)
-    ram = hardware.ram_available_bytes
     return inflight_bytes(
         statistics.fmean(sizes) if sizes else 0.0,
-        None if ram is None else ram / ranks,
-        hardware.usable_cores // ranks + 1,
+        hardware.ram_available_bytes,
+        hardware.usable_cores,
+        workload.gpus_per_node,
     )
 
 
@@ -490,11 +489,10 @@ class SteadyWindow:
     Its ends are times, not arrivals: batches come in bursts (a stalled request holds up
     everything behind it, then they arrive back to back), and a window that opened on an arrival
     and closed on the one that met its batch count could lie within a burst and leave out the
-    gaps around it. 4 workers reading 1 MB objects at 100 ms
-    measured 1,530-2,510 samples/s that way in 2 s slices, and read 340-480 over 6-10 s. A
-    window that holds fewer than twice the waiting batches (at least 3), or fewer than
-    `min_samples`, is extended a third of the slice at a time, up to `hard_stop` seconds after
-    the start.
+    gaps around it. 4 workers reading 1 MB objects at 100 ms measured 1,530-2,510 samples/s that
+    way in 2 s slices, and read 340-480 over 6-10 s. A window that holds fewer than twice the
+    waiting batches (at least 3), or fewer than `min_samples`, is extended a third of the slice
+    at a time, up to `hard_stop` seconds after the start.
     """
 
     started: float  # time.monotonic() when the loader was started

@@ -215,13 +215,15 @@ def test_requests_in_flight_follow_what_one_process_takes_in() -> None:
 def test_byte_budget_holds_four_objects_within_a_ram_share() -> None:
     default, part = ReaderConfig().max_inflight_bytes, ReaderConfig().part_size
     # 200 MB objects: 4 x 200 MB = 95.4 parts -> 96 parts of 8 MiB = 768 MiB
-    assert inflight_bytes(200 * MB, None, 3) == 96 * part == 768 * 2**20
-    # ... within a quarter of 24 GB over 3 processes (2 GB each): unchanged
-    assert inflight_bytes(200 * MB, 24e9, 3) == 768 * 2**20
+    assert inflight_bytes(200 * MB, None, 2, 1) == 96 * part == 768 * 2**20
+    # ... within a quarter of 24 GB over 3 processes (2 cores + main; 2 GB each): unchanged
+    assert inflight_bytes(200 * MB, 24e9, 2, 1) == 768 * 2**20
     # ... a quarter of 4 GB over 3 processes is 333 MB: 39 whole parts
-    assert inflight_bytes(200 * MB, 4e9, 3) == 39 * part
+    assert inflight_bytes(200 * MB, 4e9, 2, 1) == 39 * part
+    # ... 2 ranks on a 4-core, 8 GB node: the same share (4 GB and 3 processes per rank)
+    assert inflight_bytes(200 * MB, 8e9, 4, 2) == 39 * part
     # ... never under the reader's default, however little RAM
-    assert inflight_bytes(200 * MB, 1e9, 17) == default
+    assert inflight_bytes(200 * MB, 1e9, 16, 1) == default
     # 1 MB objects: the default holds 268 of them
-    assert inflight_bytes(1 * MB, None, 3) == default
-    assert inflight_bytes(0, 24e9, 3) == default
+    assert inflight_bytes(1 * MB, None, 2, 1) == default
+    assert inflight_bytes(0, 24e9, 2, 1) == default
