@@ -105,7 +105,9 @@ class ScenarioResult:
     best_rate: float
     target: float  # min(best, consumer rate)
     ratio: float  # min(recommended, consumer rate) / target
-    sweep_ratio: float  # the same from the sweep's PASSES runs alone, before any confirmation
+    # the same before this verdict's confirmation: the sweep's PASSES runs alone (the slow
+    # consumer's includes any runs the fast consumer's confirmation added)
+    sweep_ratio: float
     within_cores: bool
     within_memory: bool
     passed: bool
