@@ -206,6 +206,11 @@ class TrialData:
         random.Random(0).shuffle(objects)
         return cls(tuple(objects), config, fmt, transform, credentials)
 
+    @property
+    def mean_object_bytes(self) -> float:
+        """The sampled objects' mean size (0 for none): what the reader settings are sized for."""
+        return statistics.fmean(o.size for o in self.objects) if self.objects else 0.0
+
     def with_inflight(self, requests: int, budget_bytes: int | None = None) -> TrialData:
         """The same data read with `requests` in flight per reader (each loader process), and
         `budget_bytes` as its byte budget (max_inflight_bytes) when given."""
@@ -364,8 +369,7 @@ def _inflight_for(probe: StorageProbe, data: TrialData, decode: DecodeCost) -> i
     """Requests in flight per process for the sweep: enough for the most a process can deliver
     (its transform's measured CPU cost included) at the measured latency (Little's law,
     `advisor.model.requests_in_flight`)."""
-    sizes = [o.size for o in data.objects]
-    object_bytes = statistics.fmean(sizes) if sizes else 0.0
+    object_bytes = data.mean_object_bytes
     samples_per_object = max(1.0, object_bytes / max(decode.bytes_per_sample, 1.0))
     return requests_in_flight(
         probe.first_byte_p50_s,
@@ -378,9 +382,8 @@ def _inflight_for(probe: StorageProbe, data: TrialData, decode: DecodeCost) -> i
 def _budget_for(data: TrialData, hardware: HardwareProfile, workload: Workload) -> int:
     """The byte budget per process for the sweep (`advisor.model.inflight_bytes`), for the
     sampled objects' mean size."""
-    sizes = [o.size for o in data.objects]
     return inflight_bytes(
-        statistics.fmean(sizes) if sizes else 0.0,
+        data.mean_object_bytes,
         hardware.ram_available_bytes,
         hardware.usable_cores,
         workload.gpus_per_node,
