@@ -235,8 +235,9 @@ def _print_trial(session: AdvisorSession) -> None:
     if t.sweep:
         print("num_workers  pin_memory  samples/s      MB/s  first batch  worker RSS")
         for pt in t.sweep:
+            bound = "" if pt.steady else ">="  # no steady state: a lower bound (see the notes)
             print(
-                f"{pt.num_workers:>11}  {pt.pin_memory!s:>10}  {pt.samples_per_s:9.1f} "
+                f"{pt.num_workers:>11}  {pt.pin_memory!s:>10}  {bound:>2}{pt.samples_per_s:7.1f} "
                 f"{pt.mb_per_s:9.1f}  {pt.time_to_first_batch_s:9.2f} s  "
                 f"{pt.peak_worker_rss_mb:7.0f} MB"
             )

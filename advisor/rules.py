@@ -41,7 +41,7 @@ from advisor.profile import DatasetProfile
 from advisor.workload import Workload
 
 if TYPE_CHECKING:  # trial.py pulls in torch and the native reader; rules only read its fields
-    from advisor.trial import TrialResult
+    from advisor.trial import LoaderPoint, TrialResult
 
 __all__ = ["RULES", "Context", "Finding", "Rule", "rule_by_id"]
 
@@ -352,15 +352,36 @@ class Context:
     def measured_rates(self, state: Mapping[str, Any] | None = None) -> dict[int, float]:
         """Best measured samples/s per num_workers in the trial's sweep.
 
+        A point that reached no steady state (`LoaderPoint.steady`) measured a lower bound,
+        start-up included: it counts only where it beats every steady point (its count is at
+        least that fast); below them it would stand for a count slower than the trial showed,
+        so it is left out (`lower_bounds_left_out`).
         With `state`, only when the training reads what the trial read (else empty).
         """
         if state is not None and not self.reads_as_trialled(state):
             return {}
         rates: dict[int, float] = {}
-        for p in self.trial.sweep if self.trial is not None else ():
-            if p.samples_per_s > 0:
+        for p in self._sweep_points():
+            if p.steady or p.samples_per_s > self._best_steady_rate:
                 rates[p.num_workers] = max(rates.get(p.num_workers, 0.0), p.samples_per_s)
         return rates
+
+    def lower_bounds_left_out(self) -> dict[int, float]:
+        """num_workers whose only measurement was a lower bound below the steady points."""
+        kept = self.measured_rates()
+        return {
+            p.num_workers: p.samples_per_s
+            for p in self._sweep_points()
+            if not p.steady and p.num_workers not in kept
+        }
+
+    def _sweep_points(self) -> list[LoaderPoint]:
+        sweep = self.trial.sweep if self.trial is not None else ()
+        return [p for p in sweep if p.samples_per_s > 0]
+
+    @cached_property
+    def _best_steady_rate(self) -> float:
+        return max((p.samples_per_s for p in self._sweep_points() if p.steady), default=0.0)
 
     def unconstrained_workers(self, state: Mapping[str, Any]) -> int:
         """The workers the throughput alone asks for, before cores and RAM bound it."""
@@ -975,6 +996,8 @@ class WorkersFromSweep(Rule):
     fetches on, a sample every max(1/r0, main CPU per sample + 1/consumer) seconds, against
     min(r, consumer) for workers. With 0 workers loading runs inside the training loop and uses
     one core, so a tie (or noise) goes to workers unless the main thread was mostly idle.
+    A count that reached no steady state within the trial (a lower bound) counts only where it
+    beats every steady count; else it is left out, named, and the confidence is medium.
     Why: measured samples/s per num_workers.
     """
 
@@ -1014,16 +1037,24 @@ class WorkersFromSweep(Rule):
                     "byte budget: each worker process reads with a budget of its own, so the tie "
                     "goes to workers."
                 )
+        unsteady = ctx.lower_bounds_left_out()
+        if unsteady:
+            rationale += (
+                f" Left out: num_workers={', '.join(map(str, sorted(unsteady)))} reached no steady "
+                "state within the trial (a lower bound, start-up included, below the other "
+                f"counts); a longer trial measures {'it' if len(unsteady) == 1 else 'them'}."
+            )
         return self.finding(
             w,
             rationale,
             evidence={
                 "measured_samples_per_s": {str(k): round(v, 1) for k, v in sorted(rates.items())},
+                "lower_bounds_left_out": {str(k): round(v, 1) for k, v in sorted(unsteady.items())},
                 "consumer_rate_samples_per_s": ctx.consumer_rate,
                 "cap": cap,
             },
             measured=True,
-            confidence="high",
+            confidence="medium" if unsteady else "high",
         )
 
 

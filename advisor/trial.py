@@ -75,6 +75,9 @@ class LoaderPoint:
     # cannot overlap the training step; the reader's own thread fetches on meanwhile. None:
     # not measured.
     main_cpu_s_per_sample: float | None = None
+    # False: the slice ended before a steady window held enough batches, so the rate counts
+    # worker start-up too and is only a lower bound (a trial too short for this count).
+    steady: bool = True
 
 
 @dataclass(frozen=True)
@@ -145,6 +148,17 @@ def _saturated(rates: list[float]) -> bool:
     if len(rates) < 3:
         return False
     return all(rates[i] < max(rates[:i]) * SATURATION_GAIN for i in (-2, -1))
+
+
+def _lower_bound_note(point: LoaderPoint, seconds: float) -> str:
+    longer = min(MAX_SECONDS, max(30.0, 2 * seconds))
+    return (
+        f"num_workers={point.num_workers} reached no steady state within its share of the "
+        f"{seconds:g} s trial (first batch after {point.time_to_first_batch_s:.2f} s, "
+        f"{point.samples} samples in {point.seconds:.1f} s): its "
+        f"{point.samples_per_s:,.1f} samples/s include start-up and are only a lower bound. "
+        f"A longer trial (e.g. {longer:g} s) measures it."
+    )
 
 
 class TrialCancelled(Exception):
@@ -289,6 +303,7 @@ def run_trial(
             "per process",
         )
         sweep = _sweep(data, hardware, workload, clock)
+        notes += [_lower_bound_note(p, seconds) for p in sweep if not p.steady]
         h2d = _host_to_device(workload, decode, clock)
         if h2d is None:
             notes.append("no CUDA device: host-to-device copy and pin_memory not measured")
@@ -626,6 +641,7 @@ def measure_loader(
         time_to_first_batch_s=first_batch_s,
         peak_worker_rss_mb=peak_rss,
         main_cpu_s_per_sample=main_cpu,
+        steady=steady_rate is not None,
     )
 
 

@@ -116,6 +116,7 @@ class ScenarioResult:
     confirmed_workers: list[int]  # counts that got PASSES more runs to confirm a verdict
     trial_sweep: dict[str, float]  # what the advisor's own trial measured per num_workers
     data_source: str
+    trial_lower_bounds: list[int]  # trial counts that reached no steady state (see NW-3)
 
 
 def _upload(client: Any, bucket: str, sizes: tuple[str, ...]) -> None:
@@ -251,6 +252,7 @@ def run_scenario(
             {str(w): list(runs[(w, swept)]) for w in SWEEP},
             sorted(w for w, reader in confirmed if reader == swept),
             {str(p.num_workers): round(p.samples_per_s, 1) for p in trial.sweep}, rec.data_source,
+            [p.num_workers for p in trial.sweep if not p.steady],
         ))  # fmt: skip
     return results
 

@@ -78,6 +78,7 @@ def make_trial(
     inflight: int | None = None,
     zero_main_cpu: float | None = None,
     budget: int | None = None,
+    unsteady: tuple[int, ...] = (),
 ) -> TrialResult:
     rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
     sweep = tuple(
@@ -92,6 +93,7 @@ def make_trial(
             0.5,
             rss_mb,
             main_cpu_s_per_sample=zero_main_cpu if w == 0 else None,
+            steady=w not in unsteady,
         )
         for w, r in rates.items()
     )
@@ -569,6 +571,32 @@ def test_workers_rationale_names_the_byte_budget_that_broke_the_tie() -> None:
     _, findings = evaluate_rules(make_ctx(case))
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
     assert nw3.value == 2 and "byte budget" not in nw3.rationale
+
+
+def test_lower_bounds_count_only_where_they_beat_every_steady_point() -> None:
+    # a 5 s trial on 2 cores (10 KB, 8 ms of CPU): 1 and 2 workers reached no steady state and
+    # measured start-up; read as rates, 2 workers "beat" 1 by far more than 10% and would lift
+    # the core cap on start-up numbers alone
+    case = {
+        "hardware": {"cores": 2, "gpus": 0},
+        "trial": {"rates": {0: 105.0, 1: 40.0, 2: 104.0}, "unsteady": (1, 2)},
+        "workload": {"consumer_rate": None},
+    }
+    ctx = make_ctx(case)
+    state, findings = evaluate_rules(ctx)
+    nw3 = next(f for f in findings if f.rule_id == "NW-3")
+    assert nw3.value == 0 and ctx.core_cap(state) == 1
+    assert "Left out: num_workers=1, 2 reached no steady state" in nw3.rationale
+    assert nw3.evidence["lower_bounds_left_out"] == {"1": 40.0, "2": 104.0}
+    assert nw3.confidence == "medium"
+    # a lower bound above every steady point is evidence: that count is at least as fast
+    case["trial"] = {"rates": {0: 105.0, 1: 132.0, 2: 150.0}, "unsteady": (2,)}
+    ctx = make_ctx(case)
+    state, findings = evaluate_rules(ctx)
+    nw3 = next(f for f in findings if f.rule_id == "NW-3")
+    assert nw3.value == 2 and ctx.core_cap(state) == 2
+    assert "Left out" not in nw3.rationale and nw3.confidence == "high"
+    assert nw3.evidence["lower_bounds_left_out"] == {}
 
 
 def test_every_rule_has_cases_both_ways() -> None:

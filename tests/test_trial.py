@@ -10,13 +10,23 @@ import time
 
 import pytest
 
+from advisor.decoders import default_decoder
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
 from advisor.model import INFLIGHT_MAX
 from advisor.profile import profile_dataset
-from advisor.trial import SteadyWindow, TrialEvent, _saturated, child_pids, run_trial
+from advisor.trial import (
+    SteadyWindow,
+    TrialData,
+    TrialEvent,
+    _lower_bound_note,
+    _saturated,
+    child_pids,
+    measure_loader,
+    run_trial,
+)
 from advisor.workload import Workload
 from native_loader import ReaderConfig, S3Reader
 
@@ -70,7 +80,7 @@ def test_trial_measures_everything_within_budget(
     assert all(p.samples_per_s > 0 and p.samples > 0 for p in result.sweep)
     # the main thread's loading work per sample: some CPU, never more than a sample's wall time
     zero = result.sweep[0]
-    assert zero.main_cpu_s_per_sample is not None
+    assert zero.steady and zero.main_cpu_s_per_sample is not None
     assert 0 < zero.main_cpu_s_per_sample <= 1.1 / zero.samples_per_s
     assert not any(p.pin_memory for p in result.sweep)  # no CUDA here
     assert any(p.point is not None for p in events) and events[-1].phase == "done"
@@ -99,6 +109,24 @@ def test_cancel_returns_promptly_and_leaves_no_workers(s3_endpoint: S3Endpoint, 
     while child_pids() - before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not child_pids() - before, "DataLoader workers left running"
+
+
+@pytest.mark.timeout(60)
+def test_a_slice_too_short_for_a_steady_state_is_a_marked_lower_bound(
+    s3_endpoint: S3Endpoint, demo: str
+) -> None:
+    location, _ = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    data = TrialData.sample(location, "jpeg", default_decoder("jpeg"))
+    # a steady window must hold 10,000 samples: 0.3 s cannot, so the rate is start-up included
+    point = measure_loader(data, 8, 0, False, 0.3, max_seconds=0.3, min_samples=10_000)
+    assert not point.steady and point.main_cpu_s_per_sample is None
+    assert point.samples > 0 and point.samples_per_s == pytest.approx(
+        point.samples / point.seconds, rel=0.01
+    )
+    note = _lower_bound_note(point, seconds=5.0)
+    assert note.startswith("num_workers=0 reached no steady state within its share of the 5 s")
+    assert "only a lower bound" in note and "longer trial (e.g. 30 s)" in note
+    assert "e.g. 120 s" in _lower_bound_note(point, seconds=60.0)
 
 
 def test_bad_budget_and_transform(s3_endpoint: S3Endpoint, demo: str) -> None:

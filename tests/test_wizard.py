@@ -38,12 +38,13 @@ def _wizard_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name.startswith(THREAD_PREFIX)]
 
 
-def _point(workers: int, pinned: bool, rate: float) -> Any:
+def _point(workers: int, pinned: bool, rate: float, steady: bool = True) -> Any:
     return SimpleNamespace(
         num_workers=workers,
         pin_memory=pinned,
         prefetch_factor=2 if workers else None,
         samples_per_s=rate,
+        steady=steady,
     )
 
 
@@ -209,11 +210,14 @@ def test_size_histogram_has_one_bar_per_bin() -> None:
 
 
 def test_trial_chart_splits_pinned_and_pageable() -> None:
-    points = [_point(2, True, 300), _point(0, True, 100), _point(2, False, 250)]
+    points = [_point(2, True, 300), _point(0, True, 100), _point(2, False, 250, steady=False)]
     figure = charts.trial_chart(points, consumer_rate=200)
     pinned, pageable = figure.data
     assert list(pinned.x) == [0, 2] and list(pinned.y) == [100, 300]
     assert list(pageable.x) == [2] and list(pageable.y) == [250]
+    # a lower bound (no steady state) is drawn apart from measured rates
+    assert list(pinned.marker.symbol) == ["circle", "circle"]
+    assert list(pageable.marker.symbol) == ["triangle-up-open"]
     assert figure.layout.shapes[0].y0 == 200  # the consumption line
 
 

@@ -61,7 +61,8 @@ def size_histogram(profile: DatasetProfile) -> go.Figure:
 
 
 def trial_chart(points: Sequence[LoaderPoint], consumer_rate: float | None = None) -> go.Figure:
-    """Measured samples/s against num_workers, one line pinned and one not; demand as a line."""
+    """Measured samples/s against num_workers, one line pinned and one not; demand as a line.
+    Points that reached no steady state (lower bounds) are open triangles."""
     figure = go.Figure(layout=_base_layout("Loader throughput", "num_workers", "samples/s"))
     for pinned, name, colour in ((True, "pin_memory=True", PINNED_COLOUR),
                                  (False, "pin_memory=False", PAGEABLE_COLOUR)):  # fmt: skip
@@ -74,6 +75,9 @@ def trial_chart(points: Sequence[LoaderPoint], consumer_rate: float | None = Non
                 name=name,
                 marker_color=colour,
                 line_color=colour,
+                # an open triangle: no steady state in the trial, the rate is a lower bound
+                marker_symbol=["circle" if p.steady else "triangle-up-open" for p in chosen],
+                hovertext=["" if p.steady else "lower bound: no steady state" for p in chosen],
             )
         )
     if consumer_rate:
