@@ -997,7 +997,8 @@ class WorkersFromSweep(Rule):
     min(r, consumer) for workers. With 0 workers loading runs inside the training loop and uses
     one core, so a tie (or noise) goes to workers unless the main thread was mostly idle.
     A count that reached no steady state within the trial (a lower bound) counts only where it
-    beats every steady count; else it is left out, named, and the confidence is medium.
+    beats every steady count, else it is left out and named; with any lower bound in the sweep
+    the confidence is medium.
     Why: measured samples/s per num_workers.
     """
 
@@ -1037,12 +1038,18 @@ class WorkersFromSweep(Rule):
                     "byte budget: each worker process reads with a budget of its own, so the tie "
                     "goes to workers."
                 )
+        sweep = ctx.trial.sweep if ctx.trial is not None else ()
         unsteady = ctx.lower_bounds_left_out()
         if unsteady:
             rationale += (
                 f" Left out: num_workers={', '.join(map(str, sorted(unsteady)))} reached no steady "
                 "state within the trial (a lower bound, start-up included, below the other "
                 f"counts); a longer trial measures {'it' if len(unsteady) == 1 else 'them'}."
+            )
+        elif not any(p.steady for p in sweep):
+            rationale += (
+                " No count reached a steady state within the trial: these rates include "
+                "start-up (lower bounds); a longer trial measures them."
             )
         return self.finding(
             w,
@@ -1054,7 +1061,7 @@ class WorkersFromSweep(Rule):
                 "cap": cap,
             },
             measured=True,
-            confidence="medium" if unsteady else "high",
+            confidence="high" if all(p.steady for p in sweep) else "medium",
         )
 
 

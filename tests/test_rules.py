@@ -595,8 +595,17 @@ def test_lower_bounds_count_only_where_they_beat_every_steady_point() -> None:
     state, findings = evaluate_rules(ctx)
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
     assert nw3.value == 2 and ctx.core_cap(state) == 2
-    assert "Left out" not in nw3.rationale and nw3.confidence == "high"
+    assert "Left out" not in nw3.rationale and nw3.confidence == "medium"
     assert nw3.evidence["lower_bounds_left_out"] == {}
+    # only lower bounds: they decide, and the rationale says what they are
+    case["trial"] = {"rates": {0: 105.0, 1: 40.0, 2: 104.0}, "unsteady": (0, 1, 2)}
+    _, findings = evaluate_rules(make_ctx(case))
+    nw3 = next(f for f in findings if f.rule_id == "NW-3")
+    assert "No count reached a steady state" in nw3.rationale and nw3.confidence == "medium"
+    # all steady: high
+    case["trial"] = {"rates": {0: 105.0, 1: 132.0, 2: 150.0}}
+    _, findings = evaluate_rules(make_ctx(case))
+    assert next(f for f in findings if f.rule_id == "NW-3").confidence == "high"
 
 
 def test_every_rule_has_cases_both_ways() -> None:
