@@ -507,21 +507,30 @@ def _sweep(
 class SteadyWindow:
     """The steady-state window of one loader measurement, kept on batch arrival times.
 
-    It opens a third of what is left of the slice (`seconds`) past the first batch, at least a
-    sixth of the slice, and not before the `warm_batches` that could be finished and waiting then
-    (the DataLoader's prefetch), and the `backlog_batches` the readers could hold fetched ahead,
-    have arrived. Those were made while the first batch was on its way; they arrive back to back,
-    and would count as if made in the window. The readers' backlog is the larger: 8 workers
-    reading 1 MB objects hold ~268 each in 256 MiB budgets, and opening before they drained
-    measured 1,136-1,192 samples/s in 6 s slices against 517-567 in 24 s slices (0 workers:
-    721-754 in both).
+    It opens on the first batch to arrive a third of what is left of the slice (`seconds`) past
+    the first batch, at least a sixth of the slice, and not before the `warm_batches` that could
+    be finished and waiting then (the DataLoader's prefetch), and the `backlog_batches` the
+    readers could hold fetched ahead, have arrived. Those were made while the first batch was on
+    its way; they arrive back to back, and would count as if made in the window. The readers'
+    backlog is the larger: 8 workers reading 1 MB objects hold ~268 each in 256 MiB budgets, and
+    opening before they drained measured 1,136-1,192 samples/s in 6 s slices against 517-567 in
+    24 s slices (0 workers: 721-754 in both).
 
-    It closes at the end of the slice, or a third of the slice after it opens if that is later.
-    Its ends are times, not arrivals: batches come in bursts (a stalled request holds up
-    everything behind it, then they arrive back to back), and a window that opened on an arrival
-    and closed on the one that met its batch count could lie within a burst and leave out the
-    gaps around it. 4 workers reading 1 MB objects at 100 ms measured 1,530-2,510 samples/s that
-    way in 2 s slices, and read 340-480 over 6-10 s. A window that holds fewer than twice the
+    It counts whole rounds of `round_batches` (the loader's processes): the DataLoader hands
+    batches out in order, one from each worker in turn, so a window from one batch to a later
+    batch of the same worker holds as many batches of every worker. Workers started together
+    deliver in bursts (8 workers, 8 ms of CPU per sample: a batch from each within ~10 ms, then
+    ~0.4 s of nothing), and a window with one end on an arrival and the other at a time counts
+    a burst more or less by where it falls: over every opening batch of one 30 s run whose
+    long-run rate was 185 samples/s, 2 s windows measured 173 +- 17 that way, whole rounds
+    185 +- 10.
+
+    It closes on the first round's end at or after the end of the slice, or a third of the
+    slice after it opens if that is later. Both ends follow a time, not a batch count: batches
+    also come in bursts when a stalled request holds up everything behind it, and a window that
+    closed on the batch that met its count could lie within a burst and leave out the gaps
+    around it. 4 workers reading 1 MB objects at 100 ms measured 1,530-2,510 samples/s that way
+    in 2 s slices, and read 340-480 over 6-10 s. A window that holds fewer than twice the
     waiting batches (at least 3), or fewer than `min_samples`, is extended a third of the slice
     at a time, up to `hard_stop` seconds after the start.
     """
@@ -532,47 +541,52 @@ class SteadyWindow:
     min_samples: int
     hard_stop: float
     backlog_batches: int = 0
+    round_batches: int = 1
     planned_open: float = math.inf  # set by the first batch
-    opens: float | None = None
+    opens: float | None = None  # the arrival time of the batch it opens on (not counted)
+    opening_index: int = 0
     closes: float = math.inf
-    closed: bool = False  # a batch arrived after `closes`
-    batches: int = 0  # counted: arrived within (opens, closes]
+    closed: bool = False  # a round ended at or after `closes`
+    batches: int = 0  # counted: whole rounds after the opening batch
     samples: int = 0
-    last_counted_at: float = 0.0
+    last_counted_at: float = 0.0  # the last counted round's end
+    round_samples: int = 0  # arrived in the round under way, not counted yet
 
     @property
     def enough(self) -> bool:
         return self.batches >= max(3, 2 * self.warm_batches) and self.samples >= self.min_samples
 
     def arrival(self, index: int, now: float, samples: int) -> bool:
-        """Batch `index` of `samples` arrived at `now`; True if it falls in the window."""
+        """Batch `index` of `samples` arrived at `now`; True if it ended a counted round."""
         if self.opens is None:
             if index == 0:
                 left = max(self.seconds - (now - self.started), self.seconds / 2)
                 self.planned_open = now + left / 3
-            if index >= self.warm_batches + self.backlog_batches - 1:
-                self.opens = max(self.planned_open, now)
-                self.closes = max(self.started + self.seconds, self.opens + self.seconds / 3)
+            waited = index >= self.warm_batches + self.backlog_batches - 1
+            if waited and now >= self.planned_open:
+                self.opens, self.opening_index = now, index
+                self.closes = max(self.started + self.seconds, now + self.seconds / 3)
             return False
-        if now <= self.opens or self.closed:
+        if self.closed:
             return False
-        step, limit = self.seconds / 3, self.started + self.hard_stop
-        while now > self.closes and not self.enough and self.closes + step <= limit:
-            self.closes += step
-        if now > self.closes:
-            self.closed = True
+        self.round_samples += samples
+        if (index - self.opening_index) % self.round_batches:
             return False
-        self.batches += 1
-        self.samples += samples
+        self.batches += self.round_batches
+        self.samples += self.round_samples
+        self.round_samples = 0
         self.last_counted_at = now
+        step, limit = self.seconds / 3, self.started + self.hard_stop
+        while now >= self.closes and not self.enough and self.closes + step <= limit:
+            self.closes += step
+        self.closed = now >= self.closes
         return True
 
     def rate(self) -> float | None:
         """Samples per second within the window; None if it never held enough."""
-        if self.opens is None or not self.enough:
+        if self.opens is None or not self.enough or self.last_counted_at <= self.opens:
             return None
-        end = self.closes if self.closed else self.last_counted_at  # the data ran out first
-        return self.samples / (end - self.opens) if end > self.opens else None
+        return self.samples / (self.last_counted_at - self.opens)
 
 
 def measure_loader(
@@ -611,15 +625,16 @@ def measure_loader(
     # more for shards: then this skips too little)
     backlog = math.ceil(max(workers, 1) * data.read_ahead_objects / batch_size)
     window = SteadyWindow(
-        started, seconds, workers * (prefetch or 0), min_samples, hard_stop, backlog
-    )
+        started, seconds, workers * (prefetch or 0), min_samples, hard_stop, backlog,
+        round_batches=max(workers, 1),
+    )  # fmt: skip
     first_batch_s = 0.0
     samples = 0
     sample_bytes = 0
     peak_rss = 0.0
-    # The main thread's CPU time at each arrival: a batch's loading work happens before it
-    # arrives, so the window's share runs from the arrival before its first batch to its last.
-    cpu_before = cpu_window_start = cpu_window_end = time.thread_time()
+    # The main thread's CPU time at arrivals: a batch's loading work happens before it arrives,
+    # so the window's share runs from its opening batch's arrival to its last round's end.
+    cpu_window_start = cpu_window_end = time.thread_time()
     iterator = iter(loader)
     try:
         for batch_index, batch in enumerate(iterator):
@@ -627,10 +642,11 @@ def measure_loader(
             cpu_now = time.thread_time()
             if batch_index == 0:
                 first_batch_s = now - started
+            waiting = window.opens is None
             if window.arrival(batch_index, now, len(batch)):
-                if window.batches == 1:
-                    cpu_window_start = cpu_before
                 cpu_window_end = cpu_now
+            elif waiting and window.opens is not None:
+                cpu_window_start = cpu_now
             samples += len(batch)
             sample_bytes += sum(_tensor_bytes(s) for s in batch)
             if batch_index % 8 == 0:
@@ -639,7 +655,6 @@ def measure_loader(
                 check()
             if window.closed or now - started >= hard_stop:
                 break
-            cpu_before = time.thread_time()
     finally:
         del iterator  # shuts the workers down
     elapsed = max(time.monotonic() - started, 1e-6)

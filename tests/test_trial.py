@@ -143,11 +143,12 @@ def test_bad_budget_and_transform(s3_endpoint: S3Endpoint, demo: str) -> None:
 
 
 def _window_rate(
-    arrivals: list[tuple[float, int]], seconds: float, warm: int = 0, backlog: int = 0
-) -> float | None:
+    arrivals: list[tuple[float, int]], seconds: float, warm: int = 0, backlog: int = 0,
+    workers: int = 0,
+) -> float | None:  # fmt: skip
     """Feed (time, samples) arrivals to a SteadyWindow started at 0 until it closes."""
     window = SteadyWindow(0.0, seconds, warm, min_samples=0, hard_stop=3 * seconds,
-                          backlog_batches=backlog)  # fmt: skip
+                          backlog_batches=backlog, round_batches=max(workers, 1))  # fmt: skip
     for index, (now, samples) in enumerate(arrivals):
         window.arrival(index, now, samples)
         if window.closed:
@@ -163,17 +164,17 @@ def test_steady_window_on_an_even_stream() -> None:
 
 def test_steady_window_does_not_end_on_a_burst() -> None:
     # 10 batches back to back every 2 s: 50 samples/s. The first burst comes at 0.5 s, the next
-    # after the slice's end. A window that opened and closed on arrivals would hold the first
-    # few batches of the second burst alone (thousands of samples/s); one of fixed times holds
-    # the gap before it too, however it is extended.
+    # after the slice's end. A window that opened and closed on arrivals counted to a batch
+    # count would hold the first few batches of the second burst alone (thousands of
+    # samples/s); one whose ends follow times holds the gap before it too, however extended.
     arrivals = [(0.5 + 2.0 * burst + 0.001 * i, 10) for burst in range(6) for i in range(10)]
     window = SteadyWindow(0.0, 2.0, 0, min_samples=0, hard_stop=6.0)
     for index, (now, samples) in enumerate(arrivals):
         window.arrival(index, now, samples)
         if window.closed:
             break
-    assert window.rate() == pytest.approx(50.0, rel=0.25)
-    assert window.opens is not None and window.closes - window.opens >= 2.0 / 3
+    assert window.rate() == pytest.approx(50.0, rel=0.02)
+    assert window.opens is not None and window.last_counted_at - window.opens >= 2.0 / 3
 
 
 def test_steady_window_after_a_slow_first_batch_and_a_backlog() -> None:
@@ -207,6 +208,16 @@ def test_steady_window_waits_for_the_readers_backlog_to_drain() -> None:
     assert inflated is not None and inflated > 150  # counts the backlog as if made in the window
     rate = _window_rate(arrivals, seconds=3.0, warm=4, backlog=30)
     assert rate == pytest.approx(100.0, rel=0.05)
+
+
+def test_steady_window_counts_whole_rounds_of_bursting_workers() -> None:
+    # 8 workers started together: a batch from each within 70 ms, every 0.5 s (160 samples/s).
+    # The window opens on a burst's first batch (2.5 s); the slice ends at 6.2 s, past the
+    # 6.0 s burst. Counting arrivals up to that time takes 7 batches of the opening burst and
+    # all of the 6.0 s one: 630 samples in 3.7 s (170/s). Whole rounds end at the 6.5 s burst.
+    arrivals = [(0.5 + 0.5 * burst + 0.01 * i, 10) for burst in range(40) for i in range(8)]
+    rate = _window_rate(arrivals, seconds=6.2, warm=16, backlog=17, workers=8)
+    assert rate == pytest.approx(160.0, rel=0.01)
 
 
 def test_steady_window_too_few_batches_is_no_rate() -> None:
