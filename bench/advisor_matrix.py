@@ -6,9 +6,9 @@ real DataLoader at num_workers in {0, 1, 2, 4, 8}. A scenario passes when the re
 num_workers reaches >= 90% of the best measured throughput (or of the consumer rate, if lower),
 and the recommendation stays within the machine's cores and memory. Where the recommended count
 reads less than the sweep's best (or the consumer rate), both get PASSES more runs before the
-verdict: a maximum over five noisy medians overstates the best, and at the 90 % bar one run
-decides. Each scenario is checked for a fast consumer (no rate: as fast as possible) and a slow
-one.
+verdict, and so does any count that then becomes the best: a maximum over five noisy medians
+overstates the best, and at the 90 % bar one run decides. Each scenario is checked for a fast
+consumer (no rate: as fast as possible) and a slow one.
 
 The sets are small, so the advisor would rightly copy them to local disk first and choose
 num_workers for local reads; the matrix measures streaming, so it plans for a machine with no
@@ -231,11 +231,14 @@ def run_scenario(
         if recommended not in runs:
             runs |= measure([recommended])
         first = verdict = _verdict(runs, recommended, swept, consumer)
-        if verdict.ratio < 1.0:
-            # The best of five noisy medians is biased upwards (the winner's curse), and at
-            # the 90 % bar one run decides: the two points the verdict rests on get PASSES
-            # more interleaved runs each, and the verdict is taken again on all their runs.
+        # The best of five noisy medians is biased upwards (the winner's curse), and at the
+        # 90 % bar one run decides: the two points the verdict rests on get PASSES more
+        # interleaved runs each, and the verdict is taken again on all their runs. If that
+        # makes another count the best, it is confirmed in turn (at most once per count).
+        while verdict.ratio < 1.0:
             todo = [p for p in (recommended, (verdict.best_workers, swept)) if p not in confirmed]
+            if not todo:
+                break
             for point, extra in measure(todo).items():
                 runs[point] += extra
             confirmed.update(todo)
