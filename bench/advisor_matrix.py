@@ -63,6 +63,11 @@ QUALITY = 0.9
 PASSES = 3
 POINT_SECONDS = 6.0
 MIN_SAMPLES = 30  # per run's steady window: 200 MB objects arrive ~5 per second
+# A run's slice may stretch this far to reach a steady state. 8 workers reading 200 MB objects
+# skip 48 batches (every reader's 4 objects of read-ahead, and the prefetch) before their window
+# opens: 12-24 s at 2-4 samples/s, past measure_loader's default of 3 x POINT_SECONDS, after
+# which the rate would include start-up and understate the count.
+POINT_MAX_SECONDS = 60.0
 BATCH = 16
 BATCH_BYTES = 64_000_000  # large objects get smaller batches: a few batches per measured second
 SLOW_RATE = 40.0  # samples/s: a consumer that any configuration but the slowest keeps up with
@@ -113,6 +118,7 @@ class ScenarioResult:
     passed: bool
     sweep: dict[str, float]  # median samples/s per num_workers, over all its runs
     sweep_runs: dict[str, list[float]]  # every run behind the sweep's medians
+    sweep_lower_bounds: dict[str, int]  # runs per count that reached no steady state
     confirmed_workers: list[int]  # counts that got PASSES more runs to confirm a verdict
     trial_sweep: dict[str, float]  # what the advisor's own trial measured per num_workers
     data_source: str
@@ -210,6 +216,8 @@ def run_scenario(
     # reader settings differ, is measured on its own below)
     swept = (recs[None].requests_in_flight, recs[None].inflight_bytes)
 
+    lower_bounds: dict[Point, int] = {}
+
     def measure(points: list[Point]) -> dict[Point, list[float]]:
         """Samples/s of each point in PASSES interleaved passes."""
         runs: dict[Point, list[float]] = {p: [] for p in points}
@@ -217,9 +225,11 @@ def run_scenario(
             for workers, reader in points:
                 point: LoaderPoint = measure_loader(
                     data.with_inflight(*reader), batch, workers, False, point_seconds,
-                    min_samples=MIN_SAMPLES,
+                    max_seconds=POINT_MAX_SECONDS, min_samples=MIN_SAMPLES,
                 )  # fmt: skip
                 runs[(workers, reader)].append(round(point.samples_per_s, 1))
+                if not point.steady:
+                    lower_bounds[(workers, reader)] = lower_bounds.get((workers, reader), 0) + 1
         return runs
 
     runs = measure([(w, swept) for w in SWEEP])
@@ -253,6 +263,7 @@ def run_scenario(
             verdict.ratio, first.ratio, cores_ok, memory_ok, ok,
             {str(w): round(statistics.median(runs[(w, swept)]), 1) for w in SWEEP},
             {str(w): list(runs[(w, swept)]) for w in SWEEP},
+            {str(w): lower_bounds.get((w, swept), 0) for w in SWEEP},
             sorted(w for w, reader in confirmed if reader == swept),
             {str(p.num_workers): round(p.samples_per_s, 1) for p in trial.sweep}, rec.data_source,
             [p.num_workers for p in trial.sweep if not p.steady],
@@ -344,7 +355,8 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  consumer={consumer}: recommended {r.recommended_workers} workers x "
                           f"{r.requests_in_flight} / {r.inflight_bytes >> 20} MiB in flight "
                           f"-> ratio {_ratio(r)}, sweep {r.sweep}, "
-                          f"confirmed {r.confirmed_workers}, trial {r.trial_sweep}")  # fmt: skip
+                          f"confirmed {r.confirmed_workers}, trial {r.trial_sweep}, "
+                          f"sweep lower bounds {r.sweep_lower_bounds}")  # fmt: skip
     passed = sum(r.passed for r in results)
     print()
     print(_table(results))
