@@ -82,7 +82,7 @@ SIZES = {
 LATENCIES_MS = (0, 30, 100)
 TRANSFORMS = {"0ms": "bench.transforms:raw", "2ms": "bench.transforms:burn_2ms",
               "8ms": "bench.transforms:burn_8ms"}  # fmt: skip
-# The default run spans the ends of each axis (~46 minutes); --quick is a smaller middle.
+# The default run spans the ends of each axis (~60 minutes); --quick is a smaller middle.
 FULL: dict[str, tuple[Any, ...]] = {
     "sizes": ("10KB", "1MB", "200MB"),
     "latencies": LATENCIES_MS,
