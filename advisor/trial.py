@@ -519,8 +519,8 @@ class SteadyWindow:
     It counts whole rounds of `round_batches` (the loader's processes): the DataLoader hands
     batches out in order, one from each worker in turn, so a window from one batch to a later
     batch of the same worker holds as many batches of every worker. Workers started together
-    deliver in bursts (8 workers, 8 ms of CPU per sample: a batch from each within ~10 ms, then
-    ~0.4 s of nothing), and a window with one end on an arrival and the other at a time counts
+    deliver in bursts (8 workers, 8 ms of CPU per sample: several batches a few ms apart, then
+    up to 0.6 s of nothing), and a window with one end on an arrival and the other at a time counts
     a burst more or less by where it falls: over every opening batch of one 30 s run whose
     long-run rate was 185 samples/s, 2 s windows measured 173 +- 17 that way, whole rounds
     185 +- 10.
