@@ -65,8 +65,8 @@ POINT_SECONDS = 6.0
 MIN_SAMPLES = 30  # per run's steady window: 200 MB objects arrive ~5 per second
 # A run's slice may stretch this far to reach a steady state. 8 workers reading 200 MB objects
 # skip 48 batches (every reader's 4 objects of read-ahead, and the prefetch) before their window
-# opens: 12-24 s at 2-4 samples/s, past measure_loader's default of 3 x POINT_SECONDS, after
-# which the rate would include start-up and understate the count.
+# opens and need 32 within it: 20-40 s at 2-4 samples/s, past measure_loader's default of
+# 3 x POINT_SECONDS, after which the rate would include start-up and understate the count.
 POINT_MAX_SECONDS = 60.0
 BATCH = 16
 BATCH_BYTES = 64_000_000  # large objects get smaller batches: a few batches per measured second
