@@ -114,8 +114,8 @@ class ScenarioResult:
     # consumer's includes any runs the fast consumer's confirmation added)
     sweep_ratio: float
     within_cores: bool
-    # the best count the cores allow, measured as `ratio` is: under QUALITY, no recommendation
-    # the bar permits could have passed (a count above the cores read more)
+    # the best count the cores allow (at the sweep's reader settings), scored as `ratio` is:
+    # under QUALITY, no recommendation the bar permits could have passed
     best_within_cores_ratio: float
     within_memory: bool
     passed: bool
@@ -184,9 +184,14 @@ def _verdict(
     best = rates[best_workers]
     rec_rate = statistics.median(runs[recommended])
     target = min(best, consumer) if consumer else best
-    achieved = min(rec_rate, consumer) if consumer else rec_rate
-    ratio = achieved / target if target > 0 else 1.0
-    return Verdict(rec_rate, best_workers, best, target, ratio)
+    return Verdict(rec_rate, best_workers, best, target, _score(rec_rate, consumer, target))
+
+
+def _score(rate: float, consumer: float | None, target: float) -> float:
+    """A rate against the verdict's target, as the bar scores it: no more than the consumer
+    takes counts."""
+    achieved = min(rate, consumer) if consumer else rate
+    return achieved / target if target > 0 else 1.0
 
 
 def run_scenario(
@@ -259,8 +264,7 @@ def run_scenario(
         cores = max(hardware.usable_cores, 1)
         cores_ok = workers <= cores
         allowed = max(statistics.median(runs[(w, swept)]) for w in SWEEP if w <= cores)
-        achievable = min(allowed, consumer) if consumer else allowed
-        allowed_ratio = achievable / verdict.target if verdict.target > 0 else 1.0
+        allowed_ratio = _score(allowed, consumer, verdict.target)
         memory_ok = _memory_ok(workers, trial, hardware)
         ok = verdict.ratio >= QUALITY and cores_ok and memory_ok
         results.append(ScenarioResult(
