@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from advisor.decoders import collate_list, default_decoder, load_transform
 from advisor.location import DatasetLocation
 from advisor.model import inflight_bytes, process_objects_per_s, requests_in_flight
 from advisor.profile import DatasetProfile
 from advisor.workload import Workload
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
+from native_loader.decoders import collate_list, default_decoder, load_transform
 from native_loader.reader import READ_AHEAD_FACTOR
 
 if TYPE_CHECKING:

@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.decoders import load_transform
 from advisor.demo.server import S3Server
 from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
@@ -51,6 +50,7 @@ from advisor.trial import LoaderPoint, TrialData, measure_loader, run_trial
 from advisor.workload import Workload
 from bench.netem import proxy_process, raise_priority
 from native_loader import Credentials, S3Reader
+from native_loader.decoders import load_transform
 
 RESULTS = Path(__file__).parent / "results" / "advisor_matrix.json"
 SWEEP = (0, 1, 2, 4, 8)
