@@ -21,8 +21,6 @@ def test_install_command_names_the_extra() -> None:
 
 
 def test_every_extra_is_declared_in_pyproject() -> None:
-    from pathlib import Path
-
     import tomllib  # type: ignore[import-not-found, unused-ignore]
 
     pyproject = Path(__file__).resolve().parents[1] / "pyproject.toml"
