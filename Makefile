@@ -57,7 +57,7 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 unit: setup
-	$(PY) -m pytest -m "not s3 and not notebook and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not s3 and not notebook and not browser and not slow" $(PYTEST_ARGS)
 
 test: system-deps-test setup lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
