@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import describe
+from advisor.nvml_recording import RecordingNvml, write_recording
 from advisor.session import AdvisorSession
 from advisor.trial import TrialEvent
 from advisor.workload import Workload
@@ -82,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("profile", parents=[common, data], help="object count, sizes, formats")
     hw = sub.add_parser("hardware", parents=[common], help="GPUs, cores, RAM, disk")
     hw.add_argument("--target-gpu", help="plan for this GPU instead of probing")
+    hw.add_argument(
+        "--record-nvml",
+        metavar="PATH",
+        type=Path,
+        help="also write every NVML answer the probe received to PATH (JSON, for replay)",
+    )
     sub.add_parser("trial", parents=[common, data, work, trial], help="time-bounded live trial")
     rec = sub.add_parser(
         "recommend", parents=[common, data, work, trial], help="decision-flow recommendation"
@@ -258,13 +265,26 @@ def _to_json(value: Any) -> Any:
     return value
 
 
+def _nvml_recorder() -> RecordingNvml:
+    from advisor.hardware import load_pynvml
+
+    module, why = load_pynvml()
+    if module is None:
+        raise ValueError(f"--record-nvml needs NVML: {why}")
+    return RecordingNvml(module)
+
+
 def run(args: argparse.Namespace) -> int:
     session = AdvisorSession()
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()
     try:
         if args.command == "hardware":
-            session.run_hardware(args.target_gpu)
+            recorder = _nvml_recorder() if args.record_nvml else None
+            probed = session.run_hardware(args.target_gpu, nvml=recorder)
+            if recorder is not None:
+                source = ", ".join(g.name for g in probed.gpus) or "no GPU"
+                write_recording(recorder, args.record_nvml, source)
             result: dict[str, Any] = {"hardware": _to_json(session.hardware)}
             printers = [_print_hardware]
         else:

@@ -102,11 +102,16 @@ class AdvisorSession:
         return self.profile
 
     # --- step 2: hardware --------------------------------------------------------------------
-    def run_hardware(self, target_gpu: str | None = None, gpu_count: int = 1) -> HardwareProfile:
-        """Probe this machine; with `target_gpu`, plan for that GPU (see hardware.GPU_CATALOG)."""
+    def run_hardware(
+        self, target_gpu: str | None = None, gpu_count: int = 1, nvml: object = None
+    ) -> HardwareProfile:
+        """Probe this machine; with `target_gpu`, plan for that GPU (see hardware.GPU_CATALOG).
+
+        `nvml`: an NVML module to probe through (a recorder, say); None imports pynvml.
+        """
         from advisor.hardware import probe_hardware
 
-        hardware = probe_hardware()
+        hardware = probe_hardware(nvml=nvml)
         if target_gpu:
             hardware = hardware.with_target_gpu(target_gpu, gpu_count)
         self.hardware = hardware
