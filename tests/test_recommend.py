@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.recommend import DATA_SOURCES, Recommendation, recommend
-from advisor.rules import RULES, Context, rule_by_id
+from advisor.rules import RULES, Context, Key, rule_by_id
 from advisor.trial import DecodeCost, HostToDevice, LoaderPoint, StorageProbe, TrialResult
 from advisor.workload import Workload
 
@@ -210,7 +210,7 @@ def test_nw4_quality_bar(
         Workload(consumer_rate=consumer),
         result,
     )
-    state: dict[str, Any] = {"data_source": "stream"}
+    state: dict[Key, Any] = {Key.DATA_SOURCE: "stream"}
     finding = rule_by_id("NW-4").evaluate(ctx, state)
     assert finding is not None
     chosen = finding.value
