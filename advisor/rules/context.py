@@ -210,6 +210,11 @@ class Context:
             return shard, max(shard / max(self.stored_bytes_per_sample, 1.0), 1.0)
         return self.object_bytes, self.samples_per_object
 
+    def objects_read(self, state: State) -> float:
+        """Objects one pass over the set reads, in the layout the training reads."""
+        object_bytes, _ = self.layout(state)
+        return self.total_bytes / max(object_bytes, 1.0)
+
     def training_source(self, state: State) -> str | None:
         source = state.get(Key.DATA_SOURCE)
         return state.get(Key.AFTER_RESHARD, "stream") if source == "reshard-first" else source

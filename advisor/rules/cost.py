@@ -32,8 +32,7 @@ class GetRequestCost(Rule):
         if not ctx.in_s3:
             return None
         source = ctx.training_source(state)
-        object_bytes, _ = ctx.layout(state)
-        objects = ctx.total_bytes / max(object_bytes, 1.0)
+        objects = ctx.objects_read(state)
         epochs = ctx.workload.epochs
         reads = 1 if source != "stream" or state.get(Key.CACHE_LOCALLY) else epochs
         gets = objects * reads
@@ -65,8 +64,7 @@ class StartupTime(Rule):
         if not ctx.in_s3:
             return None
         source = ctx.training_source(state)
-        object_bytes, _ = ctx.layout(state)
-        objects = ctx.total_bytes / max(object_bytes, 1.0)
+        objects = ctx.objects_read(state)
         if source == "copy-local":
             seconds = ctx.total_bytes / (FILE_MODE_MB_S * MB)
             what = f"copying {gb(ctx.total_bytes)} at ~200 MB/s"

@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="fail if the table is stale")
     parser.add_argument("--path", type=Path, default=DOC, help="the document (decision-flow.md)")
     args = parser.parse_args(argv)
+    if not args.path.is_file():  # an installed wheel has no docs/: this is a repository tool
+        print(f"{args.path}: no such document; give --path", file=sys.stderr)
+        return 2
     current = args.path.read_text(encoding="utf-8")
     wanted = render(current)
     if args.check:
