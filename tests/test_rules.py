@@ -22,7 +22,7 @@ from rule_cases.common import GB, MB, ONE_MB, TB, TWO_HUNDRED_MB
 
 from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.profile import DatasetProfile, FormatInfo, SizeStats
-from advisor.rules import FAMILIES, RULES, Context, evaluate, rule_by_id
+from advisor.rules import FAMILIES, RULES, Context, Key, evaluate, rule_by_id
 from advisor.rules import doc as rules_doc
 from advisor.rules.workers import core_cap
 from advisor.trial import DecodeCost, HostToDevice, LoaderPoint, StorageProbe, TrialResult
@@ -160,6 +160,7 @@ def test_rule_case(item: tuple[str, Case]) -> None:
     rule = rule_by_id(rule_id)
     evaluation = evaluate(make_ctx(overrides))
     assert (rule_id in evaluation.path) == fires, evaluation.path
+    assert all(isinstance(key, Key) for key in evaluation.state)
     if fires:
         finding = next(f for f in evaluation.fired if f.rule_id == rule_id)
         assert finding.rationale and finding.key == rule.key
@@ -242,6 +243,7 @@ def test_rules_are_well_formed() -> None:
     for rule in RULES:
         assert re.fullmatch(r"[A-Z]+-\d+", rule.id)
         assert rule.name and rule.decision
+        assert rule.key is None or isinstance(rule.key, Key), rule.id
         assert rule.condition and rule.recommendation and rule.source, rule.id
 
 

@@ -1,5 +1,6 @@
 """Batches in flight and pinning: prefetch_factor (PF-1, PF-2), /dev/shm (SHM-1), pin_memory
-(PIN-1..4)."""
+(PIN-1..4).
+"""
 
 from __future__ import annotations
 
@@ -8,12 +9,7 @@ from typing import Any
 
 from advisor.rules.base import Finding, Key, Rule, State
 from advisor.rules.context import Context
-from advisor.rules.thresholds import (
-    PINNED_GAIN,
-    PREFETCH_MAX,
-    PREFETCH_MIN,
-    SHM_FRACTION,
-)
+from advisor.rules.thresholds import PINNED_GAIN, PREFETCH_MAX, PREFETCH_MIN, SHM_FRACTION
 from advisor.rules.units import GB, gb
 
 

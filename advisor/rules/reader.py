@@ -13,9 +13,7 @@ from advisor.model import (
 )
 from advisor.rules.base import Finding, Key, Rule, State
 from advisor.rules.context import Context
-from advisor.rules.thresholds import (
-    HEADROOM,
-)
+from advisor.rules.thresholds import HEADROOM
 from advisor.rules.units import MB, gb
 
 

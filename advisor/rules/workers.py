@@ -1,16 +1,14 @@
 """DataLoader num_workers: the caps (NW-1, NW-2) and the choice (NW-3 measured, NW-4 model).
 
 The reasoning NW-1 and NW-3 share about the measured sweep lives here too, as functions of the
-context (the context itself holds only facts)."""
+context (the context itself holds only facts).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from advisor.model import (
-    READER_BUDGET_BYTES,
-    choose_workers,
-)
+from advisor.model import READER_BUDGET_BYTES, choose_workers
 from advisor.rules.base import Finding, Key, Rule, State
 from advisor.rules.context import Context
 from advisor.rules.thresholds import (
