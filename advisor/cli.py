@@ -18,6 +18,7 @@ from typing import Any
 
 from advisor.errors import describe
 from advisor.nvml_recording import RecordingNvml, write_recording
+from advisor.rules.units import any_size
 from advisor.session import AdvisorSession
 from advisor.trial import TrialEvent
 from advisor.workload import Workload
@@ -154,13 +155,6 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _mb(value: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
 def _table(rows: Sequence[tuple[str, object]]) -> str:
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
@@ -173,17 +167,17 @@ def _print_profile(session: AdvisorSession) -> None:
     rows: list[tuple[str, object]] = [
         ("data set", p.uri),
         ("objects", f"{p.object_count:,}{sampled}"),
-        ("total size", _mb(p.total_bytes)),
+        ("total size", any_size(p.total_bytes)),
         (
             "object size p50 / p90 / max",
-            f"{_mb(p.sizes.p50)} / {_mb(p.sizes.p90)} / {_mb(p.sizes.max)}",
+            f"{any_size(p.sizes.p50)} / {any_size(p.sizes.p90)} / {any_size(p.sizes.max)}",
         ),
         ("first-level prefixes", p.distinct_prefixes),
         ("samples (estimate)", f"{p.samples_estimate:,}"),
     ]
     for fmt in p.formats:
         per = f", ~{fmt.samples_per_object:,.0f} samples each" if fmt.samples_per_object else ""
-        rows.append((f"format {fmt.name}", f"{fmt.objects:,} objects, {_mb(fmt.bytes)}{per}"))
+        rows.append((f"format {fmt.name}", f"{fmt.objects:,} objects, {any_size(fmt.bytes)}{per}"))
     print(_table(rows))
     for note in p.notes:
         print(f"note: {note}")
@@ -196,7 +190,7 @@ def _print_hardware(session: AdvisorSession) -> None:
     if not h.gpus:
         rows.append(("GPUs", "none found"))
     for gpu in h.gpus:
-        mem = _mb(gpu.memory_total_bytes) if gpu.memory_total_bytes else "?"
+        mem = any_size(gpu.memory_total_bytes) if gpu.memory_total_bytes else "?"
         link = f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}" if gpu.pcie_gen_max else "PCIe ?"
         planned = " (planned)" if h.planned else ""
         rows.append((f"GPU {gpu.index}", f"{gpu.name}, {mem}, {link}{planned}"))
@@ -205,14 +199,14 @@ def _print_hardware(session: AdvisorSession) -> None:
         rows.append(
             (
                 "RAM total / available",
-                f"{_mb(h.ram_total_bytes)} / {_mb(h.ram_available_bytes or 0)}",
+                f"{any_size(h.ram_total_bytes)} / {any_size(h.ram_available_bytes or 0)}",
             )
         )
     if h.shm_bytes is not None:
-        rows.append(("/dev/shm", _mb(h.shm_bytes)))
+        rows.append(("/dev/shm", any_size(h.shm_bytes)))
     if h.disk is not None:
         rows.append(
-            ("local disk", f"{h.disk.kind}, {_mb(h.disk.free_bytes)} free at {h.disk.path}")
+            ("local disk", f"{h.disk.kind}, {any_size(h.disk.free_bytes)} free at {h.disk.path}")
         )
     print(_table(rows))
     for note in h.notes:

@@ -151,11 +151,18 @@ class AdvisorSession:
 
     # --- step 5: recommendation --------------------------------------------------------------
     def run_recommend(self) -> Recommendation:
+        from advisor.hardware import filesystem_type
         from advisor.recommend import recommend
 
         profile = self.profile or self.run_profile()
         hardware = self.hardware or self.run_hardware()
-        self.recommendation = recommend(profile, hardware, self.workload, self.trial)
+        # a local path's file system (an NFS/EFS mount is read where it is): looked up here, so
+        # that recommend() reads nothing itself
+        local = profile.storage == "local"
+        data_fs = filesystem_type(profile.uri.removeprefix("file://")) if local else None
+        self.recommendation = recommend(
+            profile, hardware, self.workload, self.trial, data_fs=data_fs
+        )
         return self.recommendation
 
     # --- step 6: export ----------------------------------------------------------------------
