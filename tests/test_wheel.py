@@ -16,9 +16,11 @@ and no bytecode is compiled at install.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -112,9 +114,16 @@ def _install(python: Path, cwd: Path, *requirements: str | os.PathLike[str]) -> 
     _run([*pip, *requirements, torch_pin], cwd, INSTALL_TIMEOUT_S)
 
 
-def test_fresh_virtualenv_runtime_tier_then_wizard(wheel: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", "--without-pip", venv], tmp_path, RUN_TIMEOUT_S)
+@pytest.fixture
+def venv(tmp_path: Path) -> Iterator[Path]:
+    """A fresh virtualenv, removed afterwards (it holds about 1 GB)."""
+    path = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", "--without-pip", path], tmp_path, RUN_TIMEOUT_S)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def test_fresh_virtualenv_runtime_tier_then_wizard(wheel: Path, venv: Path, tmp_path: Path) -> None:
     python = venv / "bin" / "python"
     _install(python, tmp_path, wheel)
     missing = (
