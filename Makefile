@@ -35,7 +35,7 @@ $(VENV)/bin/python:
 $(VENV)/.deps-installed: pyproject.toml | $(VENV)/bin/python
 	@$(PY) -c "import torch" 2>/dev/null || $(PIP) install -q "$(TORCH_SPEC)"
 	$(PIP) install -q "scikit-build-core>=0.10" "nanobind>=2.4"
-	$(PIP) install -q --no-build-isolation -e ".[test]"
+	$(PIP) install -q --no-build-isolation -e ".[wizard,gpu,demo,test]"
 	@touch $@
 
 # The native module: rebuilt incrementally (build/{wheel_tag} is kept) when a C++ source changes.
@@ -57,7 +57,7 @@ typecheck: setup
 	$(VENV)/bin/mypy
 
 unit: setup
-	$(PY) -m pytest -m "not s3 and not notebook and not browser" $(PYTEST_ARGS)
+	$(PY) -m pytest -m "not s3 and not notebook and not browser and not slow" $(PYTEST_ARGS)
 
 test: system-deps-test setup lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)

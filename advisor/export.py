@@ -190,7 +190,7 @@ DATASET_KEYS = ("transform", "shuffle", "seed")
 
 def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
     """The native_loader dataset for this data set, sharded for `rank` of `world_size`."""
-    from advisor.decoders import default_decoder, load_transform
+    from native_loader.decoders import default_decoder, load_transform
     from native_loader import ReaderConfig, S3IterableDataset
 
     settings = {{**CONFIG, **overrides}}
@@ -230,7 +230,7 @@ def make_dataloader(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any
     """
     import torch
 
-    from advisor.decoders import collate_list
+    from native_loader.decoders import collate_list
 
     dataset_overrides = {{k: v for k, v in overrides.items() if k in CONFIG or k in DATASET_KEYS}}
     loader_overrides = {{k: v for k, v in overrides.items() if k not in dataset_overrides}}

@@ -21,6 +21,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from advisor.extras import install_command
+
 __all__ = [
     "GPU_CATALOG",
     "DiskInfo",
@@ -440,7 +442,12 @@ class GpuUtilization:
 def load_pynvml() -> tuple[ModuleType | None, str | None]:
     try:
         import pynvml
-    except Exception as exc:  # ImportError, or a broken install raising at import
+    except ImportError:
+        return (
+            None,
+            f"no GPU probe available: nvidia-ml-py is not installed ({install_command('gpu')})",
+        )
+    except Exception as exc:  # a broken install raising at import
         return None, f"no GPU information: pynvml is not importable ({type(exc).__name__})"
     return pynvml, None
 

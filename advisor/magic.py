@@ -6,6 +6,8 @@ import argparse
 import shlex
 from typing import Any
 
+from advisor.extras import require_extra
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -48,4 +50,5 @@ def advisor_magic(line: str) -> None:
 
 
 def load_ipython_extension(ipython: Any) -> None:
+    require_extra("wizard")  # fail at `%load_ext`, naming the install command, not at `%advisor`
     ipython.register_magic_function(advisor_magic, magic_kind="line", magic_name="advisor")

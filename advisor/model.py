@@ -48,20 +48,17 @@ READER_PART_BYTES: int = ReaderConfig.part_size
 READER_BUDGET_BYTES: int = ReaderConfig.max_inflight_bytes
 # A reader's byte budget should hold this many of its objects: one the consumer holds, one
 # finished and waiting, two in flight. Under that, large objects idle the reader between objects
-# (200 MB objects with 0 workers: 3.3-3.5/s at 100 ms and 3.6-3.7 at 30 ms with 256 MiB; 3.7-4.0
-# and 3.9-4.6 with 768 MiB; docs/benchmarks.md).
+# (200 MB objects with 0 workers read faster with 768 MiB than with 256 MiB).
 BUDGET_OBJECTS = 4
 # All loader processes' budgets together stay within this share of the available RAM.
 BUDGET_RAM_SHARE = 0.25
 # One loader process hands over at most a few thousand samples/s (Python per-sample overhead and
-# the DataLoader's pickling; measured: ~2,500 10 KB objects/s with 0 workers on the 2-core dev
-# machine) and about a GB/s (measured: 1 MB objects at ~1.2 GB/s with 0 workers, straight from
-# SeaweedFS), so no process needs requests in flight for more than this.
+# the DataLoader's pickling) and about a GB/s (0 workers reading 10 KB and 1 MB objects straight
+# from SeaweedFS on the 2-core machine), so no process needs requests in flight for more than this.
 PROCESS_OBJECTS_S = 3000.0
 PROCESS_MB_S = 1000.0
-# per process. Through the bench's 100 ms proxy, 128 held 0 workers at 1,150-1,170 10 KB objects/s
-# where 256 read 1,520-1,970 (1 MB objects there vary 2-10x from run to run at either setting:
-# docs/benchmarks.md). The byte budget still bounds what the requests hold.
+# The most requests in flight per process: at 100 ms of latency 128 held one process reading
+# 10 KB objects clearly below what 256 reach. The byte budget still bounds what they hold.
 INFLIGHT_MAX = 256
 
 

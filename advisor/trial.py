@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from advisor.decoders import collate_list, default_decoder, load_transform
 from advisor.location import DatasetLocation
 from advisor.model import inflight_bytes, process_objects_per_s, requests_in_flight
 from advisor.profile import DatasetProfile
 from advisor.workload import Workload
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
+from native_loader.decoders import collate_list, default_decoder, load_transform
 from native_loader.reader import READ_AHEAD_FACTOR
 
 if TYPE_CHECKING:
@@ -512,27 +512,24 @@ class SteadyWindow:
     be finished and waiting then (the DataLoader's prefetch), and the `backlog_batches` the
     readers could hold fetched ahead, have arrived. Those were made while the first batch was on
     its way; they arrive back to back, and would count as if made in the window. The readers'
-    backlog is the larger: 8 workers reading 1 MB objects hold ~268 each in 256 MiB budgets, and
-    opening before they drained measured 1,136-1,192 samples/s in 6 s slices against 517-567 in
-    24 s slices (0 workers: 721-754 in both).
+    backlog is the larger (8 workers reading 1 MB objects hold ~268 each in 256 MiB budgets): a
+    window opened before it drained read about twice the long-run rate in short slices.
 
     It counts whole rounds of `round_batches` (the loader's processes): the DataLoader hands
     batches out in order, one from each worker in turn, so a window from one batch to a later
     batch of the same worker holds as many batches of every worker. Workers started together
     deliver in bursts (8 workers, 8 ms of CPU per sample: several batches a few ms apart, then
     up to 0.6 s of nothing), and a window with one end on an arrival and the other at a time counts
-    a burst more or less by where it falls: over every opening batch of one 30 s run whose
-    long-run rate was 185 samples/s, 2 s windows measured 173 +- 17 that way, whole rounds
-    185 +- 10.
+    a burst more or less by where it falls; whole rounds count every burst whole, which about
+    halves the scatter around the long-run rate.
 
     It closes on the first round's end at or after the end of the slice, or a third of the
     slice after it opens if that is later. Both ends follow a time, not a batch count: batches
     also come in bursts when a stalled request holds up everything behind it, and a window that
     closed on the batch that met its count could lie within a burst and leave out the gaps
-    around it. 4 workers reading 1 MB objects at 100 ms measured 1,530-2,510 samples/s that way
-    in 2 s slices, and read 340-480 over 6-10 s. A window that holds fewer than twice the
-    waiting batches (at least 3), or fewer than `min_samples`, is extended a third of the slice
-    at a time, up to `hard_stop` seconds after the start.
+    around it (such a window can read several times the long-run rate). A window that holds
+    fewer than twice the waiting batches (at least 3), or fewer than `min_samples`, is extended a
+    third of the slice at a time, up to `hard_stop` seconds after the start.
     """
 
     started: float  # time.monotonic() when the loader was started

@@ -19,8 +19,8 @@ flight and byte budget per process, RD-1 and RD-2); the sweep varies num_workers
 proxy runs in a process of its own and, like SeaweedFS, at a higher priority than the loader: on
 a 2-core machine they stand for the network and a remote server, which must neither share the
 loader's GIL nor queue behind it. At 0 ms the loader reads SeaweedFS directly: a proxy that adds
-nothing would still copy every byte once more on the loader's 2 cores (1 MB objects: 0 workers
-read ~680 samples/s through it, ~1,200 without). SeaweedFS runs with GOMAXPROCS=1, so that its
+nothing would still copy every byte once more on the loader's 2 cores and blur 0 workers
+against 1 and 2. SeaweedFS runs with GOMAXPROCS=1, so that its
 Go runtime does not spin for work on the loader's cores.
 
     python -m bench advisor [--quick] [--only SIZE/LATENCY_MS/CPU ...] [--trial-seconds S]
@@ -41,7 +41,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.decoders import load_transform
 from advisor.demo.server import S3Server
 from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
@@ -51,15 +50,14 @@ from advisor.trial import LoaderPoint, TrialData, measure_loader, run_trial
 from advisor.workload import Workload
 from bench.netem import proxy_process, raise_priority
 from native_loader import Credentials, S3Reader
+from native_loader.decoders import load_transform
 
 RESULTS = Path(__file__).parent / "results" / "advisor_matrix.json"
 SWEEP = (0, 1, 2, 4, 8)
 QUALITY = 0.9
 # Each point is the median of this many interleaved runs of POINT_SECONDS: on 2 cores one
-# configuration can read 2-5x slower for a second or two (1 MB at 100 ms, 4 workers, in 0.5 s
-# bins: 1,312, 1,248, 0, 0, 32, 0, 1,632 samples/s), so a run must span several such spells and
-# the median outvote a bad run. 3 runs of 2 s measured that configuration at 912-1,464
-# samples/s; it reads 340-480 over 6-10 s.
+# configuration can stall for a second or two, so a run must span several such spells and the
+# median outvote a bad run (the JSON keeps every run: `sweep_runs`).
 PASSES = 3
 POINT_SECONDS = 6.0
 MIN_SAMPLES = 30  # per run's steady window: 200 MB objects arrive ~5 per second

@@ -28,10 +28,10 @@ from typing import Any
 
 import torch
 
-from advisor.decoders import decode_image
 from advisor.demo.datasets import DemoSpec, write_folder
 from advisor.hardware import GpuUtilization
 from native_loader import to_device
+from native_loader.decoders import decode_image
 
 MIB = 2**20
 

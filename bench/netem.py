@@ -15,6 +15,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from testing import die_with_parent
+
 REPO = Path(__file__).resolve().parent.parent
 PROXY_NICE = -10
 
@@ -38,10 +40,9 @@ def raise_priority(pid: int) -> None:
 def proxy_process(upstream: str, latency_ms: float, bandwidth_mbps: float = 0.0) -> Iterator[str]:
     """A proxy in front of `upstream` adding `latency_ms` before every response's first byte and
     capping each connection at `bandwidth_mbps` MB/s (0: no cap). Yields its URL."""
-    from advisor.demo.server import _die_with_parent
 
     def before_exec() -> None:
-        _die_with_parent()
+        die_with_parent()
         with contextlib.suppress(OSError):
             os.nice(PROXY_NICE)
 

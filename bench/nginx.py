@@ -17,7 +17,8 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from advisor.demo.server import HOST, _die_with_parent, free_ports
+from advisor.demo.server import HOST, free_ports
+from testing import die_with_parent
 
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 10.0
@@ -89,7 +90,7 @@ class Nginx:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
-            preexec_fn=_die_with_parent,
+            preexec_fn=die_with_parent,
         )
         self.url = f"http://{HOST}:{port}"
         try:

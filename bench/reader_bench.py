@@ -112,8 +112,8 @@ def _small(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
 def _large(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
     """Candidates for a few large objects: native/awscrt/s3tc split them into 8 MiB parts.
 
-    On loopback few streams win: at 2 parts in flight the reader's copies stay in cache
-    (nginx 64 MiB, 4 runs: 2,560 MB/s median at 2, 2,190 at 4, 1,900 at 8)."""
+    On loopback few streams win: at 2 parts in flight the reader's copies stay in cache, and
+    4 or 8 read less."""
     cands = [
         Candidate("native", (2,) if quick else (2, 4, 16)),
         Candidate("native-uri", (16,)),

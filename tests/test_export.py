@@ -56,6 +56,8 @@ def test_module_and_json_hold_no_credentials(session: AdvisorSession, tmp_path: 
 def test_exported_module_yields_batches(session: AdvisorSession, tmp_path: Path) -> None:
     session.save_export(tmp_path, "loader_cfg")
     code = (
+        "import sys\n"
+        "sys.modules['advisor'] = None  # training needs only native_loader and torch\n"
         "import loader_cfg, torch\n"
         "batches = list(loader_cfg.make_dataloader())\n"
         "samples = [s for b in batches for s in b]\n"

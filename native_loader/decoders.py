@@ -1,5 +1,7 @@
-"""Per-sample work the trial times: the user's transform, or a default decoder for the format.
+"""Per-sample decoders and collate for the datasets: the user's transform, or a default decoder.
 
+They live with the runtime because an exported DataLoader module uses them at training time
+(with only torch and native_loader installed); the advisor's trial times the same functions.
 Datasets hand a transform either an object's bytes (anything with the buffer protocol) or, for
 WebDataset tar shards, a dict {"__key__": ..., "<ext>": bytes}. Decoders return tensors, so a
 DataLoader (and pin_memory) handles them like real training input.
@@ -13,8 +15,20 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
 import torch
+
+__all__ = [
+    "DEFAULT_DECODERS",
+    "Transform",
+    "collate_list",
+    "decode_image",
+    "decode_lines",
+    "decode_npy",
+    "decode_raw",
+    "decode_sample",
+    "default_decoder",
+    "load_transform",
+]
 
 Transform = Callable[[Any], Any]
 IMAGE_EXTENSIONS = ("jpg", "jpeg", "png")
@@ -22,6 +36,7 @@ IMAGE_EXTENSIONS = ("jpg", "jpeg", "png")
 
 def decode_image(data: Any) -> torch.Tensor:
     """JPEG/PNG bytes -> HWC uint8 tensor (full decode, the usual first step of a CV pipeline)."""
+    import numpy as np
     from PIL import Image
 
     with Image.open(io.BytesIO(memoryview(data))) as image:
@@ -29,6 +44,8 @@ def decode_image(data: Any) -> torch.Tensor:
 
 
 def decode_npy(data: Any) -> torch.Tensor:
+    import numpy as np
+
     return torch.from_numpy(np.load(io.BytesIO(memoryview(data)), allow_pickle=False))
 
 

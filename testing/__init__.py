@@ -1,0 +1,20 @@
+"""Test infrastructure shared by `tests/` and `bench/`; not part of the installed package.
+
+`FaultProxy` injects faults between an S3 client and the local S3 server (see `faults`);
+`die_with_parent` keeps helper processes from outliving the test or benchmark that started them.
+"""
+
+from __future__ import annotations
+
+from testing.faults import FaultKind, FaultProxy, Faults, FaultStats, When, slow_down_response
+from testing.processes import die_with_parent
+
+__all__ = [
+    "FaultKind",
+    "FaultProxy",
+    "FaultStats",
+    "Faults",
+    "When",
+    "die_with_parent",
+    "slow_down_response",
+]
