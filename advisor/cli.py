@@ -1,4 +1,4 @@
-"""`python -m advisor profile|hardware|trial|recommend|export [URI] ...`: the headless advisor.
+"""`python -m advisor profile|hardware|trial|recommend|export|reshard ...`: the headless advisor.
 
 Human-readable tables by default, one JSON object with --json. Every failure is one line on
 stderr and a non-zero exit: 2 for bad input, 1 for what went wrong talking to the storage.
@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.errors import describe
+from advisor.reshard import cli as reshard_cli
 from advisor.session import AdvisorSession
 from advisor.trial import TrialEvent
 from advisor.workload import Workload
@@ -105,6 +106,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="module path (default ./dataloader_config.py)",
     )
     exp.add_argument("--no-trial", action="store_true", help="answer from the model only")
+    reshard_cli.add_parser(sub, common)
     return parser
 
 
@@ -259,6 +261,8 @@ def _to_json(value: Any) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "reshard":
+        return reshard_cli.run(args)
     session = AdvisorSession()
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()
