@@ -96,7 +96,7 @@ def reshard(
         plan = load_plan(store, reader, src, config, rank, progress, cancel)
         if progress is not None:
             progress(ReshardEvent("plan", f"{len(plan.shards)} shards, {plan.samples} samples"))
-        return run_shards(plan, store, reader, rank, world_size, progress, cancel)
+        return run_shards(plan, store, reader, rank, world_size, config, progress, cancel)
 
 
 def dry_run(

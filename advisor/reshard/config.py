@@ -43,8 +43,11 @@ class ReshardConfig:
         write_concurrency: threads of boto3's transfer manager per shard upload. Default 8.
         multipart_bytes: part size (B) of multipart uploads; smaller shards are one PUT.
             Default 16 MiB; 5 MiB to 5 GiB (the S3 limits).
-        max_memory_bytes: bound on the shard bytes held at once (the shard being built and the one
-            being written, ``2 * shard_size``) plus ``read_inflight_bytes``. Default 2 GiB.
+        shards_in_flight: shards written at once while the next one is built. Default 2: one
+            stream per shard is slow on many stores, and small shards do not use multipart.
+        max_memory_bytes: bound on the shard bytes held at once (the shard being built and those
+            being written, ``(shards_in_flight + 1) * shard_size``) plus ``read_inflight_bytes``.
+            Default 2 GiB.
         manifest_wait_s: seconds (s) a rank other than 0 waits for rank 0's manifest. Default 600.
     """
 
@@ -56,6 +59,7 @@ class ReshardConfig:
     read_inflight_bytes: int = 256 * MIB
     write_concurrency: int = 8
     multipart_bytes: int = 16 * MIB
+    shards_in_flight: int = 2
     max_memory_bytes: int = 2 * GIB
     manifest_wait_s: float = 600.0
 
@@ -80,10 +84,13 @@ class ReshardConfig:
             raise ValueError(f"{self.write_concurrency=} must be between 1 and 64")
         if not 5 * MIB <= self.multipart_bytes <= 5 * GIB:
             raise ValueError(f"{self.multipart_bytes=} must be between 5 MiB and 5 GiB")
-        needed = 2 * self.shard_size + self.read_inflight_bytes
+        if not 1 <= self.shards_in_flight <= 16:
+            raise ValueError(f"{self.shards_in_flight=} must be between 1 and 16")
+        needed = (self.shards_in_flight + 1) * self.shard_size + self.read_inflight_bytes
         if self.max_memory_bytes < needed:
             raise ValueError(
-                f"{self.max_memory_bytes=} must be >= 2 * shard_size + read_inflight_bytes "
+                f"{self.max_memory_bytes=} must be >= (shards_in_flight + 1) * shard_size + "
+                "read_inflight_bytes "
                 f"({needed} B): lower --shard-size or raise the memory bound"
             )
         if not (math.isfinite(self.manifest_wait_s) and 0 <= self.manifest_wait_s <= 86400):

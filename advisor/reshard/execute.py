@@ -9,6 +9,7 @@ same bytes; ``shards.json`` names only shards whose marker and object are both i
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import hashlib
 import json
@@ -174,6 +175,7 @@ def run_shards(
     reader: S3Reader,
     rank: int,
     world_size: int,
+    config: ReshardConfig,
     progress: ProgressCallback | None = None,
     cancel: threading.Event | None = None,
 ) -> ReshardResult:
@@ -196,10 +198,11 @@ def run_shards(
                 for m in sample.members:
                     yield ObjectInfo(source + m.source.key, m.source.key, m.source.size, "")
 
-    written = samples_written = bytes_written = 0
+    records: list[ShardRecord] = []
     cancelled = False
-    pending: concurrent.futures.Future[ShardRecord] | None = None
-    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="reshard-write") as pool:
+    pending: collections.deque[concurrent.futures.Future[ShardRecord]] = collections.deque()
+    slots = config.shards_in_flight
+    with concurrent.futures.ThreadPoolExecutor(slots, thread_name_prefix="reshard-write") as pool:
         results = reader.read_many(infos())
         try:
             for shard in todo:
@@ -207,22 +210,17 @@ def run_shards(
                 if data is None:
                     cancelled = True
                     break
-                if pending is not None:  # at most one shard written while the next is built
-                    record = pending.result()
-                    written, bytes_written = written + 1, bytes_written + record.bytes
-                    samples_written += record.samples
-                    _committed(meter, record, reader, store)
-                pending = pool.submit(_commit, store, shard, data, plan_id)
-            if pending is not None:
-                record = pending.result()
-                written, bytes_written = written + 1, bytes_written + record.bytes
-                samples_written += record.samples
-                _committed(meter, record, reader, store)
-                pending = None
+                while len(pending) >= slots:  # bounded: `slots` shards written, one built
+                    records.append(pending.popleft().result())
+                    _committed(meter, records[-1], reader, store)
+                pending.append(pool.submit(_commit, store, shard, data, plan_id))
+            while pending:
+                records.append(pending.popleft().result())
+                _committed(meter, records[-1], reader, store)
         finally:
             results.close()  # type: ignore[attr-defined]  # cancels reads in flight
-            if pending is not None:
-                pending.result()  # a shard being written finishes its commit (or fails)
+            for future in pending:
+                future.result()  # shards being written finish their commit (or fail)
     index_url = None
     if not cancelled:
         meter.emit("done", f"rank {rank}: {meter.shards_done} of {len(mine)} shards committed")
@@ -233,10 +231,10 @@ def run_shards(
         rank=rank,
         world_size=world_size,
         shards_total=len(plan.shards),
-        shards_written=written,
+        shards_written=len(records),
         shards_skipped=len(mine) - len(todo),
-        samples_written=samples_written,
-        bytes_written=bytes_written,
+        samples_written=sum(r.samples for r in records),
+        bytes_written=sum(r.bytes for r in records),
         seconds=round(time.monotonic() - started, 3),
         index_url=index_url,
         cancelled=cancelled,
