@@ -18,6 +18,7 @@ from typing import Any
 
 from advisor.errors import describe
 from advisor.reshard import cli as reshard_cli
+from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.session import AdvisorSession
 from advisor.trial import TrialEvent
 from advisor.workload import Workload
@@ -251,6 +252,14 @@ def _print_recommendation(session: AdvisorSession) -> None:
     r = session.recommendation
     assert r is not None
     print(r.summary())
+    if session.location is not None and advises_reshard(r, session.profile):
+        print(f"\nre-shard first:  {_reshard_command(session)}")
+
+
+def _reshard_command(session: AdvisorSession) -> str:
+    r, location = session.recommendation, session.location
+    assert r is not None and location is not None
+    return reshard_command(location.uri, r.shard_size_bytes, location.endpoint_url)
 
 
 def _to_json(value: Any) -> Any:
@@ -292,6 +301,8 @@ def run(args: argparse.Namespace) -> int:
                 recommendation = session.run_recommend()
                 result.update(_to_json(recommendation))
                 result["recommendation"] = _to_json(recommendation)
+                if advises_reshard(recommendation, session.profile):
+                    result["reshard_command"] = _reshard_command(session)
                 printers.append(_print_recommendation)
                 export_path = args.export if args.command == "recommend" else args.output
                 if export_path is not None:
