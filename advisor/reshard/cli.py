@@ -20,6 +20,7 @@ from advisor.reshard import (
     reshard,
     verify,
 )
+from advisor.reshard.advice import reshard_command
 from advisor.reshard.config import LABEL_MODES
 
 EXIT_INPUT, EXIT_RUNTIME = 2, 1
@@ -125,7 +126,7 @@ def print_estimate(e: Estimate, args: argparse.Namespace) -> None:
         print(f"skipped: {e.skipped} files without an extension or with a hidden name")
     print("shard sizes:")
     for lower, count in e.histogram:
-        print(f"  >= {_mb(lower):>9}  {count:>6} shards")
+        print(f"  {_mb(lower):>9} - {_mb(2 * lower):>9}  {count:>6} shards")
     print(
         f"requests: {e.get_requests:,} GET, {e.put_requests:,} PUT, {e.list_requests:,} LIST"
         f" (about ${e.request_cost_usd:.4f} at AWS S3 Standard request prices)"
@@ -138,10 +139,10 @@ def print_estimate(e: Estimate, args: argparse.Namespace) -> None:
         f"estimate: {e.seconds:,.0f} s (reading {e.read_seconds:,.0f} s, writing "
         f"{e.write_seconds:,.0f} s, overlapped)"
     )
-    print(
-        f"run: python -m advisor reshard {args.source} {args.destination} "
-        f"--shard-size {args.shard_size} --seed {args.seed}"
+    command = reshard_command(
+        args.source, args.shard_size, args.endpoint_url, args.destination, args.seed
     )
+    print(f"run: {command}")
 
 
 def run(args: argparse.Namespace) -> int:
