@@ -230,15 +230,24 @@ def main(argv: list[str] | None = None) -> int:
         results += [_rate(k, args.objects, v) for k, v in loader_runs.items()]
 
     by = {r.name: r for r in results}
+    paired = [a / s for (a, _), (s, _) in zip(rates["advisor"], rates["script-1"], strict=True)]
+    loader_paired = [
+        sh / ob
+        for (sh, _), (ob, _) in zip(
+            loader_runs["loader-shards"], loader_runs["loader-objects"], strict=True
+        )
+    ]
     speedup = by["advisor"].per_s / by["script-1"].per_s
     loader_gain = by["loader-shards"].per_s / by["loader-objects"].per_s
     print(f"\n{'what':<16}{'objects':>8}{'per s (median)':>16}{'min-max':>18}{'MB/s':>9}")
     for r in results:
-        print(
-            f"{r.name:<16}{r.objects:>8}{r.per_s:>16,.1f}{f'{r.per_s_min:,.0f}-{r.per_s_max:,.0f}':>18}{r.mb_per_s:>9.1f}"
-        )
-    print(f"\nadvisor / script-1 objects/s: {speedup:.1f}x (target >= 10x)")
-    print(f"loader on shards / on objects: {loader_gain:.1f}x (target >= 3x)")
+        spread = f"{r.per_s_min:,.0f}-{r.per_s_max:,.0f}"
+        mb = f"{r.mb_per_s:.1f}" if r.mb_per_s else "-"  # the loader's MB/s needs sized samples
+        print(f"{r.name:<16}{r.objects:>8}{r.per_s:>16,.1f}{spread:>18}{mb:>9}")
+    print(f"\nadvisor / script-1 objects/s: {speedup:.1f}x (target >= 10x); per repeat "
+          + ", ".join(f"{x:.1f}x" for x in paired))  # fmt: skip
+    print(f"loader on shards / on objects: {loader_gain:.1f}x (target >= 3x); per repeat "
+          + ", ".join(f"{x:.1f}x" for x in loader_paired))  # fmt: skip
     print(f"dry-run estimate {estimate.seconds:.1f} s (probed write {estimate.probe_write_mb_per_s}"
           f" MB/s, reads {estimate.probe_objects_per_s:.0f} objects/s) vs median run "
           f"{args.objects / by['advisor'].per_s:.1f} s")  # fmt: skip
@@ -252,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         "repeats": args.repeats,
         "results": [dataclasses.asdict(r) for r in results],
         "advisor_vs_script_1": round(speedup, 2),
+        "advisor_vs_script_1_per_repeat": [round(x, 2) for x in paired],
+        "loader_shards_vs_objects_per_repeat": [round(x, 2) for x in loader_paired],
         "advisor_vs_script_16": round(by["advisor"].per_s / by["script-16"].per_s, 2),
         "dry_run_estimate": dataclasses.asdict(estimate),
         "dry_run_estimate_vs_median_run": round(
