@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -65,8 +66,9 @@ def _done_markers(client: Any, bucket: str, prefix: str) -> int:
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
+@pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
 def test_a_killed_process_resumes_to_the_same_bytes(
-    s3_endpoint: S3Endpoint, s3_bucket: str, s3_client: Any
+    s3_endpoint: S3Endpoint, s3_bucket: str, s3_client: Any, how: signal.Signals
 ) -> None:
     src = upload(s3_client, s3_bucket, "src/", make_files(240))
     reshard(src, f"s3://{s3_bucket}/whole/", CONFIG, endpoint_url=s3_endpoint.url)
@@ -94,8 +96,11 @@ def test_a_killed_process_resumes_to_the_same_bytes(
                 assert process.poll() is None, process.communicate()[1]
                 assert time.monotonic() < deadline, "no shard committed in 60 s"
                 time.sleep(0.05)
-            process.kill()
-            process.communicate(timeout=10)
+            process.send_signal(how)
+            _, stderr = process.communicate(timeout=30)
+    if how == signal.SIGINT:  # Ctrl-C: shards being written finish their commit, then exit 130
+        assert process.returncode == 130, stderr
+        assert stderr.strip().splitlines()[-1].startswith("error: interrupted")
     committed = _done_markers(s3_client, s3_bucket, "killed/")
     total = len(s3_shards(s3_client, s3_bucket, "whole/"))
     assert 1 <= committed < total, "the kill should land mid-way"
