@@ -210,3 +210,34 @@ def test_multipart_shards_are_verified_by_etag(
     shards = s3_shards(s3_client, s3_bucket, "mp/")
     assert max(len(d) for d in shards.values()) > 5 * 2**20  # at least one multipart upload
     assert verify(f"s3://{s3_bucket}/mp/", endpoint_url=s3_endpoint.url).ok
+
+
+def test_tars_are_deterministic_and_readable_by_tarfile_and_the_native_reader() -> None:
+    import io
+    import tarfile
+
+    from advisor.reshard.tarwriter import FIXED_MODE, FIXED_MTIME, build_tar
+    from native_loader.tar import iter_samples
+
+    long = "d/" + "x" * 150
+    members = [("a b/ünï.jpg", b"1" * 700), ("a b/ünï.json", b"{}"), (f"{long}.png", b"2")]
+    first, second = build_tar(members), build_tar(list(members))
+    assert first == second and len(first) % tarfile.RECORDSIZE == 0
+    with tarfile.open(fileobj=io.BytesIO(first)) as tar:
+        infos = tar.getmembers()
+        assert [i.name for i in infos] == [name for name, _ in members]
+        assert {(i.mtime, i.mode, i.uid, i.gid, i.uname) for i in infos} == {
+            (FIXED_MTIME, FIXED_MODE, 0, 0, "")
+        }
+    samples = list(iter_samples(first))
+    assert [s["__key__"] for s in samples] == ["a b/ünï", long]
+    assert samples[0]["jpg"] == b"1" * 700 and samples[1]["png"] == b"2"
+
+
+def test_a_flat_folder_gets_no_labels(tmp_path: Path) -> None:
+    files = {f"img_{i:03d}.jpg": bytes([i]) * 3000 for i in range(30)}
+    src = write_local(tmp_path / "src", files)
+    reshard(str(src), str(tmp_path / "dst"), CONFIG)
+    samples = samples_of(local_shards(tmp_path / "dst"))
+    assert len(samples) == 30 and all(set(s) == {"jpg"} for s in samples.values())
+    assert not (tmp_path / "dst" / "classes.json").exists()
