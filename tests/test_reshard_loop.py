@@ -88,6 +88,7 @@ def test_reshard_then_advise_and_export_the_shards(
     session.set_workload(Workload(batch_size=4))
     profile = session.run_profile()
     assert profile.dominant_format == "tar"
+    assert any("metadata objects" in note for note in profile.notes)
     trial = session.run_trial(seconds=4)
     assert trial.sweep and max(p.samples_per_s for p in trial.sweep) > 0
     recommendation = session.run_recommend()
