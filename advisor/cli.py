@@ -1,4 +1,4 @@
-"""`python -m advisor profile|hardware|trial|recommend|export [URI] ...`: the headless advisor.
+"""`python -m advisor profile|hardware|trial|recommend|export|reshard ...`: the headless advisor.
 
 Human-readable tables by default, one JSON object with --json. Every failure is one line on
 stderr and a non-zero exit: 2 for bad input, 1 for what went wrong talking to the storage.
@@ -18,6 +18,8 @@ from typing import Any
 
 from advisor.errors import describe
 from advisor.nvml_recording import RecordingNvml, write_recording
+from advisor.reshard import cli as reshard_cli
+from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.rules.units import any_size
 from advisor.session import AdvisorSession
 from advisor.trial import TrialEvent
@@ -113,6 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="module path (default ./dataloader_config.py)",
     )
     exp.add_argument("--no-trial", action="store_true", help="answer from the model only")
+    reshard_cli.add_parser(sub, common)
     return parser
 
 
@@ -250,6 +253,14 @@ def _print_recommendation(session: AdvisorSession) -> None:
     r = session.recommendation
     assert r is not None
     print(r.summary())
+    if session.location is not None and advises_reshard(r, session.profile):
+        print(f"\nre-shard first:  {_reshard_command(session)}")
+
+
+def _reshard_command(session: AdvisorSession) -> str:
+    r, location = session.recommendation, session.location
+    assert r is not None and location is not None
+    return reshard_command(location.uri, r.shard_size_bytes, location.endpoint_url)
 
 
 def _to_json(value: Any) -> Any:
@@ -269,6 +280,8 @@ def _nvml_recorder() -> RecordingNvml:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.command == "reshard":
+        return reshard_cli.run(args)
     session = AdvisorSession()
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()
@@ -302,6 +315,8 @@ def run(args: argparse.Namespace) -> int:
                 recommendation = session.run_recommend()
                 result.update(_to_json(recommendation))
                 result["recommendation"] = _to_json(recommendation)
+                if advises_reshard(recommendation, session.profile):
+                    result["reshard_command"] = _reshard_command(session)
                 printers.append(_print_recommendation)
                 export_path = args.export if args.command == "recommend" else args.output
                 if export_path is not None:

@@ -52,6 +52,8 @@ class LoaderConfig:
     max_inflight_bytes: int
     cache_dir: str | None  # local copy after the first epoch (multi-epoch streaming); None = off
     cache_max_bytes: int | None
+    # samples mixed in each worker on top of the per-epoch shard order (tar shards; 0 = off)
+    shuffle_buffer: int = 0
     schema_version: int = SCHEMA_VERSION
 
 
@@ -108,11 +110,26 @@ def build_export(
         max_inflight_bytes=recommendation.inflight_bytes,
         cache_dir=cache_dir,
         cache_max_bytes=cache_max,
+        shuffle_buffer=shuffle_buffer(profile) if fmt == "tar" else 0,
     )
     data = dataclasses.asdict(config)
     json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     snippet = sagemaker_snippet(config)
     return ExportBundle(config, render_module(config, recommendation, snippet), json_text, snippet)
+
+
+SHUFFLE_BUFFER_BYTES = 64 * 2**20  # per DataLoader worker
+
+
+def shuffle_buffer(profile: DatasetProfile | None) -> int:
+    """Samples in each worker's shuffle buffer for tar shards: the shard order is shuffled per
+    epoch, and the buffer mixes samples across the shards a worker reads, up to about
+    SHUFFLE_BUFFER_BYTES of samples (100 to 5,000; 1,000 when the sample size is unknown)."""
+    tar = next((f for f in profile.formats if f.name == "tar"), None) if profile else None
+    if tar is None or not tar.samples_per_object or not tar.objects:
+        return 1000
+    sample_bytes = tar.bytes / tar.objects / tar.samples_per_object
+    return int(min(5000, max(100, SHUFFLE_BUFFER_BYTES // max(sample_bytes, 1))))
 
 
 def sagemaker_snippet(config: LoaderConfig) -> str | None:
@@ -212,6 +229,7 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
         transform=transform,
         shuffle=settings["shuffle"],
         seed=settings["seed"],
+        shuffle_buffer=settings.get("shuffle_buffer", 0),
         tar_samples=settings["tar_samples"],
         rank=rank,
         world_size=world_size,

@@ -117,6 +117,13 @@ def size_stats(sizes: list[int]) -> SizeStats:
     )
 
 
+def _is_metadata(key: str, prefix: str) -> bool:
+    """Hadoop's and Spark's rule for input files: a name (or folder) starting with ``_`` or
+    ``.`` is metadata, not data (``_SUCCESS``, ``.DS_Store``, a re-shard's ``_reshard/``)."""
+    relative = key[len(prefix) :] if key.startswith(prefix) else key
+    return any(part[:1] in ("_", ".") for part in relative.split("/") if part)
+
+
 def _first_level(key: str, prefix: str) -> str:
     rest = key[len(prefix) :] if key.startswith(prefix) else key
     return rest.split("/", 1)[0] if "/" in rest else ""
@@ -153,9 +160,13 @@ def profile_dataset(
     started = time.monotonic()
     objects: list[ObjectInfo] = []
     truncated = False
+    hidden = 0
     for info in reader.list(uri):
         if info.key.endswith("/") and info.size == 0:
             continue  # "folder" marker objects are not data
+        if _is_metadata(info.key if location.is_s3 else info.uri, prefix):
+            hidden += 1
+            continue
         objects.append(info)
         if len(objects) % 5000 == 0 and progress:
             progress(f"listed {len(objects):,} objects", min(0.8, len(objects) / max_keys))
@@ -170,6 +181,8 @@ def profile_dataset(
     if not objects:
         raise EmptyDatasetError(f"no objects under {location.uri!r}: check the prefix or folder")
     notes: list[str] = []
+    if hidden:
+        notes.append(f"left out {hidden:,} metadata objects (a path part starting with _ or .)")
     count, total = len(objects), sum(o.size for o in objects)
     first_levels = [_first_level(o.key if location.is_s3 else o.uri, prefix) for o in objects]
     distinct = len(set(first_levels))

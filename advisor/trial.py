@@ -258,6 +258,8 @@ class TrialData:
         # size reserves a whole part of the byte budget until it answers, which would cap
         # small objects at max_inflight_bytes / part_size requests in flight.
         objects = list(self.objects)
+        if self.fmt == "tar":  # a shard folder's index and bookkeeping are not shards
+            objects = [o for o in objects if o.uri.endswith(".tar")] or objects
         if len(objects) < min_objects:
             objects = objects * -(-min_objects // len(objects))
         return S3IterableDataset(

@@ -24,10 +24,13 @@ Transform = Callable[[Any], Any]
 Source = str | Iterable[str] | Iterable[ObjectInfo]
 
 
-def _resolve(source: Source, reader: S3Reader) -> list[str | ObjectInfo]:
-    """The objects of a source; listed ones keep their size (it lets large reads start at once)."""
+def _resolve(source: Source, reader: S3Reader, tar_only: bool = False) -> list[str | ObjectInfo]:
+    """The objects of a source; listed ones keep their size (it lets large reads start at once).
+    With `tar_only`, a listed prefix yields only its ``.tar`` objects: a shard folder also holds
+    its index and bookkeeping (``shards.json``, ``classes.json``, ``_reshard/``)."""
     if isinstance(source, str):
-        return [info for info in reader.list(source) if not info.uri.endswith("/")]
+        listed = (info for info in reader.list(source) if not info.uri.endswith("/"))
+        return [i for i in listed if not tar_only or i.uri.endswith(".tar")]
     return [item if isinstance(item, ObjectInfo) else str(item) for item in source]
 
 
@@ -126,7 +129,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
 
     def _resolved(self) -> list[str | ObjectInfo]:
         if self._objects is None:
-            self._objects = _resolve(self._source, self.reader)
+            self._objects = _resolve(self._source, self.reader, self.tar_samples)
         return self._objects
 
     def shard(self) -> tuple[int, int]:

@@ -16,6 +16,7 @@ from advisor.recommend import Decision
 from advisor.wizard import charts
 from advisor.wizard.controller import STEP_TITLES, STEPS, WizardController
 from advisor.wizard.flow import flow_bundle
+from advisor.wizard.reshard_panel import ReshardPanel, ReshardStep
 
 if TYPE_CHECKING:
     from advisor.hardware import HardwareProfile
@@ -418,11 +419,13 @@ class Wizard(widgets.VBox):
         self.flow.add_class("la-flow")
         self.supply_chart = widgets.Output()
         self.supply_chart.add_class("la-chart-supply")
+        self.reshard_panel = ReshardPanel(ReshardStep(c))
         recommendation = widgets.VBox(
             [
                 widgets.HTML("<b>5. Recommendation</b>"),
                 self.headline,
                 self.supply_chart,
+                self.reshard_panel.box,
                 self.cards,
                 widgets.HTML("<b>Decision flow</b> <span class='la-hint'>(path taken in orange)"),
                 self.path_taken,
