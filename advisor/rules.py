@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from advisor.counts import CountRate, summarise
 from advisor.hardware import HardwareProfile
 from advisor.model import (
     BUDGET_OBJECTS,
@@ -41,7 +42,7 @@ from advisor.profile import DatasetProfile
 from advisor.workload import Workload
 
 if TYPE_CHECKING:  # trial.py pulls in torch and the native reader; rules only read its fields
-    from advisor.trial import LoaderPoint, TrialResult
+    from advisor.trial import TrialResult
 
 __all__ = ["RULES", "Context", "Finding", "Rule", "rule_by_id"]
 
@@ -69,16 +70,6 @@ FSX_USD_PER_TB_MONTH, FSX_MIN_TB = 140.0, 1.2  # [SRC] FSx Scratch 2
 S3_USD_PER_TB_MONTH = 23.0  # [SRC]
 FSX_INDEX_OBJECTS_PER_HOUR = 2_000_000.0  # [SRC] indexing ~2 M objects takes about an hour
 HEADROOM = 1.2  # loader must beat the consumer by 20%
-# A measured difference between two sweep points counts only beyond this ratio: the trial's
-# points are a few seconds each, and repeated points on the 2-core dev machine differ by ~10%.
-MEASURED_GAIN = 1.10
-# At 0 workers the main thread busy at most this share of a sample's time: the reader's own
-# thread does the loading, so workers would add processes and memory, not throughput.
-IO_BOUND_MAIN_SHARE = 0.5
-# ... unless the reader's byte budget holds fewer objects than this: then the budget, not the
-# main thread, bounds one process, and each worker process brings a budget of its own (200 MB
-# objects in 256 MiB: measured 0 workers ahead in the trial, 2 workers ahead in the sweep).
-BUDGET_OBJECTS_FOR_TIE = 2
 TOLERANCE = 0.05  # "within 5% of the best"
 MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
 DEFAULT_WORKER_RSS_BYTES = 400 * MB  # a forked worker holding torch and the dataset object
@@ -219,20 +210,12 @@ class Context:
         return self.hardware.usable_cores // self.ranks_per_node
 
     def core_cap(self, state: Mapping[str, Any]) -> int:
-        """[IO] workers up to CPU count - 1: one core stays with the main (training) process.
-
-        Unless the trial measured a worker on every core clearly (MEASURED_GAIN) faster than the
-        best worker count within that cap, for what the training reads: then the last core is
-        worth it. (Between that point and 0 workers, NW-3 chooses on the measured rates.)
-        """
-        cap = max(self.cores_per_rank - 1, 0)
-        rates = self.measured_rates(state)
-        low = 0 if cap == 0 else 1
-        within = max((r for w, r in rates.items() if low <= w <= cap), default=0.0)
-        every_core = rates.get(self.cores_per_rank, 0.0)
-        if within > 0 and every_core > within * MEASURED_GAIN:
+        """Workers up to the cores per rank when the trial measured what training reads (it
+        measured every count up to them, so the measurements decide whether the last core is
+        worth a worker); else [IO] CPU count - 1: one core stays with the training process."""
+        if self.measured_rates(state):
             return self.cores_per_rank
-        return cap
+        return max(self.cores_per_rank - 1, 0)
 
     @property
     def worker_rss_bytes(self) -> float:
@@ -336,6 +319,7 @@ class Context:
             cpu_s_per_sample=self.cpu_s_per_sample,
             usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
             storage=storage,
+            consumer_rate=self.consumer_rate,
         )
 
     def reads_as_trialled(self, state: Mapping[str, Any]) -> bool:
@@ -350,132 +334,54 @@ class Context:
         return True  # stream / efs: the data stays where the trial read it
 
     def measured_rates(self, state: Mapping[str, Any] | None = None) -> dict[int, float]:
-        """Best measured samples/s per num_workers in the trial's sweep.
+        """Median samples/s per num_workers as training saw them in the trial (the lower of
+        the two step modes'; see `measured_counts`)."""
+        return {w: c.median for w, c in self.measured_counts(state).items()}
 
-        A point that reached no steady state (`LoaderPoint.steady`) measured a lower bound,
-        start-up included: it counts only where it beats every steady point (its count is at
-        least that fast); below them it would stand for a count slower than the trial showed,
-        so it is left out (`lower_bounds_left_out`).
+    def measured_counts(self, state: Mapping[str, Any] | None = None) -> dict[int, CountRate]:
+        """Per num_workers, what the trial's training-loop measurement saw (`CountRate`).
+
+        A count that reached no steady state measured a lower bound: it counts only where it
+        reaches the best steady median (its count is at least that fast); below, it would stand
+        for a count slower than the trial showed, so it is left out (`lower_bounds_left_out`).
         With `state`, only when the training reads what the trial read (else empty).
         """
         if state is not None and not self.reads_as_trialled(state):
             return {}
-        rates: dict[int, float] = {}
-        for p in self._sweep_points():
-            if p.steady or p.samples_per_s > self._best_steady_rate:
-                rates[p.num_workers] = max(rates.get(p.num_workers, 0.0), p.samples_per_s)
-        return rates
-
-    def lower_bounds_left_out(self) -> dict[int, float]:
-        """num_workers whose only measurement was a lower bound below the steady points."""
-        kept = self.measured_rates()
         return {
-            p.num_workers: p.samples_per_s
-            for p in self._sweep_points()
-            if not p.steady and p.num_workers not in kept
+            c.num_workers: c
+            for c in self.trial_counts
+            if not c.lower_bound or c.median >= self._best_steady_rate
         }
 
-    def _sweep_points(self) -> list[LoaderPoint]:
-        sweep = self.trial.sweep if self.trial is not None else ()
-        return [p for p in sweep if p.samples_per_s > 0]
+    def lower_bounds_left_out(self) -> dict[int, float]:
+        """num_workers whose measurement was a lower bound below the steady counts."""
+        kept = self.measured_counts()
+        return {c.num_workers: c.median for c in self.trial_counts if c.num_workers not in kept}
+
+    @cached_property
+    def trial_counts(self) -> tuple[CountRate, ...]:
+        """The trial's counts (summarised from its slices for a trial that recorded none)."""
+        if self.trial is None:
+            return ()
+        counts = self.trial.counts or summarise(self.trial.sweep)
+        return tuple(c for c in counts if c.median > 0)
 
     @cached_property
     def _best_steady_rate(self) -> float:
-        return max((p.samples_per_s for p in self._sweep_points() if p.steady), default=0.0)
+        return max((c.median for c in self.trial_counts if not c.lower_bound), default=0.0)
 
     def unconstrained_workers(self, state: Mapping[str, Any]) -> int:
         """The workers the throughput alone asks for, before cores and RAM bound it."""
-        measured = {w: r for w, r in self.measured_rates(state).items() if w >= 1}
+        measured = self.measured_counts(state)
         if measured:
-            return choose_workers(measured, self.consumer_rate, headroom=HEADROOM)
+            return choose_measured(measured, self.consumer_rate)[0]
         # as if every worker had a core of its own: what the data and storage ask for
         rates = self.model_rates(state, range(1, MAX_SEARCH_WORKERS + 1), MAX_SEARCH_WORKERS + 1)
         return choose_workers(rates, self.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
 
-    def zero_measured_ahead(self, state: Mapping[str, Any]) -> bool:
-        """The trial measured 0 workers at least `zero_lead` x every worker count within
-        cores - 1 (what NW-3 would choose from otherwise), or x every worker count when none
-        was measured there.
-
-        With a consumer rate c, as the training would see it: with workers, loading and the
-        step overlap (min(r, c)); with 0 workers, the loader's work in the main thread (its
-        measured CPU per sample, m) and the step take turns while the reader's own thread
-        fetches on, so a sample takes max(1/r0, m + 1/c). Without a measured m, all of 1/r0
-        takes turns: 1 / (1/r0 + 1/c).
-        """
-        rates = self.measured_rates(state)
-        if 0 not in rates:
-            return False
-        zero = rates[0]
-        guided = max(self.cores_per_rank - 1, 1)
-        with_workers = {w: r for w, r in rates.items() if 1 <= w <= guided} or {
-            w: r for w, r in rates.items() if w >= 1
-        }
-        if not with_workers:
-            # only 0 measured: nothing to compare a bare loader with; with a step, no evidence
-            return self.consumer_rate is None
-        best = max(self.workers_as_trained(with_workers))
-        return self.zero_as_trained(zero) >= best * self.zero_lead(zero)
-
-    def zero_lead(self, zero_rate: float) -> float:
-        """How far 0 workers must lead the worker counts: MEASURED_GAIN, so that a tie (or
-        noise) goes to workers; but when the main thread was busy at most IO_BOUND_MAIN_SHARE
-        of each sample's time at 0 workers, the reader's thread does the loading and a tie goes
-        to 0 workers (no worker processes, copies or memory): within 1 / MEASURED_GAIN. Not
-        when the reader's byte budget holds under BUDGET_OBJECTS_FOR_TIE objects: the budget
-        bounds one process then, and each worker reads with a budget of its own."""
-        main_idle = self.zero_main_cpu_s(zero_rate) <= IO_BOUND_MAIN_SHARE / zero_rate
-        if main_idle and not self.budget_bound:
-            return 1 / MEASURED_GAIN
-        return MEASURED_GAIN
-
-    @property
-    def trial_budget_bytes(self) -> int:
-        """The byte budget (max_inflight_bytes) per process the trial's sweep read with."""
-        budget = self.trial.inflight_bytes if self.trial is not None else None
-        return budget or READER_BUDGET_BYTES
-
-    @property
-    def budget_bound(self) -> bool:
-        """In the trial, one process's reader held under BUDGET_OBJECTS_FOR_TIE of the objects
-        in its byte budget: the budget, not the requests, bounded what it fetched."""
-        return self.object_bytes * BUDGET_OBJECTS_FOR_TIE > self.trial_budget_bytes
-
-    def workers_as_trained(self, rates: Mapping[int, float]) -> list[float]:
-        """Samples/s the training gets from each worker count: at most the consumer's rate."""
-        c = self.consumer_rate
-        return [r if c is None else min(r, c) for r in rates.values()]
-
-    def zero_as_trained(self, zero_rate: float) -> float:
-        """Samples/s the training gets from the 0-worker point (see `zero_measured_ahead`)."""
-        c = self.consumer_rate
-        if c is None:
-            return zero_rate
-        return 1 / max(1 / zero_rate, self.zero_main_cpu_s(zero_rate) + 1 / c)
-
-    def zero_main_cpu_s(self, zero_rate: float) -> float:
-        """Main-thread CPU seconds per sample of the 0-worker point that measured `zero_rate`
-        (1 / zero_rate, all of a sample's time, when not measured)."""
-        for p in self.trial.sweep if self.trial is not None else ():
-            measured = p.main_cpu_s_per_sample
-            if p.num_workers == 0 and p.samples_per_s == zero_rate and measured is not None:
-                return min(measured, 1 / zero_rate)
-        return 1 / zero_rate
-
-    def zero_on_merit(self, state: Mapping[str, Any]) -> bool:
-        """0 workers measured ahead where that can be judged: a CPU-only run without a consumer
-        rate (the loader's rate is all that counts), or any run with one."""
-        judged = self.consumer_rate is not None or not self.has_gpu
-        return judged and self.zero_measured_ahead(state)
-
-    def zero_workers_allowed(self, state: Mapping[str, Any]) -> bool:
-        """num_workers=0 loads inside the training loop, so loading and compute never overlap.
-
-        It is a candidate only when no core is free for a worker, or on its measured merit.
-        """
-        return self.workers_cap(state) == 0 or self.zero_on_merit(state)
-
     def workers_cap(self, state: Mapping[str, Any]) -> int:
+        """The most workers the cores (NW-1) and the RAM (NW-2) allow."""
         return min(
             state.get("workers_cap_cores", self.core_cap(state)),
             state.get("workers_cap_ram", self.ram_cap),
@@ -917,15 +823,18 @@ class ReaderBytesInFlight(Rule):
 class WorkersCappedByCores(Rule):
     """Symptom: throughput wants more workers than the cores allow.
 
-    Recommendation: at most (cores per rank - 1) workers; one core stays with the main process.
-    Why: [IO] "scale up to CPU count - 1".
+    Recommendation: at most the cores per rank when the trial measured what training reads (it
+    measured every count up to them, so the measurements decide whether the last core is worth
+    a worker); else, for the model (NW-4), at most cores per rank - 1: one core stays with the
+    main process.
+    Why: [IO] "scale up to CPU count - 1"; measured: the training-loop sweep up to the cores.
     """
 
     id = "NW-1"
     name = "cores bound the workers"
     decision = "num_workers"
     key = "workers_cap_cores"
-    source = "[IO] 2. DataLoader workers: scale up to (CPU count - 1)"
+    source = "[IO] 2. DataLoader workers: scale up to (CPU count - 1); measured: sweep to the cores"
 
     def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
         wanted = ctx.unconstrained_workers(state)
@@ -933,7 +842,7 @@ class WorkersCappedByCores(Rule):
         if wanted <= cap:
             return None
         why = (
-            "the trial measured a worker on every core clearly faster"
+            "the trial measured counts up to them"
             if cap == ctx.cores_per_rank
             else "one core stays with the training process"
         )
@@ -981,72 +890,46 @@ class WorkersCappedByRam(Rule):
 
 
 class WorkersFromSweep(Rule):
-    """Symptom: the trial measured a DataLoader sweep.
+    """Symptom: the trial measured num_workers as training sees them.
 
-    Recommendation: within the core and RAM caps, 0 workers when no core is free, or when it
-    measured at least 10% faster than every worker count within cores - 1 and faster than every
-    count within the caps, for a CPU-only run without a consumer rate or for any run with one
-    (within 10% of them is enough when the main thread was busy at most half of each sample's
-    time at 0 workers: the reader's thread does the loading, workers would add only overhead;
-    but not when the reader's byte budget holds under two objects: it bounds one process then,
-    and each worker brings a budget of its own);
-    else the smallest measured num_workers that beats the consumer by 20%, else the smallest
-    within 5% of the best measured point. With a consumer rate, 0 workers is judged as training
-    sees it: the loader's main-thread work and the step take turns while the reader's thread
-    fetches on, a sample every max(1/r0, main CPU per sample + 1/consumer) seconds, against
-    min(r, consumer) for workers. With 0 workers loading runs inside the training loop and uses
-    one core, so a tie (or noise) goes to workers unless the main thread was mostly idle.
-    A count that reached no steady state within the trial (a lower bound) counts only where it
-    beats every steady count, else it is left out and named; with any lower bound in the sweep
-    the confidence is medium.
-    Why: measured samples/s per num_workers.
+    Recommendation: among the measured counts within the core and RAM caps, the smallest whose
+    median is within the measured noise of the best median, or the smallest that already
+    delivers >= 1.2x the consumer rate. A count's median is the lower of its two step models'
+    (a blocking and a spinning GPU step) and its noise is half the range of that model's slices;
+    a count is within the measured noise of the best when the best median leads its median by no
+    more than the larger of the two counts' noises, and never by more than 5% of the best.
+    Measured in a training loop no count reads faster than its consumer, so with a consumer
+    rate the second test is met only through the first. A count that reached no steady state
+    is a lower bound: it counts where it reaches the best steady median, else it is left out and
+    named. The evidence shows each count's median, spread and the model's prediction.
+    Why: measured samples/s per num_workers in the trial's training loop (advisor/sweep.py).
     """
 
     id = "NW-3"
     name = "workers from the measured sweep"
     decision = "num_workers"
     key = "num_workers"
-    source = "measured: trial sweep samples/s per num_workers"
+    source = "measured: trial training-loop samples/s per num_workers (median and spread)"
 
     def evaluate(self, ctx: Context, state: Mapping[str, Any]) -> Finding | None:
         cap = ctx.workers_cap(state)
-        low = 0 if ctx.zero_workers_allowed(state) else 1
-        rates = {w: r for w, r in ctx.measured_rates(state).items() if low <= w <= cap}
-        if not rates:
+        counts = {w: c for w, c in ctx.measured_counts(state).items() if w <= cap}
+        if not counts:
             return None
-        workers = {k: r for k, r in rates.items() if k >= 1}
-        # 0 on its merit (or no core free) and also ahead of every worker count allowed (within
-        # noise of them when the main thread was mostly idle, see Context.zero_lead)
-        lead = min(ctx.zero_lead(rates[0]), 1.0) if 0 in rates else 1.0
-        if 0 in rates and (
-            not workers
-            or ctx.zero_as_trained(rates[0]) >= max(ctx.workers_as_trained(workers)) * lead
-        ):
-            w = 0
-        else:
-            w = choose_workers(workers, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
-        if w == 0 and workers:
-            rationale = _zero_rationale(ctx, rates[0], workers)
-        else:
-            rationale = _workers_rationale(w, rates, ctx.consumer_rate, "measured")
-            zero = ctx.measured_rates(state).get(0)
-            if zero is not None and _budget_broke_tie(ctx, zero, workers):
-                rationale += (
-                    f" 0 workers read {_per_s(zero)} samples/s with the main thread mostly idle, "
-                    f"within {MEASURED_GAIN - 1:.0%} of that; but objects of "
-                    f"{_gb(ctx.object_bytes)} fill the reader's {ctx.trial_budget_bytes >> 20} MiB "
-                    "byte budget: each worker process reads with a budget of its own, so the tie "
-                    "goes to workers."
-                )
-        sweep = ctx.trial.sweep if ctx.trial is not None else ()
+        w, reason = choose_measured(counts, ctx.consumer_rate)
+        chosen = counts[w]
+        predicted = ctx.model(state, w).trained_samples_per_s
+        rationale = _workers_rationale(w, {k: c.median for k, c in counts.items()}, reason)
+        rationale += f" {_spread(chosen)}; the model predicted {_per_s(predicted)}."
         unsteady = ctx.lower_bounds_left_out()
         if unsteady:
             rationale += (
                 f" Left out: num_workers={', '.join(map(str, sorted(unsteady)))} reached no steady "
-                "state within the trial (a lower bound, start-up included, below the other "
-                f"counts); a longer trial measures {'it' if len(unsteady) == 1 else 'them'}."
+                "state within the trial (a lower bound, below the other counts); a longer trial "
+                f"measures {'it' if len(unsteady) == 1 else 'them'}."
             )
-        elif not any(p.steady for p in sweep):
+        lower = any(c.lower_bound for c in counts.values())
+        if all(c.lower_bound for c in counts.values()):
             rationale += (
                 " No count reached a steady state within the trial: these rates include "
                 "start-up (lower bounds); a longer trial measures them."
@@ -1055,22 +938,24 @@ class WorkersFromSweep(Rule):
             w,
             rationale,
             evidence={
-                "measured_samples_per_s": {str(k): round(v, 1) for k, v in sorted(rates.items())},
-                "lower_bounds_left_out": {str(k): round(v, 1) for k, v in sorted(unsteady.items())},
+                "sweep_table": sweep_table(ctx, state),
+                "prediction_error": round(predicted / chosen.median - 1, 3),
                 "consumer_rate_samples_per_s": ctx.consumer_rate,
                 "cap": cap,
             },
             measured=True,
-            confidence="high" if all(p.steady for p in sweep) else "medium",
+            confidence="medium" if lower or unsteady else "high",
         )
 
 
 class WorkersFromModel(Rule):
-    """Symptom: no measured sweep (or none within the caps).
+    """Symptom: no measured sweep of what training reads (no trial, a target machine, or the
+    training reads a copy or new shards).
 
     Recommendation: the smallest num_workers whose predicted throughput beats the consumer by 20%,
-    else the smallest within 5% of the best prediction, within the caps; at least 1 when a core is
-    free, because with 0 workers loading and training never overlap.
+    else the smallest within 5% of the best prediction, within the caps (cores - 1: NW-1); at
+    least 1 when a core is free, because with 0 workers loading and training never overlap.
+    It is a prediction, and says so.
     Why: the throughput model (advisor/model.py) on measured or default storage and CPU numbers.
     """
 
@@ -1086,9 +971,12 @@ class WorkersFromModel(Rule):
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
         storage = ctx.storage_for(ctx.training_source(state))
         measured_inputs = storage.measured or ctx.cpu_measured
+        consumer = ctx.consumer_rate
+        reason = "headroom" if consumer is not None and rates[w] >= consumer * HEADROOM else "best"
         return self.finding(
             w,
-            _workers_rationale(w, rates, ctx.consumer_rate, "predicted"),
+            "A prediction of the throughput model (no trial measured how training reads this): "
+            + _workers_rationale(w, rates, reason, consumer, "predicted"),
             evidence={
                 "predicted_samples_per_s": {str(k): round(v, 1) for k, v in rates.items()},
                 "bottleneck": ctx.model(state, w).bottleneck,
@@ -1105,50 +993,72 @@ def _per_s(rate: float) -> str:
     return f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
 
 
-def _budget_broke_tie(ctx: Context, zero: float, workers: Mapping[int, float]) -> bool:
-    """0 workers would have won as an I/O-bound tie but for the reader's byte budget."""
-    if not ctx.budget_bound or ctx.zero_main_cpu_s(zero) > IO_BOUND_MAIN_SHARE / zero:
-        return False
-    best = max(ctx.workers_as_trained(workers))
-    return ctx.zero_as_trained(zero) * MEASURED_GAIN >= best
+# "Within the measured noise" never spans more than this share of the best median: the quality
+# bar asks a mean of 95% of the best count.
+NOISE_CAP = 0.05
 
 
-def _zero_rationale(ctx: Context, zero: float, workers: Mapping[int, float]) -> str:
-    best_w = max(workers, key=lambda k: workers[k])
-    main_ms = ctx.zero_main_cpu_s(zero) * 1e3
-    text = f"0 workers: {_per_s(zero)} samples/s measured, against {_per_s(workers[best_w])} "
-    text += f"with {best_w} worker(s)."
-    if ctx.zero_lead(zero) < 1:
-        text += (
-            f" The main thread was busy {main_ms:,.2f} ms of each sample's {1e3 / zero:,.2f} ms "
-            "while the reader's own thread fetched: workers would add processes and memory, "
-            f"not throughput, so 0 workers needs no lead (within {MEASURED_GAIN - 1:.0%} is "
-            "enough)."
-        )
-    else:
-        text += (
-            f" That is over {MEASURED_GAIN - 1:.0%} ahead of the worker counts within cores - 1."
-        )
-    if ctx.consumer_rate is not None:
-        text += (
-            f" In training the loader's {main_ms:,.2f} ms of main-thread work per sample and the "
-            "step take turns while the reader fetches on: "
-            f"~{ctx.zero_as_trained(zero):,.1f} samples/s."
-        )
-    return text
+def choose_measured(counts: Mapping[int, CountRate], consumer: float | None) -> tuple[int, str]:
+    """The smallest count within the measured noise of the best median ("noise"), or the
+    smallest delivering >= HEADROOM x the consumer rate ("headroom"): see NW-3."""
+    best = max(counts.values(), key=lambda c: c.median)
+    for w in sorted(counts):
+        c = counts[w]
+        if consumer is not None and c.median >= consumer * HEADROOM:
+            return w, "headroom"
+        noise = min(max(c.noise, best.noise), NOISE_CAP * best.median)
+        if c.median >= best.median - noise:
+            return w, "noise" if w != best.num_workers else "best"
+    return best.num_workers, "best"
+
+
+def sweep_table(ctx: Context, state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Per measured num_workers: median, spread, lower bound and the model's prediction (what
+    training sees, samples/s)."""
+    return {
+        str(c.num_workers): {
+            "median": round(c.median, 1),
+            "low": round(c.low, 1),
+            "high": round(c.high, 1),
+            "lower_bound": c.lower_bound,
+            "step": c.step,
+            "predicted": round(ctx.model(state, c.num_workers).trained_samples_per_s, 1),
+        }
+        for c in ctx.trial_counts
+    }
+
+
+def _spread(c: CountRate) -> str:
+    bound = ">= " if c.lower_bound else ""
+    return (
+        f"{bound}{_per_s(c.median)} samples/s median ({_per_s(c.low)}-{_per_s(c.high)} over "
+        f"{c.slices} slices, the {c.step} step the slower)"
+    )
 
 
 def _workers_rationale(
-    w: int, rates: Mapping[int, float], consumer: float | None, kind: str
+    w: int,
+    rates: Mapping[int, float],
+    reason: str,
+    consumer: float | None = None,
+    kind: str = "measured",
 ) -> str:
     best = max(rates.values())
     if len(rates) == 1:
         return f"{w} worker(s), the only choice within the caps: {rates[w]:,.0f} samples/s."
-    if consumer is not None and rates[w] >= consumer * HEADROOM:
+    if reason == "headroom":
         return (
             f"{w} worker(s) deliver {rates[w]:,.0f} samples/s ({kind}), at least 1.2x the "
-            f"{consumer:,.0f} samples/s the GPU consumes; more workers would only cost memory."
+            f"{consumer or 0:,.0f} samples/s the GPU consumes; more workers would only cost memory."
         )
+    if reason == "noise":
+        return (
+            f"{w} worker(s): {rates[w]:,.0f} samples/s ({kind}), within the measured noise of the "
+            f"best {best:,.0f} over {min(rates)}-{max(rates)} workers; fewer processes and less "
+            "memory."
+        )
+    if kind == "measured":
+        return f"{w} worker(s): the best measured, {rates[w]:,.0f} samples/s."
     return (
         f"{w} worker(s) deliver {rates[w]:,.0f} samples/s ({kind}), within 5% of the best "
         f"{best:,.0f} samples/s over {min(rates)}-{max(rates)} workers."

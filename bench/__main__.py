@@ -27,6 +27,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "reader", "bench.reader_bench", "native_loader vs boto3, s3fs, s3torchconnector, ..."
     ),
     Benchmark("advisor", "bench.advisor_matrix", "recommended num_workers vs an exhaustive sweep"),
+    Benchmark(
+        "advisor-check", "bench.advisor_check", "the exported loader's sweep, unseen scenarios"
+    ),
 )
 
 

@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
+from advisor.counts import LoaderPoint, summarise
 from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.recommend import evaluate_rules
 from advisor.rules import RULES, Context, rule_by_id
-from advisor.trial import DecodeCost, HostToDevice, LoaderPoint, StorageProbe, TrialResult
+from advisor.trial import DecodeCost, HostToDevice, StorageProbe, TrialResult
 from advisor.workload import Workload
 
 MB, GB, TB = 10**6, 10**9, 10**12
@@ -71,39 +72,48 @@ def make_hardware(
 
 
 def make_trial(
-    rates: dict[int, float] | None = None,
+    rates: dict[int, float | tuple[float, ...]] | None = None,
     pinned: float = 24.0,
     pageable: float = 10.0,
     rss_mb: float = 300.0,
     inflight: int | None = None,
-    zero_main_cpu: float | None = None,
     budget: int | None = None,
     unsteady: tuple[int, ...] = (),
+    spin: dict[int, tuple[float, ...]] | None = None,
 ) -> TrialResult:
+    """A trial whose training-loop sweep measured `rates` per num_workers (a tuple: one slice
+    each); with `spin`, those are the blocking step's slices and `spin` the spinning step's."""
     rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
-    sweep = tuple(
-        LoaderPoint(
-            w,
-            False,
-            None if w == 0 else 2,
-            2000,
-            2000 / r,
-            r,
-            r * 0.15,
-            0.5,
-            rss_mb,
-            main_cpu_s_per_sample=zero_main_cpu if w == 0 else None,
-            steady=w not in unsteady,
-        )
-        for w, r in rates.items()
-    )
+
+    def slices(w: int, values: float | tuple[float, ...], step: str) -> list[LoaderPoint]:
+        values = values if isinstance(values, tuple) else (values,)
+        return [
+            LoaderPoint(
+                w,
+                False,
+                None if w == 0 else 2,
+                2000,
+                2000 / r,
+                r,
+                r * 0.15,
+                0.5,
+                rss_mb,
+                steady=w not in unsteady,
+                step=step,
+            )
+            for r in values
+        ]
+
+    sweep = [p for w, r in rates.items() for p in slices(w, r, "sleep" if spin else "none")]
+    sweep += [p for w, r in (spin or {}).items() for p in slices(w, r, "spin")]
     return TrialResult(
         uri="s3://bucket/train/",
         seconds_budget=60,
         seconds_used=55,
         storage=StorageProbe(20, 20 * 150 * MB, 0.025, 0.060, 85.0, ((1, 85, 0.6), (8, 600, 4))),
         decode=DecodeCost("default", 500, 0.004, 150e3),
-        sweep=sweep,
+        sweep=tuple(sweep),
+        counts=summarise(sweep),
         host_to_device=HostToDevice(32 * 150_000, pinned, pageable),
         requests_in_flight=inflight,
         inflight_bytes=budget,
@@ -238,11 +248,24 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
     ("NW-2", {"hardware": {"ram_available": 0}}, True, 0),
     ("NW-2", {}, False, ...),
     ("NW-2", {"hardware": {"ram_available": None}}, False, ...),
+    # without a trial the model decides, within cores - 1 ...
+    # ... with one, the cores: the training-loop sweep measured every count up to them
+    (
+        "NW-1",
+        {
+            "hardware": {"cores": 2},
+            "trial": {"rates": {0: 100.0, 1: 200.0, 2: 400.0}},
+            "workload": {"consumer_rate": None},
+        },
+        False,
+        ...,
+    ),
     ("NW-3", {"trial": {}}, True, 8),  # 1.2 x 1,000 samples/s needs the 8-worker point
     ("NW-3", {"trial": {}, "workload": {"consumer_rate": 300.0}}, True, 2),
     ("NW-3", {"trial": {}, "workload": {"consumer_rate": None}}, True, 8),
-    ("NW-3", {"trial": {}, "hardware": {"cores": 3}}, True, 2),  # cap 2 within the sweep
-    ("NW-3", {"trial": {"rates": {0: 5000.0, 1: 600.0, 2: 1500.0}}}, True, 2),  # 0 overlaps nothing
+    ("NW-3", {"trial": {}, "hardware": {"cores": 3}}, True, 2),  # 4 and 8 exceed the cores
+    # 0 workers already delivers 1.2 x the consumer's 1,000 samples/s: the smallest that does
+    ("NW-3", {"trial": {"rates": {0: 5000.0, 1: 600.0, 2: 1500.0}}}, True, 0),
     (
         "NW-3",
         {
@@ -253,17 +276,7 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
         True,
         0,
     ),
-    # the last core earns a worker only when measured clearly (> 10%) faster than the cap
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {1: 400.0, 2: 600.0}},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
+    # one slice each, no spread: only the best is within the noise (the last core included)
     (
         "NW-3",
         {
@@ -272,185 +285,75 @@ CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
             "workload": {"consumer_rate": None},
         },
         True,
-        1,
-    ),
-    # 0 workers must be clearly (10%) faster than a worker count, else noise would pick it
-    (
-        "NW-3",
-        {
-            "trial": {"rates": {0: 500.0, 1: 300.0, 2: 480.0}},
-            "hardware": {"gpus": 0},
-            "workload": {"consumer_rate": None},
-        },
-        True,
         2,
     ),
-    # 0 workers is not clearly faster than a worker on every core, so that point is measured
-    # against 1 worker: 122 > 1.15 x 103 earns the last core
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 114.4, 1: 103.3, 2: 122.2}},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
-    # with a consumer rate, 0 workers is judged as training sees it: its 3.8 samples/s of
-    # loading take turns with the step (3.79/s), not clearly ahead of 2 workers' 4.0, so it is no
-    # baseline for the last core either
-    (
-        "NW-3",
-        {"hardware": {"cores": 2}, "trial": {"rates": {0: 3.8, 1: 3.2, 2: 4.0}}},
-        True,
-        2,
-    ),
-    # ... but a loader far slower than the consumer loses little to taking turns: 1 / (1/3.5 +
-    # 1/40) = 3.22/s is > 10% ahead of 2 workers' 2.7
+    # 1 worker's 420 (400-440) is within the noise (its slices stray 20 from its median) of
+    # 2 workers' 440 (430-450): the smaller count
     (
         "NW-3",
         {
             "hardware": {"cores": 2},
-            "trial": {"rates": {0: 3.5, 1: 2.1, 2: 2.7}},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        0,
-    ),
-    # 200 MB objects: the main thread spends 10 ms per sample, the step 25 ms, while the reader
-    # fetches on: 0 workers keep their 5.8/s (1 / (1/5.8 + 1/40) = 5.07/s if all of it took
-    # turns), > 10% ahead of 1 worker's 4.8 and ahead of 2 workers' 5.2
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {0: 5.8, 1: 4.8, 2: 5.2}, "zero_main_cpu": 0.010},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        0,
-    ),
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {0: 5.8, 1: 4.8, 2: 5.2}},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        1,
-    ),
-    # neither 0 workers nor the last core is clearly ahead of the other, but both are of the one
-    # worker within cores - 1: not that one (200 MB objects: 1 worker was the slowest every time)
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 3.5, 1: 3.0, 2: 3.2}},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        0,
-    ),
-    # 1 MB objects at 30 ms: the main thread was busy 0.3 ms of each sample's 2 ms at 0 workers,
-    # the reader's thread did the loading: 0 workers within 10% of 1 worker is a tie it wins
-    (
-        "NW-3",
-        {
-            "profile": ONE_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}, "zero_main_cpu": 0.0003},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        0,
-    ),
-    # ... a main thread busy most of the time (or not measured): the tie goes to workers
-    (
-        "NW-3",
-        {
-            "profile": ONE_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}, "zero_main_cpu": 0.0015},
+            "trial": {"rates": {1: (400.0, 440.0), 2: (430.0, 450.0)}},
             "workload": {"consumer_rate": None},
         },
         True,
         1,
     ),
+    # ... but not when both counts' slices agree closely (405 against 445, noise 5)
     (
         "NW-3",
         {
-            "profile": ONE_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}},
+            "hardware": {"cores": 2},
+            "trial": {"rates": {1: (400.0, 410.0), 2: (440.0, 450.0)}},
             "workload": {"consumer_rate": None},
+        },
+        True,
+        2,
+    ),
+    # ... nor by more than 5% of the best, however noisy (400, +-100, against 445)
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2},
+            "trial": {"rates": {1: (300.0, 500.0), 2: (440.0, 450.0)}},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        2,
+    ),
+    # each count is judged by its slower step model: 0 workers leads with a blocking step
+    # (1,005/s) but a spinning one takes the core its loading needs (605/s); 1 worker's 905
+    # is within the noise of 2 workers' 915 (900-930)
+    (
+        "NW-3",
+        {
+            "hardware": {"cores": 2},
+            "trial": {
+                "rates": {0: (1000.0, 1010.0), 1: (950.0, 960.0), 2: (960.0, 970.0)},
+                "spin": {0: (600.0, 610.0), 1: (900.0, 910.0), 2: (900.0, 930.0)},
+            },
         },
         True,
         1,
     ),
-    # ... and an I/O-bound 0 workers more than 10% behind a worker count is no tie
+    # a consumer slower than every count: all deliver it, within the noise of each other
     (
         "NW-3",
         {
-            "profile": ONE_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 1195.0, 1: 1184.0, 2: 1574.0}, "zero_main_cpu": 0.0002},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
-    # 200 MB objects at 30 ms (bench run of 14:40): the main thread was mostly idle at 0 workers
-    # and 0 workers came within 10% of 2 (4.3 against 4.7/s), but one object fills most of the
-    # reader's 256 MiB byte budget: each worker brings a budget of its own, so the tie goes to
-    # workers (the sweep measured 3.5 for 0 workers and 4.5 for 2)
-    (
-        "NW-3",
-        {
-            "profile": TWO_HUNDRED_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
-    (
-        "NW-3",
-        {
-            "profile": TWO_HUNDRED_MB,
             "hardware": {"cores": 2},
-            "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
+            "trial": {"rates": {0: (39.2, 39.6), 1: (39.5, 39.7), 2: (39.4, 39.8)}},
             "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        2,
-    ),
-    # ... 0 workers still wins by a clear lead
-    (
-        "NW-3",
-        {
-            "profile": TWO_HUNDRED_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 6.0, 1: 4.6, 2: 5.3}, "zero_main_cpu": 0.02},
-            "workload": {"consumer_rate": None},
         },
         True,
         0,
     ),
-    # a consumer slower than the loader: 1 / (1/2,812 + 1/40) = 39.4/s against 40/s with a worker
+    # the RAM allows no worker and only worker counts were measured: the model decides (NW-4)
     (
         "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {0: 2812.0, 1: 1670.0, 2: 1700.0}},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        1,
+        {"trial": {"rates": {1: 600.0, 2: 900.0}}, "hardware": {"ram_available": 0}},
+        False,
+        ...,
     ),
-    ("NW-3", {"trial": {"rates": {0: 5000.0}}}, False, ...),
     ("NW-3", {}, False, ...),
     ("NW-3", {"trial": {"rates": {}}}, False, ...),
     ("NW-4", {}, True, 5),  # 4 ms x 1,000 samples per shard: 250 samples/s per worker
@@ -553,30 +456,29 @@ def test_rule_case(case: tuple[str, dict[str, Any], bool, Any]) -> None:
             assert state[rule.key] == expected
 
 
-def test_workers_rationale_names_the_byte_budget_that_broke_the_tie() -> None:
+def test_workers_show_the_measured_table_beside_the_model() -> None:
     case = {
-        "profile": TWO_HUNDRED_MB,
-        "hardware": {"cores": 2, "gpus": 0},
-        "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
+        "hardware": {"cores": 2},
+        "trial": {"rates": {0: (300.0, 320.0), 1: (400.0, 440.0), 2: (430.0, 450.0)}},
         "workload": {"consumer_rate": None},
     }
-    _, findings = evaluate_rules(make_ctx(case))
+    ctx = make_ctx(case)
+    state, findings = evaluate_rules(ctx)
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 2
-    assert "0 workers read 4.3 samples/s" in nw3.rationale
-    assert "256 MiB byte budget" in nw3.rationale
-    # a tie on 1 MB objects goes to 0 workers; when workers win there, no budget sentence
-    case["profile"] = ONE_MB
-    case["trial"] = {"rates": {0: 3.0, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02}
-    _, findings = evaluate_rules(make_ctx(case))
-    nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 2 and "byte budget" not in nw3.rationale
+    assert nw3.value == 1 and "within the measured noise of the best 440" in nw3.rationale
+    assert "420 samples/s median (400-440 over 2 slices" in nw3.rationale
+    table = nw3.evidence["sweep_table"]
+    assert set(table) == {"0", "1", "2"}
+    assert table["1"]["median"] == 420.0 and table["1"]["low"] == 400.0
+    assert table["1"]["high"] == 440.0 and table["1"]["lower_bound"] is False
+    predicted = ctx.model(state, 1).trained_samples_per_s
+    assert table["1"]["predicted"] == round(predicted, 1)
+    assert nw3.evidence["prediction_error"] == round(predicted / 420.0 - 1, 3)
 
 
-def test_lower_bounds_count_only_where_they_beat_every_steady_point() -> None:
-    # a 5 s trial on 2 cores (10 KB, 8 ms of CPU): 1 and 2 workers reached no steady state and
-    # measured start-up; read as rates, 2 workers "beat" 1 by far more than 10% and would lift
-    # the core cap on start-up numbers alone
+def test_lower_bounds_count_only_where_they_reach_the_best_steady_count() -> None:
+    # 1 and 2 workers reached no steady state and measured start-up: below 0 workers' steady
+    # 105 they would stand for counts slower than the trial showed
     case = {
         "hardware": {"cores": 2, "gpus": 0},
         "trial": {"rates": {0: 105.0, 1: 40.0, 2: 104.0}, "unsteady": (1, 2)},
@@ -585,18 +487,15 @@ def test_lower_bounds_count_only_where_they_beat_every_steady_point() -> None:
     ctx = make_ctx(case)
     state, findings = evaluate_rules(ctx)
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 0 and ctx.core_cap(state) == 1
+    assert nw3.value == 0 and ctx.core_cap(state) == 2
     assert "Left out: num_workers=1, 2 reached no steady state" in nw3.rationale
-    assert nw3.evidence["lower_bounds_left_out"] == {"1": 40.0, "2": 104.0}
+    assert nw3.evidence["sweep_table"]["2"]["lower_bound"] is True
     assert nw3.confidence == "medium"
-    # a lower bound above every steady point is evidence: that count is at least as fast
+    # a lower bound above every steady count is evidence: that count is at least as fast
     case["trial"] = {"rates": {0: 105.0, 1: 132.0, 2: 150.0}, "unsteady": (2,)}
-    ctx = make_ctx(case)
-    state, findings = evaluate_rules(ctx)
+    _, findings = evaluate_rules(make_ctx(case))
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 2 and ctx.core_cap(state) == 2
-    assert "Left out" not in nw3.rationale and nw3.confidence == "medium"
-    assert nw3.evidence["lower_bounds_left_out"] == {}
+    assert nw3.value == 2 and "Left out" not in nw3.rationale and nw3.confidence == "medium"
     # only lower bounds: they decide, and the rationale says what they are
     case["trial"] = {"rates": {0: 105.0, 1: 40.0, 2: 104.0}, "unsteady": (0, 1, 2)}
     _, findings = evaluate_rules(make_ctx(case))

@@ -17,16 +17,9 @@ from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
 from advisor.model import INFLIGHT_MAX
 from advisor.profile import profile_dataset
-from advisor.trial import (
-    SteadyWindow,
-    TrialData,
-    TrialEvent,
-    _lower_bound_note,
-    _saturated,
-    child_pids,
-    measure_loader,
-    run_trial,
-)
+from advisor.steady import SteadyWindow, child_pids
+from advisor.sweep import measure_loader
+from advisor.trial import TrialData, TrialEvent, _lower_bound_note, _saturated, run_trial
 from advisor.workload import Workload
 from native_loader import ReaderConfig, S3Reader
 
@@ -123,10 +116,10 @@ def test_a_slice_too_short_for_a_steady_state_is_a_marked_lower_bound(
     assert point.samples > 0 and point.samples_per_s == pytest.approx(
         point.samples / point.seconds, rel=0.01
     )
-    note = _lower_bound_note(point, seconds=5.0)
+    note = _lower_bound_note(point.num_workers, point.samples_per_s, seconds=5.0)
     assert note.startswith("num_workers=0 reached no steady state within its share of the 5 s")
     assert "only a lower bound" in note and "longer trial (e.g. 30 s)" in note
-    assert "e.g. 120 s" in _lower_bound_note(point, seconds=60.0)
+    assert "e.g. 120 s" in _lower_bound_note(0, point.samples_per_s, seconds=60.0)
 
 
 def test_bad_budget_and_transform(s3_endpoint: S3Endpoint, demo: str) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from advisor.counts import summarise
 from advisor.demo.server import S3Endpoint
 from advisor.hardware import HardwareProfile
 from advisor.location import DatasetLocation
@@ -45,6 +46,7 @@ def _point(workers: int, pinned: bool, rate: float, steady: bool = True) -> Any:
         prefetch_factor=2 if workers else None,
         samples_per_s=rate,
         steady=steady,
+        step="none",
     )
 
 
@@ -133,7 +135,7 @@ class FakeSession:
             storage=None,
             decode=None,
             notes=(),
-            best_point=lambda: max(points, key=lambda p: p.samples_per_s, default=None),
+            counts=summarise(points),
         )
         return self.trial
 
