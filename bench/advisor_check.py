@@ -80,6 +80,7 @@ class CheckResult:
     best: dict[str, int]  # per step model: the best count within the cores
     trial_counts: dict[str, tuple[float, float, float]]  # the trial's median, low, high
     prediction_error: float | None
+    trial_seconds: tuple[float, float]  # used, budget
 
 
 def _step(seconds: float, mode: str) -> None:
@@ -139,6 +140,9 @@ def check(
         location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
     )
     rec = recommend(profile, hardware, workload, trial)
+    print(f"  trial {trial.seconds_used:.1f} of {trial.seconds_budget:g} s: "
+          f"{[(c.num_workers, round(c.median), round(c.low), round(c.high), c.step) for c in trial.counts]}"
+          f" -> {rec.num_workers} workers", flush=True)  # fmt: skip
     bundle = build_export(location, rec, workload, profile)
     path, _ = bundle.save(workdir, f"loader_{scenario.name.replace('-', '_').replace('.', '_')}")
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -172,6 +176,7 @@ def check(
         scenario.name, consumer, rec.num_workers, runs, min(scores.values()), scores, ranges,
         best, {str(c.num_workers): (round(c.median, 1), round(c.low, 1), round(c.high, 1))
                for c in trial.counts}, rec.prediction_error,
+        (round(trial.seconds_used, 1), trial.seconds_budget),
     )  # fmt: skip
 
 
@@ -195,7 +200,7 @@ def _write_local(root: Path, s: Scenario) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench advisor-check", description=__doc__)
     parser.add_argument("--only", nargs="+", choices=[s.name for s in SCENARIOS])
-    parser.add_argument("--trial-seconds", type=float, default=20.0)
+    parser.add_argument("--trial-seconds", type=float, default=30.0)
     parser.add_argument("--run-seconds", type=float, default=RUN_SECONDS)
     args = parser.parse_args(argv)
     scenarios = [s for s in SCENARIOS if not args.only or s.name in args.only]
@@ -212,6 +217,9 @@ def main(argv: list[str] | None = None) -> int:
             server = S3Server()
             endpoint = stack.enter_context(server)
             creds = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
+            # the exported module reads with the standard AWS chain, as a user's job does
+            os.environ["AWS_ACCESS_KEY_ID"] = creds.access_key
+            os.environ["AWS_SECRET_ACCESS_KEY"] = creds.secret_key
             _upload_s3(endpoint.boto3_client(), "check", remote)
             if server.pid is not None:
                 raise_priority(server.pid)
