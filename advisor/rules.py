@@ -344,9 +344,10 @@ class Context:
         A count that reached no steady state measured a lower bound: it counts only where it
         reaches the best steady median (its count is at least that fast); below, it would stand
         for a count slower than the trial showed, so it is left out (`lower_bounds_left_out`).
-        With `state`, only when the training reads what the trial read (else empty).
+        With `state`, only when the training reads what the trial read, on this machine (else
+        empty: a planned target machine, `--target-gpu`, is the model's to predict).
         """
-        if state is not None and not self.reads_as_trialled(state):
+        if state is not None and (self.hardware.planned or not self.reads_as_trialled(state)):
             return {}
         return {
             c.num_workers: c

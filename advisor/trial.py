@@ -128,8 +128,9 @@ PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of
 BANDWIDTH_MIN_BYTES = 256 * 2**10
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
 SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
-# The sweep's share leaves a few per cent for shutting its loaders' workers down.
-BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.62, "h2d": 0.05}
+# The sweep also takes what the storage probe and the decode timing left over.
+BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.65, "h2d": 0.05}
+SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
 SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 MIN_SECONDS, MAX_SECONDS = 2.0, 3600.0
 
@@ -469,7 +470,9 @@ def _sweep(
     those around the model's choice (`candidate_counts`). Pinned when a GPU is present, as the
     exported loader reads then."""
     cores = max(hardware.usable_cores // max(workload.gpus_per_node, 1), 1)
-    seconds = clock.seconds * BUDGET_SHARES["sweep"]
+    # what the earlier phases left, less the copy test's share and the loaders' shutdown
+    seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
+    seconds = max(seconds, clock.seconds * BUDGET_SHARES["sweep"] / 4)
     modes = 2 if workload.consumer_rate else 1
     limit = int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * modes))
     spo = max(1.0, data.mean_object_bytes / max(decode.bytes_per_sample, 1.0))

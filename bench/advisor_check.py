@@ -140,9 +140,9 @@ def check(
         location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
     )
     rec = recommend(profile, hardware, workload, trial)
-    print(f"  trial {trial.seconds_used:.1f} of {trial.seconds_budget:g} s: "
-          f"{[(c.num_workers, round(c.median), round(c.low), round(c.high), c.step) for c in trial.counts]}"
-          f" -> {rec.num_workers} workers", flush=True)  # fmt: skip
+    measured = [(c.num_workers, round(c.median), round(c.low), round(c.high)) for c in trial.counts]
+    print(f"  trial {trial.seconds_used:.1f} of {trial.seconds_budget:g} s: {measured} "
+          f"-> {rec.num_workers} workers", flush=True)  # fmt: skip
     bundle = build_export(location, rec, workload, profile)
     path, _ = bundle.save(workdir, f"loader_{scenario.name.replace('-', '_').replace('.', '_')}")
     spec = importlib.util.spec_from_file_location(path.stem, path)

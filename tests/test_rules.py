@@ -476,6 +476,17 @@ def test_workers_show_the_measured_table_beside_the_model() -> None:
     assert nw3.evidence["prediction_error"] == round(predicted / 420.0 - 1, 3)
 
 
+def test_a_planned_machine_is_the_models_to_predict() -> None:
+    ctx = make_ctx({"trial": {}})
+    planned = dataclasses.replace(ctx, hardware=ctx.hardware.with_target_gpu("H100-SXM", 1))
+    _, findings = evaluate_rules(planned)
+    fired = [f.rule_id for f in findings]
+    assert "NW-3" not in fired and "NW-4" in fired
+    nw4 = next(f for f in findings if f.rule_id == "NW-4")
+    assert nw4.rationale.startswith("A prediction of the throughput model")
+    assert "NW-3" in [f.rule_id for f in evaluate_rules(ctx)[1]]
+
+
 def test_lower_bounds_count_only_where_they_reach_the_best_steady_count() -> None:
     # 1 and 2 workers reached no steady state and measured start-up: below 0 workers' steady
     # 105 they would stand for counts slower than the trial showed
