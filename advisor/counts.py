@@ -34,48 +34,80 @@ class LoaderPoint:
 
 
 @dataclass(frozen=True)
-class CountRate:
-    """What training saw from one num_workers over its slices.
+class StepRate:
+    """One count under one step model: the median of its slices (the steady ones, or all of
+    them where none was steady: a lower bound) and their range."""
 
-    `median` is the lower of its step modes' medians (over the steady slices of each mode, or
-    all of them where none was steady); `low`-`high` is the spread behind it: the range of that
-    mode's slices, or of all the count's slices where that mode has only one.
-    """
-
-    num_workers: int
+    step: str
     median: float
     low: float
     high: float
-    lower_bound: bool  # the mode behind `median` reached no steady state: the count is faster
-    step: str  # the step mode behind `median`
-    mode_medians: tuple[tuple[str, float], ...]
+    lower_bound: bool
     slices: int
 
     @property
     def noise(self) -> float:
-        """Half the spread: how far a slice of this count strays from its median."""
+        """Half the range: how far a slice strays from the median."""
         return (self.high - self.low) / 2
 
 
+@dataclass(frozen=True)
+class CountRate:
+    """What training saw from one num_workers over its slices, per step model (`steps`).
+
+    `median`, `low`-`high` and `lower_bound` are those of its slower step model: what the
+    tables show as the count's figure.
+    """
+
+    num_workers: int
+    steps: tuple[StepRate, ...]
+
+    @property
+    def slower(self) -> StepRate:
+        return min(self.steps, key=lambda s: s.median)
+
+    @property
+    def median(self) -> float:
+        return self.slower.median
+
+    @property
+    def low(self) -> float:
+        return self.slower.low
+
+    @property
+    def high(self) -> float:
+        return self.slower.high
+
+    @property
+    def lower_bound(self) -> bool:
+        return self.slower.lower_bound
+
+    @property
+    def step(self) -> str:
+        return self.slower.step
+
+    @property
+    def slices(self) -> int:
+        return sum(s.slices for s in self.steps)
+
+    def at(self, step: str) -> StepRate | None:
+        return next((s for s in self.steps if s.step == step), None)
+
+
 def summarise(points: Sequence[LoaderPoint]) -> tuple[CountRate, ...]:
-    """One CountRate per num_workers measured in `points` (see CountRate)."""
+    """One CountRate per num_workers measured in `points`, a StepRate per step model."""
     rates: list[CountRate] = []
     for workers in sorted({p.num_workers for p in points}):
         mine = [p for p in points if p.num_workers == workers and p.samples_per_s > 0]
-        if not mine:
-            continue
-        used: dict[str, list[float]] = {}
-        steady: dict[str, bool] = {}
-        for mode in dict.fromkeys(p.step for p in mine):
-            slices = [p for p in mine if p.step == mode]
-            kept = [p for p in slices if p.steady] or slices
-            used[mode] = [p.samples_per_s for p in kept]
-            steady[mode] = kept[0].steady
-        medians = {mode: statistics.median(r) for mode, r in used.items()}
-        worse = min(medians, key=lambda mode: medians[mode])
-        spread = used[worse] if len(used[worse]) > 1 else [r for rs in used.values() for r in rs]
-        rates.append(CountRate(
-            workers, medians[worse], min(spread), max(spread), not steady[worse], worse,
-            tuple(medians.items()), len(mine),
-        ))  # fmt: skip
+        steps = []
+        for step in dict.fromkeys(p.step for p in mine):
+            slices = [p for p in mine if p.step == step]
+            kept = [p.samples_per_s for p in slices if p.steady]
+            bound = not kept
+            kept = kept or [p.samples_per_s for p in slices]
+            steps.append(StepRate(
+                step, statistics.median(kept), min(kept), max(kept), bound, len(slices)
+            ))  # fmt: skip
+        if steps:
+            rates.append(CountRate(workers, tuple(steps)))
     return tuple(rates)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from advisor.counts import CountRate, summarise
+from advisor.counts import CountRate, StepRate, summarise
 from advisor.hardware import HardwareProfile
 from advisor.model import (
     BUDGET_OBJECTS,
@@ -894,15 +894,17 @@ class WorkersFromSweep(Rule):
     """Symptom: the trial measured num_workers as training sees them.
 
     Recommendation: among the measured counts within the core and RAM caps, the smallest whose
-    median is within the measured noise of the best median, or the smallest that already
-    delivers >= 1.2x the consumer rate. A count's median is the lower of its two step models'
-    (a blocking and a spinning GPU step) and its noise is half the range of that model's slices;
-    a count is within the measured noise of the best when the best median leads its median by no
-    more than the larger of the two counts' noises, and never by more than 5% of the best.
+    score is within the measured noise of the best score, or the smallest that already delivers
+    >= 1.2x the consumer rate with every step model. A count's score is the lowest, over the two
+    step models (the consumer's step as a blocking wait and as a spinning core), of its median
+    over that model's best median, so the choice must be good both ways; the measured noise is
+    the larger half-range of the count's slices and the best count's, as a share of the best
+    median (the largest over the models), and never more than 5%.
     Measured in a training loop no count reads faster than its consumer, so with a consumer
-    rate the second test is met only through the first. A count that reached no steady state
-    is a lower bound: it counts where it reaches the best steady median, else it is left out and
-    named. The evidence shows each count's median, spread and the model's prediction.
+    rate the 1.2x test is met only through the first. A count that reached no steady state is
+    a lower bound: it counts where it reaches the best steady median, else it is left out and
+    named. The evidence shows each count's median and spread (its slower step model's) and
+    the model's prediction, and the model's error at the chosen count.
     Why: measured samples/s per num_workers in the trial's training loop (advisor/sweep.py).
     """
 
@@ -917,10 +919,10 @@ class WorkersFromSweep(Rule):
         counts = {w: c for w, c in ctx.measured_counts(state).items() if w <= cap}
         if not counts:
             return None
-        w, reason = choose_measured(counts, ctx.consumer_rate)
+        w, top, reason = choose_measured(counts, ctx.consumer_rate)
         chosen = counts[w]
         predicted = ctx.model(state, w).trained_samples_per_s
-        rationale = _workers_rationale(w, {k: c.median for k, c in counts.items()}, reason)
+        rationale = _measured_rationale(w, top, counts, reason, ctx.consumer_rate)
         rationale += f" {_spread(chosen)}; the model predicted {_per_s(predicted)}."
         unsteady = ctx.lower_bounds_left_out()
         if unsteady:
@@ -972,12 +974,10 @@ class WorkersFromModel(Rule):
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
         storage = ctx.storage_for(ctx.training_source(state))
         measured_inputs = storage.measured or ctx.cpu_measured
-        consumer = ctx.consumer_rate
-        reason = "headroom" if consumer is not None and rates[w] >= consumer * HEADROOM else "best"
         return self.finding(
             w,
             "A prediction of the throughput model (no trial measured how training reads this): "
-            + _workers_rationale(w, rates, reason, consumer, "predicted"),
+            + _workers_rationale(w, rates, ctx.consumer_rate),
             evidence={
                 "predicted_samples_per_s": {str(k): round(v, 1) for k, v in rates.items()},
                 "bottleneck": ctx.model(state, w).bottleneck,
@@ -999,18 +999,41 @@ def _per_s(rate: float) -> str:
 NOISE_CAP = 0.05
 
 
-def choose_measured(counts: Mapping[int, CountRate], consumer: float | None) -> tuple[int, str]:
-    """The smallest count within the measured noise of the best median ("noise"), or the
-    smallest delivering >= HEADROOM x the consumer rate ("headroom"): see NW-3."""
-    best = max(counts.values(), key=lambda c: c.median)
+def choose_measured(
+    counts: Mapping[int, CountRate], consumer: float | None
+) -> tuple[int, int, str]:
+    """(the count NW-3 chooses, the best-scoring count, why: "headroom", "noise" or "best").
+
+    A count's score is the lowest, over the step models, of its median over that model's best
+    median: a count good with a blocking step but not with a spinning one (or the reverse)
+    scores low. Its tolerance is the larger half-range of its own slices and the model's best
+    count's, as a share of that best, the largest over the models, and at most NOISE_CAP.
+    """
+    best: dict[str, StepRate] = {}
+    for c in counts.values():
+        for s in c.steps:
+            if s.step not in best or s.median > best[s.step].median:
+                best[s.step] = s
+
+    def score(c: CountRate) -> float:
+        return min(s.median / best[s.step].median for s in c.steps if best[s.step].median > 0)
+
+    def tolerance(c: CountRate) -> float:
+        shares = [
+            max(s.noise, best[s.step].noise) / best[s.step].median
+            for s in c.steps
+            if best[s.step].median > 0
+        ]
+        return min(max(shares, default=0.0), NOISE_CAP)
+
+    top = max(counts, key=lambda w: (score(counts[w]), -w))
     for w in sorted(counts):
         c = counts[w]
-        if consumer is not None and c.median >= consumer * HEADROOM:
-            return w, "headroom"
-        noise = min(max(c.noise, best.noise), NOISE_CAP * best.median)
-        if c.median >= best.median - noise:
-            return w, "noise" if w != best.num_workers else "best"
-    return best.num_workers, "best"
+        if consumer is not None and all(s.median >= consumer * HEADROOM for s in c.steps):
+            return w, top, "headroom"
+        if score(c) >= score(counts[top]) - tolerance(c):
+            return w, top, "best" if w == top else "noise"
+    return top, top, "best"
 
 
 def sweep_table(ctx: Context, state: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
@@ -1029,39 +1052,46 @@ def sweep_table(ctx: Context, state: Mapping[str, Any]) -> dict[str, dict[str, A
     }
 
 
-def _spread(c: CountRate) -> str:
-    bound = ">= " if c.lower_bound else ""
-    return (
-        f"{bound}{_per_s(c.median)} samples/s median ({_per_s(c.low)}-{_per_s(c.high)} over "
-        f"{c.slices} slices, the {c.step} step the slower)"
-    )
-
-
-def _workers_rationale(
-    w: int,
-    rates: Mapping[int, float],
-    reason: str,
-    consumer: float | None = None,
-    kind: str = "measured",
+def _measured_rationale(
+    w: int, top: int, counts: Mapping[int, CountRate], reason: str, consumer: float | None
 ) -> str:
-    best = max(rates.values())
-    if len(rates) == 1:
-        return f"{w} worker(s), the only choice within the caps: {rates[w]:,.0f} samples/s."
+    how = "with a blocking and with a spinning step" if consumer else "with no step"
+    if len(counts) == 1:
+        return f"{w} worker(s), the only measured choice within the caps."
     if reason == "headroom":
         return (
-            f"{w} worker(s) deliver {rates[w]:,.0f} samples/s ({kind}), at least 1.2x the "
-            f"{consumer or 0:,.0f} samples/s the GPU consumes; more workers would only cost memory."
+            f"{w} worker(s) deliver at least 1.2x the {consumer or 0:,.0f} samples/s the GPU "
+            f"consumes, as training sees it {how}; more workers would only cost memory."
         )
     if reason == "noise":
         return (
-            f"{w} worker(s): {rates[w]:,.0f} samples/s ({kind}), within the measured noise of the "
-            f"best {best:,.0f} over {min(rates)}-{max(rates)} workers; fewer processes and less "
-            "memory."
+            f"{w} worker(s): within the measured noise of the best, {top} worker(s), as "
+            f"training sees it {how}; fewer processes and less memory."
         )
-    if kind == "measured":
-        return f"{w} worker(s): the best measured, {rates[w]:,.0f} samples/s."
+    return f"{w} worker(s): the best measured as training sees it {how}."
+
+
+def _spread(c: CountRate) -> str:
+    bound = ">= " if c.lower_bound else ""
+    slower = f", the {c.step} step the slower" if len(c.steps) > 1 else ""
     return (
-        f"{w} worker(s) deliver {rates[w]:,.0f} samples/s ({kind}), within 5% of the best "
+        f"{bound}{_per_s(c.median)} samples/s median ({_per_s(c.low)}-{_per_s(c.high)} over "
+        f"{c.slower.slices} slices{slower})"
+    )
+
+
+def _workers_rationale(w: int, rates: Mapping[int, float], consumer: float | None) -> str:
+    """NW-4's reasoning on the model's predicted rates."""
+    best = max(rates.values())
+    if len(rates) == 1:
+        return f"{w} worker(s), the only choice within the caps: {rates[w]:,.0f} samples/s."
+    if consumer is not None and rates[w] >= consumer * HEADROOM:
+        return (
+            f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), at least 1.2x the "
+            f"{consumer:,.0f} samples/s the GPU consumes; more workers would only cost memory."
+        )
+    return (
+        f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), within 5% of the best "
         f"{best:,.0f} samples/s over {min(rates)}-{max(rates)} workers."
     )
 

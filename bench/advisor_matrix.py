@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.counts import CountRate
+from advisor.counts import CountRate, StepRate
 from advisor.decoders import load_transform
 from advisor.demo.server import S3Server
 from advisor.hardware import probe_hardware
@@ -107,7 +107,11 @@ class Figure:
 
     @classmethod
     def of(cls, c: CountRate) -> Figure:
-        return cls(round(c.median, 1), round(c.low, 1), round(c.high, 1), c.lower_bound)
+        return cls.of_step(c.slower)
+
+    @classmethod
+    def of_step(cls, s: StepRate) -> Figure:
+        return cls(round(s.median, 1), round(s.low, 1), round(s.high, 1), s.lower_bound)
 
 
 @dataclass(frozen=True)
@@ -119,18 +123,18 @@ class ScenarioResult:
     recommended_workers: int
     requests_in_flight: int  # the reader's, per process, as recommended (RD-1)
     inflight_bytes: int  # the reader's byte budget, per process, as recommended (RD-2)
-    recommended: Figure  # measured at the recommended num_workers
-    best_workers: int  # the best count within the cores
-    best: Figure
-    target: float  # min(best within the cores, consumer rate)
-    ratio: float  # min(recommended, consumer rate) / target, on medians
+    recommended: Figure  # measured at the recommended num_workers (its slower step model)
+    best_workers: dict[str, int]  # per step model: the best count within the cores
+    # the lower, over the step models, of min(recommended, consumer) / min(best, consumer)
+    ratio: float
     ratio_low: float  # the recommended count's slowest slice against the best's fastest
     ratio_high: float  # ... and its fastest against the best's slowest
+    step_ratios: dict[str, float]  # the ratio per step model
     within_cores: bool
     within_memory: bool
     passed: bool
-    sweep: dict[str, Figure]  # every count measured, within the cores and beyond
-    best_overall_workers: int  # the best count of the whole sweep (beyond the cores too)
+    sweep: dict[str, Figure]  # every count measured (its slower step model), beyond the cores too
+    sweep_steps: dict[str, dict[str, Figure]]  # every count, per step model
     trial_sweep: dict[str, float]  # what the advisor's own trial measured per num_workers
     trial_lower_bounds: list[int]  # trial counts that reached no steady state
     prediction_error: float | None  # the model against the trial at the recommended count
@@ -211,27 +215,47 @@ def run_scenario(
             consumer, slice_seconds=point_seconds, max_slice_seconds=POINT_MAX_SECONDS,
             slices_per_mode=passes, min_samples=MIN_SAMPLES,
         )  # fmt: skip
-        figures = {c.num_workers: Figure.of(c) for c in measured}
-        within = {w: f for w, f in figures.items() if w <= cores}
-        best_workers = max(within, key=lambda w: within[w].median)
-        best, mine = within[best_workers], figures[workers]
-        target = min(best.median, consumer) if consumer else best.median
-        ratio = _score(mine.median, consumer, target)
-        low = _score(mine.low, consumer, min(best.high, consumer or best.high))
-        high = _score(mine.high, consumer, min(best.low, consumer or best.low))
+        by_count = {c.num_workers: c for c in measured}
+        scores = _scores(by_count, workers, cores, consumer)
+        ratio = min(r for r, _, _, _ in scores.values())
+        best_workers = {step: b for step, (_, _, _, b) in scores.items()}
         memory_ok = _memory_ok(workers, trial, hardware)
         results.append(ScenarioResult(
             size, latency_ms, cpu, consumer, workers, rec.requests_in_flight,
-            rec.inflight_bytes, mine, best_workers, best, target, round(ratio, 3),
-            round(low, 3), round(high, 3), workers <= cores, memory_ok,
-            ratio >= QUALITY and workers <= cores and memory_ok,
-            {str(w): f for w, f in figures.items()},
-            max(figures, key=lambda w: figures[w].median),
+            rec.inflight_bytes, Figure.of(by_count[workers]), best_workers,
+            round(ratio, 3), min(lo for _, lo, _, _ in scores.values()),
+            min(hi for _, _, hi, _ in scores.values()),
+            {step: round(r, 3) for step, (r, _, _, _) in scores.items()},
+            workers <= cores, memory_ok, ratio >= QUALITY and workers <= cores and memory_ok,
+            {str(w): Figure.of(c) for w, c in by_count.items()},
+            {str(w): {s.step: Figure.of_step(s) for s in c.steps} for w, c in by_count.items()},
             {str(c.num_workers): round(c.median, 1) for c in trial.counts},
             [c.num_workers for c in trial.counts if c.lower_bound],
             rec.prediction_error, rec.data_source,
         ))  # fmt: skip
     return results
+
+
+def _scores(
+    counts: dict[int, CountRate], workers: int, cores: int, consumer: float | None
+) -> dict[str, tuple[float, float, float, int]]:
+    """Per step model: (the recommended count's score, its range, the best count within the
+    cores). The score is min(median, consumer) over the best's; the range pairs the slowest
+    slice of the recommended count with the best's fastest, and the reverse."""
+    scores = {}
+    for step in dict.fromkeys(s.step for c in counts.values() for s in c.steps):
+        rates = {w: c.at(step) for w, c in counts.items() if w <= cores and c.at(step)}
+        best_w = max(rates, key=lambda w: rates[w].median)  # type: ignore[union-attr]
+        best, mine = rates[best_w], counts[workers].at(step)
+        assert best is not None and mine is not None
+        target = min(best.median, consumer) if consumer else best.median
+        scores[step] = (
+            _score(mine.median, consumer, target),
+            round(_score(mine.low, consumer, min(best.high, consumer or best.high)), 3),
+            round(_score(mine.high, consumer, min(best.low, consumer or best.low)), 3),
+            best_w,
+        )
+    return scores
 
 
 def _no_room_to_copy(hardware: Any) -> Any:
@@ -260,7 +284,7 @@ def _figure(f: Figure) -> str:
 def _table(results: list[ScenarioResult]) -> str:
     lines = [
         "| size | latency | CPU/sample | consumer | in flight (requests, bytes) "
-        "| recommended: samples/s (range) | best within the cores | ratio (range) "
+        "| recommended: samples/s (range) | best within the cores, per step | ratio (range) "
         "| model error | every count: median samples/s | pass |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -274,7 +298,7 @@ def _table(results: list[ScenarioResult]) -> str:
             f"| {r.size} | {r.latency_ms} ms | {r.cpu} | {consumer} | "
             f"{r.requests_in_flight}, {r.inflight_bytes >> 20} MiB | "
             f"{r.recommended_workers}: {_figure(r.recommended)} | "
-            f"{r.best_workers}: {_figure(r.best)} | "
+            f"{', '.join(f'{step} {w}' for step, w in r.best_workers.items())} | "
             f"{r.ratio:.2f} ({r.ratio_low:.2f}-{r.ratio_high:.2f}) | {error} | {sweep} | "
             f"{'yes' if r.passed else 'NO'} |"
         )

@@ -122,7 +122,7 @@ def _slice(workers: int, rate: float, step: str, steady: bool = True) -> LoaderP
     )
 
 
-def test_a_count_is_its_slower_step_models_median_with_that_models_spread() -> None:
+def test_a_count_has_a_median_and_a_range_per_step_model() -> None:
     points = [
         _slice(0, 1000.0, "sleep"), _slice(0, 600.0, "spin"), _slice(0, 1020.0, "sleep"),
         _slice(0, 640.0, "spin"), _slice(1, 900.0, "sleep"), _slice(1, 50.0, "spin", False),
@@ -130,10 +130,13 @@ def test_a_count_is_its_slower_step_models_median_with_that_models_spread() -> N
     ]  # fmt: skip
     zero, one = summarise(points)
     assert (zero.median, zero.low, zero.high, zero.step) == (620.0, 600.0, 640.0, "spin")
-    assert zero.noise == 20.0 and not zero.lower_bound and zero.slices == 4
-    # the spinning step's lower bound is left out where a steady slice of it exists; one slice
-    # per model: the spread is all of the count's kept slices
-    assert (one.median, one.low, one.high, one.step) == (900.0, 900.0, 905.0, "sleep")
+    sleep = zero.at("sleep")
+    assert sleep is not None and (sleep.median, sleep.noise) == (1010.0, 10.0)
+    assert zero.slower.noise == 20.0 and not zero.lower_bound and zero.slices == 4
+    # a step model's lower bound is left out where a steady slice of it exists
+    spin = one.at("spin")
+    assert spin is not None and (spin.median, spin.slices, spin.lower_bound) == (905.0, 2, False)
+    assert (one.median, one.step) == (900.0, "sleep")
     (only,) = summarise([_slice(2, 40.0, "none", False), _slice(2, 60.0, "none", False)])
     assert only.lower_bound and only.median == 50.0
 
@@ -143,12 +146,13 @@ def test_the_spinning_step_keeps_a_core_busy_and_stops() -> None:
     with HostSpin() as spin:
         (pid,) = child_pids() - before
         cpu_before = _cpu_s(pid)
-        spin.step(0.5)
+        spin.step(1.0)
         busy = _cpu_s(pid) - cpu_before
-        time.sleep(0.3)
+        time.sleep(0.5)
         idle = _cpu_s(pid) - cpu_before - busy
-    assert busy >= 0.1, busy  # a core for the step (less when the machine is shared)
-    assert idle < 0.05, idle  # and nothing between steps
+    # a core for the step (a share of one on a shared machine: 0.08 s of 0.5 s under a load of
+    # 10 on 2 cores), and nothing between steps
+    assert busy >= 0.05 and idle <= 0.02, (busy, idle)
     assert not child_pids() - before
 
 
