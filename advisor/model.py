@@ -151,9 +151,14 @@ def predict(
     usable_cores: int = 1,
     storage: StorageParams = S3_DEFAULTS,
     consumer_rate: float | None = None,
+    overhead_s_per_sample: float | None = None,
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
-    loop consuming `consumer_rate` samples/s sees of it (see module docstring)."""
+    loop consuming `consumer_rate` samples/s sees of it (see module docstring).
+
+    `overhead_s_per_sample`: the CPU a loader process spends per sample beyond the transform
+    (the trial measures it); it bounds one process at 1 / (overhead + CPU) per sample, in place
+    of `process_objects_per_s`'s object ceiling. None: that ceiling."""
     if num_workers < 0:
         raise ValueError(f"num_workers={num_workers} must be >= 0")
     if object_bytes < 0 or samples_per_object <= 0 or cpu_s_per_sample < 0:
@@ -165,7 +170,9 @@ def predict(
     k = storage.requests_in_flight
     # one request in flight: fetch and decode alternate; several: the reader fetches ahead
     per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
-    if k > 1:  # the reader pipelines requests; the process still hands over one at a time
+    if overhead_s_per_sample is not None:  # measured: one thread per process does it all
+        per_process_s = max(per_process_s, spo * (overhead_s_per_sample + cpu_s_per_sample))
+    elif k > 1:  # the reader pipelines requests; the process still hands over one at a time
         per_process_s = max(per_process_s, 1 / process_objects_per_s(object_bytes))
     latency = math.inf if per_process_s <= 0 else spo * processes / per_process_s
     cores = loading_cores(num_workers, usable_cores)
@@ -189,7 +196,10 @@ def predict(
             trained = min(rate, consumer_rate)
         else:
             # one request in flight: the main thread fetches too, all of the loading takes turns
-            main_s = 1 / rate if k == 1 else cpu_s_per_sample + 1 / (spo * PROCESS_OBJECTS_S)
+            overhead = overhead_s_per_sample
+            if overhead is None:
+                overhead = 1 / (spo * PROCESS_OBJECTS_S)
+            main_s = 1 / rate if k == 1 else cpu_s_per_sample + overhead
             trained = 1 / max(1 / rate, main_s + 1 / consumer_rate)
     return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, trained)
 

@@ -320,6 +320,9 @@ class Context:
             usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
             storage=storage,
             consumer_rate=self.consumer_rate,
+            overhead_s_per_sample=self.trial.decode.overhead_s
+            if self.trial is not None and self.trial.decode is not None
+            else None,
         )
 
     def reads_as_trialled(self, state: Mapping[str, Any]) -> bool:

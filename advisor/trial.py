@@ -67,6 +67,17 @@ class DecodeCost:
     samples: int
     cpu_s_per_sample: float
     bytes_per_sample: float
+    # CPU seconds per sample of the whole loop that reads and transforms, in one thread (the
+    # dataset's Python work per sample included): what one loader process spends per sample.
+    # None: not measured (fewer than two samples).
+    loop_cpu_s_per_sample: float | None = None
+
+    @property
+    def overhead_s(self) -> float | None:
+        """The loop's CPU per sample beyond the transform's (None: not measured)."""
+        if self.loop_cpu_s_per_sample is None:
+            return None
+        return max(self.loop_cpu_s_per_sample - self.cpu_s_per_sample, 0.0)
 
 
 @dataclass(frozen=True)
@@ -436,8 +447,12 @@ def _measure_decode(data: TrialData, transform_name: str, clock: _Clock) -> Deco
     samples = 0
     sample_bytes = 0
     started = time.monotonic()
+    first_arrival = last_arrival = 0.0  # this thread's CPU time as samples arrive
     for sample in sample_data.dataset():
         clock.check()
+        last_arrival = time.thread_time()
+        if samples == 0:
+            first_arrival = last_arrival  # the first includes the dataset's set-up
         sample_bytes += _sample_bytes(sample)
         before = time.thread_time()
         data.transform(sample)
@@ -448,7 +463,8 @@ def _measure_decode(data: TrialData, transform_name: str, clock: _Clock) -> Deco
     if samples == 0:
         raise FileNotFoundError("no samples could be read for the decode measurement")
     clock.report("decode", f"{transform_name}: {cpu / samples * 1000:.2f} ms CPU per sample")
-    return DecodeCost(transform_name, samples, cpu / samples, sample_bytes / samples)
+    loop = (last_arrival - first_arrival) / (samples - 1) if samples > 1 else None
+    return DecodeCost(transform_name, samples, cpu / samples, sample_bytes / samples, loop)
 
 
 def _sample_bytes(sample: Any) -> int:
@@ -485,7 +501,7 @@ def _sweep(
         w: predict(
             w, object_bytes=data.mean_object_bytes, samples_per_object=spo,
             cpu_s_per_sample=decode.cpu_s_per_sample, usable_cores=cores, storage=params,
-            consumer_rate=workload.consumer_rate,
+            consumer_rate=workload.consumer_rate, overhead_s_per_sample=decode.overhead_s,
         ).trained_samples_per_s
         for w in range(cores + 1)
     }  # fmt: skip
