@@ -192,6 +192,7 @@ def run_scenario(
     latency_ms: int,
     consumers: tuple[float | None, ...] = (None, SLOW_RATE),
     passes: int = PASSES,
+    max_point_seconds: float = POINT_MAX_SECONDS,
 ) -> list[ScenarioResult]:
     location = DatasetLocation(f"s3://{bucket}/{size}/", endpoint_url=endpoint_url)
     hardware = _no_room_to_copy(probe_hardware())
@@ -212,7 +213,7 @@ def run_scenario(
         counts = sorted({*range(cores + 1), *SWEEP, workers})
         _, measured = measure_counts(
             data.with_inflight(rec.requests_in_flight, rec.inflight_bytes), batch, counts,
-            consumer, slice_seconds=point_seconds, max_slice_seconds=POINT_MAX_SECONDS,
+            consumer, slice_seconds=point_seconds, max_slice_seconds=max_point_seconds,
             slices_per_mode=passes, min_samples=MIN_SAMPLES,
         )  # fmt: skip
         by_count = {c.num_workers: c for c in measured}
@@ -316,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
                         metavar="RATE", help="consumers, samples/s ('max': none)")  # fmt: skip
     parser.add_argument("--passes", type=int, default=PASSES,
                         help="slices per count and step model")  # fmt: skip
+    parser.add_argument("--max-point-seconds", type=float, default=POINT_MAX_SECONDS,
+                        help="the most a slice may stretch to reach a steady state")  # fmt: skip
     args = parser.parse_args(argv)
     consumers = tuple(None if c == "max" else float(c) for c in args.consumers)
     scenarios = _scenarios(args.quick, args.only)
@@ -343,7 +346,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"scenario size={size} latency={latency} ms cpu={cpu} ...", flush=True)
                 new = run_scenario(
                     endpoints[latency], creds, "matrix", size, cpu, trial_seconds,
-                    point_seconds, latency, consumers, args.passes,
+                    point_seconds, latency, consumers, args.passes, args.max_point_seconds,
                 )  # fmt: skip
                 for r in new:
                     consumer = r.consumer_rate or "max"
