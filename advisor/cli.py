@@ -236,14 +236,15 @@ def _print_trial(session: AdvisorSession) -> None:
             print(f"  {level:>3} in flight  {mb_s:8.1f} MB/s  {ops:8.1f} objects/s")
     if t.decode:
         print(f"decode: {t.decode.transform}: {t.decode.cpu_s_per_sample * 1e3:.2f} ms CPU/sample")
-    if t.sweep:
-        print("num_workers  pin_memory  samples/s      MB/s  first batch  worker RSS")
-        for pt in t.sweep:
-            bound = "" if pt.steady else ">="  # no steady state: a lower bound (see the notes)
+    if t.counts:
+        # what training saw per num_workers: the slower step model's median and its spread
+        print("num_workers  samples/s (median, spread)       step   slices  worker RSS")
+        rss = {p.num_workers: p.peak_worker_rss_mb for p in t.sweep}
+        for c in t.counts:
+            bound = ">=" if c.lower_bound else ""  # no steady state: a lower bound (see notes)
             print(
-                f"{pt.num_workers:>11}  {pt.pin_memory!s:>10}  {bound:>2}{pt.samples_per_s:7.1f} "
-                f"{pt.mb_per_s:9.1f}  {pt.time_to_first_batch_s:9.2f} s  "
-                f"{pt.peak_worker_rss_mb:7.0f} MB"
+                f"{c.num_workers:>11}  {bound:>2}{c.median:9.1f} ({c.low:9.1f}-{c.high:9.1f})  "
+                f"{c.step:>5}  {c.slices:>6}  {rss.get(c.num_workers, 0.0):7.0f} MB"
             )
     for note in t.notes:
         print(f"note: {note}")

@@ -5,14 +5,22 @@ objects through the native reader, which keeps ``requests_in_flight`` GETs open 
 decodes/transforms every sample on one core. Three ceilings bound the loader:
 
 - latency/connection: each process completes ``requests_in_flight / fetch_s`` objects/s, where
-  ``fetch_s = first_byte_s + object_bytes / per_connection_bandwidth``; with a single request in
-  flight, fetching and decoding do not overlap, so the process needs ``fetch_s + cpu_per_object``
-  per object;
+  ``fetch_s = first_byte_s + object_bytes / per_connection_bandwidth``, and no more than one
+  process hands over (`process_objects_per_s`); with a single request in flight, fetching and
+  decoding do not overlap, so the process needs ``fetch_s + cpu_per_object`` per object;
 - CPU: the cores left for loading (usable cores minus the main process, at least one) decode
   ``cores / cpu_per_object`` objects/s, however many workers share them;
 - bandwidth: the storage or NIC delivers at most ``aggregate_mb_s``.
 
 Predicted samples/s = samples_per_object x min(processes x per-process rate, CPU, bandwidth).
+
+What a training loop sees (`Prediction.trained_samples_per_s`) with a consumer taking
+``consumer_rate`` samples/s: with workers, loading overlaps the step, so min(loader, consumer);
+with 0 workers, the main thread's share of the loading (the transform and the per-sample
+hand-over) and the step take turns while the reader's thread fetches on, so a sample every
+``max(1 / loader, main_s + 1 / consumer)`` seconds. The CPU ceiling already leaves one core to
+the main process, which a spin-waiting GPU step keeps busy.
+
 The model is monotone: more latency never raises it, more workers never lower it, and it never
 exceeds what the cores can decode.
 """
@@ -119,6 +127,9 @@ class Prediction:
     cpu_bound: float  # cores left for loading / CPU per sample
     bandwidth_bound: float  # aggregate bandwidth / bytes per sample
     bottleneck: str  # "cpu", "bandwidth" or "latency": the ceiling that sets the prediction
+    # what a training loop with the consumer's step sees (see the module docstring); the
+    # loader's rate when no consumer rate was given
+    trained_samples_per_s: float = 0.0
 
 
 def loading_cores(num_workers: int, usable_cores: int) -> int:
@@ -136,8 +147,15 @@ def predict(
     cpu_s_per_sample: float = 0.0,
     usable_cores: int = 1,
     storage: StorageParams = S3_DEFAULTS,
+    consumer_rate: float | None = None,
+    overhead_s_per_sample: float | None = None,
 ) -> Prediction:
-    """Predicted loader samples/s with `num_workers` DataLoader workers (see module docstring)."""
+    """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
+    loop consuming `consumer_rate` samples/s sees of it (see module docstring).
+
+    `overhead_s_per_sample`: the CPU a loader process spends per sample beyond the transform
+    (the trial measures it); it bounds one process at 1 / (overhead + CPU) per sample, in place
+    of `process_objects_per_s`'s object ceiling. None: that ceiling."""
     if num_workers < 0:
         raise ValueError(f"num_workers={num_workers} must be >= 0")
     if object_bytes < 0 or samples_per_object <= 0 or cpu_s_per_sample < 0:
@@ -149,6 +167,10 @@ def predict(
     k = storage.requests_in_flight
     # one request in flight: fetch and decode alternate; several: the reader fetches ahead
     per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
+    if overhead_s_per_sample is not None:  # measured: one thread per process does it all
+        per_process_s = max(per_process_s, spo * (overhead_s_per_sample + cpu_s_per_sample))
+    elif k > 1:  # the reader pipelines requests; the process still hands over one at a time
+        per_process_s = max(per_process_s, 1 / process_objects_per_s(object_bytes))
     latency = math.inf if per_process_s <= 0 else spo * processes / per_process_s
     cores = loading_cores(num_workers, usable_cores)
     cpu = math.inf if cpu_obj <= 0 else spo * cores / cpu_obj
@@ -165,7 +187,18 @@ def predict(
         bottleneck = "cpu"
     if math.isinf(rate):
         rate = 1e9  # nothing costs anything: a number, not infinity, for JSON
-    return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck)
+    trained = rate
+    if consumer_rate is not None and consumer_rate > 0:
+        if num_workers > 0:
+            trained = min(rate, consumer_rate)
+        else:
+            # one request in flight: the main thread fetches too, all of the loading takes turns
+            overhead = overhead_s_per_sample
+            if overhead is None:
+                overhead = 1 / (spo * PROCESS_OBJECTS_S)
+            main_s = 1 / rate if k == 1 else cpu_s_per_sample + overhead
+            trained = 1 / max(1 / rate, main_s + 1 / consumer_rate)
+    return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, trained)
 
 
 def process_objects_per_s(object_bytes: float, cpu_s_per_object: float = 0.0) -> float:

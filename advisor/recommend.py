@@ -116,6 +116,9 @@ class Recommendation:
     data_format: str | None = None  # the set's dominant format (for the exported loader)
     requests_in_flight: int = READER_INFLIGHT  # the native reader's, per loader process
     inflight_bytes: int = READER_BUDGET_BYTES  # the native reader's byte budget, per process
+    # the model's prediction of what training sees at num_workers against the trial's measured
+    # median there, (predicted - measured) / measured; None when nothing was measured there
+    prediction_error: float | None = None
 
     def path(self) -> list[str]:
         """The rule ids on the path taken, in flow order (to highlight the Mermaid diagram)."""
@@ -221,6 +224,8 @@ def recommend(
     expected = float(state[Key.EXPECTED_SAMPLES_PER_S])
     predicted = float(ctx.model(state, num_workers).samples_per_s)
     measured = ctx.measured_rates(state).get(num_workers)
+    trained = ctx.model(state, num_workers).trained_samples_per_s
+    error = None if not measured else round(trained / measured - 1, 3)
     input_bound = state.get(Key.INPUT_BOUND, False if ctx.consumer_rate is not None else None)
 
     decisions = []
@@ -275,6 +280,7 @@ def recommend(
         data_format=profile.dominant_format,
         requests_in_flight=int(state.get(Key.REQUESTS_IN_FLIGHT, READER_INFLIGHT)),
         inflight_bytes=int(state.get(Key.INFLIGHT_BYTES, READER_BUDGET_BYTES)),
+        prediction_error=error,
     )
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
-import os
 import random
 import statistics
 import threading
@@ -16,11 +14,24 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from advisor.location import DatasetLocation
-from advisor.model import inflight_bytes, process_objects_per_s, requests_in_flight
+from advisor.model import (
+    StorageParams,
+    inflight_bytes,
+    predict,
+    process_objects_per_s,
+    requests_in_flight,
+)
 from advisor.profile import DatasetProfile
+from advisor.sweep import (
+    MIN_SLICE_SECONDS,
+    CountRate,
+    LoaderPoint,
+    candidate_counts,
+    measure_counts,
+)
 from advisor.workload import Workload
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
-from native_loader.decoders import collate_list, default_decoder, load_transform
+from native_loader.decoders import default_decoder, load_transform
 from native_loader.reader import READ_AHEAD_FACTOR
 
 if TYPE_CHECKING:
@@ -56,29 +67,17 @@ class DecodeCost:
     samples: int
     cpu_s_per_sample: float
     bytes_per_sample: float
+    # CPU seconds per sample of the whole loop that reads and transforms, in one thread (the
+    # dataset's Python work per sample included): what one loader process spends per sample.
+    # None: not measured (fewer than two samples).
+    loop_cpu_s_per_sample: float | None = None
 
-
-@dataclass(frozen=True)
-class LoaderPoint:
-    """One DataLoader configuration tried in the sweep."""
-
-    num_workers: int
-    pin_memory: bool
-    prefetch_factor: int | None
-    samples: int
-    seconds: float
-    samples_per_s: float
-    mb_per_s: float
-    time_to_first_batch_s: float
-    peak_worker_rss_mb: float
-    # CPU seconds the main (training) thread spent per sample on loading, in the steady window:
-    # with 0 workers all of the loader's Python work, with workers receiving the batches. It
-    # cannot overlap the training step; the reader's own thread fetches on meanwhile. None:
-    # not measured.
-    main_cpu_s_per_sample: float | None = None
-    # False: the slice ended before a steady window held enough batches, so the rate counts
-    # worker start-up too and is only a lower bound (a trial too short for this count).
-    steady: bool = True
+    @property
+    def overhead_s(self) -> float | None:
+        """The loop's CPU per sample beyond the transform's (None: not measured)."""
+        if self.loop_cpu_s_per_sample is None:
+            return None
+        return max(self.loop_cpu_s_per_sample - self.cpu_s_per_sample, 0.0)
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,8 @@ class TrialResult:
     seconds_used: float
     storage: StorageProbe | None = None
     decode: DecodeCost | None = None
-    sweep: tuple[LoaderPoint, ...] = ()
+    sweep: tuple[LoaderPoint, ...] = ()  # every slice of the training-loop measurement
+    counts: tuple[CountRate, ...] = ()  # per num_workers: median and spread over its slices
     host_to_device: HostToDevice | None = None
     cancelled: bool = False
     notes: tuple[str, ...] = field(default=())
@@ -137,10 +137,12 @@ PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of
 # Below, the bandwidth is bytes over whole request times, which counts the first byte twice in
 # a GET's open time (first byte + bytes / bandwidth) and so asks for too many in flight.
 BANDWIDTH_MIN_BYTES = 256 * 2**10
-CYCLE_OBJECTS = 20_000  # the sweep cycles a small sample up to this many objects
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
 SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
+# The sweep also takes what the storage probe and the decode timing left over.
 BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.65, "h2d": 0.05}
+SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
+SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 MIN_SECONDS, MAX_SECONDS = 2.0, 3600.0
 
 
@@ -151,14 +153,13 @@ def _saturated(rates: list[float]) -> bool:
     return all(rates[i] < max(rates[:i]) * SATURATION_GAIN for i in (-2, -1))
 
 
-def _lower_bound_note(point: LoaderPoint, seconds: float) -> str:
+def _lower_bound_note(workers: int, samples_per_s: float, seconds: float) -> str:
     longer = min(MAX_SECONDS, max(30.0, 2 * seconds))
     return (
-        f"num_workers={point.num_workers} reached no steady state within its share of the "
-        f"{seconds:g} s trial (first batch after {point.time_to_first_batch_s:.2f} s, "
-        f"{point.samples} samples in {point.seconds:.1f} s): its "
-        f"{point.samples_per_s:,.1f} samples/s include start-up and are only a lower bound. "
-        f"A longer trial (e.g. {longer:g} s) measures it."
+        f"num_workers={workers} reached no steady state within its share of the {seconds:g} s "
+        f"trial: its {samples_per_s:,.1f} samples/s include start-up (or batches that waited "
+        f"while it sat idle) and are only a lower bound. A longer trial (e.g. {longer:g} s) "
+        "measures it."
     )
 
 
@@ -296,6 +297,7 @@ def run_trial(
     inflight: int | None = None
     budget: int | None = None
     sweep: tuple[LoaderPoint, ...] = ()
+    counts: tuple[CountRate, ...] = ()
     h2d = None
     notes: list[str] = []
     cancelled = False
@@ -313,8 +315,10 @@ def run_trial(
             f"the sweep reads with {inflight} requests and {budget >> 20} MiB in flight "
             "per process",
         )
-        sweep = _sweep(data, hardware, workload, clock)
-        notes += [_lower_bound_note(p, seconds) for p in sweep if not p.steady]
+        sweep, counts = _sweep(data, hardware, workload, clock, storage, decode)
+        notes += [
+            _lower_bound_note(c.num_workers, c.median, seconds) for c in counts if c.lower_bound
+        ]
         h2d = _host_to_device(workload, decode, clock)
         if h2d is None:
             notes.append("no CUDA device: host-to-device copy and pin_memory not measured")
@@ -329,6 +333,7 @@ def run_trial(
         storage=storage,
         decode=decode,
         sweep=sweep,
+        counts=counts,
         host_to_device=h2d,
         cancelled=cancelled,
         notes=tuple(notes),
@@ -444,8 +449,12 @@ def _measure_decode(data: TrialData, transform_name: str, clock: _Clock) -> Deco
     samples = 0
     sample_bytes = 0
     started = time.monotonic()
+    first_arrival = last_arrival = 0.0  # this thread's CPU time as samples arrive
     for sample in sample_data.dataset():
         clock.check()
+        last_arrival = time.thread_time()
+        if samples == 0:
+            first_arrival = last_arrival  # the first includes the dataset's set-up
         sample_bytes += _sample_bytes(sample)
         before = time.thread_time()
         data.transform(sample)
@@ -456,7 +465,8 @@ def _measure_decode(data: TrialData, transform_name: str, clock: _Clock) -> Deco
     if samples == 0:
         raise FileNotFoundError("no samples could be read for the decode measurement")
     clock.report("decode", f"{transform_name}: {cpu / samples * 1000:.2f} ms CPU per sample")
-    return DecodeCost(transform_name, samples, cpu / samples, sample_bytes / samples)
+    loop = (last_arrival - first_arrival) / (samples - 1) if samples > 1 else None
+    return DecodeCost(transform_name, samples, cpu / samples, sample_bytes / samples, loop)
 
 
 def _sample_bytes(sample: Any) -> int:
@@ -465,256 +475,53 @@ def _sample_bytes(sample: Any) -> int:
     return len(memoryview(sample))
 
 
-def worker_counts(cores: int) -> list[int]:
-    """num_workers to try: 0, 1, then powers of two up to the cores, and the cores themselves."""
-    counts = [0, 1]
-    n = 2
-    while n <= max(cores, 1):
-        counts.append(n)
-        n *= 2
-    if counts[-1] != cores and cores > 1:
-        counts.append(cores)
-    return sorted(set(counts))
-
-
 def _sweep(
-    data: TrialData, hardware: HardwareProfile, workload: Workload, clock: _Clock
-) -> tuple[LoaderPoint, ...]:
-    """DataLoader throughput over num_workers (and pin_memory with a GPU); stops at saturation."""
-    pin_options = (False, True) if torch.cuda.is_available() else (False,)
-    counts = worker_counts(hardware.usable_cores)
-    budget_end = clock.used() + clock.seconds * BUDGET_SHARES["sweep"]
-    points: list[LoaderPoint] = []
-    for pin in pin_options:
-        rates: list[float] = []
-        for index, workers in enumerate(counts):
-            remaining = budget_end - clock.used()
-            left = (len(counts) - index) + (len(counts) if pin != pin_options[-1] else 0)
-            if remaining <= 0.2:
-                break
-            point = measure_loader(
-                data, workload.batch_size, workers, pin, remaining / left, clock.check,
-                max_seconds=remaining,
-            )  # fmt: skip
-            points.append(point)
-            message = f"num_workers={workers} pin_memory={pin}: {point.samples_per_s:.0f} samples/s"
-            clock.report("sweep", message, point)
-            rates.append(point.samples_per_s)
-            if _saturated(rates):
-                break  # throughput clearly saturated on this branch
-    return tuple(points)
-
-
-@dataclass
-class SteadyWindow:
-    """The steady-state window of one loader measurement, kept on batch arrival times.
-
-    It opens on the first batch to arrive a third of what is left of the slice (`seconds`) past
-    the first batch, at least a sixth of the slice, and not before the `warm_batches` that could
-    be finished and waiting then (the DataLoader's prefetch), and the `backlog_batches` the
-    readers could hold fetched ahead, have arrived. Those were made while the first batch was on
-    its way; they arrive back to back, and would count as if made in the window. The readers'
-    backlog is the larger (8 workers reading 1 MB objects hold ~268 each in 256 MiB budgets): a
-    window opened before it drained read about twice the long-run rate in short slices.
-
-    It counts whole rounds of `round_batches` (the loader's processes): the DataLoader hands
-    batches out in order, one from each worker in turn, so a window from one batch to a later
-    batch of the same worker holds as many batches of every worker. Workers started together
-    deliver in bursts (8 workers, 8 ms of CPU per sample: several batches a few ms apart, then
-    up to 0.6 s of nothing), and a window with one end on an arrival and the other at a time counts
-    a burst more or less by where it falls; whole rounds count every burst whole, which about
-    halves the scatter around the long-run rate.
-
-    It closes on the first round's end at or after the end of the slice, or a third of the
-    slice after it opens if that is later. Both ends follow a time, not a batch count: batches
-    also come in bursts when a stalled request holds up everything behind it, and a window that
-    closed on the batch that met its count could lie within a burst and leave out the gaps
-    around it (such a window can read several times the long-run rate). A window that holds
-    fewer than twice the waiting batches (at least 3), or fewer than `min_samples`, is extended a
-    third of the slice at a time, up to `hard_stop` seconds after the start.
-    """
-
-    started: float  # time.monotonic() when the loader was started
-    seconds: float
-    warm_batches: int
-    min_samples: int
-    hard_stop: float
-    backlog_batches: int = 0
-    round_batches: int = 1
-    planned_open: float = math.inf  # set by the first batch
-    opens: float | None = None  # the arrival time of the batch it opens on (not counted)
-    opening_index: int = 0
-    closes: float = math.inf
-    closed: bool = False  # a round ended at or after `closes`
-    batches: int = 0  # counted: whole rounds after the opening batch
-    samples: int = 0
-    last_counted_at: float = 0.0  # the last counted round's end
-    round_samples: int = 0  # arrived in the round under way, not counted yet
-
-    @property
-    def enough(self) -> bool:
-        return self.batches >= max(3, 2 * self.warm_batches) and self.samples >= self.min_samples
-
-    def arrival(self, index: int, now: float, samples: int) -> bool:
-        """Batch `index` of `samples` arrived at `now`; True if it ended a counted round."""
-        if self.opens is None:
-            if index == 0:
-                left = max(self.seconds - (now - self.started), self.seconds / 2)
-                self.planned_open = now + left / 3
-            waited = index >= self.warm_batches + self.backlog_batches - 1
-            if waited and now >= self.planned_open:
-                self.opens, self.opening_index = now, index
-                self.closes = max(self.started + self.seconds, now + self.seconds / 3)
-            return False
-        if self.closed:
-            return False
-        self.round_samples += samples
-        if (index - self.opening_index) % self.round_batches:
-            return False
-        self.batches += self.round_batches
-        self.samples += self.round_samples
-        self.round_samples = 0
-        self.last_counted_at = now
-        step, limit = self.seconds / 3, self.started + self.hard_stop
-        while now >= self.closes and not self.enough and self.closes + step <= limit:
-            self.closes += step
-        self.closed = now >= self.closes
-        return True
-
-    def rate(self) -> float | None:
-        """Samples per second within the window; None if it never held enough."""
-        if self.opens is None or not self.enough or self.last_counted_at <= self.opens:
-            return None
-        return self.samples / (self.last_counted_at - self.opens)
-
-
-def measure_loader(
     data: TrialData,
-    batch_size: int,
-    workers: int,
-    pin: bool,
-    seconds: float,
-    check: Callable[[], None] | None = None,
-    max_seconds: float | None = None,
-    min_samples: int = 0,
-) -> LoaderPoint:
-    """Run a real DataLoader over `data` for about `seconds` and measure it.
-
-    The rate is the steady state, over the window that `SteadyWindow` describes. A slice too
-    short for it is extended up to `max_seconds` (default three times `seconds`); failing that,
-    the rate includes start-up (a lower bound). The objects are cycled so that the run ends on
-    time, not when a small sample runs out. `check` is called after every batch (it may raise to
-    stop early). With `min_samples`, the window must also hold that many samples (large objects
-    arrive a few per second: a handful would make the rate a coin toss).
-    """
-    prefetch = 2 if workers > 0 else None
-    loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
-        data.dataset(data.transform, min_objects=CYCLE_OBJECTS),  # type: ignore[arg-type]
-        batch_size=batch_size,
-        num_workers=workers,
-        pin_memory=pin,
-        prefetch_factor=prefetch,
-        collate_fn=collate_list,
-        multiprocessing_context="fork" if workers > 0 else None,
-    )
-    hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
-    existing = child_pids()  # e.g. a local S3 server: not a DataLoader worker
-    started = time.monotonic()
-    # every loader process's reader may hold read_ahead_objects fetched (one sample each, or
-    # more for shards: then this skips too little)
-    backlog = math.ceil(max(workers, 1) * data.read_ahead_objects / batch_size)
-    window = SteadyWindow(
-        started, seconds, workers * (prefetch or 0), min_samples, hard_stop, backlog,
-        round_batches=max(workers, 1),
+    hardware: HardwareProfile,
+    workload: Workload,
+    clock: _Clock,
+    storage: StorageProbe,
+    decode: DecodeCost,
+) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
+    """num_workers 0 and 1 up to the rank's cores, measured as training sees them
+    (`advisor.sweep.measure_counts`); when the budget holds fewer at MIN_SLICE_SECONDS a slice,
+    those around the model's choice (`candidate_counts`). Pinned when a GPU is present, as the
+    exported loader reads then."""
+    cores = max(hardware.usable_cores // max(workload.gpus_per_node, 1), 1)
+    # what the earlier phases left, less the copy test's share and the loaders' shutdown
+    seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
+    seconds = max(seconds, clock.seconds * BUDGET_SHARES["sweep"] / 4)
+    modes = 2 if workload.consumer_rate else 1
+    limit = int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * modes))
+    spo = max(1.0, data.mean_object_bytes / max(decode.bytes_per_sample, 1.0))
+    params = StorageParams(
+        "measured", min(max(storage.first_byte_p50_s, 0.0), 60.0),
+        max(storage.per_connection_mb_s, 1e-3), data.config.max_inflight_requests,
+        storage.best_mb_s if storage.concurrency_curve else None, measured=True,
     )  # fmt: skip
-    first_batch_s = 0.0
-    samples = 0
-    sample_bytes = 0
-    peak_rss = 0.0
-    # The main thread's CPU time at arrivals: a batch's loading work happens before it arrives,
-    # so the window's share runs from its opening batch's arrival to its last round's end.
-    cpu_window_start = cpu_window_end = time.thread_time()
-    iterator = iter(loader)
-    try:
-        for batch_index, batch in enumerate(iterator):
-            now = time.monotonic()
-            cpu_now = time.thread_time()
-            if batch_index == 0:
-                first_batch_s = now - started
-            waiting = window.opens is None
-            if window.arrival(batch_index, now, len(batch)):
-                cpu_window_end = cpu_now
-            elif waiting and window.opens is not None:
-                cpu_window_start = cpu_now
-            samples += len(batch)
-            sample_bytes += sum(_tensor_bytes(s) for s in batch)
-            if batch_index % 8 == 0:
-                peak_rss = max(peak_rss, _largest_rss_mb(child_pids() - existing))
-            if check is not None:
-                check()
-            if window.closed or now - started >= hard_stop:
-                break
-    finally:
-        del iterator  # shuts the workers down
-    elapsed = max(time.monotonic() - started, 1e-6)
-    steady_rate = window.rate()
-    rate = steady_rate if steady_rate is not None else samples / elapsed
-    main_cpu = (
-        (cpu_window_end - cpu_window_start) / window.samples if steady_rate is not None else None
-    )
-    bytes_per_sample = sample_bytes / samples if samples else 0.0
-    return LoaderPoint(
-        num_workers=workers,
-        pin_memory=pin,
-        prefetch_factor=prefetch,
-        samples=samples,
-        seconds=elapsed,
-        samples_per_s=rate,
-        mb_per_s=rate * bytes_per_sample / 1e6,
-        time_to_first_batch_s=first_batch_s,
-        peak_worker_rss_mb=peak_rss,
-        main_cpu_s_per_sample=main_cpu,
-        steady=steady_rate is not None,
-    )
+    predicted = {
+        w: predict(
+            w, object_bytes=data.mean_object_bytes, samples_per_object=spo,
+            cpu_s_per_sample=decode.cpu_s_per_sample, usable_cores=cores, storage=params,
+            consumer_rate=workload.consumer_rate, overhead_s_per_sample=decode.overhead_s,
+        ).trained_samples_per_s
+        for w in range(cores + 1)
+    }  # fmt: skip
+    counts = candidate_counts(cores, predicted, limit)
+    clock.report("sweep", f"measuring num_workers {', '.join(map(str, counts))} as training sees")
 
+    def on_slice(point: LoaderPoint) -> None:
+        message = (
+            f"num_workers={point.num_workers} ({point.step} step): "
+            f"{point.samples_per_s:.0f} samples/s{'' if point.steady else ' (lower bound)'}"
+        )
+        clock.report("sweep", message, point)
 
-def _tensor_bytes(sample: Any) -> int:
-    if isinstance(sample, torch.Tensor):
-        return sample.numel() * sample.element_size()
-    if isinstance(sample, dict):
-        return sum(_tensor_bytes(v) for v in sample.values())
-    return 0
-
-
-def child_pids() -> set[int]:
-    """PIDs of this process's children (all threads' children, as DataLoader forks from one)."""
-    pids: set[int] = set()
-    pid = os.getpid()
-    try:
-        tasks = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return pids
-    for tid in tasks:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/children") as f:
-                pids.update(int(child) for child in f.read().split())
-        except OSError:
-            continue
-    return pids
-
-
-def _largest_rss_mb(pids: set[int]) -> float:
-    """Largest resident set (MB) among `pids`; processes that are gone count as 0."""
-    largest = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        largest = max(largest, int(line.split()[1]))
-        except OSError:
-            continue
-    return largest / 1024
+    return measure_counts(
+        data, workload.batch_size, counts, workload.consumer_rate, seconds=seconds,
+        slices_per_mode=SLICES_PER_MODE, pin=torch.cuda.is_available(), check=clock.check,
+        on_slice=on_slice,
+    )  # fmt: skip
 
 
 def _host_to_device(

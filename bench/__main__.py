@@ -29,6 +29,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("advisor", "bench.advisor_matrix", "recommended num_workers vs an exhaustive sweep"),
     Benchmark("gpu", "bench.gpu", "pinned vs pageable copies and the exported loader on a GPU"),
     Benchmark("reshard", "bench.reshard_bench", "advisor reshard vs boto3+tarfile scripts"),
+    Benchmark(
+        "advisor-check", "bench.advisor_check", "the exported loader's sweep, unseen scenarios"
+    ),
 )
 
 

@@ -1,14 +1,16 @@
 """The advisor's quality matrix: is the recommended num_workers as good as an exhaustive sweep?
 
 For every scenario (object size x first-byte latency x per-sample CPU cost), on SeaweedFS (behind
-the emulating proxy when latency > 0): run the advisor's trial and recommendation, then measure a
-real DataLoader at num_workers in {0, 1, 2, 4, 8}. A scenario passes when the recommended
-num_workers reaches >= 90% of the best measured throughput (or of the consumer rate, if lower),
-and the recommendation stays within the machine's cores and memory. Where the recommended count
-reads less than the sweep's best (or the consumer rate), both get PASSES more runs before the
-verdict, and so does any count that then becomes the best: a maximum over five noisy medians
-overstates the best, and at the 90 % bar one run decides. Each scenario is checked for a fast
-consumer (no rate: as fast as possible) and a slow one.
+the emulating proxy when latency > 0), and for a fast consumer (no rate: as fast as possible) and
+a slow one: run the advisor's trial and recommendation, then measure num_workers in
+{0, ..., cores} and {1, 2, 4, 8} as training sees them, with the trial's own training-loop
+measurement (advisor/sweep.py: a step of batch / consumer rate after every batch, as a blocking
+wait and as a spinning core, in PASSES interleaved slices of POINT_SECONDS per count and step
+model, each count's figure the slower model's median). A scenario passes when the recommended
+count reaches >= 90% of the best count within the cores (no more than the consumer takes counts),
+and stays within the machine's cores and memory. Every figure is a median with the range of its
+slices; the ratio's range pairs the recommended count's slowest slice with the best's fastest,
+and the other way round. Counts beyond the cores are shown beside it, not scored.
 
 The sets are small, so the advisor would rightly copy them to local disk first and choose
 num_workers for local reads; the matrix measures streaming, so it plans for a machine with no
@@ -24,7 +26,7 @@ against 1 and 2. SeaweedFS runs with GOMAXPROCS=1, so that its
 Go runtime does not spin for work on the loader's cores.
 
     python -m bench advisor [--quick] [--only SIZE/LATENCY_MS/CPU ...] [--trial-seconds S]
-                            [--point-seconds S]
+                            [--point-seconds S] [--consumers max 40]
 """
 
 from __future__ import annotations
@@ -41,30 +43,30 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.counts import CountRate, StepRate
 from advisor.demo.server import S3Server
 from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
 from advisor.profile import profile_dataset
 from advisor.recommend import recommend
-from advisor.trial import LoaderPoint, TrialData, measure_loader, run_trial
+from advisor.sweep import measure_counts
+from advisor.trial import TrialData, run_trial
 from advisor.workload import Workload
 from bench.netem import proxy_process, raise_priority
 from native_loader import Credentials, S3Reader
 from native_loader.decoders import load_transform
 
 RESULTS = Path(__file__).parent / "results" / "advisor_matrix.json"
-SWEEP = (0, 1, 2, 4, 8)
+SWEEP = (0, 1, 2, 4, 8)  # measured beside the counts within the cores
 QUALITY = 0.9
-# Each point is the median of this many interleaved runs of POINT_SECONDS: on 2 cores one
-# configuration can stall for a second or two, so a run must span several such spells and the
-# median outvote a bad run (the JSON keeps every run: `sweep_runs`).
+# Slices per count and step model. On 2 cores one configuration can stall for a second or two,
+# so a slice must span several such spells and the median outvote a bad one.
 PASSES = 3
 POINT_SECONDS = 6.0
-MIN_SAMPLES = 30  # per run's steady window: 200 MB objects arrive ~5 per second
-# A run's slice may stretch this far to reach a steady state. 8 workers reading 200 MB objects
-# skip 48 batches (every reader's 4 objects of read-ahead, and the prefetch) before their window
-# opens and need 32 within it: 20-40 s at 2-4 samples/s, past measure_loader's default of
-# 3 x POINT_SECONDS, after which the rate would include start-up and understate the count.
+MIN_SAMPLES = 30  # per slice's steady window: 200 MB objects arrive ~5 per second
+# A slice may stretch this far to reach a steady state. 8 workers reading 200 MB objects skip
+# 48 batches (every reader's 4 objects of read-ahead, and the prefetch) before their window
+# opens and need 32 within it: 20-40 s at 2-4 samples/s.
 POINT_MAX_SECONDS = 60.0
 BATCH = 16
 BATCH_BYTES = 64_000_000  # large objects get smaller batches: a few batches per measured second
@@ -94,6 +96,24 @@ QUICK: dict[str, tuple[Any, ...]] = {
 
 
 @dataclass(frozen=True)
+class Figure:
+    """A count's samples/s as training saw it: the slower step model's median and its range."""
+
+    median: float
+    low: float
+    high: float
+    lower_bound: bool = False
+
+    @classmethod
+    def of(cls, c: CountRate) -> Figure:
+        return cls.of_step(c.slower)
+
+    @classmethod
+    def of_step(cls, s: StepRate) -> Figure:
+        return cls(round(s.median, 1), round(s.low, 1), round(s.high, 1), s.lower_bound)
+
+
+@dataclass(frozen=True)
 class ScenarioResult:
     size: str
     latency_ms: int
@@ -102,28 +122,22 @@ class ScenarioResult:
     recommended_workers: int
     requests_in_flight: int  # the reader's, per process, as recommended (RD-1)
     inflight_bytes: int  # the reader's byte budget, per process, as recommended (RD-2)
-    recommended_rate: float  # measured throughput at the recommended num_workers (median)
-    recommended_runs: list[float]  # every run behind it
-    best_workers: int
-    best_rate: float
-    target: float  # min(best, consumer rate)
-    ratio: float  # min(recommended, consumer rate) / target
-    # the same before this verdict's confirmation: the sweep's PASSES runs alone (the slow
-    # consumer's includes any runs the fast consumer's confirmation added)
-    sweep_ratio: float
+    recommended: Figure  # measured at the recommended num_workers (its slower step model)
+    best_workers: dict[str, int]  # per step model: the best count within the cores
+    # the lower, over the step models, of min(recommended, consumer) / min(best, consumer)
+    ratio: float
+    ratio_low: float  # the recommended count's slowest slice against the best's fastest
+    ratio_high: float  # ... and its fastest against the best's slowest
+    step_ratios: dict[str, float]  # the ratio per step model
     within_cores: bool
-    # the best count the cores allow (at the sweep's reader settings), scored as `ratio` is:
-    # under QUALITY, no recommendation the bar permits could have passed
-    best_within_cores_ratio: float
     within_memory: bool
     passed: bool
-    sweep: dict[str, float]  # median samples/s per num_workers, over all its runs
-    sweep_runs: dict[str, list[float]]  # every run behind the sweep's medians
-    sweep_lower_bounds: dict[str, int]  # runs per count that reached no steady state
-    confirmed_workers: list[int]  # counts that got PASSES more runs to confirm a verdict
+    sweep: dict[str, Figure]  # every count measured (its slower step model), beyond the cores too
+    sweep_steps: dict[str, dict[str, Figure]]  # every count, per step model
     trial_sweep: dict[str, float]  # what the advisor's own trial measured per num_workers
+    trial_lower_bounds: list[int]  # trial counts that reached no steady state
+    prediction_error: float | None  # the model against the trial at the recommended count
     data_source: str
-    trial_lower_bounds: list[int]  # trial counts that reached no steady state (see NW-3)
 
 
 def _upload(client: Any, bucket: str, sizes: tuple[str, ...]) -> None:
@@ -159,32 +173,6 @@ def _parse_scenario(name: str) -> tuple[str, int, str]:
     )
 
 
-# (workers, (requests, bytes) in flight per process): one configuration the matrix measures
-Point = tuple[int, tuple[int, int]]
-
-
-@dataclass(frozen=True)
-class Verdict:
-    recommended_rate: float
-    best_workers: int
-    best_rate: float
-    target: float
-    ratio: float
-
-
-def _verdict(
-    runs: dict[Point, list[float]], recommended: Point, swept: tuple[int, int],
-    consumer: float | None,
-) -> Verdict:  # fmt: skip
-    """The recommended point against the best of the sweep, on the medians of their runs."""
-    rates = {w: statistics.median(runs[(w, swept)]) for w in SWEEP}
-    best_workers = max(rates, key=lambda w: rates[w])
-    best = rates[best_workers]
-    rec_rate = statistics.median(runs[recommended])
-    target = min(best, consumer) if consumer else best
-    return Verdict(rec_rate, best_workers, best, target, _score(rec_rate, consumer, target))
-
-
 def _score(rate: float, consumer: float | None, target: float) -> float:
     """A rate against the verdict's target, as the bar scores it: no more than the consumer
     takes counts."""
@@ -201,83 +189,73 @@ def run_scenario(
     trial_seconds: float,
     point_seconds: float,
     latency_ms: int,
+    consumers: tuple[float | None, ...] = (None, SLOW_RATE),
+    passes: int = PASSES,
+    max_point_seconds: float = POINT_MAX_SECONDS,
 ) -> list[ScenarioResult]:
     location = DatasetLocation(f"s3://{bucket}/{size}/", endpoint_url=endpoint_url)
     hardware = _no_room_to_copy(probe_hardware())
+    cores = max(hardware.usable_cores, 1)
     with S3Reader(location.reader_config(), credentials=credentials) as reader:
         profile = profile_dataset(location, reader)
     batch = max(1, min(BATCH, BATCH_BYTES // SIZES[size][0]))
-    workload = Workload(batch_size=batch, transform=TRANSFORMS[cpu])
-    trial = run_trial(
-        location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
-    )
     data = TrialData.sample(location, "binary", load_transform(TRANSFORMS[cpu]), credentials)
-    recs = {
-        consumer: recommend(
-            profile, hardware, dataclasses.replace(workload, consumer_rate=consumer), trial
-        )
-        for consumer in (None, SLOW_RATE)
-    }
-    # the sweep reads as the fast consumer's recommendation says (a slow consumer's, if its
-    # reader settings differ, is measured on its own below)
-    swept = (recs[None].requests_in_flight, recs[None].inflight_bytes)
-
-    lower_bounds: dict[Point, int] = {}
-
-    def measure(points: list[Point]) -> dict[Point, list[float]]:
-        """Samples/s of each point in PASSES interleaved passes."""
-        runs: dict[Point, list[float]] = {p: [] for p in points}
-        for _ in range(PASSES):
-            for workers, reader in points:
-                point: LoaderPoint = measure_loader(
-                    data.with_inflight(*reader), batch, workers, False, point_seconds,
-                    max_seconds=POINT_MAX_SECONDS, min_samples=MIN_SAMPLES,
-                )  # fmt: skip
-                runs[(workers, reader)].append(round(point.samples_per_s, 1))
-                if not point.steady:
-                    lower_bounds[(workers, reader)] = lower_bounds.get((workers, reader), 0) + 1
-        return runs
-
-    runs = measure([(w, swept) for w in SWEEP])
-    confirmed: set[Point] = set()
     results = []
-    for consumer, rec in recs.items():
+    for consumer in consumers:
+        # the trial measures with the consumer's step, so each consumer gets its own
+        workload = Workload(batch_size=batch, transform=TRANSFORMS[cpu], consumer_rate=consumer)
+        trial = run_trial(
+            location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
+        )
+        rec = recommend(profile, hardware, workload, trial)
         workers = rec.num_workers
-        recommended: Point = (workers, (rec.requests_in_flight, rec.inflight_bytes))
-        if recommended not in runs:
-            runs |= measure([recommended])
-        first = verdict = _verdict(runs, recommended, swept, consumer)
-        # The best of five noisy medians is biased upwards (the winner's curse), and at the
-        # 90 % bar one run decides: the two points the verdict rests on get PASSES more
-        # interleaved runs each, and the verdict is taken again on all their runs. If that
-        # makes another count the best, it is confirmed in turn (at most once per count).
-        while verdict.ratio < 1.0:
-            todo = [p for p in (recommended, (verdict.best_workers, swept)) if p not in confirmed]
-            if not todo:
-                break
-            for point, extra in measure(todo).items():
-                runs[point] += extra
-            confirmed.update(todo)
-            verdict = _verdict(runs, recommended, swept, consumer)
-        cores = max(hardware.usable_cores, 1)
-        cores_ok = workers <= cores
-        allowed = max(statistics.median(runs[(w, swept)]) for w in SWEEP if w <= cores)
-        allowed_ratio = _score(allowed, consumer, verdict.target)
+        counts = sorted({*range(cores + 1), *SWEEP, workers})
+        _, measured = measure_counts(
+            data.with_inflight(rec.requests_in_flight, rec.inflight_bytes), batch, counts,
+            consumer, slice_seconds=point_seconds, max_slice_seconds=max_point_seconds,
+            slices_per_mode=passes, min_samples=MIN_SAMPLES,
+        )  # fmt: skip
+        by_count = {c.num_workers: c for c in measured}
+        scores = _scores(by_count, workers, cores, consumer)
+        ratio = min(r for r, _, _, _ in scores.values())
+        best_workers = {step: b for step, (_, _, _, b) in scores.items()}
         memory_ok = _memory_ok(workers, trial, hardware)
-        ok = verdict.ratio >= QUALITY and cores_ok and memory_ok
         results.append(ScenarioResult(
             size, latency_ms, cpu, consumer, workers, rec.requests_in_flight,
-            rec.inflight_bytes, verdict.recommended_rate, list(runs[recommended]),
-            verdict.best_workers, verdict.best_rate, verdict.target,
-            verdict.ratio, first.ratio, cores_ok, round(allowed_ratio, 3), memory_ok, ok,
-            {str(w): round(statistics.median(runs[(w, swept)]), 1) for w in SWEEP},
-            {str(w): list(runs[(w, swept)]) for w in SWEEP},
-            {str(w): lower_bounds.get((w, swept), 0) for w in SWEEP},
-            sorted(w for w, reader in confirmed if reader == swept),
-            {str(p.num_workers): round(p.samples_per_s, 1) for p in trial.sweep}, rec.data_source,
-            [p.num_workers for p in trial.sweep if not p.steady],
+            rec.inflight_bytes, Figure.of(by_count[workers]), best_workers,
+            round(ratio, 3), min(lo for _, lo, _, _ in scores.values()),
+            min(hi for _, _, hi, _ in scores.values()),
+            {step: round(r, 3) for step, (r, _, _, _) in scores.items()},
+            workers <= cores, memory_ok, ratio >= QUALITY and workers <= cores and memory_ok,
+            {str(w): Figure.of(c) for w, c in by_count.items()},
+            {str(w): {s.step: Figure.of_step(s) for s in c.steps} for w, c in by_count.items()},
+            {str(c.num_workers): round(c.median, 1) for c in trial.counts},
+            [c.num_workers for c in trial.counts if c.lower_bound],
+            rec.prediction_error, rec.data_source,
         ))  # fmt: skip
     return results
+
+
+def _scores(
+    counts: dict[int, CountRate], workers: int, cores: int, consumer: float | None
+) -> dict[str, tuple[float, float, float, int]]:
+    """Per step model: (the recommended count's score, its range, the best count within the
+    cores). The score is min(median, consumer) over the best's; the range pairs the slowest
+    slice of the recommended count with the best's fastest, and the reverse."""
+    scores = {}
+    for step in dict.fromkeys(s.step for c in counts.values() for s in c.steps):
+        rates = {w: c.at(step) for w, c in counts.items() if w <= cores and c.at(step)}
+        best_w = max(rates, key=lambda w: rates[w].median)  # type: ignore[union-attr]
+        best, mine = rates[best_w], counts[workers].at(step)
+        assert best is not None and mine is not None
+        target = min(best.median, consumer) if consumer else best.median
+        scores[step] = (
+            _score(mine.median, consumer, target),
+            round(_score(mine.low, consumer, min(best.high, consumer or best.high)), 3),
+            round(_score(mine.high, consumer, min(best.low, consumer or best.low)), 3),
+            best_w,
+        )
+    return scores
 
 
 def _no_room_to_copy(hardware: Any) -> Any:
@@ -298,27 +276,30 @@ def _rate(samples_per_s: float) -> str:
     return f"{samples_per_s:,.0f}" if samples_per_s >= 100 else f"{samples_per_s:.1f}"
 
 
-def _ratio(r: ScenarioResult) -> str:
-    """The verdict's ratio, and the sweep's alone where a confirmation round changed it."""
-    if f"{r.ratio:.2f}" == f"{r.sweep_ratio:.2f}":
-        return f"{r.ratio:.2f}"
-    return f"{r.ratio:.2f} ({r.sweep_ratio:.2f})"
+def _figure(f: Figure) -> str:
+    bound = ">=" if f.lower_bound else ""
+    return f"{bound}{_rate(f.median)} ({_rate(f.low)}-{_rate(f.high)})"
 
 
 def _table(results: list[ScenarioResult]) -> str:
     lines = [
         "| size | latency | CPU/sample | consumer | in flight (requests, bytes) "
-        "| recommended (samples/s) "
-        "| best (samples/s) | ratio (sweep alone) | pass |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| recommended: samples/s (range) | best within the cores, per step | ratio (range) "
+        "| model error | every count: median samples/s | pass |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         consumer = f"{r.consumer_rate:g}/s" if r.consumer_rate else "max"
+        sweep = ", ".join(
+            f"{w}: {'>=' if f.lower_bound else ''}{_rate(f.median)}" for w, f in r.sweep.items()
+        )
+        error = "-" if r.prediction_error is None else f"{r.prediction_error:+.0%}"
         lines.append(
             f"| {r.size} | {r.latency_ms} ms | {r.cpu} | {consumer} | "
             f"{r.requests_in_flight}, {r.inflight_bytes >> 20} MiB | "
-            f"{r.recommended_workers} ({_rate(r.recommended_rate)}) | "
-            f"{r.best_workers} ({_rate(r.best_rate)}) | {_ratio(r)} | "
+            f"{r.recommended_workers}: {_figure(r.recommended)} | "
+            f"{', '.join(f'{step} {w}' for step, w in r.best_workers.items())} | "
+            f"{r.ratio:.2f} ({r.ratio_low:.2f}-{r.ratio_high:.2f}) | {error} | {sweep} | "
             f"{'yes' if r.passed else 'NO'} |"
         )
     return "\n".join(lines)
@@ -331,7 +312,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--point-seconds", type=float, default=None)
     parser.add_argument("--only", nargs="+", metavar="SIZE/LATENCY_MS/CPU",
                         help="only these scenarios, e.g. 1MB/30/8ms 200MB/0/0ms")  # fmt: skip
+    parser.add_argument("--consumers", nargs="+", default=["max", f"{SLOW_RATE:g}"],
+                        metavar="RATE", help="consumers, samples/s ('max': none)")  # fmt: skip
+    parser.add_argument("--passes", type=int, default=PASSES,
+                        help="slices per count and step model")  # fmt: skip
+    parser.add_argument("--max-point-seconds", type=float, default=POINT_MAX_SECONDS,
+                        help="the most a slice may stretch to reach a steady state")  # fmt: skip
     args = parser.parse_args(argv)
+    consumers = tuple(None if c == "max" else float(c) for c in args.consumers)
     scenarios = _scenarios(args.quick, args.only)
     # The sweep tries more workers than cores on purpose; torch warns about that each time.
     warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
@@ -355,27 +343,26 @@ def main(argv: list[str] | None = None) -> int:
                 endpoints[latency] = stack.enter_context(proxy_process(endpoint.url, latency, 90.0))
             for size, latency, cpu in scenarios:
                 print(f"scenario size={size} latency={latency} ms cpu={cpu} ...", flush=True)
-                results += run_scenario(
+                new = run_scenario(
                     endpoints[latency], creds, "matrix", size, cpu, trial_seconds,
-                    point_seconds, latency,
+                    point_seconds, latency, consumers, args.passes, args.max_point_seconds,
                 )  # fmt: skip
-                for r in results[-2:]:
+                for r in new:
                     consumer = r.consumer_rate or "max"
                     print(f"  consumer={consumer}: recommended {r.recommended_workers} workers x "
                           f"{r.requests_in_flight} / {r.inflight_bytes >> 20} MiB in flight "
-                          f"-> ratio {_ratio(r)}, sweep {r.sweep}, "
-                          f"confirmed {r.confirmed_workers}, trial {r.trial_sweep}, "
-                          f"sweep lower bounds {r.sweep_lower_bounds}, best within the cores "
-                          f"{r.best_within_cores_ratio:.2f}")  # fmt: skip
+                          f"-> ratio {r.ratio:.2f} ({r.ratio_low:.2f}-{r.ratio_high:.2f}), "
+                          f"sweep {r.sweep}, trial {r.trial_sweep}, "
+                          f"model error {r.prediction_error}", flush=True)  # fmt: skip
+                results += new
     passed = sum(r.passed for r in results)
-    unavoidable = sum(not r.passed and r.best_within_cores_ratio < QUALITY for r in results)
     print()
     print(_table(results))
-    print(f"\n{passed} of {len(results)} scenarios pass (quality bar {QUALITY:.0%}); "
-          f"{time.monotonic() - started:.0f} s")  # fmt: skip
-    if unavoidable:
-        print(f"{unavoidable} of the misses had no count within the cores at the bar: "
-              "a count above them read more")  # fmt: skip
+    print(f"\n{passed} of {len(results)} scenarios pass (quality bar {QUALITY:.0%} of the best "
+          f"count within the cores); {time.monotonic() - started:.0f} s")  # fmt: skip
+    errors = [abs(r.prediction_error) for r in results if r.prediction_error is not None]
+    if errors:
+        print(f"model error at the recommended count: median {statistics.median(errors):.0%}")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
     print(f"JSON: {RESULTS}")

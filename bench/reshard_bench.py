@@ -13,7 +13,7 @@ tar building, shard writes, 16 MB shards):
 * script-16: the same with a 16-thread pool;
 * advisor: `advisor.reshard.reshard`, one process, default settings.
 
-Then the DataLoader rate, as the advisor's trial measures it (`advisor.trial.measure_loader`,
+Then the DataLoader rate, as the advisor's trial measures it (`advisor.sweep.measure_loader`,
 2 workers, batch 32), on the source objects and on the shards. Every figure is the median of
 `--repeats` runs with its min-max.
 """
@@ -172,7 +172,8 @@ def main(argv: list[str] | None = None) -> int:
 
     from advisor.demo.server import S3Server
     from advisor.reshard import ReshardConfig, dry_run
-    from advisor.trial import TrialData, measure_loader
+    from advisor.sweep import measure_loader
+    from advisor.trial import TrialData
     from native_loader import Credentials, ReaderConfig, S3Reader
 
     with tempfile.TemporaryDirectory(prefix="bench-reshard-") as tmp, S3Server(

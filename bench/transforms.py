@@ -27,3 +27,13 @@ def burn_2ms(sample: Any) -> torch.Tensor:
 def burn_8ms(sample: Any) -> torch.Tensor:
     _burn(0.008)
     return raw(sample)
+
+
+def burn_0_3ms(sample: Any) -> torch.Tensor:
+    _burn(0.0003)
+    return raw(sample)
+
+
+def burn_6ms(sample: Any) -> torch.Tensor:
+    _burn(0.006)
+    return raw(sample)

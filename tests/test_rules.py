@@ -18,14 +18,15 @@ from typing import Any
 
 import pytest
 from rule_cases import Case
-from rule_cases.common import GB, MB, ONE_MB, TB, TWO_HUNDRED_MB
+from rule_cases.common import GB, MB, TB
 
+from advisor.counts import LoaderPoint, summarise
 from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.rules import FAMILIES, RULES, Context, Key, evaluate, rule_by_id
 from advisor.rules import doc as rules_doc
 from advisor.rules.workers import core_cap
-from advisor.trial import DecodeCost, HostToDevice, LoaderPoint, StorageProbe, TrialResult
+from advisor.trial import DecodeCost, HostToDevice, StorageProbe, TrialResult
 from advisor.workload import Workload
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "decision-flow.md"
@@ -80,39 +81,48 @@ def make_hardware(
 
 
 def make_trial(
-    rates: dict[int, float] | None = None,
+    rates: dict[int, float | tuple[float, ...]] | None = None,
     pinned: float = 24.0,
     pageable: float = 10.0,
     rss_mb: float = 300.0,
     inflight: int | None = None,
-    zero_main_cpu: float | None = None,
     budget: int | None = None,
     unsteady: tuple[int, ...] = (),
+    spin: dict[int, tuple[float, ...]] | None = None,
 ) -> TrialResult:
+    """A trial whose training-loop sweep measured `rates` per num_workers (a tuple: one slice
+    each); with `spin`, those are the blocking step's slices and `spin` the spinning step's."""
     rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
-    sweep = tuple(
-        LoaderPoint(
-            w,
-            False,
-            None if w == 0 else 2,
-            2000,
-            2000 / r,
-            r,
-            r * 0.15,
-            0.5,
-            rss_mb,
-            main_cpu_s_per_sample=zero_main_cpu if w == 0 else None,
-            steady=w not in unsteady,
-        )
-        for w, r in rates.items()
-    )
+
+    def slices(w: int, values: float | tuple[float, ...], step: str) -> list[LoaderPoint]:
+        values = values if isinstance(values, tuple) else (values,)
+        return [
+            LoaderPoint(
+                w,
+                False,
+                None if w == 0 else 2,
+                2000,
+                2000 / r,
+                r,
+                r * 0.15,
+                0.5,
+                rss_mb,
+                steady=w not in unsteady,
+                step=step,
+            )
+            for r in values
+        ]
+
+    sweep = [p for w, r in rates.items() for p in slices(w, r, "sleep" if spin else "none")]
+    sweep += [p for w, r in (spin or {}).items() for p in slices(w, r, "spin")]
     return TrialResult(
         uri="s3://bucket/train/",
         seconds_budget=60,
         seconds_used=55,
         storage=StorageProbe(20, 20 * 150 * MB, 0.025, 0.060, 85.0, ((1, 85, 0.6), (8, 600, 4))),
         decode=DecodeCost("default", 500, 0.004, 150e3),
-        sweep=sweep,
+        sweep=tuple(sweep),
+        counts=summarise(sweep),
         host_to_device=HostToDevice(32 * 150_000, pinned, pageable),
         requests_in_flight=inflight,
         inflight_bytes=budget,
@@ -174,30 +184,41 @@ def test_rule_case(item: tuple[str, Case]) -> None:
             assert finding.value == expected
 
 
-def test_workers_rationale_names_the_byte_budget_that_broke_the_tie() -> None:
+def test_workers_show_the_measured_table_beside_the_model() -> None:
     case = {
-        "profile": TWO_HUNDRED_MB,
-        "hardware": {"cores": 2, "gpus": 0},
-        "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
+        "hardware": {"cores": 2},
+        "trial": {"rates": {0: (300.0, 320.0), 1: (405.0, 445.0), 2: (430.0, 450.0)}},
         "workload": {"consumer_rate": None},
     }
-    findings = evaluate(make_ctx(case)).fired
+    ctx = make_ctx(case)
+    evaluation = evaluate(ctx)
+    state, findings = evaluation.state, evaluation.fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 2
-    assert "0 workers read 4.3 samples/s" in nw3.rationale
-    assert "256 MiB byte budget" in nw3.rationale
-    # a tie on 1 MB objects goes to 0 workers; when workers win there, no budget sentence
-    case["profile"] = ONE_MB
-    case["trial"] = {"rates": {0: 3.0, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02}
-    findings = evaluate(make_ctx(case)).fired
-    nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 2 and "byte budget" not in nw3.rationale
+    assert nw3.value == 1
+    assert "within the measured noise of the best, 2 worker(s)" in nw3.rationale
+    assert "425 samples/s median (405-445 over 2 slices)" in nw3.rationale
+    table = nw3.evidence["sweep_table"]
+    assert set(table) == {"0", "1", "2"}
+    assert table["1"]["median"] == 425.0 and table["1"]["low"] == 405.0
+    assert table["1"]["high"] == 445.0 and table["1"]["lower_bound"] is False
+    predicted = ctx.model(state, 1).trained_samples_per_s
+    assert table["1"]["predicted"] == round(predicted, 1)
+    assert nw3.evidence["prediction_error"] == round(predicted / 425.0 - 1, 3)
 
 
-def test_lower_bounds_count_only_where_they_beat_every_steady_point() -> None:
-    # a 5 s trial on 2 cores (10 KB, 8 ms of CPU): 1 and 2 workers reached no steady state and
-    # measured start-up; read as rates, 2 workers "beat" 1 by far more than 10% and would lift
-    # the core cap on start-up numbers alone
+def test_a_planned_machine_is_the_models_to_predict() -> None:
+    ctx = make_ctx({"trial": {}})
+    planned = dataclasses.replace(ctx, hardware=ctx.hardware.with_target_gpu("H100-SXM", 1))
+    evaluation = evaluate(planned)
+    assert "NW-3" not in evaluation.path and "NW-4" in evaluation.path
+    nw4 = next(f for f in evaluation.fired if f.rule_id == "NW-4")
+    assert nw4.rationale.startswith("A prediction of the throughput model")
+    assert "NW-3" in evaluate(ctx).path
+
+
+def test_lower_bounds_count_only_where_they_reach_the_best_steady_count() -> None:
+    # 1 and 2 workers reached no steady state and measured start-up: below 0 workers' steady
+    # 105 they would stand for counts slower than the trial showed
     case = {
         "hardware": {"cores": 2, "gpus": 0},
         "trial": {"rates": {0: 105.0, 1: 40.0, 2: 104.0}, "unsteady": (1, 2)},
@@ -207,19 +228,15 @@ def test_lower_bounds_count_only_where_they_beat_every_steady_point() -> None:
     evaluation = evaluate(ctx)
     state, findings = evaluation.state, evaluation.fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 0 and core_cap(ctx, state) == 1
+    assert nw3.value == 0 and core_cap(ctx, state) == 2
     assert "Left out: num_workers=1, 2 reached no steady state" in nw3.rationale
-    assert nw3.evidence["lower_bounds_left_out"] == {"1": 40.0, "2": 104.0}
+    assert nw3.evidence["sweep_table"]["2"]["lower_bound"] is True
     assert nw3.confidence == "medium"
-    # a lower bound above every steady point is evidence: that count is at least as fast
+    # a lower bound above every steady count is evidence: that count is at least as fast
     case["trial"] = {"rates": {0: 105.0, 1: 132.0, 2: 150.0}, "unsteady": (2,)}
-    ctx = make_ctx(case)
-    evaluation = evaluate(ctx)
-    state, findings = evaluation.state, evaluation.fired
+    findings = evaluate(make_ctx(case)).fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 2 and core_cap(ctx, state) == 2
-    assert "Left out" not in nw3.rationale and nw3.confidence == "medium"
-    assert nw3.evidence["lower_bounds_left_out"] == {}
+    assert nw3.value == 2 and "Left out" not in nw3.rationale and nw3.confidence == "medium"
     # only lower bounds: they decide, and the rationale says what they are
     case["trial"] = {"rates": {0: 105.0, 1: 40.0, 2: 104.0}, "unsteady": (0, 1, 2)}
     findings = evaluate(make_ctx(case)).fired

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from advisor.counts import summarise
 from advisor.demo.server import S3Endpoint
 from advisor.hardware import HardwareProfile
 from advisor.location import DatasetLocation
@@ -45,6 +46,7 @@ def _point(workers: int, pinned: bool, rate: float, steady: bool = True) -> Any:
         prefetch_factor=2 if workers else None,
         samples_per_s=rate,
         steady=steady,
+        step="none",
     )
 
 
@@ -133,7 +135,7 @@ class FakeSession:
             storage=None,
             decode=None,
             notes=(),
-            best_point=lambda: max(points, key=lambda p: p.samples_per_s, default=None),
+            counts=summarise(points),
         )
         return self.trial
 
@@ -327,7 +329,8 @@ def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> Non
     assert "num_workers" in wizard.cards.value and "rules W-1" in wizard.cards.value
     assert "DataLoader(dataset, num_workers=2, pin_memory=False)" in wizard.headline.value
     assert "la-taken'>W-1<" in wizard.path_taken.value
-    assert list(wizard.supply_figure.data[0].y) == [300.0, 310.0, 250.0]
+    # the best count's median: 2 workers' slices read 300 and 310
+    assert list(wizard.supply_figure.data[0].y) == [300.0, 305.0, 250.0]
     wizard.next_button.click()
     assert c.step_name == "export"
     assert "make_dataloader" in wizard.module_preview.value
@@ -602,3 +605,27 @@ def test_headline_names_the_reader_setting_when_streaming() -> None:
     assert "ReaderConfig(max_inflight_requests=96)</code> per worker" in headline(rec)
     copied = SimpleNamespace(**{**vars(rec), "data_source": "copy-local", "decisions": ()})
     assert "ReaderConfig" not in headline(copied)
+
+
+def test_the_workers_card_shows_the_measured_table_beside_the_model() -> None:
+    from advisor.wizard.views import decision_card
+
+    table = {
+        "0": {
+            "median": 410.0,
+            "low": 400.0,
+            "high": 420.0,
+            "lower_bound": False,
+            "predicted": 450.0,
+        },
+        "1": {"median": 90.0, "low": 80.0, "high": 95.0, "lower_bound": True, "predicted": 380.0},
+    }
+    decision = Decision(
+        "num_workers", 0, "0 worker(s): the best measured.", ("NW-3",),
+        {"sweep_table": table, "prediction_error": 0.098}, "high", True,
+    )  # fmt: skip
+    card = decision_card(decision)
+    assert "<table class='la-table la-sweep'>" in card
+    assert "<td>0</td><td>410.0</td><td>400.0-420.0</td><td>450.0</td>" in card
+    assert "<td>1</td><td>&ge; 90.0</td><td>80.0-95.0</td><td>380.0</td>" in card  # a lower bound
+    assert "prediction_error 0.098" in card and "sweep_table" not in card

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from advisor.counts import CountRate
 from advisor.hardware import HardwareProfile
 from advisor.model import (
     EFS_DEFAULTS,
@@ -239,6 +240,10 @@ class Context:
             cpu_s_per_sample=self.cpu_s_per_sample,
             usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
             storage=storage,
+            consumer_rate=self.consumer_rate,
+            overhead_s_per_sample=self.trial.decode.overhead_s
+            if self.trial is not None and self.trial.decode is not None
+            else None,
         )
 
     def reads_as_trialled(self, state: State) -> bool:
@@ -257,16 +262,23 @@ class Context:
         return SweepEvidence.of(self.trial)
 
     def measured_rates(self, state: State | None = None) -> dict[int, float]:
-        """Best measured samples/s per num_workers in the trial's sweep (see `SweepEvidence`).
+        """Median samples/s per num_workers as training saw them in the trial (the slower step
+        model's; see `measured_counts`)."""
+        return {w: c.median for w, c in self.measured_counts(state).items()}
 
-        With `state`, only when the training reads what the trial read (else empty).
+    def measured_counts(self, state: State | None = None) -> dict[int, CountRate]:
+        """Per num_workers, what the trial's training-loop measurement saw (`CountRate`), lower
+        bounds only where they count (`SweepEvidence`).
+
+        With `state`, only when the training reads what the trial read, on this machine (else
+        empty: a planned target machine, `--target-gpu`, is the model's to predict).
         """
-        if state is not None and not self.reads_as_trialled(state):
+        if state is not None and (self.hardware.planned or not self.reads_as_trialled(state)):
             return {}
-        return dict(self.sweep.rates)
+        return dict(self.sweep.kept)
 
     def lower_bounds_left_out(self) -> dict[int, float]:
-        """num_workers whose only measurement was a lower bound below the steady points."""
+        """num_workers whose measurement was a lower bound below the steady counts."""
         return dict(self.sweep.lower_bounds_left_out)
 
     def expected_rate(self, state: State) -> float:

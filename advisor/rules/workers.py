@@ -1,22 +1,22 @@
 """DataLoader num_workers: the caps (NW-1, NW-2) and the choice (NW-3 measured, NW-4 model).
 
-The reasoning NW-1 and NW-3 share about the measured sweep lives here too, as functions of the
-context (the context itself holds only facts).
+The reasoning NW-1 and NW-3 share about the measured counts lives here too, as functions of the
+context (the context itself holds only facts; the measured counts are `SweepEvidence`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
-from advisor.model import READER_BUDGET_BYTES, choose_workers
+from advisor.counts import CountRate, StepRate
+from advisor.model import choose_workers
 from advisor.rules.base import Finding, Key, Rule, State
 from advisor.rules.context import Context
 from advisor.rules.thresholds import (
-    BUDGET_OBJECTS_FOR_TIE,
     HEADROOM,
-    IO_BOUND_MAIN_SHARE,
     MAX_SEARCH_WORKERS,
-    MEASURED_GAIN,
+    NOISE_CAP,
     RAM_FRACTION_FOR_WORKERS,
     TOLERANCE,
 )
@@ -24,20 +24,12 @@ from advisor.rules.units import MB, gb, per_s
 
 
 def core_cap(ctx: Context, state: State) -> int:
-    """[IO] workers up to CPU count - 1: one core stays with the main (training) process.
-
-    Unless the trial measured a worker on every core clearly (MEASURED_GAIN) faster than the
-    best worker count within that cap, for what the training reads: then the last core is
-    worth it. (Between that point and 0 workers, NW-3 chooses on the measured rates.)
-    """
-    cap = max(ctx.cores_per_rank - 1, 0)
-    rates = ctx.measured_rates(state)
-    low = 0 if cap == 0 else 1
-    within = max((r for w, r in rates.items() if low <= w <= cap), default=0.0)
-    every_core = rates.get(ctx.cores_per_rank, 0.0)
-    if within > 0 and every_core > within * MEASURED_GAIN:
+    """Workers up to the cores per rank when the trial measured what training reads (it
+    measured every count up to them, so the measurements decide whether the last core is
+    worth a worker); else [IO] CPU count - 1: one core stays with the training process."""
+    if ctx.measured_rates(state):
         return ctx.cores_per_rank
-    return cap
+    return max(ctx.cores_per_rank - 1, 0)
 
 
 def ram_cap(ctx: Context) -> int:
@@ -50,119 +42,84 @@ def ram_cap(ctx: Context) -> int:
 
 def unconstrained_workers(ctx: Context, state: State) -> int:
     """The workers the throughput alone asks for, before cores and RAM bound it."""
-    measured = {w: r for w, r in ctx.measured_rates(state).items() if w >= 1}
+    measured = ctx.measured_counts(state)
     if measured:
-        return choose_workers(measured, ctx.consumer_rate, headroom=HEADROOM)
+        return choose_measured(measured, ctx.consumer_rate)[0]
     # as if every worker had a core of its own: what the data and storage ask for
     rates = ctx.model_rates(state, range(1, MAX_SEARCH_WORKERS + 1), MAX_SEARCH_WORKERS + 1)
     return choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
 
 
-def zero_measured_ahead(ctx: Context, state: State) -> bool:
-    """The trial measured 0 workers at least `zero_lead` x every worker count within
-    cores - 1 (what NW-3 would choose from otherwise), or x every worker count when none
-    was measured there.
-
-    With a consumer rate c, as the training would see it: with workers, loading and the
-    step overlap (min(r, c)); with 0 workers, the loader's work in the main thread (its
-    measured CPU per sample, m) and the step take turns while the reader's own thread
-    fetches on, so a sample takes max(1/r0, m + 1/c). Without a measured m, all of 1/r0
-    takes turns: 1 / (1/r0 + 1/c).
-    """
-    rates = ctx.measured_rates(state)
-    if 0 not in rates:
-        return False
-    zero = rates[0]
-    guided = max(ctx.cores_per_rank - 1, 1)
-    with_workers = {w: r for w, r in rates.items() if 1 <= w <= guided} or {
-        w: r for w, r in rates.items() if w >= 1
-    }
-    if not with_workers:
-        # only 0 measured: nothing to compare a bare loader with; with a step, no evidence
-        return ctx.consumer_rate is None
-    best = max(workers_as_trained(ctx, with_workers))
-    return zero_as_trained(ctx, zero) >= best * zero_lead(ctx, zero)
-
-
-def zero_lead(ctx: Context, zero_rate: float) -> float:
-    """How far 0 workers must lead the worker counts: MEASURED_GAIN, so that a tie (or
-    noise) goes to workers; but when the main thread was busy at most IO_BOUND_MAIN_SHARE
-    of each sample's time at 0 workers, the reader's thread does the loading and a tie goes
-    to 0 workers (no worker processes, copies or memory): within 1 / MEASURED_GAIN. Not
-    when the reader's byte budget holds under BUDGET_OBJECTS_FOR_TIE objects: the budget
-    bounds one process then, and each worker reads with a budget of its own."""
-    main_idle = zero_main_cpu_s(ctx, zero_rate) <= IO_BOUND_MAIN_SHARE / zero_rate
-    if main_idle and not budget_bound(ctx):
-        return 1 / MEASURED_GAIN
-    return MEASURED_GAIN
-
-
-def trial_budget_bytes(ctx: Context) -> int:
-    """The byte budget (max_inflight_bytes) per process the trial's sweep read with."""
-    budget = ctx.trial.inflight_bytes if ctx.trial is not None else None
-    return budget or READER_BUDGET_BYTES
-
-
-def budget_bound(ctx: Context) -> bool:
-    """In the trial, one process's reader held under BUDGET_OBJECTS_FOR_TIE of the objects
-    in its byte budget: the budget, not the requests, bounded what it fetched."""
-    return ctx.object_bytes * BUDGET_OBJECTS_FOR_TIE > trial_budget_bytes(ctx)
-
-
-def workers_as_trained(ctx: Context, rates: Mapping[int, float]) -> list[float]:
-    """Samples/s the training gets from each worker count: at most the consumer's rate."""
-    c = ctx.consumer_rate
-    return [r if c is None else min(r, c) for r in rates.values()]
-
-
-def zero_as_trained(ctx: Context, zero_rate: float) -> float:
-    """Samples/s the training gets from the 0-worker point (see `zero_measured_ahead`)."""
-    c = ctx.consumer_rate
-    if c is None:
-        return zero_rate
-    return 1 / max(1 / zero_rate, zero_main_cpu_s(ctx, zero_rate) + 1 / c)
-
-
-def zero_main_cpu_s(ctx: Context, zero_rate: float) -> float:
-    """Main-thread CPU seconds per sample of the 0-worker point that measured `zero_rate`
-    (1 / zero_rate, all of a sample's time, when not measured)."""
-    for p in ctx.trial.sweep if ctx.trial is not None else ():
-        measured = p.main_cpu_s_per_sample
-        if p.num_workers == 0 and p.samples_per_s == zero_rate and measured is not None:
-            return min(measured, 1 / zero_rate)
-    return 1 / zero_rate
-
-
-def zero_on_merit(ctx: Context, state: State) -> bool:
-    """0 workers measured ahead where that can be judged: a CPU-only run without a consumer
-    rate (the loader's rate is all that counts), or any run with one."""
-    judged = ctx.consumer_rate is not None or not ctx.has_gpu
-    return judged and zero_measured_ahead(ctx, state)
-
-
-def zero_workers_allowed(ctx: Context, state: State) -> bool:
-    """num_workers=0 loads inside the training loop, so loading and compute never overlap.
-
-    It is a candidate only when no core is free for a worker, or on its measured merit.
-    """
-    return workers_cap(ctx, state) == 0 or zero_on_merit(ctx, state)
-
-
 def workers_cap(ctx: Context, state: State) -> int:
+    """The most workers the cores (NW-1) and the RAM (NW-2) allow."""
     return min(
         state.get(Key.WORKERS_CAP_CORES, core_cap(ctx, state)),
         state.get(Key.WORKERS_CAP_RAM, ram_cap(ctx)),
     )
 
 
+def choose_measured(
+    counts: Mapping[int, CountRate], consumer: float | None
+) -> tuple[int, int, str]:
+    """(the count NW-3 chooses, the best-scoring count, why: "headroom", "noise" or "best").
+
+    A count's score is the lowest, over the step models, of its median over that model's best
+    median: a count good with a blocking step but not with a spinning one (or the reverse)
+    scores low. Its tolerance is the larger half-range of its own slices and the model's best
+    count's, as a share of that best, the largest over the models, and at most NOISE_CAP.
+    """
+    best: dict[str, StepRate] = {}
+    for c in counts.values():
+        for s in c.steps:
+            if s.step not in best or s.median > best[s.step].median:
+                best[s.step] = s
+
+    def score(c: CountRate) -> float:
+        return min(s.median / best[s.step].median for s in c.steps if best[s.step].median > 0)
+
+    def tolerance(c: CountRate) -> float:
+        shares = [
+            max(s.noise, best[s.step].noise) / best[s.step].median
+            for s in c.steps
+            if best[s.step].median > 0
+        ]
+        return min(max(shares, default=0.0), NOISE_CAP)
+
+    top = max(counts, key=lambda w: (score(counts[w]), -w))
+    for w in sorted(counts):
+        c = counts[w]
+        if consumer is not None and all(s.median >= consumer * HEADROOM for s in c.steps):
+            return w, top, "headroom"
+        if score(c) >= score(counts[top]) - tolerance(c):
+            return w, top, "best" if w == top else "noise"
+    return top, top, "best"
+
+
+def sweep_table(ctx: Context, state: State) -> dict[str, dict[str, Any]]:
+    """Per measured num_workers: median, spread, lower bound and the model's prediction (what
+    training sees, samples/s)."""
+    return {
+        str(c.num_workers): {
+            "median": round(c.median, 1),
+            "low": round(c.low, 1),
+            "high": round(c.high, 1),
+            "lower_bound": c.lower_bound,
+            "step": c.step,
+            "predicted": round(ctx.model(state, c.num_workers).trained_samples_per_s, 1),
+        }
+        for c in ctx.sweep.counts
+    }
+
+
 class WorkersCappedByCores(Rule):
     """Cores bound the workers.
 
-    Condition: the workers the throughput asks for exceed cores per rank - 1
-    Recommendation: cap num_workers at max(cores per rank - 1, 0); the cap is the cores per rank
-    when the trial measured a worker on every core more than 10% faster than the best worker count
-    within cores - 1 (for what the training reads; between that point and 0 workers NW-3 chooses)
-    Source: [IO] 2: "scale up to (CPU count - 1)"; measured: sweep at num_workers = cores
+    Condition: the workers the throughput asks for exceed the cap
+    Recommendation: cap num_workers at the cores per rank when the trial measured what the training
+    reads (it measured every count up to them, so its measurements decide whether the last core is
+    worth a worker); else, for the model (NW-4), at max(cores per rank - 1, 0): one core stays with
+    the training process
+    Source: [IO] 2: "scale up to (CPU count - 1)"; measured: the training-loop sweep up to the cores
     """
 
     id = "NW-1"
@@ -175,7 +132,7 @@ class WorkersCappedByCores(Rule):
         if wanted <= cap:
             return None
         why = (
-            "the trial measured a worker on every core clearly faster"
+            "the trial measured counts up to them"
             if cap == ctx.cores_per_rank
             else "one core stays with the training process"
         )
@@ -224,26 +181,22 @@ class WorkersCappedByRam(Rule):
 class WorkersFromSweep(Rule):
     """Workers from the measured sweep.
 
-    Condition: the trial's sweep has points within the caps (and training reads what the trial read)
-    Recommendation: 0 workers when no core is free, or when it measured at least 10% faster than
-    every worker count within cores - 1 and faster than every count within the caps, for a CPU-only
-    run without consumer rate or for any run with one (within 10% of them is enough when the main
-    thread was busy at most half of each sample's time at 0 workers: the reader's own thread does
-    the loading, so workers would add processes and memory, not throughput; but not when the
-    reader's byte budget, `max_inflight_bytes`, holds fewer than two objects: then the budget bounds
-    one process, and each worker process reads with a budget of its own); else the smallest measured
-    num_workers >= 1.2 x consumer rate, else the smallest within 5% of the best measured. With a
-    consumer rate 0 workers is judged as training sees it: a sample every max(1/r0, m + 1/consumer)
-    seconds, where m is the main thread's measured CPU per sample at 0 workers (the loader's Python
-    work and the step take turns while the reader's own thread fetches on; 1/r0 + 1/consumer when m
-    was not measured), against min(r, consumer) for workers (0 workers load in the training loop on
-    one core: ties and noise go to workers unless the main thread was mostly idle and the budget
-    holds two objects). A count that reached no steady state within its share of the trial measured
-    a lower bound (start-up included): it counts only where it beats every steady count, else it is
-    left out and named in the rationale (`lower_bounds_left_out` in the evidence); with any lower
-    bound in the sweep the confidence is medium, and the trial's notes ask for a longer trial
-    Source: measured: sweep samples/s per num_workers; the reader's byte budget
-    (`ReaderConfig.max_inflight_bytes`)
+    Condition: the trial's training-loop sweep has counts within the caps (and training reads what
+    the trial read, on this machine)
+    Recommendation: among the measured counts within the caps, the smallest whose score is within
+    the measured noise of the best score, or the smallest that already delivers >= 1.2 x the
+    consumer rate with every step model. A count's score is the lowest, over the two step models
+    (the consumer's step as a blocking wait and as a spinning core), of its median over that
+    model's best median, so the choice must be good both ways; the measured noise is the larger
+    half-range of the count's slices and the best count's, as a share of the best median (the
+    largest over the models), and never more than 5%. Measured in a training loop no count reads
+    faster than its consumer, so with a consumer rate the 1.2 x test is met only through the
+    first. A count that reached no steady state is a lower bound (shown as ">="): it counts where
+    it reaches the best steady median, else it is left out and named; with a lower bound the
+    confidence is medium. The evidence holds the measured table (median, range, lower bound, the
+    model's prediction per count, `sweep_table`) and the model's error at the chosen count
+    (`prediction_error`)
+    Source: measured: samples/s per num_workers in the trial's training loop (`advisor/sweep.py`)
     """
 
     id = "NW-3"
@@ -252,43 +205,23 @@ class WorkersFromSweep(Rule):
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         cap = workers_cap(ctx, state)
-        low = 0 if zero_workers_allowed(ctx, state) else 1
-        rates = {w: r for w, r in ctx.measured_rates(state).items() if low <= w <= cap}
-        if not rates:
+        counts = {w: c for w, c in ctx.measured_counts(state).items() if w <= cap}
+        if not counts:
             return None
-        workers = {k: r for k, r in rates.items() if k >= 1}
-        # 0 on its merit (or no core free) and also ahead of every worker count allowed (within
-        # noise of them when the main thread was mostly idle, see Context.zero_lead)
-        lead = min(zero_lead(ctx, rates[0]), 1.0) if 0 in rates else 1.0
-        if 0 in rates and (
-            not workers
-            or zero_as_trained(ctx, rates[0]) >= max(workers_as_trained(ctx, workers)) * lead
-        ):
-            w = 0
-        else:
-            w = choose_workers(workers, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
-        if w == 0 and workers:
-            rationale = _zero_rationale(ctx, rates[0], workers)
-        else:
-            rationale = _workers_rationale(w, rates, ctx.consumer_rate, "measured")
-            zero = ctx.measured_rates(state).get(0)
-            if zero is not None and _budget_broke_tie(ctx, zero, workers):
-                rationale += (
-                    f" 0 workers read {per_s(zero)} samples/s with the main thread mostly idle, "
-                    f"within {MEASURED_GAIN - 1:.0%} of that; but objects of "
-                    f"{gb(ctx.object_bytes)} fill the reader's {trial_budget_bytes(ctx) >> 20} MiB "
-                    "byte budget: each worker process reads with a budget of its own, so the tie "
-                    "goes to workers."
-                )
-        sweep = ctx.trial.sweep if ctx.trial is not None else ()
+        w, top, reason = choose_measured(counts, ctx.consumer_rate)
+        chosen = counts[w]
+        predicted = ctx.model(state, w).trained_samples_per_s
+        rationale = _measured_rationale(w, top, counts, reason, ctx.consumer_rate)
+        rationale += f" {_spread(chosen)}; the model predicted {per_s(predicted)}."
         unsteady = ctx.lower_bounds_left_out()
         if unsteady:
             rationale += (
                 f" Left out: num_workers={', '.join(map(str, sorted(unsteady)))} reached no steady "
-                "state within the trial (a lower bound, start-up included, below the other "
-                f"counts); a longer trial measures {'it' if len(unsteady) == 1 else 'them'}."
+                "state within the trial (a lower bound, below the other counts); a longer trial "
+                f"measures {'it' if len(unsteady) == 1 else 'them'}."
             )
-        elif not any(p.steady for p in sweep):
+        lower = any(c.lower_bound for c in counts.values())
+        if all(c.lower_bound for c in counts.values()):
             rationale += (
                 " No count reached a steady state within the trial: these rates include "
                 "start-up (lower bounds); a longer trial measures them."
@@ -297,22 +230,23 @@ class WorkersFromSweep(Rule):
             w,
             rationale,
             evidence={
-                "measured_samples_per_s": {str(k): round(v, 1) for k, v in sorted(rates.items())},
-                "lower_bounds_left_out": {str(k): round(v, 1) for k, v in sorted(unsteady.items())},
+                "sweep_table": sweep_table(ctx, state),
+                "prediction_error": round(predicted / chosen.median - 1, 3),
                 "consumer_rate_samples_per_s": ctx.consumer_rate,
                 "cap": cap,
             },
             measured=True,
-            confidence="high" if all(p.steady for p in sweep) else "medium",
+            confidence="medium" if lower or unsteady else "high",
         )
 
 
 class WorkersFromModel(Rule):
     """Workers from the throughput model.
 
-    Condition: otherwise
-    Recommendation: smallest num_workers (from 1 when a core is free) whose predicted rate >= 1.2 x
-    consumer, else smallest within 5% of the best prediction
+    Condition: otherwise (no trial, a target machine, or training reads a copy or new shards)
+    Recommendation: smallest num_workers (from 1 when a core is free) whose predicted loader rate >=
+    1.2 x consumer, else smallest within 5% of the best prediction, within cores - 1 (NW-1); the
+    rationale says it is a prediction
     Source: model (below)
     """
 
@@ -328,7 +262,8 @@ class WorkersFromModel(Rule):
         measured_inputs = storage.measured or ctx.cpu_measured
         return self.finding(
             w,
-            _workers_rationale(w, rates, ctx.consumer_rate, "predicted"),
+            "A prediction of the throughput model (no trial measured how training reads this): "
+            + _workers_rationale(w, rates, ctx.consumer_rate),
             evidence={
                 "predicted_samples_per_s": {str(k): round(v, 1) for k, v in rates.items()},
                 "bottleneck": ctx.model(state, w).bottleneck,
@@ -341,51 +276,45 @@ class WorkersFromModel(Rule):
         )
 
 
-def _budget_broke_tie(ctx: Context, zero: float, workers: Mapping[int, float]) -> bool:
-    """0 workers would have won as an I/O-bound tie but for the reader's byte budget."""
-    if not budget_bound(ctx) or zero_main_cpu_s(ctx, zero) > IO_BOUND_MAIN_SHARE / zero:
-        return False
-    best = max(workers_as_trained(ctx, workers))
-    return zero_as_trained(ctx, zero) * MEASURED_GAIN >= best
-
-
-def _zero_rationale(ctx: Context, zero: float, workers: Mapping[int, float]) -> str:
-    best_w = max(workers, key=lambda k: workers[k])
-    main_ms = zero_main_cpu_s(ctx, zero) * 1e3
-    text = f"0 workers: {per_s(zero)} samples/s measured, against {per_s(workers[best_w])} "
-    text += f"with {best_w} worker(s)."
-    if zero_lead(ctx, zero) < 1:
-        text += (
-            f" The main thread was busy {main_ms:,.2f} ms of each sample's {1e3 / zero:,.2f} ms "
-            "while the reader's own thread fetched: workers would add processes and memory, "
-            f"not throughput, so 0 workers needs no lead (within {MEASURED_GAIN - 1:.0%} is "
-            "enough)."
-        )
-    else:
-        text += (
-            f" That is over {MEASURED_GAIN - 1:.0%} ahead of the worker counts within cores - 1."
-        )
-    if ctx.consumer_rate is not None:
-        text += (
-            f" In training the loader's {main_ms:,.2f} ms of main-thread work per sample and the "
-            "step take turns while the reader fetches on: "
-            f"~{zero_as_trained(ctx, zero):,.1f} samples/s."
-        )
-    return text
-
-
-def _workers_rationale(
-    w: int, rates: Mapping[int, float], consumer: float | None, kind: str
+def _measured_rationale(
+    w: int, top: int, counts: Mapping[int, CountRate], reason: str, consumer: float | None
 ) -> str:
+    how = "with a blocking and with a spinning step" if consumer else "with no step"
+    if len(counts) == 1:
+        return f"{w} worker(s), the only measured choice within the caps."
+    if reason == "headroom":
+        return (
+            f"{w} worker(s) deliver at least 1.2x the {consumer or 0:,.0f} samples/s the GPU "
+            f"consumes, as training sees it {how}; more workers would only cost memory."
+        )
+    if reason == "noise":
+        return (
+            f"{w} worker(s): within the measured noise of the best, {top} worker(s), as "
+            f"training sees it {how}; fewer processes and less memory."
+        )
+    return f"{w} worker(s): the best measured as training sees it {how}."
+
+
+def _spread(c: CountRate) -> str:
+    bound = ">= " if c.lower_bound else ""
+    slower = f", the {c.step} step the slower" if len(c.steps) > 1 else ""
+    return (
+        f"{bound}{per_s(c.median)} samples/s median ({per_s(c.low)}-{per_s(c.high)} over "
+        f"{c.slower.slices} slices{slower})"
+    )
+
+
+def _workers_rationale(w: int, rates: Mapping[int, float], consumer: float | None) -> str:
+    """NW-4's reasoning on the model's predicted rates."""
     best = max(rates.values())
     if len(rates) == 1:
         return f"{w} worker(s), the only choice within the caps: {rates[w]:,.0f} samples/s."
     if consumer is not None and rates[w] >= consumer * HEADROOM:
         return (
-            f"{w} worker(s) deliver {rates[w]:,.0f} samples/s ({kind}), at least 1.2x the "
+            f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), at least 1.2x the "
             f"{consumer:,.0f} samples/s the GPU consumes; more workers would only cost memory."
         )
     return (
-        f"{w} worker(s) deliver {rates[w]:,.0f} samples/s ({kind}), within 5% of the best "
+        f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), within 5% of the best "
         f"{best:,.0f} samples/s over {min(rates)}-{max(rates)} workers."
     )

@@ -203,14 +203,34 @@ def decision_card(decision: Decision) -> str:
     meta = ["measured" if decision.measured else "predicted", f"confidence {decision.confidence}"]
     if decision.rules:
         meta.append("rules " + ", ".join(decision.rules))
-    facts = "; ".join(f"{k} {_evidence_value(k, v)}" for k, v in decision.evidence.items())
+    evidence = {k: v for k, v in decision.evidence.items() if k != "sweep_table"}
+    facts = "; ".join(f"{k} {_evidence_value(k, v)}" for k, v in evidence.items())
+    table = decision.evidence.get("sweep_table")
     return (
         f"<div class='la-card'><div class='la-card-title'>{html.escape(decision.name)} = "
         f"<span class='la-value'>{html.escape(decision.display)}</span></div>"
         f"<div>{html.escape(decision.rationale)}</div>"
+        + (sweep_table_html(table) if isinstance(table, dict) and table else "")
         + (f"<div class='la-evidence'>evidence: {html.escape(facts)}</div>" if facts else "")
         + f"<div class='la-meta'>{html.escape(' · '.join(meta))}</div></div>"
     )
+
+
+def sweep_table_html(table: dict[str, Any]) -> str:
+    """NW-3's measured table: per num_workers the median samples/s training saw, its spread
+    (">=": no steady state, a lower bound) and the model's prediction."""
+    rows = [
+        "<tr><th>num_workers</th><th>measured median</th><th>spread</th><th>predicted</th></tr>"
+    ]
+    for workers, row in table.items():
+        bound = "&ge; " if row.get("lower_bound") else ""
+        rows.append(
+            f"<tr><td>{html.escape(str(workers))}</td>"
+            f"<td>{bound}{float(row['median']):,.1f}</td>"
+            f"<td>{float(row['low']):,.1f}-{float(row['high']):,.1f}</td>"
+            f"<td>{float(row['predicted']):,.1f}</td></tr>"
+        )
+    return f"<table class='la-table la-sweep'>{''.join(rows)}</table>"
 
 
 def _evidence_value(key: str, value: object) -> str:
@@ -606,13 +626,14 @@ class Wizard(widgets.VBox):
             self.trial_summary.value = ""
             return
         rows = [("time used", f"{trial.seconds_used:.1f} of {trial.seconds_budget:.0f} s")]
-        best = trial.best_point()
+        best = max(trial.counts, key=lambda c: c.median, default=None)
         if best is not None:
+            bound = ">= " if best.lower_bound else ""
             rows.append(
                 (
-                    "best configuration",
-                    f"num_workers={best.num_workers}, pin_memory={best.pin_memory}, "
-                    f"prefetch_factor={best.prefetch_factor}: {best.samples_per_s:,.0f} samples/s",
+                    "best measured",
+                    f"num_workers={best.num_workers}: {bound}{best.median:,.0f} samples/s median "
+                    f"({best.low:,.0f}-{best.high:,.0f}) as training sees it",
                 )
             )
         if trial.storage is not None:
@@ -646,11 +667,9 @@ class Wizard(widgets.VBox):
             return
         self.headline.value = headline(rec)
         self.cards.value = f"<div>{''.join(decision_card(d) for d in rec.decisions)}</div>"
-        best = c.trial.best_point() if c.trial else None
+        best = max((x.median for x in c.trial.counts), default=None) if c.trial else None
         self.supply_figure = charts.throughput_chart(
-            rec.expected_samples_per_s,
-            c.session.workload.consumer_rate,
-            best.samples_per_s if best else None,
+            rec.expected_samples_per_s, c.session.workload.consumer_rate, best
         )
         _set_outputs(self.supply_chart, charts.figure_bundle(self.supply_figure))
         self.path_taken.value = (

@@ -1,0 +1,266 @@
+"""Check the advice as an outsider would: scenarios the matrix does not hold, scored on the
+exported loader.
+
+For each scenario: run the advisor's trial and recommendation, export the loader module, then
+sweep the module's own `make_dataloader(num_workers=w)` for w in 0..cores, each run a fresh
+loader in a training loop whose step takes `batch / consumer_rate` seconds, as a blocking wait
+(sleep) and as a spinning core (a Python busy loop in the main thread, as a naive harness would
+write it: it also holds the GIL, which a real `torch.cuda.synchronize` spin does not). RUNS
+interleaved runs of RUN_SECONDS per count and step model, after WARM_SECONDS of warm-up; the
+recommendation's score per step model is min(its median, consumer) over the best count's
+within the cores; the scenario's score is the lower of the two. Every median comes with the
+range of its runs. None of this shares code with the trial's measurement (advisor/sweep.py).
+
+    python -m bench advisor-check [--only NAME ...] [--trial-seconds S] [--run-seconds S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import importlib.util
+import json
+import os
+import statistics
+import tempfile
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from advisor.demo.server import S3Server
+from advisor.export import build_export
+from advisor.hardware import probe_hardware
+from advisor.location import DatasetLocation
+from advisor.profile import profile_dataset
+from advisor.recommend import recommend
+from advisor.trial import run_trial
+from advisor.workload import Workload
+from bench.netem import proxy_process, raise_priority
+from native_loader import Credentials, S3Reader
+
+RESULTS = Path(__file__).parent / "results" / "advisor_check.json"
+RUNS = 3
+RUN_SECONDS = 6.0
+WARM_SECONDS = 1.5
+BATCH = 16
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    object_bytes: int
+    objects: int
+    latency_ms: int  # first-byte latency through the proxy; None-like 0: direct
+    transform: str
+    consumer_rate: float | None
+    local: bool = False  # a local folder instead of S3
+
+
+SCENARIOS = (
+    Scenario("20KB-20ms-0.3ms-fast", 20_000, 2000, 20, "bench.transforms:burn_0_3ms", None),
+    Scenario("20KB-20ms-0.3ms-800", 20_000, 2000, 20, "bench.transforms:burn_0_3ms", 800.0),
+    Scenario("400KB-5ms-6ms-fast", 400_000, 300, 5, "bench.transforms:burn_6ms", None),
+    Scenario("400KB-5ms-6ms-120", 400_000, 300, 5, "bench.transforms:burn_6ms", 120.0),
+    Scenario("local-100KB-2ms-300", 100_000, 1000, 0, "bench.transforms:burn_2ms", 300.0, True),
+)
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    scenario: str
+    consumer_rate: float | None
+    recommended: int
+    runs: dict[str, dict[str, list[float]]]  # step model -> num_workers -> samples/s per run
+    score: float  # the lower of the step models' scores
+    scores: dict[str, float]  # per step model: min(rec, consumer) / min(best, consumer)
+    score_ranges: dict[str, tuple[float, float]]  # rec's worst run vs best's best, and back
+    best: dict[str, int]  # per step model: the best count within the cores
+    trial_counts: dict[str, tuple[float, float, float]]  # the trial's median, low, high
+    prediction_error: float | None
+    trial_seconds: tuple[float, float]  # used, budget
+
+
+def _step(seconds: float, mode: str) -> None:
+    if mode == "sleep":
+        time.sleep(seconds)
+        return
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+def _run(module: Any, workers: int, mode: str, consumer: float | None, seconds: float) -> float:
+    """Samples/s a training loop sees from a fresh `make_dataloader(num_workers=workers)`."""
+    loader = module.make_dataloader(num_workers=workers)
+    started = time.monotonic()
+    counted = 0
+    t0 = None
+    try:
+        while True:
+            for batch in loader:
+                now = time.monotonic()
+                if t0 is None and now - started >= WARM_SECONDS:
+                    t0 = now
+                elif t0 is not None:
+                    counted += len(batch)
+                    if now - t0 >= seconds:
+                        return counted / (now - t0)
+                if consumer:
+                    _step(len(batch) / consumer, mode)
+                if now - started > 4 * (seconds + WARM_SECONDS):  # a stalled loader
+                    return counted / max(now - (t0 or now), 1e-6)
+    finally:
+        iterator = getattr(loader, "_iterator", None)
+        if iterator is not None:
+            iterator._shutdown_workers()
+
+
+def _median_range(values: list[float]) -> tuple[float, float, float]:
+    return statistics.median(values), min(values), max(values)
+
+
+def check(
+    scenario: Scenario, location: DatasetLocation, credentials: Credentials | None,
+    trial_seconds: float, run_seconds: float, workdir: Path,
+) -> CheckResult:  # fmt: skip
+    hardware = probe_hardware()
+    if not scenario.local and hardware.disk is not None:  # stream, as the matrix does
+        hardware = dataclasses.replace(
+            hardware, disk=dataclasses.replace(hardware.disk, free_bytes=0)
+        )
+    with S3Reader(location.reader_config(), credentials=credentials) as reader:
+        profile = profile_dataset(location, reader)
+    workload = Workload(
+        consumer_rate=scenario.consumer_rate, batch_size=BATCH, transform=scenario.transform
+    )
+    trial = run_trial(
+        location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
+    )
+    rec = recommend(profile, hardware, workload, trial)
+    measured = [(c.num_workers, round(c.median), round(c.low), round(c.high)) for c in trial.counts]
+    print(f"  trial {trial.seconds_used:.1f} of {trial.seconds_budget:g} s: {measured} "
+          f"-> {rec.num_workers} workers", flush=True)  # fmt: skip
+    bundle = build_export(location, rec, workload, profile)
+    path, _ = bundle.save(workdir, f"loader_{scenario.name.replace('-', '_').replace('.', '_')}")
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    cores = max(hardware.usable_cores, 1)
+    modes = ("sleep", "spin") if scenario.consumer_rate else ("none",)
+    runs: dict[str, dict[str, list[float]]] = {
+        m: {str(w): [] for w in range(cores + 1)} for m in modes
+    }
+    for _ in range(RUNS):
+        for workers in range(cores + 1):
+            for mode in modes:
+                rate = _run(module, workers, mode, scenario.consumer_rate, run_seconds)
+                runs[mode][str(workers)].append(round(rate, 1))
+    consumer = scenario.consumer_rate
+    cap = (lambda r: min(r, consumer)) if consumer else (lambda r: r)
+    scores, ranges, best = {}, {}, {}
+    for mode in modes:
+        medians = {w: statistics.median(r) for w, r in runs[mode].items()}
+        top = max(medians, key=lambda w: medians[w])
+        mine = runs[mode][str(rec.num_workers)]
+        scores[mode] = round(cap(medians[str(rec.num_workers)]) / cap(medians[top]), 3)
+        ranges[mode] = (
+            round(cap(min(mine)) / cap(max(runs[mode][top])), 3),
+            round(cap(max(mine)) / cap(min(runs[mode][top])), 3),
+        )
+        best[mode] = int(top)
+    return CheckResult(
+        scenario.name, consumer, rec.num_workers, runs, min(scores.values()), scores, ranges,
+        best, {str(c.num_workers): (round(c.median, 1), round(c.low, 1), round(c.high, 1))
+               for c in trial.counts}, rec.prediction_error,
+        (round(trial.seconds_used, 1), trial.seconds_budget),
+    )  # fmt: skip
+
+
+def _upload_s3(client: Any, bucket: str, scenarios: list[Scenario]) -> None:
+    client.create_bucket(Bucket=bucket)
+    for s in scenarios:
+        body = os.urandom(s.object_bytes)
+        for i in range(s.objects):
+            client.put_object(Bucket=bucket, Key=f"{s.name}/{i:05d}.bin", Body=body)
+
+
+def _write_local(root: Path, s: Scenario) -> Path:
+    folder = root / s.name
+    folder.mkdir(parents=True)
+    body = os.urandom(s.object_bytes)
+    for i in range(s.objects):
+        (folder / f"{i:05d}.bin").write_bytes(body)
+    return folder
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench advisor-check", description=__doc__)
+    parser.add_argument("--only", nargs="+", choices=[s.name for s in SCENARIOS])
+    parser.add_argument("--trial-seconds", type=float, default=30.0)
+    parser.add_argument("--run-seconds", type=float, default=RUN_SECONDS)
+    args = parser.parse_args(argv)
+    scenarios = [s for s in SCENARIOS if not args.only or s.name in args.only]
+    warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
+    os.environ.setdefault("GOMAXPROCS", "1")
+    results: list[CheckResult] = []
+    started = time.monotonic()
+    remote = [s for s in scenarios if not s.local]
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
+        workdir = Path(tmp)
+        endpoints: dict[int, str] = {}
+        creds = None
+        if remote:
+            server = S3Server()
+            endpoint = stack.enter_context(server)
+            creds = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
+            # the exported module reads with the standard AWS chain, as a user's job does
+            os.environ["AWS_ACCESS_KEY_ID"] = creds.access_key
+            os.environ["AWS_SECRET_ACCESS_KEY"] = creds.secret_key
+            _upload_s3(endpoint.boto3_client(), "check", remote)
+            if server.pid is not None:
+                raise_priority(server.pid)
+            endpoints[0] = endpoint.url
+            for latency in sorted({s.latency_ms for s in remote} - {0}):
+                endpoints[latency] = stack.enter_context(proxy_process(endpoint.url, latency, 90.0))
+        for s in scenarios:
+            print(f"scenario {s.name} ...", flush=True)
+            if s.local:
+                location = DatasetLocation(str(_write_local(workdir / "data", s)))
+                result = check(s, location, None, args.trial_seconds, args.run_seconds, workdir)
+            else:
+                location = DatasetLocation(
+                    f"s3://check/{s.name}/", endpoint_url=endpoints[s.latency_ms]
+                )
+                result = check(s, location, creds, args.trial_seconds, args.run_seconds, workdir)
+            results.append(result)
+            print(f"  {json.dumps(dataclasses.asdict(result))}", flush=True)
+    print()
+    print(
+        "| scenario | recommended | best within the cores (per step) "
+        "| score (per step, range) | trial medians (range) | model error |"
+    )
+    print("|---|---|---|---|---|---|")
+    for r in results:
+        per_step = "; ".join(
+            f"{m} {r.scores[m]:.2f} ({r.score_ranges[m][0]:.2f}-{r.score_ranges[m][1]:.2f})"
+            for m in r.scores
+        )
+        best = ", ".join(f"{m} {w}" for m, w in r.best.items())
+        trial = ", ".join(
+            f"{w}: {m:,.0f} ({lo:,.0f}-{hi:,.0f})" for w, (m, lo, hi) in r.trial_counts.items()
+        )
+        error = "-" if r.prediction_error is None else f"{r.prediction_error:+.0%}"
+        score = f"**{r.score:.2f}**: {per_step}"
+        print(f"| {r.scenario} | {r.recommended} | {best} | {score} | {trial} | {error} |")
+    scores = [r.score for r in results]
+    if scores:
+        print(f"\nscores: min {min(scores):.2f}, mean {statistics.fmean(scores):.2f}; "
+              f"{time.monotonic() - started:.0f} s")  # fmt: skip
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
+    print(f"JSON: {RESULTS}")
+    return 0
