@@ -12,6 +12,7 @@ import boto3
 import pytest
 
 from advisor.demo.__main__ import main
+from advisor.demo.server import free_ports
 
 
 def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> list[str]:
@@ -30,17 +31,25 @@ def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> l
 
 @pytest.mark.parametrize("latency_ms", [0, 150])
 def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
+    """`--port P` is where clients connect, and what they get there has the asked-for latency."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["AWS_EC2_METADATA_DISABLED"] = "true"
+    port = free_ports(1)[0]
     proc = subprocess.Popen(
         [sys.executable, "-m", "advisor.demo", "serve", "--images", "20", "--large-files", "1",
-         "--large-mb", "1", "--shard-mb", "1", "--latency-ms", str(latency_ms)],
+         "--large-mb", "1", "--shard-mb", "1", "--latency-ms", str(latency_ms),
+         "--port", str(port)],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     try:
         lines = _read_until(proc, "Ctrl-C", timeout_s=60)
         fields = dict(line.split(":", 1) for line in lines if line[:12].rstrip().endswith(":"))
         url = fields["S3 endpoint"].strip()
+        assert url == f"http://127.0.0.1:{port}"
+        if latency_ms:  # the direct server is printed beside it, on another port
+            assert fields["direct"].split()[0].rsplit(":", 1)[1] != str(port)
+        else:
+            assert "direct" not in fields
         key = fields["access key"].strip()
         secret = fields["secret key"].split()[0]
         client = boto3.client(
@@ -55,6 +64,33 @@ def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
             client.head_object(Bucket="loader-advisor-demo", Key=keys["Contents"][0]["Key"])
         assert (time.monotonic() - started) / 3 >= latency_ms / 1000
         assert (latency_ms > 0) == any("emulating" in line for line in lines)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def test_serve_no_data_starts_an_empty_server_quickly() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["AWS_EC2_METADATA_DISABLED"] = "true"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "advisor.demo", "serve", "--no-data"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        lines = _read_until(proc, "Ctrl-C", timeout_s=30)
+        assert not any("generating" in line for line in lines)
+        fields = dict(line.split(":", 1) for line in lines if line[:12].rstrip().endswith(":"))
+        client = boto3.client(
+            "s3", endpoint_url=fields["S3 endpoint"].strip(), region_name="us-east-1",
+            aws_access_key_id=fields["access key"].strip(),
+            aws_secret_access_key=fields["secret key"].split()[0],
+        )  # fmt: skip
+        assert client.list_buckets()["Buckets"] == []
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     finally:
