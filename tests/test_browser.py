@@ -164,7 +164,7 @@ def test_wizard_end_to_end_in_jupyterlab(
             _click(page, "la-btn-next")
             workload = _step(page, "workload")
             workload.locator(".la-input-rate input").fill("lots")
-            workload.locator(".la-field-errors", has_text="not a number").wait_for()
+            workload.locator(".la-field-errors", has_text="must be a number").wait_for()
             workload.locator(".la-input-rate input").fill("200")
             workload.locator(".la-field-errors .la-error").wait_for(state="detached")
             _shot(page, "3-workload")

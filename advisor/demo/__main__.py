@@ -8,6 +8,7 @@ import sys
 import threading
 from types import FrameType
 
+from advisor.bounds import TrialBudget, arg_type, range_of
 from advisor.demo.datasets import DEMO_BUCKET, DemoSpec, upload
 from advisor.demo.server import S3Server, ServerError
 
@@ -49,7 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="per-connection cap in megabytes/s (real S3: about 90); 0 = unlimited",
     )  # fmt: skip
     demo = sub.add_parser("run-cli", help="run the advisor CLI end to end on the demo datasets")
-    demo.add_argument("--seconds", type=_positive(float), default=10.0, help="trial budget each")
+    demo.add_argument(
+        "--seconds", type=arg_type(range_of(TrialBudget, "seconds"), "--seconds"), default=10.0,
+        help="trial budget each",
+    )  # fmt: skip
     return parser
 
 

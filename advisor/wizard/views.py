@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from advisor.bounds import TrialBudget, range_of
 from advisor.recommend import Decision
 from advisor.wizard import charts
 from advisor.wizard.controller import STEP_TITLES, STEPS, WizardController
@@ -384,8 +385,13 @@ class Wizard(widgets.VBox):
             ]
         )
         # -- step 4: trial
+        budget = range_of(TrialBudget, "seconds")
         self.trial_seconds = widgets.BoundedFloatText(
-            value=c.trial_seconds, min=2, max=3600, description="Budget (s)", style=_LABEL
+            value=c.trial_seconds,
+            min=budget.low,
+            max=budget.high,
+            description="Budget (s)",
+            style=_LABEL,
         )
         self.trial_seconds.add_class("la-input-trial-seconds")
         self.run_trial_button = _button(
