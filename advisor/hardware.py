@@ -20,6 +20,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from advisor.location import NETWORK_FILESYSTEMS
+
 __all__ = [
     "GPU_CATALOG",
     "DiskInfo",
@@ -108,7 +110,6 @@ class DiskInfo:
 
 
 VIRTUAL_DISK_PREFIXES = ("vd", "xvd")
-NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "efs", "lustre", "cifs", "smb3", "fuse.s3fs"})
 
 
 @dataclass(frozen=True)

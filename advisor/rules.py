@@ -18,6 +18,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from advisor.hardware import HardwareProfile
+from advisor.location import NETWORK_FILESYSTEMS
 from advisor.model import (
     BUDGET_OBJECTS,
     BUDGET_RAM_SHARE,
@@ -39,6 +40,7 @@ from advisor.model import (
 )
 from advisor.profile import DatasetProfile
 from advisor.workload import Workload
+from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:  # trial.py pulls in torch and the native reader; rules only read its fields
     from advisor.trial import LoaderPoint, TrialResult
@@ -86,7 +88,6 @@ RAM_FRACTION_FOR_WORKERS = 0.75  # leave a quarter of available RAM for the main
 PREFETCH_MIN, PREFETCH_MAX = 2, 8
 PINNED_GAIN = 1.1  # pinned copies must be >= 10% faster to be worth the locked memory
 SHM_FRACTION = 0.5  # in-flight batches may use at most half of /dev/shm
-NETWORK_FS = frozenset({"nfs", "nfs4", "efs"})
 
 # CPU seconds per sample by format when the trial did not time the decoder (low confidence).
 DEFAULT_CPU_S_PER_SAMPLE: dict[str, float] = {
@@ -196,8 +197,12 @@ class Context:
         uri = self.profile.uri.lower()
         return (
             loc in ("efs", "nfs")
-            or uri.startswith(("efs://", "nfs://"))
-            or (self.profile.storage == "local" and (self.data_fs or "") in NETWORK_FS)
+            or uri_scheme(uri) in ("efs", "nfs")
+            or (
+                self.profile.storage == "local"
+                and (self.data_fs or "") in NETWORK_FILESYSTEMS
+                and not self.on_fsx
+            )
         )
 
     @property

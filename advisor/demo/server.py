@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import queue
 import shutil
@@ -24,9 +25,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -167,7 +168,7 @@ class _Spawner:
         self._thread: threading.Thread | None = None
 
     def popen(self, **kwargs: Any) -> subprocess.Popen[bytes]:
-        """`subprocess.Popen(**kwargs)`, forked from the spawner thread; raises what Popen raises."""
+        """`subprocess.Popen(**kwargs)` forked from the spawner thread; raises what Popen does."""
         with self._lock:
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
@@ -179,11 +180,11 @@ class _Spawner:
         return done.result(timeout=START_TIMEOUT_S)
 
     def _serve(self) -> None:
+        tie = functools.partial(_die_with_parent, os.getpid())
         while True:
             done, kwargs = self._jobs.get()
             try:
-                parent = os.getpid()
-                done.set_result(subprocess.Popen(preexec_fn=lambda: _die_with_parent(parent), **kwargs))
+                done.set_result(subprocess.Popen(preexec_fn=tie, **kwargs))
             except BaseException as exc:  # handed to the caller; this thread must live on
                 done.set_exception(exc)
 
