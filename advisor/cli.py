@@ -42,23 +42,33 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-keys",
         type=arg_type(range_of(ListingLimits, "max_keys"), "--max-keys"),
         default=ListingLimits.max_keys,
-        help=f"keys listed at most (default {ListingLimits.max_keys:,})",
+        help=f"keys listed at most, in {range_of(ListingLimits, 'max_keys')} "
+        f"(default {ListingLimits.max_keys})",
     )
     work = argparse.ArgumentParser(add_help=False)
     work.add_argument(
         "--consumer-rate",
         type=arg_type(range_of(Workload, "consumer_rate"), "--consumer-rate"),
-        help="samples/s one GPU consumes",
+        help=f"samples/s one GPU consumes, in {range_of(Workload, 'consumer_rate')}",
     )
     work.add_argument(
         "--step-time",
         type=arg_type(STEP_TIME_S, "--step-time"),
-        help="seconds per training step (with --batch-size)",
+        help=f"seconds per training step (with --batch-size), in {STEP_TIME_S}",
     )
-    for name in ("batch_size", "epochs", "nodes", "gpus_per_node"):
+    for name, what in (
+        ("batch_size", "samples per batch per rank"),
+        ("epochs", "passes over the data set"),
+        ("nodes", "training nodes"),
+        ("gpus_per_node", "GPUs (ranks) per node"),
+    ):
         flag = "--" + name.replace("_", "-")
+        bound, default = range_of(Workload, name), getattr(Workload, name)
         work.add_argument(
-            flag, type=arg_type(range_of(Workload, name), flag), default=getattr(Workload, name)
+            flag,
+            type=arg_type(bound, flag),
+            default=default,
+            help=f"{what}, in {bound} (default {default})",
         )
     work.add_argument("--transform", help="per-sample transform to time, 'module:callable'")
     work.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
@@ -67,7 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds",
         type=arg_type(range_of(TrialBudget, "seconds"), "--seconds"),
         default=TrialBudget.seconds,
-        help=f"trial time budget in seconds (default {TrialBudget.seconds:g})",
+        help=f"trial time budget in seconds, in {range_of(TrialBudget, 'seconds')} "
+        f"(default {TrialBudget.seconds:g})",
     )
 
     sub.add_parser("profile", parents=[common, data], help="object count, sizes, formats")
