@@ -19,6 +19,7 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -325,12 +326,22 @@ def _trial_to_save(page: Any, stem: str, prefix: str) -> None:
     _shot(page, f"{prefix}6-export")
 
 
-def _open_page(browser: Any) -> tuple[Any, list[str]]:
+@contextmanager
+def _page(browser: Any, prefix: str) -> Iterator[Any]:
+    """A fresh page; at the end (or a failure) its screenshot and console land in SHOTS, and
+    the console must hold no error."""
     page = browser.new_page(viewport={"width": 1280, "height": 1800})
     page.set_default_timeout(60_000)
     console: list[str] = []
     page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-    return page, console
+    try:
+        yield page
+        errors = [line for line in console if line.startswith("error")]
+        assert not errors, errors
+    finally:
+        page.screenshot(path=str(SHOTS / f"{prefix}last.png"), full_page=True)
+        (SHOTS / f"{prefix}console.log").write_text("\n".join(console))
+        page.close()
 
 
 @pytest.mark.timeout(420)
@@ -342,31 +353,21 @@ def test_wizard_starts_its_own_demo_in_a_plain_jupyterlab(browser: Any, tmp_path
     (root / "notebooks").mkdir(parents=True)
     shutil.copy(NOTEBOOK, root / "notebooks" / "advisor.ipynb")
     log = ARTIFACTS / "jupyterlab-own-demo.log"
-    with jupyter_lab(root, tmp_path / "state", {}, log) as lab:
-        page, console = _open_page(browser)
-        try:
-            page.goto(lab.notebook_url("notebooks/advisor.ipynb"))
-            _wait_kernel_ready(page, 90_000)
-            _run_all(page)
-            dataset = _step(page, "dataset")
-            _click(page, "la-btn-demo")
-            dataset.locator(".la-profile-summary", has_text="objects").wait_for(
-                timeout=DEMO_START_MS
-            )
-            _shot(page, "own-1-dataset-profiled")
-            endpoint = _kernel_endpoint(page)
-            _click(page, "la-btn-next")
-            _step(page, "hardware").locator(".la-hardware-summary").wait_for()
-            _trial_to_save(page, "own_demo_loader", "own-")
-            module = root / "notebooks" / "own_demo_loader.py"
-            # while the kernel (and with it the endpoint) lives, a fresh process loads a batch
-            assert check_export_yields_batch(module, endpoint).startswith("BATCH")
-            errors = [line for line in console if line.startswith("error")]
-            assert not errors, errors
-        finally:
-            page.screenshot(path=str(SHOTS / "own-last.png"), full_page=True)
-            (SHOTS / "own-console.log").write_text("\n".join(console))
-            page.close()
+    with jupyter_lab(root, tmp_path / "state", {}, log) as lab, _page(browser, "own-") as page:
+        page.goto(lab.notebook_url("notebooks/advisor.ipynb"))
+        _wait_kernel_ready(page, 90_000)
+        _run_all(page)
+        dataset = _step(page, "dataset")
+        _click(page, "la-btn-demo")
+        dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=DEMO_START_MS)
+        _shot(page, "own-1-dataset-profiled")
+        endpoint = _kernel_endpoint(page)
+        _click(page, "la-btn-next")
+        _step(page, "hardware").locator(".la-hardware-summary").wait_for()
+        _trial_to_save(page, "own_demo_loader", "own-")
+        module = root / "notebooks" / "own_demo_loader.py"
+        # while the kernel (and with it the endpoint) lives, a fresh process loads a batch
+        assert check_export_yields_batch(module, endpoint).startswith("BATCH")
 
 
 @pytest.mark.timeout(420)
@@ -377,33 +378,23 @@ def test_magic_demo_typed_into_a_new_notebook(browser: Any, tmp_path: Path) -> N
     root = tmp_path / "root"
     root.mkdir()
     log = ARTIFACTS / "jupyterlab-magic.log"
-    with jupyter_lab(root, tmp_path / "state", {}, log) as lab:
-        page, console = _open_page(browser)
-        try:
-            page.goto(f"{lab.url}/lab?reset&token={lab.token}")
-            page.locator(".jp-LauncherCard[data-category='Notebook']").first.click()
-            _wait_kernel_ready(page, 90_000)
-            editor = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content")
-            editor.first.click()
-            page.keyboard.type("%load_ext advisor")
-            page.keyboard.press("Shift+Enter")
-            editor.nth(1).wait_for()
-            page.keyboard.type("%advisor --demo")
-            page.keyboard.press("Shift+Enter")
-            dataset = _step(page, "dataset")
-            dataset.locator(".la-profile-summary", has_text="objects").wait_for(
-                timeout=DEMO_START_MS
-            )
-            assert "small-images" in page.locator(".la-input-uri input").input_value()
-            _shot(page, "magic-1-dataset-profiled")
-            endpoint = _kernel_endpoint(page)
-            _click(page, "la-btn-next")
-            _step(page, "hardware").locator(".la-hardware-summary").wait_for()
-            _trial_to_save(page, "magic_loader", "magic-")
-            assert check_export_yields_batch(root / "magic_loader.py", endpoint).startswith("BATCH")
-            errors = [line for line in console if line.startswith("error")]
-            assert not errors, errors
-        finally:
-            page.screenshot(path=str(SHOTS / "magic-last.png"), full_page=True)
-            (SHOTS / "magic-console.log").write_text("\n".join(console))
-            page.close()
+    with jupyter_lab(root, tmp_path / "state", {}, log) as lab, _page(browser, "magic-") as page:
+        page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+        page.locator(".jp-LauncherCard[data-category='Notebook']").first.click()
+        _wait_kernel_ready(page, 90_000)
+        editor = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content")
+        editor.first.click()
+        page.keyboard.type("%load_ext advisor")
+        page.keyboard.press("Shift+Enter")
+        editor.nth(1).wait_for()
+        page.keyboard.type("%advisor --demo")
+        page.keyboard.press("Shift+Enter")
+        dataset = _step(page, "dataset")
+        dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=DEMO_START_MS)
+        assert "small-images" in page.locator(".la-input-uri input").input_value()
+        _shot(page, "magic-1-dataset-profiled")
+        endpoint = _kernel_endpoint(page)
+        _click(page, "la-btn-next")
+        _step(page, "hardware").locator(".la-hardware-summary").wait_for()
+        _trial_to_save(page, "magic_loader", "magic-")
+        assert check_export_yields_batch(root / "magic_loader.py", endpoint).startswith("BATCH")

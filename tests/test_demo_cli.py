@@ -7,6 +7,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import boto3
 import pytest
@@ -29,33 +32,48 @@ def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> l
     raise AssertionError(f"{marker!r} not printed within {timeout_s} s: {lines}")
 
 
-@pytest.mark.parametrize("latency_ms", [0, 150])
-def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
-    """`--port P` is where clients connect, and what they get there has the asked-for latency."""
+@contextmanager
+def _serving(args: list[str], timeout_s: float) -> Iterator[tuple[list[str], dict[str, str], Any]]:
+    """`python -m advisor.demo serve ARGS` until it prints its endpoint: yields the lines, the
+    "name: value" fields and a boto3 client on the printed endpoint; then Ctrl-C, exit 0."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["AWS_EC2_METADATA_DISABLED"] = "true"
-    port = free_ports(1)[0]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "advisor.demo", "serve", "--images", "20", "--large-files", "1",
-         "--large-mb", "1", "--shard-mb", "1", "--latency-ms", str(latency_ms),
-         "--port", str(port)],
+        [sys.executable, "-m", "advisor.demo", "serve", *args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     try:
-        lines = _read_until(proc, "Ctrl-C", timeout_s=60)
+        lines = _read_until(proc, "Ctrl-C", timeout_s=timeout_s)
         fields = dict(line.split(":", 1) for line in lines if line[:12].rstrip().endswith(":"))
-        url = fields["S3 endpoint"].strip()
-        assert url == f"http://127.0.0.1:{port}"
+        fields = {name: value.strip() for name, value in fields.items()}
+        client = boto3.client(
+            "s3", endpoint_url=fields["S3 endpoint"], region_name="us-east-1",
+            aws_access_key_id=fields["access key"],
+            aws_secret_access_key=fields["secret key"].split()[0],
+        )  # fmt: skip
+        yield lines, fields, client
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+@pytest.mark.parametrize("latency_ms", [0, 150])
+def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
+    """`--port P` is where clients connect, and what they get there has the asked-for latency."""
+    port = free_ports(1)[0]
+    args = ["--images", "20", "--large-files", "1", "--large-mb", "1", "--shard-mb", "1",
+            "--latency-ms", str(latency_ms), "--port", str(port)]  # fmt: skip
+    with _serving(args, timeout_s=60) as (lines, fields, client):
+        assert fields["S3 endpoint"] == f"http://127.0.0.1:{port}"
         if latency_ms:  # the direct server is printed beside it, on another port
             assert fields["direct"].split()[0].rsplit(":", 1)[1] != str(port)
         else:
             assert "direct" not in fields
-        key = fields["access key"].strip()
-        secret = fields["secret key"].split()[0]
-        client = boto3.client(
-            "s3", endpoint_url=url, region_name="us-east-1",
-            aws_access_key_id=key, aws_secret_access_key=secret,
-        )  # fmt: skip
         keys = client.list_objects_v2(Bucket="loader-advisor-demo", Prefix="small-images/")
         assert keys["KeyCount"] == 20
         # The emulated first-byte latency is added to every response, keep-alive or not.
@@ -64,41 +82,12 @@ def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
             client.head_object(Bucket="loader-advisor-demo", Key=keys["Contents"][0]["Key"])
         assert (time.monotonic() - started) / 3 >= latency_ms / 1000
         assert (latency_ms > 0) == any("emulating" in line for line in lines)
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
 
 
 def test_serve_no_data_starts_an_empty_server_quickly() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env["AWS_EC2_METADATA_DISABLED"] = "true"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "advisor.demo", "serve", "--no-data"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    try:
-        lines = _read_until(proc, "Ctrl-C", timeout_s=30)
+    with _serving(["--no-data"], timeout_s=30) as (lines, _, client):
         assert not any("generating" in line for line in lines)
-        fields = dict(line.split(":", 1) for line in lines if line[:12].rstrip().endswith(":"))
-        client = boto3.client(
-            "s3", endpoint_url=fields["S3 endpoint"].strip(), region_name="us-east-1",
-            aws_access_key_id=fields["access key"].strip(),
-            aws_secret_access_key=fields["secret key"].split()[0],
-        )  # fmt: skip
         assert client.list_buckets()["Buckets"] == []
-        proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=20) == 0
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
-        assert proc.stdout is not None
-        proc.stdout.close()
 
 
 def test_negative_numbers_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
