@@ -147,7 +147,7 @@ def profile_dataset(
     if max_seconds <= 0 or sample_objects < 0:
         raise ValueError(f"{max_seconds=} must be > 0, {sample_objects=} >= 0")
     uri = location.prefix_uri()
-    if location.is_s3 and not uri.endswith("/") and "/" in uri[5:]:
+    if location.is_s3 and not uri.endswith("/") and _key_prefix(uri):
         # "s3://bucket/images" means the folder, not every key starting with "images".
         uri += "/"
     prefix = _key_prefix(uri) if location.is_s3 else uri.rstrip("/") + "/"
