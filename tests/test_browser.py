@@ -307,7 +307,10 @@ def _trial_to_save(page: Any, stem: str, prefix: str) -> None:
     trial.locator(".la-input-trial-seconds input").fill("4")
     trial.locator(".la-input-trial-seconds input").press("Tab")
     _click(page, "la-btn-run-trial")
-    page.locator(".la-wizard .la-status", has_text="trial done").wait_for(timeout=120_000)
+    done = page.locator(".la-wizard .la-status", has_text="trial done")
+    error = page.locator(".la-wizard .la-error-box", has_text=re.compile(r"\S"))
+    done.or_(error).first.wait_for(timeout=120_000)  # an error (no endpoint) ends the wait too
+    assert not error.count(), error.inner_text()
     trial.locator(".la-chart-trial .js-plotly-plot").wait_for()
     page.wait_for_function(  # the chart re-renders after the last point; wait for its data
         "() => { const e = document.querySelector('.la-wizard .la-chart-trial .js-plotly-plot');"
