@@ -95,3 +95,16 @@ def test_negative_numbers_are_refused(capsys: pytest.CaptureFixture[str]) -> Non
         main(["serve", "--latency-ms", "-5"])
     assert info.value.code == 2
     assert "must be >= 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [("--images", "-1", "[0, 1000000]"), ("--shard-mb", "0", "(0, 10000]")],
+)
+def test_demo_sizes_are_refused_with_the_spec_range(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve", flag, value])
+    assert info.value.code == 2
+    assert f"{flag} must be in {message}, got {value}" in capsys.readouterr().err

@@ -37,10 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-data", action="store_true",
         help="start an empty server at once: no bucket, no demo datasets to generate",
     )  # fmt: skip
-    serve.add_argument("--images", type=_positive(int), default=DemoSpec.images)
-    serve.add_argument("--shard-mb", type=_positive(float), default=DemoSpec.shard_mb)
-    serve.add_argument("--large-files", type=_positive(int), default=DemoSpec.large_files)
-    serve.add_argument("--large-mb", type=_positive(float), default=DemoSpec.large_mb)
+    for name in ("images", "shard_mb", "large_files", "large_mb"):
+        flag, bound = "--" + name.replace("_", "-"), range_of(DemoSpec, name)
+        serve.add_argument(flag, type=arg_type(bound, flag), default=getattr(DemoSpec, name))
     serve.add_argument(
         "--latency-ms", type=_positive(float), default=0.0,
         help="added before the first byte of every response (real S3: tens of ms)",
