@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.bounds import Range, TrialBudget, range_of
 from advisor.errors import describe
+from advisor.workload import STEP_TIME_S, Workload
 
 if TYPE_CHECKING:
     from advisor.export import ExportBundle
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
     from advisor.recommend import Recommendation
     from advisor.session import AdvisorSession
     from advisor.trial import LoaderPoint, TrialEvent, TrialResult
-    from advisor.workload import Workload
 
 STEPS = ("dataset", "hardware", "workload", "trial", "recommendation", "export")
 STEP_TITLES = {
@@ -289,7 +289,8 @@ class WizardController:
         self._set_error("hardware", None)
         self.export_bundle = None
         if hardware.gpu_count and self.workload_form.gpus_per_node == "1":
-            self.workload_form.gpus_per_node = str(min(hardware.gpu_count, 64))
+            most = int(range_of(Workload, "gpus_per_node").high)
+            self.workload_form.gpus_per_node = str(min(hardware.gpu_count, most))
         self._notify("hardware")
         return True
 
@@ -300,8 +301,6 @@ class WizardController:
         return self.parsed_workload
 
     def _parse_workload(self) -> Workload | None:
-        from advisor.workload import STEP_TIME_S, Workload
-
         form, errors = self.workload_form, {}
 
         def number(name: str, text: str, bound: Range, label: str) -> Any:

@@ -17,6 +17,7 @@ from advisor.recommend import Decision
 from advisor.wizard import charts
 from advisor.wizard.controller import STEP_TITLES, STEPS, WizardController
 from advisor.wizard.flow import flow_bundle
+from advisor.workload import Workload
 
 if TYPE_CHECKING:
     from advisor.hardware import HardwareProfile
@@ -309,10 +310,11 @@ class Wizard(widgets.VBox):
             layout=widgets.Layout(width="420px"),
         )
         self.target_gpu.add_class("la-input-target-gpu")
+        per_node = range_of(Workload, "gpus_per_node")
         self.gpu_count = widgets.BoundedIntText(
             value=c.gpu_count,
-            min=1,
-            max=64,
+            min=per_node.low,
+            max=per_node.high,
             description="GPUs",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="120px"),
