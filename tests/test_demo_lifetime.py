@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from advisor.demo import ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_URL
+from advisor.demo.datasets import DemoSpec
 from advisor.demo.server import S3Endpoint, S3Server, answers
 
 pytestmark = pytest.mark.s3
@@ -71,6 +72,31 @@ def test_server_started_from_a_thread_outlives_that_thread() -> None:
         assert server.pid is not None and not _gone(server.pid)
     finally:
         server.stop()
+
+
+@pytest.mark.timeout(90)
+def test_ensure_demo_from_a_thread_lives_until_stop_demo(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Python API from a short-lived thread: the endpoint outlives the thread, and
+    `stop_demo()` ends it."""
+    import advisor.demo
+
+    for name in (ENV_URL, ENV_ACCESS_KEY, ENV_SECRET_KEY):
+        monkeypatch.delenv(name, raising=False)
+    advisor.demo.stop_demo()  # forget a demo an earlier test may have found or started
+    started: list[advisor.demo.Demo] = []
+    small = DemoSpec(images=4, shard_mb=0.1, large_files=1, large_mb=0.1)
+    thread = threading.Thread(target=lambda: started.append(advisor.demo.ensure_demo(small)))
+    thread.start()
+    thread.join(timeout=60)
+    try:
+        assert started, "ensure_demo did not finish"
+        url = started[0].endpoint.url
+        assert _stays_up(url), "the demo died with the thread that started it"
+        assert advisor.demo._server is not None and advisor.demo._server.pid is not None
+        pid = advisor.demo._server.pid
+    finally:
+        advisor.demo.stop_demo()
+    assert _wait_gone(pid) and not answers(url)
 
 
 _STARTS_IN_A_THREAD_THEN_WAITS = """
