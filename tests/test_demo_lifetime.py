@@ -159,6 +159,7 @@ print("OK", len(points), pid, flush=True)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(420)
 def test_wizard_starts_its_own_demo_and_trials_it() -> None:
     """The headless wizard as a fresh kernel runs it: `use_demo()` starts the endpoint in the
@@ -188,6 +189,7 @@ print("OK", session.profile.object_count, flush=True)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_python_api_demo_outlives_the_thread_that_started_it() -> None:
     done = subprocess.run(
