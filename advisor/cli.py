@@ -17,6 +17,8 @@ from typing import Any
 
 from advisor.bounds import ListingLimits, TrialBudget, arg_type, range_of
 from advisor.errors import describe
+from advisor.nvml_recording import RecordingNvml, write_recording
+from advisor.rules.units import any_size
 from advisor.session import AdvisorSession
 from advisor.trial import TrialEvent
 from advisor.workload import STEP_TIME_S, Workload
@@ -84,6 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("profile", parents=[common, data], help="object count, sizes, formats")
     hw = sub.add_parser("hardware", parents=[common], help="GPUs, cores, RAM, disk")
     hw.add_argument("--target-gpu", help="plan for this GPU instead of probing")
+    hw.add_argument(
+        "--record-nvml",
+        metavar="PATH",
+        type=Path,
+        help="also write every NVML answer the probe received to PATH (JSON, for replay)",
+    )
     sub.add_parser("trial", parents=[common, data, work, trial], help="time-bounded live trial")
     rec = sub.add_parser(
         "recommend", parents=[common, data, work, trial], help="decision-flow recommendation"
@@ -149,13 +157,6 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _mb(value: float) -> str:
-    for unit, size in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
 def _table(rows: Sequence[tuple[str, object]]) -> str:
     width = max(len(name) for name, _ in rows)
     return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
@@ -168,17 +169,17 @@ def _print_profile(session: AdvisorSession) -> None:
     rows: list[tuple[str, object]] = [
         ("data set", p.uri),
         ("objects", f"{p.object_count:,}{sampled}"),
-        ("total size", _mb(p.total_bytes)),
+        ("total size", any_size(p.total_bytes)),
         (
             "object size p50 / p90 / max",
-            f"{_mb(p.sizes.p50)} / {_mb(p.sizes.p90)} / {_mb(p.sizes.max)}",
+            f"{any_size(p.sizes.p50)} / {any_size(p.sizes.p90)} / {any_size(p.sizes.max)}",
         ),
         ("first-level prefixes", p.distinct_prefixes),
         ("samples (estimate)", f"{p.samples_estimate:,}"),
     ]
     for fmt in p.formats:
         per = f", ~{fmt.samples_per_object:,.0f} samples each" if fmt.samples_per_object else ""
-        rows.append((f"format {fmt.name}", f"{fmt.objects:,} objects, {_mb(fmt.bytes)}{per}"))
+        rows.append((f"format {fmt.name}", f"{fmt.objects:,} objects, {any_size(fmt.bytes)}{per}"))
     print(_table(rows))
     for note in p.notes:
         print(f"note: {note}")
@@ -191,7 +192,7 @@ def _print_hardware(session: AdvisorSession) -> None:
     if not h.gpus:
         rows.append(("GPUs", "none found"))
     for gpu in h.gpus:
-        mem = _mb(gpu.memory_total_bytes) if gpu.memory_total_bytes else "?"
+        mem = any_size(gpu.memory_total_bytes) if gpu.memory_total_bytes else "?"
         link = f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}" if gpu.pcie_gen_max else "PCIe ?"
         planned = " (planned)" if h.planned else ""
         rows.append((f"GPU {gpu.index}", f"{gpu.name}, {mem}, {link}{planned}"))
@@ -200,14 +201,14 @@ def _print_hardware(session: AdvisorSession) -> None:
         rows.append(
             (
                 "RAM total / available",
-                f"{_mb(h.ram_total_bytes)} / {_mb(h.ram_available_bytes or 0)}",
+                f"{any_size(h.ram_total_bytes)} / {any_size(h.ram_available_bytes or 0)}",
             )
         )
     if h.shm_bytes is not None:
-        rows.append(("/dev/shm", _mb(h.shm_bytes)))
+        rows.append(("/dev/shm", any_size(h.shm_bytes)))
     if h.disk is not None:
         rows.append(
-            ("local disk", f"{h.disk.kind}, {_mb(h.disk.free_bytes)} free at {h.disk.path}")
+            ("local disk", f"{h.disk.kind}, {any_size(h.disk.free_bytes)} free at {h.disk.path}")
         )
     print(_table(rows))
     for note in h.notes:
@@ -260,13 +261,26 @@ def _to_json(value: Any) -> Any:
     return value
 
 
+def _nvml_recorder() -> RecordingNvml:
+    from advisor.hardware import load_pynvml
+
+    module, why = load_pynvml()
+    if module is None:
+        raise ValueError(f"--record-nvml needs NVML: {why}")
+    return RecordingNvml(module)
+
+
 def run(args: argparse.Namespace) -> int:
     session = AdvisorSession()
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()
     try:
         if args.command == "hardware":
-            session.run_hardware(args.target_gpu)
+            recorder = _nvml_recorder() if args.record_nvml else None
+            probed = session.run_hardware(args.target_gpu, nvml=recorder)
+            if recorder is not None:
+                source = ", ".join(g.name for g in probed.gpus) or "no GPU"
+                write_recording(recorder, args.record_nvml, source)
             result: dict[str, Any] = {"hardware": _to_json(session.hardware)}
             printers = [_print_hardware]
         else:

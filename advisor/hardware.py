@@ -15,6 +15,7 @@ import math
 import os
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
@@ -29,8 +30,10 @@ __all__ = [
     "DiskInfo",
     "GpuInfo",
     "GpuSpec",
+    "GpuUtilization",
     "HardwareProfile",
     "filesystem_type",
+    "load_pynvml",
     "lookup_gpu",
     "probe_hardware",
 ]
@@ -46,6 +49,7 @@ PCIE_LANE_GB_S: dict[int, float] = {
 }
 
 _NOT_SUPPORTED = 3  # NVML_ERROR_NOT_SUPPORTED, the same value in every pynvml release
+NOT_SUPPORTED_REASON = "not supported by this GPU (NVML_ERROR_NOT_SUPPORTED)"
 _FEATURE_ENABLED = 1  # NVML_FEATURE_ENABLED
 _DEFAULT_MAX_NVLINKS = 18
 
@@ -60,6 +64,8 @@ class GpuInfo:
     nvlink_active_links: NVLink links reported active (0 on PCIe-only cards, None if unsupported).
     driver_version: the NVIDIA driver, e.g. "535.129.03".
     cuda_driver_version: the CUDA version the driver supports, as NVML's integer (12020 = 12.2).
+    null_reasons: for every field above that is None, why ("not supported by this GPU
+        (NVML_ERROR_NOT_SUPPORTED)", "this pynvml has no nvmlX", or the NVML error).
     """
 
     index: int
@@ -72,6 +78,7 @@ class GpuInfo:
     nvlink_active_links: int | None = None
     driver_version: str | None = None
     cuda_driver_version: int | None = None
+    null_reasons: dict[str, str] = field(default_factory=dict, hash=False)
 
     @property
     def pcie_max_gb_s(self) -> float | None:
@@ -264,6 +271,7 @@ class _Nvml:
     def __init__(self, module: Any) -> None:
         self.m = module
         self.notes: list[str] = []
+        self.why_none = ""  # why the last call that answered None did so
 
     def is_nvml_error(self, exc: BaseException) -> bool:
         error_type = getattr(self.m, "NVMLError", None)
@@ -276,19 +284,26 @@ class _Nvml:
     def call(self, what: str, fn_name: str, *args: Any) -> Any:
         fn = getattr(self.m, fn_name, None)
         if fn is None:
-            self.notes.append(f"{what}: this pynvml has no {fn_name}")
+            self.why_none = f"this pynvml has no {fn_name}"
+            self.notes.append(f"{what}: {self.why_none}")
             return None
         try:
-            return fn(*args)
+            value = fn(*args)
         except Exception as exc:
             if self.is_nvml_error(exc) and self.not_supported(exc):
+                self.why_none = NOT_SUPPORTED_REASON
                 return None
-            self.notes.append(f"{what}: {type(exc).__name__}: {exc}")
+            self.why_none = f"{type(exc).__name__}: {exc}"
+            self.notes.append(f"{what}: {self.why_none}")
             return None
+        if value is None:
+            self.why_none = f"{fn_name} answered nothing"
+        return value
 
     def nvlink_links(self, handle: Any, index: int) -> int | None:
         fn = getattr(self.m, "nvmlDeviceGetNvLinkState", None)
         if fn is None:
+            self.why_none = "this pynvml has no nvmlDeviceGetNvLinkState"
             return None
         max_links = int(getattr(self.m, "NVML_NVLINK_MAX_LINKS", _DEFAULT_MAX_NVLINKS))
         enabled = getattr(self.m, "NVML_FEATURE_ENABLED", _FEATURE_ENABLED)
@@ -298,9 +313,11 @@ class _Nvml:
                 state = fn(handle, link)
             except Exception as exc:
                 if link == 0 and self.is_nvml_error(exc) and self.not_supported(exc):
+                    self.why_none = NOT_SUPPORTED_REASON
                     return None
                 if link == 0 and not self.is_nvml_error(exc):
-                    self.notes.append(f"GPU {index} NVLink: {type(exc).__name__}: {exc}")
+                    self.why_none = f"{type(exc).__name__}: {exc}"
+                    self.notes.append(f"GPU {index} NVLink: {self.why_none}")
                     return None
                 break  # past the device's last link (InvalidArgument / NotSupported)
             if state == enabled:
@@ -319,44 +336,61 @@ def _probe_gpus(module: Any) -> tuple[tuple[GpuInfo, ...], list[str]]:
         count = nv.call("GPU count", "nvmlDeviceGetCount")
         if not count:
             return (), [*nv.notes, "NVML found no GPU"]
+        system: dict[str, str] = {}
         driver = nv.call("driver version", "nvmlSystemGetDriverVersion")
+        if driver is None:
+            system["driver_version"] = nv.why_none
         cuda = nv.call("CUDA driver version", "nvmlSystemGetCudaDriverVersion")
+        if cuda is None:
+            system["cuda_driver_version"] = nv.why_none
         gpus = []
         for i in range(int(count)):
             handle = nv.call(f"GPU {i}", "nvmlDeviceGetHandleByIndex", i)
             if handle is None:
                 continue
-            name = nv.call(f"GPU {i} name", "nvmlDeviceGetName", handle)
-            memory = nv.call(f"GPU {i} memory", "nvmlDeviceGetMemoryInfo", handle)
-            total = getattr(memory, "total", None)
-            gpus.append(
-                GpuInfo(
-                    index=i,
-                    name=_text(name) if name is not None else "unknown",
-                    memory_total_bytes=int(total) if total is not None else None,
-                    pcie_gen_current=_opt_int(
-                        nv.call(f"GPU {i} PCIe gen", "nvmlDeviceGetCurrPcieLinkGeneration", handle)
-                    ),
-                    pcie_gen_max=_opt_int(
-                        nv.call(f"GPU {i} PCIe gen", "nvmlDeviceGetMaxPcieLinkGeneration", handle)
-                    ),
-                    pcie_width_current=_opt_int(
-                        nv.call(f"GPU {i} PCIe width", "nvmlDeviceGetCurrPcieLinkWidth", handle)
-                    ),
-                    pcie_width_max=_opt_int(
-                        nv.call(f"GPU {i} PCIe width", "nvmlDeviceGetMaxPcieLinkWidth", handle)
-                    ),
-                    nvlink_active_links=nv.nvlink_links(handle, i),
-                    driver_version=_text(driver) if driver is not None else None,
-                    cuda_driver_version=_opt_int(cuda),
-                )
-            )
+            gpus.append(_probe_gpu(nv, handle, i, driver, cuda, system))
         return tuple(gpus), nv.notes
     finally:
         try:
             module.nvmlShutdown()
         except Exception as exc:
             nv.notes.append(f"NVML shutdown: {type(exc).__name__}: {exc}")
+
+
+def _probe_gpu(
+    nv: _Nvml, handle: Any, i: int, driver: Any, cuda: Any, system: dict[str, str]
+) -> GpuInfo:
+    """One GPU's answers; `null_reasons` says why each field left None is None."""
+    reasons = dict(system)
+
+    def ask(field_name: str, fn_name: str) -> Any:
+        value = nv.call(f"GPU {i} {field_name}", fn_name, handle)
+        if value is None:
+            reasons[field_name] = nv.why_none
+        return value
+
+    name = ask("name", "nvmlDeviceGetName")
+    reasons.pop("name", None)  # the name falls back to "unknown", never None
+    memory = ask("memory_total_bytes", "nvmlDeviceGetMemoryInfo")
+    total = getattr(memory, "total", None)
+    if memory is not None and total is None:
+        reasons["memory_total_bytes"] = "nvmlDeviceGetMemoryInfo answered no total"
+    nvlinks = nv.nvlink_links(handle, i)
+    if nvlinks is None:
+        reasons["nvlink_active_links"] = nv.why_none
+    return GpuInfo(
+        index=i,
+        name=_text(name) if name is not None else "unknown",
+        memory_total_bytes=int(total) if total is not None else None,
+        pcie_gen_current=_opt_int(ask("pcie_gen_current", "nvmlDeviceGetCurrPcieLinkGeneration")),
+        pcie_gen_max=_opt_int(ask("pcie_gen_max", "nvmlDeviceGetMaxPcieLinkGeneration")),
+        pcie_width_current=_opt_int(ask("pcie_width_current", "nvmlDeviceGetCurrPcieLinkWidth")),
+        pcie_width_max=_opt_int(ask("pcie_width_max", "nvmlDeviceGetMaxPcieLinkWidth")),
+        nvlink_active_links=nvlinks,
+        driver_version=_text(driver) if driver is not None else None,
+        cuda_driver_version=_opt_int(cuda),
+        null_reasons=reasons,
+    )
 
 
 def _opt_int(value: object) -> int | None:
@@ -368,7 +402,46 @@ def _opt_int(value: object) -> int | None:
         return None
 
 
-def _load_pynvml() -> tuple[ModuleType | None, str | None]:
+class GpuUtilization:
+    """Samples GPU `index`'s utilisation (NVML: percent of time a kernel was running) in a thread.
+
+    `with GpuUtilization() as util: ...` then `util.samples`; no samples without NVML or a GPU.
+    """
+
+    def __init__(self, index: int = 0, interval_s: float = 0.1, nvml: Any = None) -> None:
+        self.index, self.interval_s = index, interval_s
+        self.nvml: Any = nvml if nvml is not None else load_pynvml()[0]
+        self.samples: list[int] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> GpuUtilization:
+        if self.nvml is None:
+            return self
+        try:
+            self.nvml.nvmlInit()
+            handle = self.nvml.nvmlDeviceGetHandleByIndex(self.index)
+        except Exception:
+            return self  # no GPU: an empty series, like the probe's empty tuple
+        self._thread = threading.Thread(target=self._run, args=(handle,), daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self, handle: Any) -> None:
+        while not self._stop.wait(self.interval_s):
+            try:
+                self.samples.append(int(self.nvml.nvmlDeviceGetUtilizationRates(handle).gpu))
+            except Exception:
+                return
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self.nvml.nvmlShutdown()
+
+
+def load_pynvml() -> tuple[ModuleType | None, str | None]:
     try:
         import pynvml
     except Exception as exc:  # ImportError, or a broken install raising at import
@@ -566,7 +639,7 @@ def probe_hardware(
     """
     notes: list[str] = []
     if nvml is None:
-        nvml, why = _load_pynvml()
+        nvml, why = load_pynvml()
         if why:
             notes.append(why)
     gpus: tuple[GpuInfo, ...] = ()

@@ -1,8 +1,9 @@
 """recommend(): run the decision rules and assemble a Recommendation (JSON-serializable).
 
-The rules live in advisor/rules.py and are documented, with the same ids, in
-docs/decision-flow.md. This module runs them in registry order (first rule to set a value wins),
-groups their findings into decisions and adds the plain fields a user copies into a DataLoader.
+The rules live in the package advisor/rules/ and are documented, with the same ids, in
+docs/decision-flow.md. This module runs their registry (first rule to set a value wins), groups
+the findings into decisions and adds the plain fields a user copies into a DataLoader. It reads
+nothing itself: the caller gives every fact (the session looks up a local path's file system).
 """
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from advisor.hardware import HardwareProfile, filesystem_type
+from advisor.hardware import HardwareProfile
 from advisor.model import READER_BUDGET_BYTES, READER_INFLIGHT
 from advisor.profile import DatasetProfile
-from advisor.rules import RULES, SHARD_MAX_BYTES, SHARD_MIN_BYTES, Context, Finding, Rule
+from advisor.rules import RULES, Context, Finding, Key, evaluate
+from advisor.rules.layout import KEPT_PREFIXES, KEPT_SHARDS, kept_prefix_count, kept_shard_size
+from advisor.rules.units import size
 from advisor.workload import Workload
 
 if TYPE_CHECKING:
@@ -29,7 +31,6 @@ __all__ = [
     "SAGEMAKER_INPUT_MODES",
     "Decision",
     "Recommendation",
-    "evaluate_rules",
     "recommend",
 ]
 
@@ -41,18 +42,18 @@ SAGEMAKER_INPUT_MODES = {
     "shared-fs": "FSx for Lustre",
     "efs": "EFS",
 }
-# decision name -> the state key holding its value, in report order
-DECISIONS: dict[str, str | None] = {
-    "data_source": "data_source",
-    "num_workers": "num_workers",
-    "requests_in_flight": "requests_in_flight",
-    "inflight_bytes": "inflight_bytes",
-    "prefetch_factor": "prefetch_factor",
-    "pin_memory": "pin_memory",
-    "shard_size": "shard_size_bytes",
-    "prefix_layout": "prefix_layout",
-    "throughput": "expected_samples_per_s",
-    "preprocess": "MEAS-4",
+# decision name -> the state key holding its value (None: advisory notes), in report order
+DECISIONS: dict[str, Key | None] = {
+    "data_source": Key.DATA_SOURCE,
+    "num_workers": Key.NUM_WORKERS,
+    "requests_in_flight": Key.REQUESTS_IN_FLIGHT,
+    "inflight_bytes": Key.INFLIGHT_BYTES,
+    "prefetch_factor": Key.PREFETCH_FACTOR,
+    "pin_memory": Key.PIN_MEMORY,
+    "shard_size": Key.SHARD_SIZE_BYTES,
+    "prefix_layout": Key.PREFIX_LAYOUT,
+    "throughput": Key.EXPECTED_SAMPLES_PER_S,
+    "preprocess": None,
     "cost": None,
 }
 
@@ -78,7 +79,7 @@ class Decision:
         if isinstance(value, bool) or value is None:
             return str(value)
         if self.name == "shard_size" and isinstance(value, (int, float)):
-            return f"{value / 1e6:,.0f} MB" if value >= 1e6 else f"{value / 1e3:,.0f} KB"
+            return size(value, ("MB", "KB"), digits=0)
         if self.name == "throughput" and isinstance(value, (int, float)):
             return f"{value:,.0f} samples/s"
         if self.name == "requests_in_flight" and isinstance(value, int):
@@ -152,7 +153,7 @@ class Recommendation:
             f"DataLoader:   {kwargs}",
             f"reader:       max_inflight_requests={self.requests_in_flight}, "
             f"max_inflight_bytes={self.inflight_bytes >> 20} MiB per process",
-            f"shards:       {self.shard_size_bytes / 1e6:,.0f} MB over {self.prefix_count} "
+            f"shards:       {size(self.shard_size_bytes, ('MB',), 0)} over {self.prefix_count} "
             "prefix(es)",
             f"throughput:   {rate}",
             f"rules:        {' -> '.join(self.fired_rules)}",
@@ -192,27 +193,6 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-def evaluate_rules(
-    ctx: Context, rules: tuple[Rule, ...] = RULES
-) -> tuple[dict[str, Any], list[Finding]]:
-    """Run `rules` in order; a rule whose key is already decided is skipped. (state, findings)."""
-    state: dict[str, Any] = {}
-    findings: list[Finding] = []
-    for rule in rules:
-        if rule.key in state:
-            continue
-        found = rule.evaluate(ctx, MappingProxyType(state))
-        if found is None:
-            continue
-        state[found.key] = found.value
-        findings.append(dataclasses.replace(found, evidence=_json_safe(found.evidence)))
-    return state, findings
-
-
-def _local_path(uri: str) -> str:
-    return uri.removeprefix("file://")
-
-
 def recommend(
     profile: DatasetProfile,
     hardware: HardwareProfile,
@@ -223,54 +203,48 @@ def recommend(
 ) -> Recommendation:
     """Decide data source and DataLoader settings for `workload` on `hardware`.
 
-    data_fs: the file system type of a local data path; by default looked up in /proc/mounts for
-        local URIs (an NFS/EFS mount makes SRC-1 fire).
+    data_fs: the file system type of a local data path ("nfs4", "ext4", ...; an NFS/EFS mount
+        makes SRC-1 fire), as `advisor.hardware.filesystem_type` finds it; None: not known.
     """
-    if data_fs is None and profile.storage == "local":
-        data_fs = filesystem_type(_local_path(profile.uri))
     ctx = Context(profile, hardware, workload, trial, data_fs=data_fs)
-    state, findings = evaluate_rules(ctx)
+    evaluation = evaluate(ctx)
+    state = evaluation.state
+    findings = [dataclasses.replace(f, evidence=_json_safe(f.evidence)) for f in evaluation.fired]
     by_rule = {rule.id: rule for rule in RULES}
 
-    data_source = state.get("data_source", "stream")
-    after = state.get("after_reshard")
+    data_source = state.get(Key.DATA_SOURCE, "stream")
+    after = state.get(Key.AFTER_RESHARD)
     mode = SAGEMAKER_INPUT_MODES[ctx.training_source(state) or "stream"]
-    num_workers = int(state["num_workers"])
-    shard = state.get("shard_size_bytes")
-    prefixes = state.get("prefix_layout")
-    expected = float(state["expected_samples_per_s"])
+    num_workers = int(state[Key.NUM_WORKERS])
+    shard = state.get(Key.SHARD_SIZE_BYTES)
+    prefixes = state.get(Key.PREFIX_LAYOUT)
+    expected = float(state[Key.EXPECTED_SAMPLES_PER_S])
     predicted = float(ctx.model(state, num_workers).samples_per_s)
     measured = ctx.measured_rates(state).get(num_workers)
-    input_bound = state.get("input_bound", False if ctx.consumer_rate is not None else None)
+    input_bound = state.get(Key.INPUT_BOUND, False if ctx.consumer_rate is not None else None)
 
     decisions = []
     for name, key in DECISIONS.items():
         mine = [f for f in findings if by_rule[f.rule_id].decision == name]
-        main = next((f for f in mine if f.key == key), None)
+        main = next((f for f in mine if f.key == key), None) if key else next(iter(mine), None)
         if name == "cost":
             if mine:
                 decisions.append(_decision(name, [f.value for f in mine], mine, None))
             continue
         if name == "shard_size" and main is None:
-            shard = _keep_layout(ctx)
-            decisions.append(
-                Decision(
-                    name,
-                    shard,
-                    "Objects are already 50-200 MB and numerous enough: keep the layout.",
-                    tuple(f.rule_id for f in mine),
-                    {"p50_object_bytes": ctx.p50_bytes},
-                )
-            )
+            shard = kept_shard_size(ctx)
+            rules = tuple(f.rule_id for f in mine)
+            evidence = {"p50_object_bytes": ctx.p50_bytes}
+            decisions.append(Decision(name, shard, KEPT_SHARDS, rules, evidence))
             continue
         if name == "prefix_layout" and main is None:
-            prefixes = max(profile.distinct_prefixes, 1)
-            rationale = "The request rate per prefix stays well under S3's limits: keep the layout."
-            decisions.append(Decision(name, prefixes, rationale, (), {"ranks": workload.ranks}))
+            prefixes = kept_prefix_count(ctx)
+            evidence = {"ranks": workload.ranks}
+            decisions.append(Decision(name, prefixes, KEPT_PREFIXES, (), evidence))
             continue
         if not mine:
             continue
-        decisions.append(_decision(name, state.get(key) if key else None, mine, main))
+        decisions.append(_decision(name, main.value if main else None, mine, main))
 
     if data_source == "reshard-first":
         first = decisions[0]
@@ -278,34 +252,30 @@ def recommend(
         decisions[0] = dataclasses.replace(first, rationale=first.rationale + extra)
 
     notes = list(hardware.notes if hardware.planned else ())
-    notes += [f.rationale for f in findings if f.rule_id == "SHM-1"]
+    notes += [f.rationale for f in evaluation.advisories if f.rule_id == "SHM-1"]
     return Recommendation(
         data_source=data_source,
-        cache_locally=bool(state.get("cache_locally", False)),
+        cache_locally=bool(state.get(Key.CACHE_LOCALLY, False)),
         after_reshard=after,
         sagemaker_input_mode=mode,
         num_workers=num_workers,
-        pin_memory=bool(state["pin_memory"]),
-        prefetch_factor=state.get("prefetch_factor"),
-        shard_size_bytes=int(shard if shard is not None else _keep_layout(ctx)),
-        prefix_count=int(prefixes if prefixes is not None else max(profile.distinct_prefixes, 1)),
+        pin_memory=bool(state[Key.PIN_MEMORY]),
+        prefetch_factor=state.get(Key.PREFETCH_FACTOR),
+        shard_size_bytes=int(shard if shard is not None else kept_shard_size(ctx)),
+        prefix_count=int(prefixes if prefixes is not None else kept_prefix_count(ctx)),
         expected_samples_per_s=round(expected, 3),
         predicted_samples_per_s=round(predicted, 3),
         measured_samples_per_s=measured,
         consumer_rate=workload.consumer_rate,
         input_bound=input_bound,
         decisions=tuple(decisions),
-        fired_rules=tuple(f.rule_id for f in findings),
+        fired_rules=evaluation.path,
         cost_notes=tuple(f.rationale for f in findings if by_rule[f.rule_id].decision == "cost"),
         notes=tuple(notes),
         data_format=profile.dominant_format,
-        requests_in_flight=int(state.get("requests_in_flight", READER_INFLIGHT)),
-        inflight_bytes=int(state.get("inflight_bytes", READER_BUDGET_BYTES)),
+        requests_in_flight=int(state.get(Key.REQUESTS_IN_FLIGHT, READER_INFLIGHT)),
+        inflight_bytes=int(state.get(Key.INFLIGHT_BYTES, READER_BUDGET_BYTES)),
     )
-
-
-def _keep_layout(ctx: Context) -> int:
-    return int(min(max(ctx.p50_bytes, SHARD_MIN_BYTES), SHARD_MAX_BYTES))
 
 
 def _decision(name: str, value: Any, mine: list[Finding], main: Finding | None) -> Decision:

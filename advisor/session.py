@@ -104,11 +104,16 @@ class AdvisorSession:
         return self.profile
 
     # --- step 2: hardware --------------------------------------------------------------------
-    def run_hardware(self, target_gpu: str | None = None, gpu_count: int = 1) -> HardwareProfile:
-        """Probe this machine; with `target_gpu`, plan for that GPU (see hardware.GPU_CATALOG)."""
+    def run_hardware(
+        self, target_gpu: str | None = None, gpu_count: int = 1, nvml: object = None
+    ) -> HardwareProfile:
+        """Probe this machine; with `target_gpu`, plan for that GPU (see hardware.GPU_CATALOG).
+
+        `nvml`: an NVML module to probe through (a recorder, say); None imports pynvml.
+        """
         from advisor.hardware import probe_hardware
 
-        hardware = probe_hardware()
+        hardware = probe_hardware(nvml=nvml)
         if target_gpu:
             hardware = hardware.with_target_gpu(target_gpu, gpu_count)
         self.hardware = hardware
@@ -149,11 +154,18 @@ class AdvisorSession:
 
     # --- step 5: recommendation --------------------------------------------------------------
     def run_recommend(self) -> Recommendation:
+        from advisor.hardware import filesystem_type
         from advisor.recommend import recommend
 
         profile = self.profile or self.run_profile()
         hardware = self.hardware or self.run_hardware()
-        self.recommendation = recommend(profile, hardware, self.workload, self.trial)
+        # a local path's file system (an NFS/EFS mount is read where it is): looked up here, so
+        # that recommend() reads nothing itself
+        local = profile.storage == "local"
+        data_fs = filesystem_type(profile.uri.removeprefix("file://")) if local else None
+        self.recommendation = recommend(
+            profile, hardware, self.workload, self.trial, data_fs=data_fs
+        )
         return self.recommendation
 
     # --- step 6: export ----------------------------------------------------------------------

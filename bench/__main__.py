@@ -27,6 +27,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "reader", "bench.reader_bench", "native_loader vs boto3, s3fs, s3torchconnector, ..."
     ),
     Benchmark("advisor", "bench.advisor_matrix", "recommended num_workers vs an exhaustive sweep"),
+    Benchmark("gpu", "bench.gpu", "pinned vs pageable copies and the exported loader on a GPU"),
 )
 
 

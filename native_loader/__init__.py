@@ -20,6 +20,7 @@ from native_loader.uri import parse_uri
 
 if TYPE_CHECKING:
     from native_loader.datasets import S3IterableDataset, S3MapDataset
+    from native_loader.device import to_device
 
 __version__: str = _native.version()
 
@@ -35,6 +36,7 @@ __all__ = [
     "__version__",
     "native_versions",
     "parse_uri",
+    "to_device",
 ]
 
 
@@ -53,4 +55,8 @@ def __getattr__(name: str) -> Any:
         from native_loader import datasets
 
         return getattr(datasets, name)
+    if name == "to_device":
+        from native_loader.device import to_device
+
+        return to_device
     raise AttributeError(f"module 'native_loader' has no attribute {name!r}")

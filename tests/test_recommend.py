@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from hypothesis import strategies as st
 from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.recommend import DATA_SOURCES, Recommendation, recommend
-from advisor.rules import RULES, Context, rule_by_id
+from advisor.rules import RULES, Context, Key, rule_by_id
 from advisor.trial import DecodeCost, HostToDevice, LoaderPoint, StorageProbe, TrialResult
 from advisor.workload import Workload
 
@@ -210,7 +211,7 @@ def test_nw4_quality_bar(
         Workload(consumer_rate=consumer),
         result,
     )
-    state: dict[str, Any] = {"data_source": "stream"}
+    state: dict[Key, Any] = {Key.DATA_SOURCE: "stream"}
     finding = rule_by_id("NW-4").evaluate(ctx, state)
     assert finding is not None
     chosen = finding.value
@@ -299,3 +300,17 @@ def test_decision_display_has_units(name: str, value: object, shown: str) -> Non
     from advisor.recommend import Decision
 
     assert Decision(name, value, "why", ()).display == shown
+
+
+def test_session_gives_recommend_the_local_file_system(tmp_path: Path) -> None:
+    """recommend() reads nothing: the session looks up where a local data set lives."""
+    from advisor.hardware import filesystem_type
+    from advisor.session import AdvisorSession
+
+    for i in range(3):
+        (tmp_path / f"part-{i}.bin").write_bytes(b"x" * 1000)
+    session = AdvisorSession()
+    session.set_location(str(tmp_path))
+    rec = session.run_recommend()
+    evidence = rec.decision("data_source").evidence
+    assert evidence["filesystem"] == filesystem_type(str(tmp_path)) is not None

@@ -1,28 +1,37 @@
 """Decision rules: for every rule, cases where it fires and where it must not (cases as data).
 
-Each case builds a profile/hardware/workload(/trial) from small overrides of a baseline, runs the
-registry in order (as recommend() does) and checks whether the rule is on the path and, where
-given, the value it set. The registry and docs/decision-flow.md must list the same ids.
+The cases live in tests/rule_cases/, one module per rule family. Each case builds a
+profile/hardware/workload(/trial) from small overrides of a baseline, runs the registry in order
+(as recommend() does) and checks whether the rule is on the path and, where given, the value it
+set. The package's structure (families import only the shared modules) and the generated rules
+table of docs/decision-flow.md are checked here too.
 """
 
 from __future__ import annotations
 
+import ast
 import dataclasses
+import importlib
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from rule_cases import Case
+from rule_cases.common import GB, MB, ONE_MB, TB, TWO_HUNDRED_MB
 
 from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.profile import DatasetProfile, FormatInfo, SizeStats
-from advisor.recommend import evaluate_rules
-from advisor.rules import RULES, Context, rule_by_id
+from advisor.rules import FAMILIES, RULES, Context, Key, evaluate, rule_by_id
+from advisor.rules import doc as rules_doc
+from advisor.rules.workers import core_cap
 from advisor.trial import DecodeCost, HostToDevice, LoaderPoint, StorageProbe, TrialResult
 from advisor.workload import Workload
 
-MB, GB, TB = 10**6, 10**9, 10**12
 DOC = Path(__file__).resolve().parents[1] / "docs" / "decision-flow.md"
+PACKAGE = Path(__file__).resolve().parents[1] / "advisor" / "rules"
+# what a family may import from advisor.rules: the shared modules, never another family
+SHARED = {"base", "context", "sweep", "thresholds", "units"}
 
 
 def make_profile(
@@ -122,435 +131,47 @@ def make_ctx(case: dict[str, Any]) -> Context:
     )
 
 
-ONE_MB = {"count": 200_000, "size": MB, "fmt": "npy", "spo": 1}  # 200 GB: streamed
-TWO_HUNDRED_MB = {"size": 200 * MB, "fmt": "npy", "spo": 1}
-SMALL_FILES = {"count": 20_000_000, "size": 100_000, "fmt": "jpeg", "spo": None}
-HUGE_SMALL = {"count": 200_000_000, "size": 100_000, "fmt": "jpeg", "spo": None}
-HUGE_LARGE = {"count": 140_000, "size": 150 * MB}
-SMALL_SET = {"count": 200, "size": 150 * MB}  # 30 GB of 150 MB shards
-LOCAL = {"uri": "/data/train"}
-# 5 GB of 100 KB images streamed (no room to copy): each GET is open 30 ms + 1.1 ms
-SMALL_STREAM = {
-    "profile": {"count": 50_000, "size": 100_000, "fmt": "jpeg", "spo": None},
-    "hardware": {"disk_free": 0},
-}
-# 2 ranks streaming 20 KB text objects, each at its share of the 10 Gbit/s NIC (625 MB/s, 31,250
-# objects/s; RD-1 keeps 2 x 3,000/s x 30.2 ms = 182 requests in flight per worker): 62,500 GET/s
-# on one prefix, 18 prefixes at 3,500 GET/s each
-PFX_BY_RATE = {
-    "profile": {"count": 90_000, "size": 20_000, "fmt": "text", "spo": 1},
-    "hardware": {"cores": 32, "disk_free": GB},
-    "workload": {"gpus_per_node": 2, "consumer_rate": 100_000.0},
-}
-
-# (rule id, case, fires, expected value or ...); a case holds overrides of the baseline:
-# 150 GB of 150 MB tar shards (1,000 samples each) on S3, 16 cores, 60 GB RAM free, 32 GB shm,
-# 2 TB NVMe free, one A100, consumer 1,000 samples/s, batch 32, 1 epoch, no trial.
-CASES: list[tuple[str, dict[str, Any], bool, Any]] = [
-    ("SRC-1", {"workload": {"data_location": "efs"}}, True, "efs"),
-    ("SRC-1", {"profile": {"uri": "/mnt/efs/train"}, "data_fs": "nfs4"}, True, "efs"),
-    ("SRC-1", {"profile": {"uri": "nfs://server/export/train"}}, True, "efs"),
-    ("SRC-1", {"workload": {"data_location": "fsx"}}, True, "shared-fs"),
-    ("SRC-1", {}, False, ...),
-    ("SRC-1", {"profile": LOCAL, "data_fs": "ext4"}, False, ...),
-    ("SRC-2", {"profile": LOCAL, "data_fs": "xfs"}, True, "copy-local"),
-    ("SRC-2", {}, False, ...),
-    ("SRC-2", {"profile": LOCAL, "data_fs": "nfs"}, False, ...),
-    ("ORC-1", {"profile": HUGE_SMALL}, True, "shared-fs"),
-    ("ORC-1", {"profile": HUGE_LARGE, "workload": {"nodes": 4}}, True, "shared-fs"),
-    ("ORC-1", {"profile": HUGE_LARGE}, False, ...),
-    ("ORC-1", {"profile": SMALL_FILES, "workload": {"nodes": 4}}, False, ...),
-    ("SRC-3", {"profile": SMALL_FILES}, True, "reshard-first"),
-    ("SRC-3", {"profile": {**SMALL_FILES, "count": 50_000}}, False, ...),
-    ("SRC-3", {"profile": {"count": 1_000_000, "size": 5 * MB}}, False, ...),
-    ("SRC-4", {"profile": SMALL_SET, "workload": {"epochs": 5}}, True, "copy-local"),
-    ("SRC-4", {"profile": {"count": 2000, "size": 5 * MB}}, True, "copy-local"),
-    ("SRC-4", {"profile": SMALL_SET}, False, ...),  # one pass over large shards: stream
-    ("SRC-4", {"profile": {"count": 3000}, "workload": {"epochs": 5}}, False, ...),  # 450 GB
-    (
-        "SRC-4",
-        {"profile": SMALL_SET, "workload": {"epochs": 5}, "hardware": {"disk_free": GB}},
-        False,
-        ...,
-    ),
-    ("SRC-4", {"profile": {**SMALL_SET, **LOCAL}, "workload": {"epochs": 5}}, False, ...),
-    ("SRC-5", {}, True, "stream"),
-    ("SRC-5", {"profile": SMALL_SET}, True, "stream"),
-    ("SRC-5", {"profile": LOCAL}, False, ...),
-    ("SRC-5", {"workload": {"data_location": "efs"}}, False, ...),
-    ("SRC-6", {"profile": SMALL_FILES}, True, "stream"),
-    (
-        "SRC-6",
-        {"profile": {**SMALL_FILES, "count": 200_000}, "workload": {"epochs": 5}},
-        True,
-        "copy-local",
-    ),
-    ("SRC-6", {}, False, ...),
-    ("SRC-7", {"workload": {"data_location": "efs"}}, True, "provisioned-throughput"),
-    ("SRC-7", {"workload": {"data_location": "efs", "consumer_rate": 10.0}}, False, ...),
-    ("SRC-7", {"workload": {"data_location": "efs", "consumer_rate": None}}, False, ...),
-    ("SRC-7", {}, False, ...),
-    ("CACHE-1", {"workload": {"epochs": 3}}, True, True),
-    (
-        "CACHE-1",
-        {"profile": {**SMALL_FILES, "count": 5_000_000}, "workload": {"epochs": 3}},
-        True,
-        True,
-    ),
-    ("CACHE-1", {}, False, ...),
-    ("RD-1", {}, True, 32),  # 150 MB shards: parts, bounded by the byte budget
-    # 600 objects/s x 31.1 ms x 2 = 37.3 -> 38 requests in flight
-    ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": 500.0}}, True, 38),
-    # 3,000/s x 2 x 31.1 ms = 186.7
-    ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": None}}, True, 187),
-    ("RD-1", {"trial": {"inflight": 96}}, True, 96),  # what the trial's sweep measured with
-    # a measured 4 ms transform: one process takes in 250 objects/s, not 3,000; at the probed
-    # 25 ms + 1.2 ms, 2 x 250 x 26.2 ms = 13.1 -> the reader's default
-    ("RD-1", {**SMALL_STREAM, "workload": {"consumer_rate": None}, "trial": {}}, True, 32),
-    # 2 MB objects: a process takes in 1,000 MB/s, 500 objects/s x (30 + 22.2 ms) x 2 = 52.2 -> 53
-    (
-        "RD-1",
-        {
-            "profile": {"count": 5000, "size": 2 * MB, "fmt": "jpeg", "spo": None},
-            "hardware": {"disk_free": 0},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        53,
-    ),
-    ("RD-1", {"profile": LOCAL, "data_fs": "xfs"}, False, ...),
-    ("CACHE-1", {"workload": {"epochs": 3}, "hardware": {"disk_free": 10 * GB}}, False, ...),
-    ("CACHE-1", {"profile": SMALL_SET, "workload": {"epochs": 3}}, False, ...),  # copy-local
-    # 200 MB objects: the default 256 MiB holds one; 4 of them in whole 8 MiB parts = 768 MiB
-    ("RD-2", {"profile": TWO_HUNDRED_MB}, True, 768 * 2**20),
-    # ... the budget the trial's sweep read with
-    ("RD-2", {"profile": TWO_HUNDRED_MB, "trial": {"budget": 1024 * 2**20}}, True, 1024 * 2**20),
-    # ... 17 processes' budgets within a quarter of 8 GB: 117 MB each, so the default stays
-    ("RD-2", {"profile": TWO_HUNDRED_MB, "hardware": {"ram_available": 8 * GB}}, False, ...),
-    ("RD-2", {"profile": ONE_MB}, False, ...),  # 256 MiB holds 268 of them
-    # 20 GB read 3 times: copy-local, where the reader's default applies
-    ("RD-2", {"profile": {**TWO_HUNDRED_MB, "count": 100}, "workload": {"epochs": 3}}, False, ...),
-    ("NW-1", {"hardware": {"cores": 2}}, True, 1),
-    ("NW-1", {"hardware": {"cores": 8}, "workload": {"gpus_per_node": 8}}, True, 0),
-    ("NW-1", {}, False, ...),
-    ("NW-1", {"hardware": {"cores": 64}, "workload": {"consumer_rate": 100.0}}, False, ...),
-    ("NW-2", {"hardware": {"ram_available": 1 * GB}}, True, 1),
-    ("NW-2", {"hardware": {"ram_available": 0}}, True, 0),
-    ("NW-2", {}, False, ...),
-    ("NW-2", {"hardware": {"ram_available": None}}, False, ...),
-    ("NW-3", {"trial": {}}, True, 8),  # 1.2 x 1,000 samples/s needs the 8-worker point
-    ("NW-3", {"trial": {}, "workload": {"consumer_rate": 300.0}}, True, 2),
-    ("NW-3", {"trial": {}, "workload": {"consumer_rate": None}}, True, 8),
-    ("NW-3", {"trial": {}, "hardware": {"cores": 3}}, True, 2),  # cap 2 within the sweep
-    ("NW-3", {"trial": {"rates": {0: 5000.0, 1: 600.0, 2: 1500.0}}}, True, 2),  # 0 overlaps nothing
-    (
-        "NW-3",
-        {
-            "trial": {"rates": {0: 5000.0, 1: 600.0}},
-            "hardware": {"gpus": 0},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        0,
-    ),
-    # the last core earns a worker only when measured clearly (> 10%) faster than the cap
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {1: 400.0, 2: 600.0}},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {1: 400.0, 2: 440.0}},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        1,
-    ),
-    # 0 workers must be clearly (10%) faster than a worker count, else noise would pick it
-    (
-        "NW-3",
-        {
-            "trial": {"rates": {0: 500.0, 1: 300.0, 2: 480.0}},
-            "hardware": {"gpus": 0},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
-    # 0 workers is not clearly faster than a worker on every core, so that point is measured
-    # against 1 worker: 122 > 1.15 x 103 earns the last core
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 114.4, 1: 103.3, 2: 122.2}},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
-    # with a consumer rate, 0 workers is judged as training sees it: its 3.8 samples/s of
-    # loading take turns with the step (3.79/s), not clearly ahead of 2 workers' 4.0, so it is no
-    # baseline for the last core either
-    (
-        "NW-3",
-        {"hardware": {"cores": 2}, "trial": {"rates": {0: 3.8, 1: 3.2, 2: 4.0}}},
-        True,
-        2,
-    ),
-    # ... but a loader far slower than the consumer loses little to taking turns: 1 / (1/3.5 +
-    # 1/40) = 3.22/s is > 10% ahead of 2 workers' 2.7
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {0: 3.5, 1: 2.1, 2: 2.7}},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        0,
-    ),
-    # 200 MB objects: the main thread spends 10 ms per sample, the step 25 ms, while the reader
-    # fetches on: 0 workers keep their 5.8/s (1 / (1/5.8 + 1/40) = 5.07/s if all of it took
-    # turns), > 10% ahead of 1 worker's 4.8 and ahead of 2 workers' 5.2
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {0: 5.8, 1: 4.8, 2: 5.2}, "zero_main_cpu": 0.010},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        0,
-    ),
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {0: 5.8, 1: 4.8, 2: 5.2}},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        1,
-    ),
-    # neither 0 workers nor the last core is clearly ahead of the other, but both are of the one
-    # worker within cores - 1: not that one (200 MB objects: 1 worker was the slowest every time)
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 3.5, 1: 3.0, 2: 3.2}},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        0,
-    ),
-    # 1 MB objects at 30 ms: the main thread was busy 0.3 ms of each sample's 2 ms at 0 workers,
-    # the reader's thread did the loading: 0 workers within 10% of 1 worker is a tie it wins
-    (
-        "NW-3",
-        {
-            "profile": ONE_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}, "zero_main_cpu": 0.0003},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        0,
-    ),
-    # ... a main thread busy most of the time (or not measured): the tie goes to workers
-    (
-        "NW-3",
-        {
-            "profile": ONE_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}, "zero_main_cpu": 0.0015},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        1,
-    ),
-    (
-        "NW-3",
-        {
-            "profile": ONE_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 506.0, 1: 528.0, 2: 502.0}},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        1,
-    ),
-    # ... and an I/O-bound 0 workers more than 10% behind a worker count is no tie
-    (
-        "NW-3",
-        {
-            "profile": ONE_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 1195.0, 1: 1184.0, 2: 1574.0}, "zero_main_cpu": 0.0002},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
-    # 200 MB objects at 30 ms (bench run of 14:40): the main thread was mostly idle at 0 workers
-    # and 0 workers came within 10% of 2 (4.3 against 4.7/s), but one object fills most of the
-    # reader's 256 MiB byte budget: each worker brings a budget of its own, so the tie goes to
-    # workers (the sweep measured 3.5 for 0 workers and 4.5 for 2)
-    (
-        "NW-3",
-        {
-            "profile": TWO_HUNDRED_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        2,
-    ),
-    (
-        "NW-3",
-        {
-            "profile": TWO_HUNDRED_MB,
-            "hardware": {"cores": 2},
-            "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        2,
-    ),
-    # ... 0 workers still wins by a clear lead
-    (
-        "NW-3",
-        {
-            "profile": TWO_HUNDRED_MB,
-            "hardware": {"cores": 2, "gpus": 0},
-            "trial": {"rates": {0: 6.0, 1: 4.6, 2: 5.3}, "zero_main_cpu": 0.02},
-            "workload": {"consumer_rate": None},
-        },
-        True,
-        0,
-    ),
-    # a consumer slower than the loader: 1 / (1/2,812 + 1/40) = 39.4/s against 40/s with a worker
-    (
-        "NW-3",
-        {
-            "hardware": {"cores": 2},
-            "trial": {"rates": {0: 2812.0, 1: 1670.0, 2: 1700.0}},
-            "workload": {"consumer_rate": 40.0},
-        },
-        True,
-        1,
-    ),
-    ("NW-3", {"trial": {"rates": {0: 5000.0}}}, False, ...),
-    ("NW-3", {}, False, ...),
-    ("NW-3", {"trial": {"rates": {}}}, False, ...),
-    ("NW-4", {}, True, 5),  # 4 ms x 1,000 samples per shard: 250 samples/s per worker
-    ("NW-4", {"trial": {}}, False, ...),
-    ("PF-1", {"hardware": {"cores": 1}}, True, None),
-    ("PF-1", {}, False, ...),
-    ("PF-2", {}, True, 2),
-    ("PF-2", {"workload": {"batch_size": 1}, "trial": {}}, True, 8),  # 60 ms at 190/s: 12 batches
-    ("PF-2", {"hardware": {"cores": 1}}, False, ...),
-    (
-        "SHM-1",
-        {"hardware": {"shm": 64 * 2**20}, "profile": {"size": 150 * MB, "spo": 1}},
-        True,
-        ...,
-    ),
-    ("SHM-1", {}, False, ...),
-    ("SHM-1", {"hardware": {"cores": 1, "shm": 1}}, False, ...),
-    ("PIN-1", {"hardware": {"gpus": 0}}, True, False),
-    ("PIN-1", {}, False, ...),
-    ("PIN-2", {"trial": {"pinned": 10.5, "pageable": 10.0}}, True, False),
-    ("PIN-2", {"trial": {}}, False, ...),
-    ("PIN-2", {"trial": {"pinned": 10.0, "pageable": 10.0}, "hardware": {"gpus": 0}}, False, ...),
-    ("PIN-3", {"hardware": {"ram_available": 2 * GB}, "profile": {"spo": 1}}, True, False),
-    ("PIN-3", {}, False, ...),
-    ("PIN-4", {}, True, True),
-    ("PIN-4", {"trial": {}}, True, True),
-    ("PIN-4", {"hardware": {"gpus": 0}}, False, ...),
-    ("SHARD-1", {"profile": {"count": 10}}, True, 1.5 * GB // 20),  # 5 workers x 4 shards
-    ("SHARD-1", {"profile": {"count": 1000, "size": 100}}, True, MB),  # never under 1 MB
-    ("SHARD-1", {}, False, ...),
-    ("SHARD-2", {"profile": {"count": 1_000_000, "size": 5 * MB}}, True, 150 * MB),
-    ("SHARD-2", {}, False, ...),
-    ("SHARD-3", {"profile": {"count": 1000, "size": 1500 * MB}}, True, 150 * MB),
-    ("SHARD-3", {}, False, ...),
-    ("PFX-1", {"workload": {"nodes": 2, "gpus_per_node": 8}, "hardware": {"cores": 96}}, True, 16),
-    # 2 ranks x ~15,900 samples/s (what the model expects with 32 requests in flight per
-    # worker) of 20 KB objects = ~31,800 GET/s -> 10 prefixes at the planned 3,500 GET/s each
-    ("PFX-1", PFX_BY_RATE, True, 18),
-    ("PFX-1", {}, False, ...),
-    (
-        "PFX-1",
-        {"workload": {"nodes": 2, "gpus_per_node": 8}, "profile": {"prefixes": 16}},
-        False,
-        ...,
-    ),
-    (
-        "PFX-1",
-        {"profile": {**SMALL_SET, "spo": 1}, "workload": {"epochs": 5, "nodes": 4}},
-        False,
-        ...,
-    ),
-    ("MEAS-1", {"trial": {}}, True, 1500.0),
-    ("MEAS-1", {}, False, ...),
-    ("MEAS-1", {"trial": {}, "profile": SMALL_SET, "workload": {"epochs": 5}}, False, ...),
-    ("MEAS-2", {}, True, ...),
-    ("MEAS-2", {"trial": {}}, False, ...),
-    ("MEAS-3", {"workload": {"consumer_rate": 100_000.0}}, True, True),
-    ("MEAS-3", {}, False, ...),
-    ("MEAS-3", {"workload": {"consumer_rate": None}}, False, ...),
-    ("MEAS-4", {"workload": {"consumer_rate": 100_000.0}}, True, "preprocess-offline"),
-    ("MEAS-4", {}, False, ...),
-    ("MEAS-4", {"profile": {"fmt": "text"}, "workload": {"consumer_rate": 1e7}}, False, ...),
-    ("COST-1", {}, True, ...),
-    ("COST-1", {"workload": {"data_location": "efs"}}, False, ...),
-    ("COST-2", {}, True, ...),
-    ("COST-2", {"profile": SMALL_SET, "workload": {"epochs": 5}}, True, 150.0),  # 30 GB / 200 MB/s
-    ("COST-2", {"profile": LOCAL}, False, ...),
-    ("COST-3", {"workload": {"consumer_rate": 100_000.0}}, True, ...),
-    ("COST-3", {}, False, ...),
-    ("COST-4", {"profile": HUGE_LARGE, "workload": {"nodes": 4}}, True, 21 * 140.0),
-    (
-        "COST-4",
-        {"profile": {"count": 100_000, "size": 1 * MB}, "workload": {"nodes": 2}},
-        False,
-        ...,
-    ),
-    ("COST-4", {"workload": {"data_location": "fsx"}}, False, ...),
-    ("COST-4", {}, False, ...),
-]
+def family_of(rule_id: str) -> str:
+    return type(rule_by_id(rule_id)).__module__.rsplit(".", 1)[1]
 
 
-def _case_id(case: tuple[str, dict[str, Any], bool, Any]) -> str:
-    rule_id, overrides, fires, _ = case
+def family_cases() -> list[tuple[str, Case]]:
+    """(family, case) for every case module of tests/rule_cases/, one per rule family."""
+    found = []
+    for module in FAMILIES:
+        family = module.__name__.rsplit(".", 1)[1]
+        cases = importlib.import_module(f"rule_cases.{family}").CASES
+        found += [(family, case) for case in cases]
+    return found
+
+
+CASES = family_cases()
+
+
+def _case_id(item: tuple[str, Case]) -> str:
+    _, (rule_id, overrides, fires, _) = item
     return f"{rule_id}-{'fires' if fires else 'not'}-{overrides}"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[_case_id(c) for c in CASES])
-def test_rule_case(case: tuple[str, dict[str, Any], bool, Any]) -> None:
-    rule_id, overrides, fires, expected = case
+@pytest.mark.parametrize("item", CASES, ids=[_case_id(c) for c in CASES])
+def test_rule_case(item: tuple[str, Case]) -> None:
+    family, (rule_id, overrides, fires, expected) = item
+    assert family_of(rule_id) == family, f"{rule_id}'s cases belong in rule_cases/{family}.py"
     rule = rule_by_id(rule_id)
-    state, findings = evaluate_rules(make_ctx(overrides))
-    fired = [f.rule_id for f in findings]
-    assert (rule_id in fired) == fires, fired
+    evaluation = evaluate(make_ctx(overrides))
+    assert (rule_id in evaluation.path) == fires, evaluation.path
+    assert all(isinstance(key, Key) for key in evaluation.state)
     if fires:
-        finding = next(f for f in findings if f.rule_id == rule_id)
+        finding = next(f for f in evaluation.fired if f.rule_id == rule_id)
         assert finding.rationale and finding.key == rule.key
+        if rule.key is None:
+            assert finding in evaluation.advisories and finding not in evaluation.findings
+        else:
+            assert evaluation.state[rule.key] == finding.value
         if isinstance(expected, float):
-            assert state[rule.key] == pytest.approx(expected)
+            assert finding.value == pytest.approx(expected)
         elif expected is not ...:
-            assert state[rule.key] == expected
+            assert finding.value == expected
 
 
 def test_workers_rationale_names_the_byte_budget_that_broke_the_tie() -> None:
@@ -560,7 +181,7 @@ def test_workers_rationale_names_the_byte_budget_that_broke_the_tie() -> None:
         "trial": {"rates": {0: 4.3, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02},
         "workload": {"consumer_rate": None},
     }
-    _, findings = evaluate_rules(make_ctx(case))
+    findings = evaluate(make_ctx(case)).fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
     assert nw3.value == 2
     assert "0 workers read 4.3 samples/s" in nw3.rationale
@@ -568,7 +189,7 @@ def test_workers_rationale_names_the_byte_budget_that_broke_the_tie() -> None:
     # a tie on 1 MB objects goes to 0 workers; when workers win there, no budget sentence
     case["profile"] = ONE_MB
     case["trial"] = {"rates": {0: 3.0, 1: 3.8, 2: 4.7}, "zero_main_cpu": 0.02}
-    _, findings = evaluate_rules(make_ctx(case))
+    findings = evaluate(make_ctx(case)).fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
     assert nw3.value == 2 and "byte budget" not in nw3.rationale
 
@@ -583,34 +204,36 @@ def test_lower_bounds_count_only_where_they_beat_every_steady_point() -> None:
         "workload": {"consumer_rate": None},
     }
     ctx = make_ctx(case)
-    state, findings = evaluate_rules(ctx)
+    evaluation = evaluate(ctx)
+    state, findings = evaluation.state, evaluation.fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 0 and ctx.core_cap(state) == 1
+    assert nw3.value == 0 and core_cap(ctx, state) == 1
     assert "Left out: num_workers=1, 2 reached no steady state" in nw3.rationale
     assert nw3.evidence["lower_bounds_left_out"] == {"1": 40.0, "2": 104.0}
     assert nw3.confidence == "medium"
     # a lower bound above every steady point is evidence: that count is at least as fast
     case["trial"] = {"rates": {0: 105.0, 1: 132.0, 2: 150.0}, "unsteady": (2,)}
     ctx = make_ctx(case)
-    state, findings = evaluate_rules(ctx)
+    evaluation = evaluate(ctx)
+    state, findings = evaluation.state, evaluation.fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
-    assert nw3.value == 2 and ctx.core_cap(state) == 2
+    assert nw3.value == 2 and core_cap(ctx, state) == 2
     assert "Left out" not in nw3.rationale and nw3.confidence == "medium"
     assert nw3.evidence["lower_bounds_left_out"] == {}
     # only lower bounds: they decide, and the rationale says what they are
     case["trial"] = {"rates": {0: 105.0, 1: 40.0, 2: 104.0}, "unsteady": (0, 1, 2)}
-    _, findings = evaluate_rules(make_ctx(case))
+    findings = evaluate(make_ctx(case)).fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
     assert "No count reached a steady state" in nw3.rationale and nw3.confidence == "medium"
     # all steady: high
     case["trial"] = {"rates": {0: 105.0, 1: 132.0, 2: 150.0}}
-    _, findings = evaluate_rules(make_ctx(case))
+    findings = evaluate(make_ctx(case)).fired
     assert next(f for f in findings if f.rule_id == "NW-3").confidence == "high"
 
 
 def test_every_rule_has_cases_both_ways() -> None:
     for rule in RULES:
-        outcomes = {fires for rule_id, _, fires, _ in CASES if rule_id == rule.id}
+        outcomes = {fires for _, (rule_id, _, fires, _) in CASES if rule_id == rule.id}
         assert outcomes == {True, False}, rule.id
 
 
@@ -619,23 +242,67 @@ def test_rules_are_well_formed() -> None:
     assert len(ids) == len(set(ids))
     for rule in RULES:
         assert re.fullmatch(r"[A-Z]+-\d+", rule.id)
-        assert rule.name and rule.source and rule.decision and rule.key
-        doc = rule.__doc__ or ""
-        assert "Symptom:" in doc and "Recommendation:" in doc and "Why:" in doc, rule.id
+        assert rule.name and rule.decision
+        assert rule.key is None or isinstance(rule.key, Key), rule.id
+        assert rule.condition and rule.recommendation and rule.source, rule.id
 
 
 def test_rules_are_pure() -> None:
     """Same context, same state -> same finding; evaluating never mutates the state."""
     ctx = make_ctx({"trial": {}})
-    state, _ = evaluate_rules(ctx)
+    state = evaluate(ctx).state
     frozen = dict(state)
     for rule in RULES:
         assert rule.evaluate(ctx, frozen) == rule.evaluate(ctx, frozen)
     assert frozen == state
 
 
+def test_families_import_only_the_shared_modules() -> None:
+    """A family module reads the facts, thresholds and units, never another family's rules."""
+    for module in FAMILIES:
+        path = Path(module.__file__ or "")
+        imported = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            imported |= {n for n in names if n.startswith("advisor.rules")}
+        own = {n.split(".")[2] for n in imported if n.count(".") >= 2}
+        direct = {n for n in imported if n == "advisor.rules"}
+        assert not direct, f"{path.name} imports the package (and so every family)"
+        assert own <= SHARED, f"{path.name} imports {sorted(own - SHARED)}"
+
+
+def test_no_rules_module_is_over_400_lines() -> None:
+    for path in PACKAGE.glob("*.py"):
+        assert len(path.read_text(encoding="utf-8").splitlines()) <= 400, path.name
+
+
+def test_decision_flow_table_is_generated_from_the_docstrings() -> None:
+    current = DOC.read_text(encoding="utf-8")
+    assert rules_doc.render(current) == current, "stale: run python -m advisor.rules.doc"
+    assert rules_doc.main(["--check"]) == 0
+
+
+def test_a_stale_table_is_found(tmp_path: Path) -> None:
+    stale = tmp_path / "decision-flow.md"
+    stale.write_text(
+        DOC.read_text(encoding="utf-8").replace("| PF-1 | num_workers = 0", "| PF-1 | x")
+    )
+    assert rules_doc.main(["--check", "--path", str(stale)]) == 1
+    assert rules_doc.main(["--path", str(stale)]) == 0
+    assert stale.read_text(encoding="utf-8") == DOC.read_text(encoding="utf-8")
+
+
 def _doc_table_ids() -> list[str]:
     return re.findall(r"^\| ([A-Z]+-\d+) \|", DOC.read_text(encoding="utf-8"), re.M)
+
+
+def test_doc_and_registry_list_the_same_rules_in_order() -> None:
+    assert _doc_table_ids() == [rule.id for rule in RULES]
 
 
 def _doc_mermaid_ids() -> set[str]:
@@ -644,10 +311,6 @@ def _doc_mermaid_ids() -> set[str]:
     assert block is not None
     node_ids = re.findall(r"^\s*([A-Za-z][\w-]*)\s*[\[\{\(]", block.group(1), re.M)
     return {n for n in node_ids if re.fullmatch(r"[A-Z]+-\d+", n)}
-
-
-def test_doc_and_registry_list_the_same_rules_in_order() -> None:
-    assert _doc_table_ids() == [rule.id for rule in RULES]
 
 
 def test_mermaid_nodes_are_the_rule_ids() -> None:

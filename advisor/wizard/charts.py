@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
+from advisor.rules.units import binary_size as human_bytes
+
 if TYPE_CHECKING:
     from advisor.profile import DatasetProfile
     from advisor.trial import LoaderPoint
@@ -19,18 +21,6 @@ if TYPE_CHECKING:
 PINNED_COLOUR = "#1f77b4"
 PAGEABLE_COLOUR = "#ff7f0e"
 DEMAND_COLOUR = "#d62728"
-
-
-def human_bytes(size: float) -> str:
-    """1536 -> "1.5 KiB"; powers of 1024, one decimal below 10 units."""
-    value = float(size)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{int(value)} B"
-            return f"{value:.1f} {unit}" if abs(value) < 10 else f"{value:.0f} {unit}"
-        value /= 1024
-    return f"{value:.0f} TiB"  # pragma: no cover - the loop always returns
 
 
 def _base_layout(title: str, x_title: str, y_title: str) -> dict[str, Any]:

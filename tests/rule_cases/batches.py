@@ -1,0 +1,30 @@
+"""prefetch_factor, /dev/shm and pin_memory: cases for advisor/rules/batches.py."""
+
+from rule_cases import Case
+from rule_cases.common import GB, MB
+
+CASES: list[Case] = [
+    ("PF-1", {"hardware": {"cores": 1}}, True, None),
+    ("PF-1", {}, False, ...),
+    ("PF-2", {}, True, 2),
+    ("PF-2", {"workload": {"batch_size": 1}, "trial": {}}, True, 8),  # 60 ms at 190/s: 12 batches
+    ("PF-2", {"hardware": {"cores": 1}}, False, ...),
+    (
+        "SHM-1",
+        {"hardware": {"shm": 64 * 2**20}, "profile": {"size": 150 * MB, "spo": 1}},
+        True,
+        ...,
+    ),
+    ("SHM-1", {}, False, ...),
+    ("SHM-1", {"hardware": {"cores": 1, "shm": 1}}, False, ...),
+    ("PIN-1", {"hardware": {"gpus": 0}}, True, False),
+    ("PIN-1", {}, False, ...),
+    ("PIN-2", {"trial": {"pinned": 10.5, "pageable": 10.0}}, True, False),
+    ("PIN-2", {"trial": {}}, False, ...),
+    ("PIN-2", {"trial": {"pinned": 10.0, "pageable": 10.0}, "hardware": {"gpus": 0}}, False, ...),
+    ("PIN-3", {"hardware": {"ram_available": 2 * GB}, "profile": {"spo": 1}}, True, False),
+    ("PIN-3", {}, False, ...),
+    ("PIN-4", {}, True, True),
+    ("PIN-4", {"trial": {}}, True, True),
+    ("PIN-4", {"hardware": {"gpus": 0}}, False, ...),
+]

@@ -1,0 +1,23 @@
+"""Cost notes: cases for advisor/rules/cost.py."""
+
+from rule_cases import Case
+from rule_cases.common import HUGE_LARGE, LOCAL, MB, SMALL_SET
+
+CASES: list[Case] = [
+    ("COST-1", {}, True, ...),
+    ("COST-1", {"workload": {"data_location": "efs"}}, False, ...),
+    ("COST-2", {}, True, ...),
+    ("COST-2", {"profile": SMALL_SET, "workload": {"epochs": 5}}, True, 150.0),  # 30 GB / 200 MB/s
+    ("COST-2", {"profile": LOCAL}, False, ...),
+    ("COST-3", {"workload": {"consumer_rate": 100_000.0}}, True, ...),
+    ("COST-3", {}, False, ...),
+    ("COST-4", {"profile": HUGE_LARGE, "workload": {"nodes": 4}}, True, 21 * 140.0),
+    (
+        "COST-4",
+        {"profile": {"count": 100_000, "size": 1 * MB}, "workload": {"nodes": 2}},
+        False,
+        ...,
+    ),
+    ("COST-4", {"workload": {"data_location": "fsx"}}, False, ...),
+    ("COST-4", {}, False, ...),
+]

@@ -1,0 +1,31 @@
+"""Shard size and prefixes: cases for advisor/rules/layout.py."""
+
+from rule_cases import Case
+from rule_cases.common import GB, MB, PFX_BY_RATE, SMALL_SET
+
+CASES: list[Case] = [
+    ("SHARD-1", {"profile": {"count": 10}}, True, 1.5 * GB // 20),  # 5 workers x 4 shards
+    ("SHARD-1", {"profile": {"count": 1000, "size": 100}}, True, MB),  # never under 1 MB
+    ("SHARD-1", {}, False, ...),
+    ("SHARD-2", {"profile": {"count": 1_000_000, "size": 5 * MB}}, True, 150 * MB),
+    ("SHARD-2", {}, False, ...),
+    ("SHARD-3", {"profile": {"count": 1000, "size": 1500 * MB}}, True, 150 * MB),
+    ("SHARD-3", {}, False, ...),
+    ("PFX-1", {"workload": {"nodes": 2, "gpus_per_node": 8}, "hardware": {"cores": 96}}, True, 16),
+    # 2 ranks x ~15,900 samples/s (what the model expects with 32 requests in flight per
+    # worker) of 20 KB objects = ~31,800 GET/s -> 10 prefixes at the planned 3,500 GET/s each
+    ("PFX-1", PFX_BY_RATE, True, 18),
+    ("PFX-1", {}, False, ...),
+    (
+        "PFX-1",
+        {"workload": {"nodes": 2, "gpus_per_node": 8}, "profile": {"prefixes": 16}},
+        False,
+        ...,
+    ),
+    (
+        "PFX-1",
+        {"profile": {**SMALL_SET, "spo": 1}, "workload": {"epochs": 5, "nodes": 4}},
+        False,
+        ...,
+    ),
+]
