@@ -6,6 +6,12 @@ import os
 import urllib.parse
 
 
+def uri_scheme(uri: str) -> str:
+    """The lower-cased scheme of `uri` ("s3", "nfs", ...); "file" for a plain path. No checks."""
+    scheme, sep, _ = uri.partition("://")
+    return scheme.lower() if sep else "file"
+
+
 def parse_uri(uri: str) -> tuple[str, str, str]:
     """Split a URI into ``(scheme, bucket_or_root, key)``.
 
@@ -17,16 +23,15 @@ def parse_uri(uri: str) -> tuple[str, str, str]:
         raise TypeError(f"uri must be a str, not {type(uri).__name__}")
     if not uri:
         raise ValueError("empty URI")
-    scheme, sep, rest = uri.partition("://")
-    if not sep:
+    scheme, rest = uri_scheme(uri), uri.partition("://")[2]
+    if "://" not in uri:
         return _local(uri)
-    scheme = scheme.lower()
     if scheme == "s3":
         bucket, _, key = rest.partition("/")
         if not bucket:
             raise ValueError(f"{uri!r} has no bucket name (expected s3://bucket/key)")
         if any(c.isspace() for c in bucket) or not all(c.isalnum() or c in ".-_" for c in bucket):
-            raise ValueError(f"{uri!r}: {bucket!r} is not a valid bucket name")
+            raise ValueError(f"invalid bucket name {bucket!r} in {uri!r}")
         return ("s3", bucket, key)
     if scheme == "file":
         host, slash, path = rest.partition("/")
@@ -35,7 +40,7 @@ def parse_uri(uri: str) -> tuple[str, str, str]:
         if not slash:
             raise ValueError(f"{uri!r} has no path (expected file:///abs/path)")
         return _local("/" + urllib.parse.unquote(path))
-    raise ValueError(f"{uri!r}: unsupported scheme {scheme!r} (use s3://, file:// or a path)")
+    raise ValueError(f"unsupported URI scheme {scheme!r} in {uri!r} (use s3://, file:// or a path)")
 
 
 def _local(path: str) -> tuple[str, str, str]:
