@@ -11,6 +11,7 @@ from advisor.bounds import ListingLimits
 from advisor.formats import HEAD_BYTES, by_extension, by_magic, samples_in_head
 from advisor.location import DatasetLocation
 from native_loader import ObjectInfo, S3Reader, parse_uri
+from native_loader.uri import is_metadata
 
 
 @dataclass(frozen=True)
@@ -118,13 +119,6 @@ def size_stats(sizes: list[int]) -> SizeStats:
     )
 
 
-def _is_metadata(key: str, prefix: str) -> bool:
-    """Hadoop's and Spark's rule for input files: a name (or folder) starting with ``_`` or
-    ``.`` is metadata, not data (``_SUCCESS``, ``.DS_Store``, a re-shard's ``_reshard/``)."""
-    relative = key[len(prefix) :] if key.startswith(prefix) else key
-    return any(part[:1] in ("_", ".") for part in relative.split("/") if part)
-
-
 def _first_level(key: str, prefix: str) -> str:
     rest = key[len(prefix) :] if key.startswith(prefix) else key
     return rest.split("/", 1)[0] if "/" in rest else ""
@@ -165,7 +159,7 @@ def profile_dataset(
     for info in reader.list(uri):
         if info.key.endswith("/") and info.size == 0:
             continue  # "folder" marker objects are not data
-        if _is_metadata(info.key if location.is_s3 else info.uri, prefix):
+        if is_metadata(info.uri, uri):
             hidden += 1
             continue
         objects.append(info)

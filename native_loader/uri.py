@@ -12,6 +12,21 @@ def uri_scheme(uri: str) -> str:
     return scheme.lower() if sep else "file"
 
 
+def is_metadata(uri: str, under: str) -> bool:
+    """Hadoop's and Spark's rule for input files: below `under` (the listed prefix or folder), a
+    name or folder starting with ``_`` or ``.`` is metadata, not data (``_SUCCESS``,
+    ``.DS_Store``, a re-shard's ``_reshard/``). The profile and the datasets both skip it; only
+    the part below `under` counts (data under ``~/.cache/`` is data)."""
+    try:
+        _, root, key = parse_uri(uri)
+        _, under_root, under_key = parse_uri(under)
+    except ValueError:
+        return False
+    if root != under_root or not key.startswith(under_key):
+        return False
+    return any(part[:1] in ("_", ".") for part in key[len(under_key) :].split("/") if part)
+
+
 def parse_uri(uri: str) -> tuple[str, str, str]:
     """Split a URI into ``(scheme, bucket_or_root, key)``.
 
