@@ -27,6 +27,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "reader", "bench.reader_bench", "native_loader vs boto3, s3fs, s3torchconnector, ..."
     ),
     Benchmark("advisor", "bench.advisor_matrix", "recommended num_workers vs an exhaustive sweep"),
+    Benchmark("e2e", "bench.e2e", "the exported loader vs the loaders people write today"),
 )
 
 
