@@ -383,6 +383,11 @@ def bars(rows: list[dict[str, Any]], key: str = "samples_per_s") -> list[Bar]:
     ]  # fmt: skip
 
 
+def _trial(advice: dict[str, Any]) -> str:
+    seconds = advice["trial_s"]
+    return "no trial" if seconds != seconds else f"trial {seconds} s"  # NaN: none ran
+
+
 def write_report(
     out: Path,
     command: str,
@@ -418,8 +423,8 @@ def write_report(
     out.write_text(json.dumps(report, indent=1, default=str))
     mach = report["machine"]
     advice_lines = [
-        f"- {name}: advisor {a['wall_s']} s, trial {a['trial_s']} s -> "
-        f"{a['num_workers']} workers, {a['requests_in_flight']} requests in flight"
+        f"- {name}: advisor {a['wall_s']} s ({_trial(a)}) -> num_workers "
+        f"{a['num_workers']}, {a['requests_in_flight']} requests in flight"
         + (f" ({a['note']})" if a["note"] else "")
         for name, a in advice.items()
     ]
