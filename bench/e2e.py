@@ -229,7 +229,7 @@ def tree_rss_sampler(pid: int, period_s: float = 0.05) -> Iterator[list[float]]:
         pids = [pid]
         tick = 0
         while not stop.wait(period_s):
-            if tick % 5 == 0:  # new workers appear rarely: rescan /proc every 250 ms
+            if tick % 2 == 0:  # rescan /proc every 100 ms: workers of a short run live ~0.5 s
                 pids = _tree(pid)
             tick += 1
             peak[0] = max(peak[0], sum(_rss_mb(p) for p in pids))

@@ -20,6 +20,7 @@ import io
 import json
 import os
 import resource
+import shutil
 import sys
 import tempfile
 import time
@@ -32,6 +33,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, get_worker_info
 
 IMAGE_SIDE = 224
+_CACHE_DIRS: list[str] = []  # removed when the run ends (a first epoch's copies, up to 600 MB)
 
 
 @dataclass(frozen=True)
@@ -196,15 +198,19 @@ def load_export(path: str) -> Any:
     return module
 
 
+def _cache_dir() -> str:
+    _CACHE_DIRS.append(tempfile.mkdtemp(prefix="bench-e2e-cache-"))
+    return _CACHE_DIRS[-1]
+
+
 def _exported(spec: RunSpec, override_workers: bool = False) -> DataLoader[Any]:
     """`make_dataloader()` with nothing overridden but the endpoint (the proxy in front of the
     same server) and a fresh cache directory (a first epoch from S3, not from an earlier run);
     with `override_workers`, num_workers too."""
     module = load_export(spec.export)
     extra = {"num_workers": spec.num_workers} if override_workers else {}
-    cache = tempfile.mkdtemp(prefix="bench-e2e-cache-")
     loader: DataLoader[Any] = module.make_dataloader(
-        endpoint_url=spec.endpoint, cache_dir=cache, **extra
+        endpoint_url=spec.endpoint, cache_dir=_cache_dir(), **extra
     )
     return loader
 
@@ -240,9 +246,8 @@ def _lines_native(spec: RunSpec) -> DataLoader[Any]:
     """The exported module's dataset (its reader settings, no shuffle: shards in order, as the
     fsspec loader reads them), each object read whole and handed to the same line iteration."""
     module = load_export(spec.export)
-    cache = tempfile.mkdtemp(prefix="bench-e2e-cache-")
     dataset = module.make_dataset(
-        endpoint_url=spec.endpoint, cache_dir=cache, transform=_no_transform, shuffle=False
+        endpoint_url=spec.endpoint, cache_dir=_cache_dir(), transform=_no_transform, shuffle=False
     )
 
     def shards(index: int, count: int) -> Iterator[io.TextIOBase]:
@@ -326,8 +331,12 @@ def main(argv: list[str] | None = None) -> int:
     spec = RunSpec(**json.loads(args.spec.read_text()))
     if spec.samples < 1:
         raise SystemExit("samples must be >= 1")
-    with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result line alone
-        result = run(spec)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result line alone
+            result = run(spec)
+    finally:
+        for path in _CACHE_DIRS:
+            shutil.rmtree(path, ignore_errors=True)
     print(json.dumps(asdict(result)))
     sys.stdout.flush()
     os._exit(0)  # skip interpreter teardown: CRT and s3fs threads can hang it after the result
