@@ -29,6 +29,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("advisor", "bench.advisor_matrix", "recommended num_workers vs an exhaustive sweep"),
     Benchmark("gpu", "bench.gpu", "pinned vs pageable copies and the exported loader on a GPU"),
     Benchmark("reshard", "bench.reshard_bench", "advisor reshard vs boto3+tarfile scripts"),
+    Benchmark("e2e", "bench.e2e", "the exported loader vs the loaders people write today"),
 )
 
 
