@@ -9,13 +9,13 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from advisor.bounds import ListingLimits, TrialBudget, arg_type, range_of
 from advisor.errors import describe
 from advisor.nvml_recording import RecordingNvml, write_recording
 from advisor.reshard import cli as reshard_cli
@@ -23,24 +23,9 @@ from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.rules.units import any_size
 from advisor.session import AdvisorSession
 from advisor.trial import TrialEvent
-from advisor.workload import Workload
+from advisor.workload import STEP_TIME_S, Workload
 
 EXIT_INPUT, EXIT_RUNTIME = 2, 1
-
-
-def _number(
-    kind: Callable[[str], float], low: float, high: float, name: str
-) -> Callable[[str], Any]:
-    def parse(text: str) -> float:
-        try:
-            value = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be a number, got {text!r}") from None
-        if not (low < value <= high) or math.isnan(value):
-            raise argparse.ArgumentTypeError(f"{name} must be in ({low:g}, {high:g}], got {text}")
-        return value
-
-    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,30 +42,47 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("uri", help="s3://bucket/prefix/ or a local folder")
     data.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")
     data.add_argument("--profile", dest="aws_profile", help="AWS profile name")
-    data.add_argument("--max-keys", type=_number(int, 0, 1e9, "--max-keys"), default=200_000)
+    data.add_argument(
+        "--max-keys",
+        type=arg_type(range_of(ListingLimits, "max_keys"), "--max-keys"),
+        default=ListingLimits.max_keys,
+        help=f"keys listed at most, in {range_of(ListingLimits, 'max_keys')} "
+        f"(default {ListingLimits.max_keys})",
+    )
     work = argparse.ArgumentParser(add_help=False)
     work.add_argument(
         "--consumer-rate",
-        type=_number(float, 0, 1e7, "--consumer-rate"),
-        help="samples/s one GPU consumes",
+        type=arg_type(range_of(Workload, "consumer_rate"), "--consumer-rate"),
+        help=f"samples/s one GPU consumes, in {range_of(Workload, 'consumer_rate')}",
     )
     work.add_argument(
         "--step-time",
-        type=_number(float, 0, 3600, "--step-time"),
-        help="seconds per training step (with --batch-size)",
+        type=arg_type(STEP_TIME_S, "--step-time"),
+        help=f"seconds per training step (with --batch-size), in {STEP_TIME_S}",
     )
-    work.add_argument("--batch-size", type=_number(int, 0, 1e6, "--batch-size"), default=32)
-    work.add_argument("--epochs", type=_number(int, 0, 1e5, "--epochs"), default=1)
-    work.add_argument("--nodes", type=_number(int, 0, 1e5, "--nodes"), default=1)
-    work.add_argument("--gpus-per-node", type=_number(int, 0, 64, "--gpus-per-node"), default=1)
+    for name, what in (
+        ("batch_size", "samples per batch per rank"),
+        ("epochs", "passes over the data set"),
+        ("nodes", "training nodes"),
+        ("gpus_per_node", "GPUs (ranks) per node"),
+    ):
+        flag = "--" + name.replace("_", "-")
+        bound, default = range_of(Workload, name), getattr(Workload, name)
+        work.add_argument(
+            flag,
+            type=arg_type(bound, flag),
+            default=default,
+            help=f"{what}, in {bound} (default {default})",
+        )
     work.add_argument("--transform", help="per-sample transform to time, 'module:callable'")
     work.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
     trial = argparse.ArgumentParser(add_help=False)
     trial.add_argument(
         "--seconds",
-        type=_number(float, 0, 3600, "--seconds"),
-        default=30.0,
-        help="trial time budget in seconds (default 30)",
+        type=arg_type(range_of(TrialBudget, "seconds"), "--seconds"),
+        default=TrialBudget.seconds,
+        help=f"trial time budget in seconds, in {range_of(TrialBudget, 'seconds')} "
+        f"(default {TrialBudget.seconds:g})",
     )
 
     sub.add_parser("profile", parents=[common, data], help="object count, sizes, formats")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from advisor.location import DatasetLocation
 from advisor.workload import Workload
 from native_loader.cache import DEFAULT_CACHE_BYTES
+from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:
     from advisor.profile import DatasetProfile
@@ -135,7 +136,7 @@ def shuffle_buffer(profile: DatasetProfile | None) -> int:
 def sagemaker_snippet(config: LoaderConfig) -> str | None:
     """A SageMaker input for the recommended data source, where one applies."""
     mode = config.sagemaker_input_mode
-    if not mode or not config.uri.startswith("s3://"):
+    if not mode or uri_scheme(config.uri) != "s3":
         return None
     if mode in ("File", "FastFile", "Pipe"):
         return (

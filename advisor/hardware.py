@@ -21,7 +21,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from advisor.bounds import range_of
 from advisor.extras import install_command
+from advisor.location import NETWORK_FILESYSTEMS
+from advisor.workload import Workload
 
 __all__ = [
     "GPU_CATALOG",
@@ -117,7 +120,6 @@ class DiskInfo:
 
 
 VIRTUAL_DISK_PREFIXES = ("vd", "xvd")
-NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "efs", "lustre", "cifs", "smb3", "fuse.s3fs"})
 
 
 @dataclass(frozen=True)
@@ -221,8 +223,9 @@ class HardwareProfile:
 
     def with_target_gpu(self, name: str, count: int = 1) -> HardwareProfile:
         """This host's CPU/RAM/disk with `count` catalogued `name` GPUs, marked as planned."""
-        if not 1 <= count <= 64:
-            raise ValueError(f"count={count} must be in [1, 64]")
+        per_node = range_of(Workload, "gpus_per_node")  # a planned machine is one node
+        if count not in per_node:
+            raise ValueError(f"{count=} must be in {per_node}")
         spec = lookup_gpu(name)
         gpus = tuple(
             GpuInfo(

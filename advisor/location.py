@@ -1,4 +1,7 @@
-"""Where a data set lives: an S3 URI (any S3-compatible endpoint) or a local folder."""
+"""Where a data set lives: an S3 URI (any S3-compatible endpoint) or a local folder.
+
+URIs are parsed by the runtime's one parser (`native_loader.parse_uri`), the one the reader uses.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +9,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from native_loader import ReaderConfig
+from native_loader import ReaderConfig, parse_uri
+
+# File system types (as /proc/mounts names them) that reach their data over the network. Lustre
+# is one of them; the rules tell it apart because FSx for Lustre is a data source of its own.
+NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "efs", "lustre", "cifs", "smb3", "fuse.s3fs"})
 
 
 class LocationError(ValueError):
@@ -31,17 +38,12 @@ class DatasetLocation:
         uri = self.uri.strip()
         if not uri:
             raise LocationError("empty data set URI: give s3://bucket/prefix/ or a local folder")
-        if "://" in uri and not uri.startswith(("s3://", "file://")):
-            scheme = uri.split("://", 1)[0]
-            raise LocationError(
-                f"unsupported URI scheme {scheme!r} in {uri!r}: use s3://bucket/prefix/ or a path"
-            )
-        if uri.startswith("s3://"):
-            bucket = uri[5:].split("/", 1)[0]
-            if not bucket:
-                raise LocationError(f"no bucket in {uri!r}: expected s3://bucket/prefix/")
-            if not (3 <= len(bucket) <= 63) or not all(c.isalnum() or c in "-._" for c in bucket):
-                raise LocationError(f"invalid bucket name {bucket!r} in {uri!r}")
+        try:
+            scheme, bucket, _ = parse_uri(uri)
+        except ValueError as exc:
+            raise LocationError(str(exc)) from None
+        if scheme == "s3" and not 3 <= len(bucket) <= 63:
+            raise LocationError(f"invalid bucket name {bucket!r} in {uri!r} (3 to 63 characters)")
         if self.endpoint_url is not None and not self.endpoint_url.startswith(
             ("http://", "https://")
         ):
@@ -52,7 +54,7 @@ class DatasetLocation:
 
     @property
     def is_s3(self) -> bool:
-        return self.uri.startswith("s3://")
+        return parse_uri(self.uri)[0] == "s3"
 
     @property
     def storage(self) -> str:
@@ -60,7 +62,10 @@ class DatasetLocation:
 
     @property
     def local_path(self) -> Path:
-        return Path(self.uri[len("file://") :] if self.uri.startswith("file://") else self.uri)
+        if "://" not in self.uri:  # a plain path, "~" included
+            return Path(self.uri)
+        _, root, key = parse_uri(self.uri)
+        return Path(root, key)
 
     def prefix_uri(self) -> str:
         """The URI to list under: S3 URIs as given, local paths absolute."""

@@ -7,9 +7,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from advisor.bounds import ListingLimits
 from advisor.formats import HEAD_BYTES, by_extension, by_magic, samples_in_head
 from advisor.location import DatasetLocation
-from native_loader import ObjectInfo, S3Reader
+from native_loader import ObjectInfo, S3Reader, parse_uri
+from native_loader.uri import is_metadata
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ class DatasetProfile:
 
 Progress = Callable[[str, float], None]  # (message, fraction done in [0, 1])
 
-DEFAULT_MAX_KEYS = 200_000
+DEFAULT_MAX_KEYS = ListingLimits.max_keys
 DEFAULT_MAX_SECONDS = 20.0
 DEFAULT_SAMPLE_OBJECTS = 6
 
@@ -117,13 +119,6 @@ def size_stats(sizes: list[int]) -> SizeStats:
     )
 
 
-def _is_metadata(key: str, prefix: str) -> bool:
-    """Hadoop's and Spark's rule for input files: a name (or folder) starting with ``_`` or
-    ``.`` is metadata, not data (``_SUCCESS``, ``.DS_Store``, a re-shard's ``_reshard/``)."""
-    relative = key[len(prefix) :] if key.startswith(prefix) else key
-    return any(part[:1] in ("_", ".") for part in relative.split("/") if part)
-
-
 def _first_level(key: str, prefix: str) -> str:
     rest = key[len(prefix) :] if key.startswith(prefix) else key
     return rest.split("/", 1)[0] if "/" in rest else ""
@@ -131,8 +126,7 @@ def _first_level(key: str, prefix: str) -> str:
 
 def _key_prefix(uri: str) -> str:
     """The key prefix of an s3:// URI ("" for a whole bucket)."""
-    bucket_and_key = uri[len("s3://") :]
-    return bucket_and_key.split("/", 1)[1] if "/" in bucket_and_key else ""
+    return parse_uri(uri)[2]
 
 
 def profile_dataset(
@@ -150,10 +144,11 @@ def profile_dataset(
     A listing cut short by a limit is a sample: totals are extrapolated over first-level prefixes
     when the listing finished some of them, and the profile says so in `sampled` and `notes`.
     """
-    if max_keys < 1 or max_seconds <= 0 or sample_objects < 0:
-        raise ValueError(f"{max_keys=} must be >= 1, {max_seconds=} > 0, {sample_objects=} >= 0")
+    ListingLimits(max_keys)  # raises ValueError naming the range
+    if max_seconds <= 0 or sample_objects < 0:
+        raise ValueError(f"{max_seconds=} must be > 0, {sample_objects=} >= 0")
     uri = location.prefix_uri()
-    if location.is_s3 and not uri.endswith("/") and "/" in uri[5:]:
+    if location.is_s3 and not uri.endswith("/") and _key_prefix(uri):
         # "s3://bucket/images" means the folder, not every key starting with "images".
         uri += "/"
     prefix = _key_prefix(uri) if location.is_s3 else uri.rstrip("/") + "/"
@@ -164,7 +159,7 @@ def profile_dataset(
     for info in reader.list(uri):
         if info.key.endswith("/") and info.size == 0:
             continue  # "folder" marker objects are not data
-        if _is_metadata(info.key if location.is_s3 else info.uri, prefix):
+        if is_metadata(info.uri, uri):
             hidden += 1
             continue
         objects.append(info)

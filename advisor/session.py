@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from advisor.bounds import ListingLimits, TrialBudget
 from advisor.location import DatasetLocation
 from advisor.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.profile import Progress as ProfileProgress
@@ -93,6 +94,7 @@ class AdvisorSession:
     ) -> DatasetProfile:
         from advisor.profile import profile_dataset
 
+        ListingLimits(max_keys)  # a bad value is refused before any listing
         location = self._need_location()
         with self.reader() as reader:
             self.profile = profile_dataset(
@@ -127,12 +129,13 @@ class AdvisorSession:
     # --- step 4: live trial ------------------------------------------------------------------
     def run_trial(
         self,
-        seconds: float = 30.0,
+        seconds: float = TrialBudget.seconds,
         progress: TrialProgress | None = None,
         cancel: threading.Event | None = None,
     ) -> TrialResult:
         from advisor.trial import run_trial
 
+        TrialBudget(seconds)  # a bad budget is refused before profiling starts
         location = self._need_location()
         profile = self.profile or self.run_profile()
         hardware = self.hardware or self.run_hardware()

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
+from advisor.bounds import TrialBudget, range_of
 from advisor.location import DatasetLocation
 from advisor.model import (
     StorageParams,
@@ -143,7 +144,7 @@ SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
 BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.65, "h2d": 0.05}
 SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
 SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
-MIN_SECONDS, MAX_SECONDS = 2.0, 3600.0
+MAX_SECONDS = range_of(TrialBudget, "seconds").high
 
 
 def _saturated(rates: list[float]) -> bool:
@@ -287,8 +288,7 @@ def run_trial(
 
     Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
     """
-    if not MIN_SECONDS <= seconds <= MAX_SECONDS:
-        raise ValueError(f"trial seconds={seconds} must be in [{MIN_SECONDS:g}, {MAX_SECONDS:g}]")
+    TrialBudget(seconds)  # raises ValueError naming the range
     clock = _Clock(seconds, cancel, progress)
     fmt = profile.dominant_format
     transform_name = workload.transform or f"default decoder for {fmt}"

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from advisor.bounds import Range, bounded, check_ranges
+
 MAX_RATE = 1e7  # samples/s: beyond this a number is a typo, not a workload
+STEP_TIME_S = Range(0, 3600, float, low_open=True)  # seconds per training step
 DATA_LOCATIONS = ("s3", "efs", "nfs", "fsx", "local")
 
 
@@ -22,33 +25,24 @@ class Workload:
         "fsx" or "local"; None = infer from the URI (default).
     """
 
-    consumer_rate: float | None = None
-    batch_size: int = 32
-    epochs: int = 1
-    nodes: int = 1
-    gpus_per_node: int = 1
+    consumer_rate: float | None = bounded(None, 0, MAX_RATE, low_open=True)
+    batch_size: int = bounded(32, 1, 1_000_000)
+    epochs: int = bounded(1, 1, 100_000)
+    nodes: int = bounded(1, 1, 100_000)
+    gpus_per_node: int = bounded(1, 1, 64)
     transform: str | None = None
     data_location: str | None = None
 
     def __post_init__(self) -> None:
         if self.data_location is not None and self.data_location not in DATA_LOCATIONS:
             raise ValueError(f"{self.data_location=} must be one of {DATA_LOCATIONS}")
-        if self.consumer_rate is not None and not 0 < self.consumer_rate <= MAX_RATE:
-            raise ValueError(f"consumer_rate={self.consumer_rate} must be in (0, {MAX_RATE:g}]")
-        if not 1 <= self.batch_size <= 1_000_000:
-            raise ValueError(f"batch_size={self.batch_size} must be in [1, 1000000]")
-        if not 1 <= self.epochs <= 100_000:
-            raise ValueError(f"epochs={self.epochs} must be in [1, 100000]")
-        if not 1 <= self.nodes <= 100_000:
-            raise ValueError(f"nodes={self.nodes} must be in [1, 100000]")
-        if not 1 <= self.gpus_per_node <= 64:
-            raise ValueError(f"gpus_per_node={self.gpus_per_node} must be in [1, 64]")
+        check_ranges(self)
 
     @classmethod
     def from_step_time(cls, step_time_s: float, batch_size: int, **kwargs: object) -> Workload:
         """The consumption rate of a job that takes `step_time_s` per batch of `batch_size`."""
-        if not 0 < step_time_s <= 3600:
-            raise ValueError(f"step_time_s={step_time_s} must be in (0, 3600]")
+        if step_time_s not in STEP_TIME_S:
+            raise ValueError(f"{step_time_s=} must be in {STEP_TIME_S}")
         return cls(consumer_rate=batch_size / step_time_s, batch_size=batch_size, **kwargs)  # type: ignore[arg-type]
 
     @property

@@ -32,6 +32,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "advisor-check", "bench.advisor_check", "the exported loader's sweep, unseen scenarios"
     ),
+    Benchmark("e2e", "bench.e2e", "the exported loader vs the loaders people write today"),
 )
 
 

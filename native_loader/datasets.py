@@ -19,6 +19,7 @@ from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
 from native_loader.tar import iter_samples
+from native_loader.uri import is_metadata
 
 Transform = Callable[[Any], Any]
 Source = str | Iterable[str] | Iterable[ObjectInfo]
@@ -26,10 +27,15 @@ Source = str | Iterable[str] | Iterable[ObjectInfo]
 
 def _resolve(source: Source, reader: S3Reader, tar_only: bool = False) -> list[str | ObjectInfo]:
     """The objects of a source; listed ones keep their size (it lets large reads start at once).
-    With `tar_only`, a listed prefix yields only its ``.tar`` objects: a shard folder also holds
-    its index and bookkeeping (``shards.json``, ``classes.json``, ``_reshard/``)."""
+    A listed prefix leaves out metadata (`is_metadata`: ``_SUCCESS``, ``.DS_Store``, ...), as the
+    profile does; with `tar_only` it yields only ``.tar`` objects: a shard folder also holds its
+    index (``shards.json``, ``classes.json``)."""
     if isinstance(source, str):
-        listed = (info for info in reader.list(source) if not info.uri.endswith("/"))
+        listed = (
+            info
+            for info in reader.list(source)
+            if not info.uri.endswith("/") and not is_metadata(info.uri, source)
+        )
         return [i for i in listed if not tar_only or i.uri.endswith(".tar")]
     return [item if isinstance(item, ObjectInfo) else str(item) for item in source]
 

@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
+from advisor.demo.server import die_with_parent
 from testing.faults import FaultKind, FaultProxy, Faults, FaultStats, When, slow_down_response
-from testing.processes import die_with_parent
 
 __all__ = [
     "FaultKind",

@@ -122,14 +122,16 @@ def jupyter_lab(
     root: Path, state: Path, env: dict[str, str], log: Path, app: JupyterApp = "lab"
 ) -> Iterator[Lab]:
     """JupyterLab (`app="lab"`) or Notebook 7 (`app="notebook"`) on 127.0.0.1 serving `root`,
-    with its own config/runtime/settings/workspaces."""
+    with its own config/runtime/settings/workspaces. The demo variables reach it only through
+    `env`: without them its kernels start a demo endpoint of their own, as a user's would."""
     port, token = free_ports(1)[0], secrets.token_hex(16)
     dirs = {n: state / n for n in ("config", "runtime", "settings", "workspaces")}
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)
     _write_settings(dirs["settings"])
+    demo_names = (ENV_URL, ENV_ACCESS_KEY, ENV_SECRET_KEY)
     child_env = {
-        **os.environ,
+        **{k: v for k, v in os.environ.items() if k not in demo_names},
         **env,
         "JUPYTER_CONFIG_DIR": str(dirs["config"]),
         "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),

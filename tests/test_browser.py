@@ -6,6 +6,11 @@ through the six steps (demo, profile, hardware, workload, a short trial, recomme
 screenshots each step into test-artifacts/, and imports the saved module in a subprocess to take
 one batch from it. A shorter test opens the same notebook in classic Notebook 7 and goes as far
 as the hardware step: the widgets, plotly output and step buttons work there as well.
+
+Two tests take the user's own paths with nothing prepared: a JupyterLab without any demo
+variables, where the kernel starts the demo endpoint itself, once through the notebook's
+**Use demo dataset** and once through `%load_ext advisor` + `%advisor --demo` typed into a new
+notebook; each runs a real trial, saves, and loads a batch from the saved module elsewhere.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import re
 import shutil
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +32,7 @@ from browser_helpers import (
     small_demo_env,
 )
 
-from advisor.demo.server import S3Endpoint
+from advisor.demo.server import S3Credentials, S3Endpoint
 
 pytestmark = [
     pytest.mark.browser,
@@ -164,7 +170,7 @@ def test_wizard_end_to_end_in_jupyterlab(
             _click(page, "la-btn-next")
             workload = _step(page, "workload")
             workload.locator(".la-input-rate input").fill("lots")
-            workload.locator(".la-field-errors", has_text="not a number").wait_for()
+            workload.locator(".la-field-errors", has_text="must be a number").wait_for()
             workload.locator(".la-input-rate input").fill("200")
             workload.locator(".la-field-errors .la-error").wait_for(state="detached")
             _shot(page, "3-workload")
@@ -265,3 +271,133 @@ def test_wizard_profiles_demo_in_notebook7(
             page.screenshot(path=str(SHOTS / "nb7-last.png"), full_page=True)
             (SHOTS / "nb7-console.log").write_text("\n".join(console))
             page.close()
+
+
+# --- the user's own paths: nothing prepared, the kernel starts the demo endpoint itself --------
+
+DEMO_START_MS = 240_000  # the full demo data set is generated in the kernel (~1 min here)
+
+
+def _kernel_endpoint(page: Any) -> S3Endpoint:
+    """The demo endpoint the kernel started, as the dataset step shows it, with the credentials
+    the kernel inherited (the test session's dummy ones)."""
+    url = page.locator(".la-wizard .la-input-endpoint input").input_value()
+    assert url.startswith("http://127.0.0.1:"), url
+    return S3Endpoint(url, S3Credentials.from_env_or_dummy())
+
+
+def _measured_points(page: Any) -> int:
+    """Points with a measured rate (> 0 samples/s) in the trial chart's plotly traces."""
+    return int(
+        page.locator(".la-wizard .la-chart-trial .js-plotly-plot").first.evaluate(
+            "e => e.data.filter(t => t.type === 'scatter')"
+            ".reduce((n, t) => n + (t.y || []).filter(v => v > 0).length, 0)"
+        )
+    )
+
+
+def _trial_to_save(page: Any, stem: str, prefix: str) -> None:
+    """From the hardware step: workload, a real short trial whose chart fills with measured
+    points, the recommendation, and Save."""
+    _click(page, "la-btn-next")
+    workload = _step(page, "workload")
+    workload.locator(".la-input-rate input").fill("200")
+    _click(page, "la-btn-next")
+    trial = _step(page, "trial")
+    trial.locator(".la-input-trial-seconds input").fill("4")
+    trial.locator(".la-input-trial-seconds input").press("Tab")
+    _click(page, "la-btn-run-trial")
+    done = page.locator(".la-wizard .la-status", has_text="trial done")
+    error = page.locator(".la-wizard .la-error-box", has_text=re.compile(r"\S"))
+    done.or_(error).first.wait_for(timeout=120_000)  # an error (no endpoint) ends the wait too
+    assert not error.count(), error.inner_text()
+    trial.locator(".la-chart-trial .js-plotly-plot").wait_for()
+    page.wait_for_function(  # the chart re-renders after the last point; wait for its data
+        "() => { const e = document.querySelector('.la-wizard .la-chart-trial .js-plotly-plot');"
+        " return e && e.data && e.data.some(t => (t.y || []).some(v => v > 0)); }"
+    )
+    assert _measured_points(page) >= 1
+    _shot(page, f"{prefix}4-trial")
+    _click(page, "la-btn-next")
+    _step(page, "recommendation").locator(".la-card").first.wait_for()
+    _shot(page, f"{prefix}5-recommendation")
+    _click(page, "la-btn-next")
+    export = _step(page, "export")
+    export.locator(".la-input-stem input").fill(stem)
+    _click(page, "la-btn-save")
+    export.locator(".la-saved", has_text=f"{stem}.py").wait_for()
+    _shot(page, f"{prefix}6-export")
+
+
+@contextmanager
+def _page(browser: Any, prefix: str) -> Iterator[Any]:
+    """A fresh page; at the end (or a failure) its screenshot and console land in SHOTS, and
+    the console must hold no error."""
+    page = browser.new_page(viewport={"width": 1280, "height": 1800})
+    page.set_default_timeout(60_000)
+    console: list[str] = []
+    page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+    try:
+        yield page
+        errors = [line for line in console if line.startswith("error")]
+        assert not errors, errors
+    finally:
+        page.screenshot(path=str(SHOTS / f"{prefix}last.png"), full_page=True)
+        (SHOTS / f"{prefix}console.log").write_text("\n".join(console))
+        page.close()
+
+
+@pytest.mark.timeout(420)
+def test_wizard_starts_its_own_demo_in_a_plain_jupyterlab(browser: Any, tmp_path: Path) -> None:
+    """JupyterLab started by hand, no demo variables: Use demo dataset starts the endpoint in the
+    kernel's worker thread; the trial, the save and a fresh process still reach it."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    root = tmp_path / "root"
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copy(NOTEBOOK, root / "notebooks" / "advisor.ipynb")
+    log = ARTIFACTS / "jupyterlab-own-demo.log"
+    with jupyter_lab(root, tmp_path / "state", {}, log) as lab, _page(browser, "own-") as page:
+        page.goto(lab.notebook_url("notebooks/advisor.ipynb"))
+        _wait_kernel_ready(page, 90_000)
+        _run_all(page)
+        dataset = _step(page, "dataset")
+        _click(page, "la-btn-demo")
+        dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=DEMO_START_MS)
+        _shot(page, "own-1-dataset-profiled")
+        endpoint = _kernel_endpoint(page)
+        _click(page, "la-btn-next")
+        _step(page, "hardware").locator(".la-hardware-summary").wait_for()
+        _trial_to_save(page, "own_demo_loader", "own-")
+        module = root / "notebooks" / "own_demo_loader.py"
+        # while the kernel (and with it the endpoint) lives, a fresh process loads a batch
+        assert check_export_yields_batch(module, endpoint).startswith("BATCH")
+
+
+@pytest.mark.timeout(420)
+def test_magic_demo_typed_into_a_new_notebook(browser: Any, tmp_path: Path) -> None:
+    """A new notebook from the launcher, `%load_ext advisor` and `%advisor --demo` typed in:
+    the demo starts in the kernel, then the six steps, a trial, Save and a batch elsewhere."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    root = tmp_path / "root"
+    root.mkdir()
+    log = ARTIFACTS / "jupyterlab-magic.log"
+    with jupyter_lab(root, tmp_path / "state", {}, log) as lab, _page(browser, "magic-") as page:
+        page.goto(f"{lab.url}/lab?reset&token={lab.token}")
+        page.locator(".jp-LauncherCard[data-category='Notebook']").first.click()
+        _wait_kernel_ready(page, 90_000)
+        editor = page.locator(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell .cm-content")
+        editor.first.click()
+        page.keyboard.type("%load_ext advisor")
+        page.keyboard.press("Shift+Enter")
+        editor.nth(1).wait_for()
+        page.keyboard.type("%advisor --demo")
+        page.keyboard.press("Shift+Enter")
+        dataset = _step(page, "dataset")
+        dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=DEMO_START_MS)
+        assert "small-images" in page.locator(".la-input-uri input").input_value()
+        _shot(page, "magic-1-dataset-profiled")
+        endpoint = _kernel_endpoint(page)
+        _click(page, "la-btn-next")
+        _step(page, "hardware").locator(".la-hardware-summary").wait_for()
+        _trial_to_save(page, "magic_loader", "magic-")
+        assert check_export_yields_batch(root / "magic_loader.py", endpoint).startswith("BATCH")

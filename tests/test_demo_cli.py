@@ -7,11 +7,15 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import boto3
 import pytest
 
 from advisor.demo.__main__ import main
+from advisor.demo.server import free_ports
 
 
 def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> list[str]:
@@ -28,33 +32,26 @@ def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> l
     raise AssertionError(f"{marker!r} not printed within {timeout_s} s: {lines}")
 
 
-@pytest.mark.parametrize("latency_ms", [0, 150])
-def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
+@contextmanager
+def _serving(args: list[str], timeout_s: float) -> Iterator[tuple[list[str], dict[str, str], Any]]:
+    """`python -m advisor.demo serve ARGS` until it prints its endpoint: yields the lines, the
+    "name: value" fields and a boto3 client on the printed endpoint; then Ctrl-C, exit 0."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
     env["AWS_EC2_METADATA_DISABLED"] = "true"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "advisor.demo", "serve", "--images", "20", "--large-files", "1",
-         "--large-mb", "1", "--shard-mb", "1", "--latency-ms", str(latency_ms)],
+        [sys.executable, "-m", "advisor.demo", "serve", *args],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     try:
-        lines = _read_until(proc, "Ctrl-C", timeout_s=60)
+        lines = _read_until(proc, "Ctrl-C", timeout_s=timeout_s)
         fields = dict(line.split(":", 1) for line in lines if line[:12].rstrip().endswith(":"))
-        url = fields["S3 endpoint"].strip()
-        key = fields["access key"].strip()
-        secret = fields["secret key"].split()[0]
+        fields = {name: value.strip() for name, value in fields.items()}
         client = boto3.client(
-            "s3", endpoint_url=url, region_name="us-east-1",
-            aws_access_key_id=key, aws_secret_access_key=secret,
+            "s3", endpoint_url=fields["S3 endpoint"], region_name="us-east-1",
+            aws_access_key_id=fields["access key"],
+            aws_secret_access_key=fields["secret key"].split()[0],
         )  # fmt: skip
-        keys = client.list_objects_v2(Bucket="loader-advisor-demo", Prefix="small-images/")
-        assert keys["KeyCount"] == 20
-        # The emulated first-byte latency is added to every response, keep-alive or not.
-        started = time.monotonic()
-        for _ in range(3):
-            client.head_object(Bucket="loader-advisor-demo", Key=keys["Contents"][0]["Key"])
-        assert (time.monotonic() - started) / 3 >= latency_ms / 1000
-        assert (latency_ms > 0) == any("emulating" in line for line in lines)
+        yield lines, fields, client
         proc.send_signal(signal.SIGINT)
         assert proc.wait(timeout=20) == 0
     finally:
@@ -65,8 +62,49 @@ def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
         proc.stdout.close()
 
 
+@pytest.mark.parametrize("latency_ms", [0, 150])
+def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
+    """`--port P` is where clients connect, and what they get there has the asked-for latency."""
+    port = free_ports(1)[0]
+    args = ["--images", "20", "--large-files", "1", "--large-mb", "1", "--shard-mb", "1",
+            "--latency-ms", str(latency_ms), "--port", str(port)]  # fmt: skip
+    with _serving(args, timeout_s=60) as (lines, fields, client):
+        assert fields["S3 endpoint"] == f"http://127.0.0.1:{port}"
+        if latency_ms:  # the direct server is printed beside it, on another port
+            assert fields["direct"].split()[0].rsplit(":", 1)[1] != str(port)
+        else:
+            assert "direct" not in fields
+        keys = client.list_objects_v2(Bucket="loader-advisor-demo", Prefix="small-images/")
+        assert keys["KeyCount"] == 20
+        # The emulated first-byte latency is added to every response, keep-alive or not.
+        started = time.monotonic()
+        for _ in range(3):
+            client.head_object(Bucket="loader-advisor-demo", Key=keys["Contents"][0]["Key"])
+        assert (time.monotonic() - started) / 3 >= latency_ms / 1000
+        assert (latency_ms > 0) == any("emulating" in line for line in lines)
+
+
+def test_serve_no_data_starts_an_empty_server_quickly() -> None:
+    with _serving(["--no-data"], timeout_s=30) as (lines, _, client):
+        assert not any("generating" in line for line in lines)
+        assert client.list_buckets()["Buckets"] == []
+
+
 def test_negative_numbers_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:
         main(["serve", "--latency-ms", "-5"])
     assert info.value.code == 2
     assert "must be >= 0" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "message"),
+    [("--images", "-1", "[0, 1000000]"), ("--shard-mb", "0", "(0, 10000]")],
+)
+def test_demo_sizes_are_refused_with_the_spec_range(
+    flag: str, value: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["serve", flag, value])
+    assert info.value.code == 2
+    assert f"{flag} must be in {message}, got {value}" in capsys.readouterr().err

@@ -84,8 +84,8 @@ def test_parse_relative_path() -> None:
         ("", "empty"),
         ("s3://", "no bucket"),
         ("s3:///key", "no bucket"),
-        ("s3://bad bucket/k", "not a valid bucket"),
-        ("gs://bucket/k", "unsupported scheme"),
+        ("s3://bad bucket/k", "invalid bucket name"),
+        ("gs://bucket/k", "unsupported URI scheme 'gs'"),
         ("file://otherhost/p", "another host"),
     ],
 )

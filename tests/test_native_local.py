@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from native_loader import S3Reader
+from native_loader.uri import is_metadata
 
 
 @pytest.fixture
@@ -80,3 +81,30 @@ def test_missing_and_directory(tmp_path: Path) -> None:
             reader.stat(str(tmp_path / "nope"))
         with pytest.raises(IsADirectoryError):
             reader.read(str(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("uri", "under", "hidden"),
+    [
+        ("s3://b/train/_SUCCESS", "s3://b/train/", True),
+        ("s3://b/train/a/.DS_Store", "s3://b/train", True),
+        ("s3://b/out/_reshard/done/0.json", "s3://b/out/", True),
+        ("s3://b/train/cat/img_1.jpg", "s3://b/train/", False),
+        ("s3://b/_data/a.jpg", "s3://b/_data/", False),  # the listed prefix itself is the user's
+        ("s3://other/train/_x", "s3://b/train/", False),
+        ("/home/u/.cache/set/a.jpg", "/home/u/.cache/set", False),
+        ("/home/u/.cache/set/_tmp/a.jpg", "/home/u/.cache/set/", True),
+    ],
+)
+def test_metadata_is_judged_below_the_listed_prefix(uri: str, under: str, hidden: bool) -> None:
+    assert is_metadata(uri, under) is hidden
+
+
+def test_datasets_skip_metadata_as_the_profile_does(tmp_path: Path) -> None:
+    from native_loader import S3IterableDataset
+
+    for name in ("a.bin", "sub/b.bin", "_SUCCESS", ".DS_Store", "sub/_tmp/c.bin"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    keys = sorted(os.path.relpath(uri, tmp_path) for uri in S3IterableDataset(str(tmp_path)).uris())
+    assert keys == ["a.bin", os.path.join("sub", "b.bin")]

@@ -2,7 +2,8 @@
 
 `ensure_demo()` gives the notebook and the CLI a running endpoint with the demo data: the one
 `make lab` started (found through LOADER_ADVISOR_DEMO_* variables) or one started on demand in
-this process and stopped when it exits.
+this process, from whichever thread asks; it lives until `stop_demo()` or until this process
+exits or is killed (see `advisor.demo.server._Spawner`).
 """
 
 from __future__ import annotations

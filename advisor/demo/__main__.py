@@ -8,6 +8,7 @@ import sys
 import threading
 from types import FrameType
 
+from advisor.bounds import TrialBudget, arg_type, range_of
 from advisor.demo.datasets import DEMO_BUCKET, DemoSpec, upload
 from advisor.demo.server import S3Server, ServerError
 
@@ -26,13 +27,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m advisor.demo", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start SeaweedFS on 127.0.0.1 with the demo datasets")
-    serve.add_argument("--port", type=int, default=None, help="S3 port (default: a free one)")
+    serve.add_argument(
+        "--port", type=int, default=None,
+        help="the port clients connect to, with the emulated network when --latency-ms or "
+        "--bandwidth-mbps is given (default: a free one)",
+    )  # fmt: skip
     serve.add_argument("--bucket", default=DEMO_BUCKET, help="bucket for the demo datasets")
-    serve.add_argument("--no-data", action="store_true", help="start empty, no demo datasets")
-    serve.add_argument("--images", type=_positive(int), default=DemoSpec.images)
-    serve.add_argument("--shard-mb", type=_positive(float), default=DemoSpec.shard_mb)
-    serve.add_argument("--large-files", type=_positive(int), default=DemoSpec.large_files)
-    serve.add_argument("--large-mb", type=_positive(float), default=DemoSpec.large_mb)
+    serve.add_argument(
+        "--no-data", action="store_true",
+        help="start an empty server at once: no bucket, no demo datasets to generate",
+    )  # fmt: skip
+    for name in ("images", "shard_mb", "large_files", "large_mb"):
+        flag, bound = "--" + name.replace("_", "-"), range_of(DemoSpec, name)
+        serve.add_argument(flag, type=arg_type(bound, flag), default=getattr(DemoSpec, name))
     serve.add_argument(
         "--latency-ms", type=_positive(float), default=0.0,
         help="added before the first byte of every response (real S3: tens of ms)",
@@ -42,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="per-connection cap in megabytes/s (real S3: about 90); 0 = unlimited",
     )  # fmt: skip
     demo = sub.add_parser("run-cli", help="run the advisor CLI end to end on the demo datasets")
-    demo.add_argument("--seconds", type=_positive(float), default=10.0, help="trial budget each")
+    demo.add_argument(
+        "--seconds", type=arg_type(range_of(TrialBudget, "seconds"), "--seconds"), default=10.0,
+        help="trial budget each",
+    )  # fmt: skip
     return parser
 
 
@@ -83,14 +93,17 @@ def serve(args: argparse.Namespace) -> int:
         images=args.images, shard_mb=args.shard_mb, large_files=args.large_files,
         large_mb=args.large_mb,
     )  # fmt: skip
-    with S3Server(port=args.port) as endpoint:
+    emulate = bool(args.latency_ms or args.bandwidth_mbps)
+    # --port names what clients connect to: the emulating proxy when there is one, so that
+    # nobody who asked for latency gets a direct connection without it.
+    with S3Server(port=None if emulate else args.port) as endpoint:
         url = endpoint.url
         proxy = None
-        if args.latency_ms or args.bandwidth_mbps:
+        if emulate:
             from advisor.demo.proxy import NetworkProfile, Proxy
 
             network = NetworkProfile(latency_ms=args.latency_ms, bandwidth_mbps=args.bandwidth_mbps)
-            proxy = Proxy(endpoint.url, network=network)
+            proxy = Proxy(endpoint.url, network=network, port=args.port)
             proxy.start()
             url = proxy.url
         try:
@@ -102,8 +115,8 @@ def serve(args: argparse.Namespace) -> int:
             print(f"S3 endpoint:  {url}")
             if proxy is not None:
                 print(f"  (emulating {args.latency_ms:g} ms first-byte latency, "
-                      f"{args.bandwidth_mbps or 'unlimited'} MB/s per connection; "
-                      f"direct: {endpoint.url})")  # fmt: skip
+                      f"{args.bandwidth_mbps or 'unlimited'} MB/s per connection)")  # fmt: skip
+                print(f"direct:       {endpoint.url}  (the same server, no emulation)")
             print(f"access key:   {creds.access_key}")
             if creds.is_dummy:
                 print(

@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from advisor.bounds import bounded, check_ranges
+
 if TYPE_CHECKING:
     from advisor.demo.server import S3Endpoint
 
@@ -39,28 +41,19 @@ class DemoSpec:
     seed: everything is derived from it, so the same spec gives the same bytes.
     """
 
-    images: int = 2000
+    images: int = bounded(2000, 0, 1_000_000)
     image_kb: tuple[int, int] = (50, 200)
-    classes: int = 10
-    shard_mb: float = 64.0
-    large_files: int = 3
-    large_mb: float = 64.0
+    classes: int = bounded(10, 1, 1000)
+    shard_mb: float = bounded(64.0, 0, 10_000, low_open=True)
+    large_files: int = bounded(3, 0, 100)
+    large_mb: float = bounded(64.0, 0, 10_000, low_open=True)
     seed: int = 0
 
     def __post_init__(self) -> None:
         lo, hi = self.image_kb
         if not 1 <= lo <= hi <= 4096:
             raise ValueError(f"image_kb={self.image_kb} must satisfy 1 <= min <= max <= 4096")
-        if not 0 <= self.images <= 1_000_000:
-            raise ValueError(f"images={self.images} must be in [0, 1000000]")
-        if not 1 <= self.classes <= 1000:
-            raise ValueError(f"classes={self.classes} must be in [1, 1000]")
-        if not 0 < self.shard_mb <= 10_000:
-            raise ValueError(f"shard_mb={self.shard_mb} must be in (0, 10000]")
-        if not 0 <= self.large_files <= 100 or not 0 < self.large_mb <= 10_000:
-            raise ValueError(
-                f"large_files={self.large_files}, large_mb={self.large_mb} out of range"
-            )
+        check_ranges(self)
 
 
 @dataclass(frozen=True)

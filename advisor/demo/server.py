@@ -3,14 +3,17 @@
 SeaweedFS verifies SigV4 signatures, lists, serves ranges and multipart, and starts in about a
 second. It opens many ports; every one is set explicitly to a free port so that several servers
 (tests, the demo, a benchmark) can run side by side. Data lives in a temporary folder that is
-removed on stop. The process is stopped by PID and dies with its parent (PR_SET_PDEATHSIG).
+removed on stop. The process is stopped by PID, or by `stop()`, and dies with the process that
+started it, whichever thread asked (see `_Spawner`).
 """
 
 from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
+import queue
 import shutil
 import signal
 import socket
@@ -18,13 +21,15 @@ import subprocess
 import sys
 import sysconfig
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
@@ -133,12 +138,65 @@ def answers(url: str, timeout_s: float = 2.0) -> bool:
     return True
 
 
-def _die_with_parent() -> None:
-    """Runs in the child before exec: ask the kernel to SIGTERM it when the parent dies."""
+def die_with_parent(parent_pid: int | None = None) -> None:
+    """For `preexec_fn`: ask the kernel to SIGTERM the child when the thread that forked it dies.
+
+    Start such children from a thread that lives as long as they should (`_Spawner` below; tests
+    and `bench` use the main thread).
+
+    If the parent (`parent_pid`) died between fork and prctl, the signal never comes: exit at once.
+    """
     with contextlib.suppress(Exception):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM)
+    if parent_pid is not None and os.getppid() != parent_pid:
+        os._exit(1)
+
+
+class _Spawner:
+    """Starts servers from one thread that lives as long as this process.
+
+    PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the process: a
+    server started from a short-lived thread (the wizard's worker, a pool thread) would die with
+    it. Forking from this long-lived thread instead keeps the guarantee we want: the server lives
+    until `stop()` or until this process ends, and the kernel kills it even when the process is
+    SIGKILLed. The alternative, a pipe the child watches for EOF, needs a wrapper process around
+    `weed` (it cannot watch a pipe itself), and every fork of this process (DataLoader workers,
+    kernels) would inherit the pipe's write end and keep the server alive after the process died.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._jobs: queue.SimpleQueue[tuple[Future[subprocess.Popen[bytes]], dict[str, Any]]]
+        self._jobs = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+
+    def popen(self, **kwargs: Any) -> subprocess.Popen[bytes]:
+        """`subprocess.Popen(**kwargs)` forked from the spawner thread; raises what Popen does."""
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(
+                    target=self._serve, name="loader-advisor-spawner", daemon=True
+                )
+                self._thread.start()
+        done: Future[subprocess.Popen[bytes]] = Future()
+        self._jobs.put((done, kwargs))
+        return done.result(timeout=START_TIMEOUT_S)
+
+    def _serve(self) -> None:
+        tie = functools.partial(die_with_parent, os.getpid())
+        while True:
+            done, kwargs = self._jobs.get()
+            try:
+                done.set_result(subprocess.Popen(preexec_fn=tie, **kwargs))
+            except BaseException as exc:  # handed to the caller; this thread must live on
+                done.set_exception(exc)
+
+
+_spawner = _Spawner()
+# A forked child has no spawner thread, and the parent's may have held the lock at fork time.
+os.register_at_fork(after_in_child=lambda: globals().update(_spawner=_Spawner()))
 
 
 class S3Server:
@@ -183,14 +241,13 @@ class S3Server:
         env["AWS_SECRET_ACCESS_KEY"] = self.credentials.secret_key
         self._log_path = self._data_dir / "weed.log"
         with open(self._log_path, "wb") as log:
-            self._process = subprocess.Popen(
-                args,
+            self._process = _spawner.popen(
+                args=args,
                 cwd=self._data_dir,
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent,
             )
         url = f"http://{HOST}:{s3_port}"
         try:

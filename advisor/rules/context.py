@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from advisor.counts import CountRate
 from advisor.hardware import HardwareProfile
+from advisor.location import NETWORK_FILESYSTEMS
 from advisor.model import (
     EFS_DEFAULTS,
     HDD_DEFAULTS,
@@ -32,11 +33,11 @@ from advisor.rules.thresholds import (
     DEFAULT_CPU_S,
     DEFAULT_CPU_S_PER_SAMPLE,
     DEFAULT_WORKER_RSS_BYTES,
-    NETWORK_FS,
     SHARD_TARGET_BYTES,
 )
 from advisor.rules.units import MB
 from advisor.workload import Workload
+from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:  # trial.py pulls in torch and the native reader; rules only read its fields
     from advisor.trial import TrialResult
@@ -121,8 +122,12 @@ class Context:
         uri = self.profile.uri.lower()
         return (
             loc in ("efs", "nfs")
-            or uri.startswith(("efs://", "nfs://"))
-            or (self.profile.storage == "local" and (self.data_fs or "") in NETWORK_FS)
+            or uri_scheme(uri) in ("efs", "nfs")
+            or (
+                self.profile.storage == "local"
+                and (self.data_fs or "") in NETWORK_FILESYSTEMS
+                and not self.on_fsx
+            )
         )
 
     @property

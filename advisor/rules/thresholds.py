@@ -37,7 +37,6 @@ RAM_FRACTION_FOR_WORKERS = 0.75  # leave a quarter of available RAM for the main
 PREFETCH_MIN, PREFETCH_MAX = 2, 8
 PINNED_GAIN = 1.1  # pinned copies must be >= 10% faster to be worth the locked memory
 SHM_FRACTION = 0.5  # in-flight batches may use at most half of /dev/shm
-NETWORK_FS = frozenset({"nfs", "nfs4", "efs"})
 
 # CPU seconds per sample by format when the trial did not time the decoder (low confidence).
 DEFAULT_CPU_S_PER_SAMPLE: dict[str, float] = {

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from advisor.bounds import Range, TrialBudget, range_of
 from advisor.errors import describe
+from advisor.workload import STEP_TIME_S, Workload
 
 if TYPE_CHECKING:
     from advisor.export import ExportBundle
@@ -29,7 +31,6 @@ if TYPE_CHECKING:
     from advisor.recommend import Recommendation
     from advisor.session import AdvisorSession
     from advisor.trial import LoaderPoint, TrialEvent, TrialResult
-    from advisor.workload import Workload
 
 STEPS = ("dataset", "hardware", "workload", "trial", "recommendation", "export")
 STEP_TITLES = {
@@ -41,7 +42,7 @@ STEP_TITLES = {
     "export": "Export",
 }
 THREAD_PREFIX = "loader-advisor-wizard"
-DEFAULT_TRIAL_SECONDS = 30.0
+DEFAULT_TRIAL_SECONDS = TrialBudget.seconds
 _TRANSFORM = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
 
 Listener = Callable[[str], None]
@@ -288,7 +289,8 @@ class WizardController:
         self._set_error("hardware", None)
         self.export_bundle = None
         if hardware.gpu_count and self.workload_form.gpus_per_node == "1":
-            self.workload_form.gpus_per_node = str(min(hardware.gpu_count, 64))
+            most = int(range_of(Workload, "gpus_per_node").high)
+            self.workload_form.gpus_per_node = str(min(hardware.gpu_count, most))
         self._notify("hardware")
         return True
 
@@ -299,33 +301,33 @@ class WizardController:
         return self.parsed_workload
 
     def _parse_workload(self) -> Workload | None:
-        from advisor.workload import Workload
-
         form, errors = self.workload_form, {}
 
-        def number(name: str, text: str, kind: type[int] | type[float], label: str) -> Any:
-            text = text.strip().replace(",", "")
+        def number(name: str, text: str, bound: Range, label: str) -> Any:
             try:
-                value = kind(text)
-            except ValueError:
-                noun = "a whole number" if kind is int else "a number"
-                errors[name] = f"{label}: {text!r} is not {noun}"
+                return bound.parse(text, label)
+            except ValueError as exc:
+                errors[name] = str(exc)
                 return None
-            if value <= 0:
-                errors[name] = f"{label}: must be greater than 0"
-                return None
-            return value
 
-        batch = number("batch_size", form.batch_size, int, "batch size")
-        epochs = number("epochs", form.epochs, int, "epochs")
-        nodes = number("nodes", form.nodes, int, "nodes")
-        gpus = number("gpus_per_node", form.gpus_per_node, int, "GPUs per node")
+        def field(name: str, text: str, label: str) -> Any:
+            return number(name, text, range_of(Workload, name), label)
+
+        batch = field("batch_size", form.batch_size, "batch size")
+        epochs = field("epochs", form.epochs, "epochs")
+        nodes = field("nodes", form.nodes, "nodes")
+        gpus = field("gpus_per_node", form.gpus_per_node, "GPUs per node")
         rate: float | None = None
         step_time: float | None = None
         if form.mode == "step":
-            step_time = number("step_time_s", form.step_time_s, float, "step time")
+            step_time = number("step_time_s", form.step_time_s, STEP_TIME_S, "step time")
         elif form.samples_per_s.strip():
-            rate = number("samples_per_s", form.samples_per_s, float, "samples/s per GPU")
+            rate = number(
+                "samples_per_s",
+                form.samples_per_s,
+                range_of(Workload, "consumer_rate"),
+                "samples/s per GPU",
+            )
         transform = form.transform.strip() or None
         if transform is not None and not _TRANSFORM.match(transform):
             errors["transform"] = f"transform: {transform!r} is not of the form module:callable"
@@ -365,8 +367,10 @@ class WizardController:
         """Run the live loader trial in the background; points stream in via `trial_point`."""
         if seconds is not None:
             self.trial_seconds = seconds
-        if not 0 < self.trial_seconds <= 3600:
-            self._set_error("trial", f"invalid input: time budget {self.trial_seconds} s")
+        try:
+            TrialBudget(self.trial_seconds)
+        except ValueError as exc:
+            self._set_error("trial", describe(exc))
             return False
         self.trial_points = []
         self._notify("trial_point")

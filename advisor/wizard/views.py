@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
+from advisor.bounds import TrialBudget, range_of
 from advisor.recommend import Decision
 from advisor.wizard import charts
 from advisor.wizard.controller import STEP_TITLES, STEPS, WizardController
 from advisor.wizard.flow import flow_bundle
 from advisor.wizard.reshard_panel import ReshardPanel, ReshardStep
+from advisor.workload import Workload
 
 if TYPE_CHECKING:
     from advisor.hardware import HardwareProfile
@@ -329,10 +331,11 @@ class Wizard(widgets.VBox):
             layout=widgets.Layout(width="420px"),
         )
         self.target_gpu.add_class("la-input-target-gpu")
+        per_node = range_of(Workload, "gpus_per_node")
         self.gpu_count = widgets.BoundedIntText(
             value=c.gpu_count,
-            min=1,
-            max=64,
+            min=per_node.low,
+            max=per_node.high,
             description="GPUs",
             style={"description_width": "initial"},
             layout=widgets.Layout(width="120px"),
@@ -405,8 +408,13 @@ class Wizard(widgets.VBox):
             ]
         )
         # -- step 4: trial
+        budget = range_of(TrialBudget, "seconds")
         self.trial_seconds = widgets.BoundedFloatText(
-            value=c.trial_seconds, min=2, max=3600, description="Budget (s)", style=_LABEL
+            value=c.trial_seconds,
+            min=budget.low,
+            max=budget.high,
+            description="Budget (s)",
+            style=_LABEL,
         )
         self.trial_seconds.add_class("la-input-trial-seconds")
         self.run_trial_button = _button(

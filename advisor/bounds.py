@@ -1,0 +1,117 @@
+"""The one home of every user-settable bound: each lives on a field of a frozen config.
+
+A field declares its default and range with `bounded(...)`; `check_ranges(self)` in the config's
+`__post_init__` rejects a value outside it with a message that names the field and the range.
+The CLI builds its argparse types from the same field (`arg_type`), the wizard its widget limits
+and inline errors (`range_of`), so a bad value is refused before any work starts, everywhere
+with the same words.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Range:
+    """`[low, high]`, or `(low, high]` when `low_open`; `kind` is int or float."""
+
+    low: float
+    high: float
+    kind: type[int] | type[float] = float
+    low_open: bool = False
+
+    def __contains__(self, value: object) -> bool:
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+            return False
+        if self.kind is int and not float(value).is_integer():
+            return False
+        above_low = value > self.low if self.low_open else value >= self.low
+        return above_low and value <= self.high
+
+    def __str__(self) -> str:
+        return f"{'(' if self.low_open else '['}{_plain(self.low)}, {_plain(self.high)}]"
+
+    def parse(self, text: str, name: str) -> Any:
+        """`text` as a number in this range, else ValueError naming `name`, the range and text."""
+        noun = "a whole number" if self.kind is int else "a number"
+        try:
+            value = self.kind(text.strip().replace(",", ""))
+        except ValueError:
+            raise ValueError(f"{name} must be {noun} in {self}, got {text!r}") from None
+        if value not in self:
+            raise ValueError(f"{name} must be in {self}, got {text.strip()}")
+        return value
+
+
+def _plain(number: float) -> str:
+    """1000000 rather than 1e+06: a range a user can copy."""
+    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+
+
+def bounded(default: Any, low: float, high: float, *, low_open: bool = False) -> Any:
+    """A dataclass field with `default` and its range (int when the default is an int)."""
+    kind: type[int] | type[float] = int if isinstance(default, int) else float
+    return field(default=default, metadata={"range": Range(low, high, kind, low_open)})
+
+
+def range_of(config: type, name: str) -> Range:
+    """The range declared on field `name` of the config class `config`."""
+    for f in fields(config):
+        if f.name == name and "range" in f.metadata:
+            return f.metadata["range"]
+    raise KeyError(f"{config.__name__}.{name} declares no range")
+
+
+def check_ranges(config: Any) -> None:
+    """Raise ValueError for the first bounded field of `config` outside its range (None passes:
+    it means "not given")."""
+    for f in fields(config):
+        bound = f.metadata.get("range")
+        value = getattr(config, f.name)
+        if bound is not None and value is not None and value not in bound:
+            raise ValueError(f"{f.name}={value!r} must be in {bound}")
+
+
+def arg_type(bound: Range, flag: str) -> Callable[[str], Any]:
+    """An argparse `type=` for `flag` that parses `bound.kind` and checks the range."""
+
+    def parse(text: str) -> Any:
+        try:
+            return bound.parse(text, flag)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    parse.__name__ = bound.kind.__name__  # argparse names the type in its own messages
+    return parse
+
+
+@dataclass(frozen=True)
+class TrialBudget:
+    """How long the live trial may run.
+
+    seconds: wall-clock budget for the whole trial, in seconds (default 30). Below 2 s it cannot
+        time one DataLoader point; an hour is far past what a short trial is for.
+    """
+
+    seconds: float = bounded(30.0, 2, 3600)
+
+    def __post_init__(self) -> None:
+        check_ranges(self)
+
+
+@dataclass(frozen=True)
+class ListingLimits:
+    """How much of a data set the profile lists.
+
+    max_keys: keys listed at most (default 200,000); beyond it the profile extrapolates.
+    """
+
+    max_keys: int = bounded(200_000, 1, 1_000_000_000)
+
+    def __post_init__(self) -> None:
+        check_ranges(self)

@@ -1,0 +1,116 @@
+"""Statistics, bars and the table of `python -m bench e2e` (pure functions of the measured runs)."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+# A run's measured quantities as the table shows them: (key, column title, format)
+METRICS: tuple[tuple[str, str, str], ...] = (
+    ("samples_per_s", "samples/s (epoch)", "{:,.0f}"),
+    ("steady_samples_per_s", "samples/s after 1st batch", "{:,.0f}"),
+    ("first_batch_s", "first batch s", "{:.2f}"),
+    ("epoch_s", "epoch s", "{:.1f}"),
+    ("peak_rss_mb", "peak RSS MB", "{:,.0f}"),
+    ("cpu_ms_per_sample", "CPU ms/sample", "{:.3g}"),
+)
+
+
+@dataclass(frozen=True)
+class Spread:
+    """The median of a metric over repetitions, and its range."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread:
+        clean = [v for v in values if not math.isnan(v)]
+        if not clean:
+            nan = float("nan")
+            return cls(nan, nan, nan, 0)
+        return cls(statistics.median(clean), min(clean), max(clean), len(clean))
+
+    def show(self, fmt: str) -> str:
+        if self.n == 0:
+            return "-"
+        if self.n == 1 or fmt.format(self.low) == fmt.format(self.high):
+            return fmt.format(self.median)
+        return f"{fmt.format(self.median)} ({fmt.format(self.low)}-{fmt.format(self.high)})"
+
+
+def derived(raw: dict[str, Any]) -> dict[str, float]:
+    """A run's metrics from what the run and its RSS sampler reported.
+
+    samples/s is the samples over the epoch time, start-up included: what the fixed number of
+    samples cost. The rate after the first batch leaves start-up out (it is the whole epoch when
+    the run had one batch); where a worker's first batch waits for a whole object (a text
+    shard), it also leaves out that object's transfer, so the bars are judged on the epoch."""
+    samples, epoch, first = raw["samples"], raw["epoch_s"], raw["first_batch_s"]
+    after = samples - raw.get("first_batch_samples", 0)
+    steady = after / (epoch - first) if after > 0 and epoch > first else samples / epoch
+    return {
+        "samples_per_s": samples / epoch,
+        "steady_samples_per_s": steady,
+        "first_batch_s": first,
+        "epoch_s": epoch,
+        "peak_rss_mb": raw["peak_rss_mb"],
+        "cpu_ms_per_sample": raw["cpu_s"] / samples * 1e3,
+    }
+
+
+def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> Spread:
+    """ours/theirs per repetition (runs of one repetition are neighbours in time), summarised."""
+    return Spread.of([a / b for a, b in zip(ours, theirs, strict=False) if b > 0])
+
+
+@dataclass(frozen=True)
+class Bar:
+    name: str
+    ratio: Spread
+    wanted: float
+    against: str
+
+    @property
+    def met(self) -> bool:
+        return not math.isnan(self.ratio.median) and self.ratio.median >= self.wanted
+
+
+def bar(name: str, rates: dict[str, list[float]], ours: str, theirs: list[str], want: float) -> Bar:
+    """`ours` against the best of `theirs` (by median samples/s), as per-repetition ratios."""
+    present = [t for t in theirs if rates.get(t)]
+    if ours not in rates or not present:
+        return Bar(name, Spread.of([]), want, "not measured")
+    best = max(present, key=lambda t: statistics.median(rates[t]))
+    return Bar(name, paired_ratio(rates[ours], rates[best]), want, best)
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: one row per (scenario, loader) with each metric's median (range)."""
+    head = ["scenario", "loader", "workers", *(title for _, title, _ in METRICS), "runs"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in rows:
+        if row.get("skipped"):
+            cells = [row["scenario"], row["loader"], "-", f"skipped: {row['skipped']}"]
+            cells += [""] * (len(head) - len(cells))
+        else:
+            cells = [row["scenario"], row["loader"], str(row["workers"])]
+            cells += [Spread(**row[key]).show(fmt) for key, _, fmt in METRICS]
+            cells.append(str(row["runs"]))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def bars_table(bars: list[Bar]) -> str:
+    lines = ["| bar | measured (range) | wanted | result | against |", "|---|---|---|---|---|"]
+    for b in bars:
+        verdict = "MET" if b.met else "MISSED"
+        lines.append(
+            f"| {b.name} | {b.ratio.show('{:.2f}')} | >= {b.wanted:g} | {verdict} | {b.against} |"
+        )
+    return "\n".join(lines)

@@ -1,0 +1,91 @@
+"""`python -m bench e2e`'s own logic: statistics, bars, the table, and one real run of a loader."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bench.e2e import tree_rss_sampler
+from bench.e2e_data import jpeg_images
+from bench.e2e_loaders import RunSpec, decode_resize, run
+from bench.e2e_report import Spread, bar, bars_table, derived, paired_ratio, table
+
+
+def test_spread_ignores_failed_runs_and_shows_a_range() -> None:
+    s = Spread.of([3.0, float("nan"), 1.0, 2.0])
+    assert (s.median, s.low, s.high, s.n) == (2.0, 1.0, 3.0, 3)
+    assert s.show("{:.1f}") == "2.0 (1.0-3.0)"
+    assert Spread.of([5.0]).show("{:.0f}") == "5"
+    assert Spread.of([]).show("{:.0f}") == "-"
+
+
+def test_derived_rates_with_and_without_the_first_batch() -> None:
+    raw = {"samples": 96, "first_batch_samples": 32, "first_batch_s": 2.0, "epoch_s": 4.0,
+           "cpu_s": 0.96, "peak_rss_mb": 500.0}  # fmt: skip
+    d = derived(raw)
+    assert d["samples_per_s"] == pytest.approx(96 / 4.0)
+    assert d["steady_samples_per_s"] == pytest.approx(64 / 2.0)
+    assert d["cpu_ms_per_sample"] == pytest.approx(10.0)
+    one_batch = derived(raw | {"samples": 32})
+    assert one_batch["steady_samples_per_s"] == pytest.approx(32 / 4.0)
+
+
+def test_bar_pairs_repetitions_against_the_best_peer_by_median() -> None:
+    rates = {"exported": [300.0, 330.0, 270.0], "a": [100.0, 110.0, 90.0], "b": [150.0, 95.0, 90.0]}
+    b = bar("x", rates, "exported", ["a", "b"], 3.0)
+    assert b.against == "a"  # the best peer by median (100 against 95), not by its best run
+    assert b.ratio.median == pytest.approx(3.0)
+    assert b.met
+    worse = bar("y", rates | {"b": [200.0, 200.0, 200.0]}, "exported", ["a", "b"], 2.0)
+    assert worse.against == "b" and not worse.met
+    assert bar("z", rates, "exported", ["missing"], 1.0).against == "not measured"
+    assert math.isnan(paired_ratio([1.0], [0.0]).median)
+    assert "MISSED" in bars_table([worse]) and "MET" in bars_table([b])
+
+
+def test_table_shows_skipped_loaders_and_spreads() -> None:
+    spread = {"median": 2.0, "low": 1.0, "high": 3.0, "n": 3}
+    rows = [
+        {"scenario": "s", "loader": "l w0", "workers": 0, "runs": 3, "samples_per_s": spread,
+         "steady_samples_per_s": spread, "first_batch_s": spread, "epoch_s": spread,
+         "peak_rss_mb": spread, "cpu_ms_per_sample": spread},
+        {"scenario": "s", "loader": "s3tc-map w0", "skipped": "not installed: s3torchconnector"},
+    ]  # fmt: skip
+    text = table(rows)
+    assert "| s | l w0 | 0 | 2 (1-3) |" in text
+    assert "skipped: not installed: s3torchconnector" in text
+    assert all(line.count("|") == text.splitlines()[0].count("|") for line in text.splitlines())
+
+
+def test_decode_resize_gives_a_fixed_shape_from_the_bench_jpegs() -> None:
+    (image,) = jpeg_images(1)
+    assert 50_000 < len(image) < 200_000  # the ~100 KB the benchmark states
+    assert tuple(decode_resize(image).shape) == (3, 224, 224)
+
+
+def test_tree_rss_sampler_counts_child_processes() -> None:
+    code = "import os, time; b = bytearray(200 * 2**20); os.fork() or None; time.sleep(1)"
+    proc = subprocess.Popen([sys.executable, "-c", code])
+    with tree_rss_sampler(proc.pid) as peak:
+        proc.wait(timeout=20)
+    assert peak[0] > 300  # two processes of >= 200 MiB each (shared pages count twice)
+
+
+@pytest.mark.s3
+def test_tutorial_loader_runs_the_training_loop(s3_endpoint, s3_bucket) -> None:  # type: ignore[no-untyped-def]
+    client = s3_endpoint.boto3_client()
+    keys = [f"img-{i}.jpg" for i in range(6)]
+    for key, body in zip(keys, jpeg_images(6), strict=True):
+        client.put_object(Bucket=s3_bucket, Key=f"images/{key}", Body=body)
+    spec = RunSpec(loader="boto3", endpoint=s3_endpoint.url, bucket=s3_bucket, prefix="images/",
+                   keys=keys, transform="decode", batch_size=4, num_workers=0, samples=6,
+                   consumer_rate=1000.0)  # fmt: skip
+    assert os.environ["AWS_ACCESS_KEY_ID"]  # conftest's dummy credentials, which the server takes
+    result = run(spec)
+    assert result.samples == 6 and result.first_batch_samples == 4
+    assert 0 < result.first_batch_s <= result.epoch_s
+    assert result.cpu_s > 0
