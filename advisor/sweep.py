@@ -46,6 +46,7 @@ CYCLE_OBJECTS = 20_000  # the loaders cycle a small sample up to this many objec
 # below it.
 MIN_SLICE_SECONDS = 1.5
 SLICE_STRETCH = 1.5  # a budgeted slice may run this much over its share to reach a steady state
+BATCH_TIMEOUT_S = 60.0  # a worker batch slower than this ends the measurement (DataLoader timeout)
 
 
 def candidate_counts(cores: int, predicted: Mapping[int, float], limit: int) -> list[int]:
@@ -117,27 +118,44 @@ class LiveLoader:
     """A DataLoader over `data` with persistent workers, kept iterating between slices (what a
     training loop's loader does between epochs' batches)."""
 
-    def __init__(self, data: TrialData, batch_size: int, workers: int, pin: bool) -> None:
+    def __init__(
+        self,
+        data: TrialData,
+        batch_size: int,
+        workers: int,
+        pin: bool,
+        batch_timeout_s: float = BATCH_TIMEOUT_S,
+    ) -> None:
         self.workers = workers
         self.batch_size = batch_size
         self.pin = pin
         self.prefetch = 2 if workers > 0 else None
+        # A batch of `batch_size` samples: fewer items where one item holds many (a text shard).
+        self.samples_per_item = data.samples_per_item
+        items = data.items_per_batch(batch_size)
         self.loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
             data.dataset(data.transform, min_objects=CYCLE_OBJECTS),  # type: ignore[arg-type]
-            batch_size=batch_size,
+            batch_size=items,
             num_workers=workers,
             pin_memory=pin,
             prefetch_factor=self.prefetch,
             collate_fn=collate_list,
             persistent_workers=workers > 0,
             multiprocessing_context="fork" if workers > 0 else None,
+            # a batch that never comes must not hold the trial far past its budget
+            timeout=batch_timeout_s if workers > 0 else 0,
         )
         # every loader process's reader may hold read_ahead_objects fetched (one sample each,
         # or more for shards: then this skips too little)
-        self.backlog = math.ceil(max(workers, 1) * data.read_ahead_objects / batch_size)
+        self.backlog = math.ceil(max(workers, 1) * data.read_ahead_objects / items)
         self._iterator: Any = None
 
+    def samples_in(self, batch: Any) -> int:
+        """Training samples in a batch of items."""
+        return round(len(batch) * self.samples_per_item)
+
     def next_batch(self) -> Any:
+        """The next batch; TimeoutError when the workers took longer than the batch timeout."""
         if self._iterator is None:
             self._iterator = iter(self.loader)
         try:
@@ -145,6 +163,12 @@ class LiveLoader:
         except StopIteration:  # the cycled sample ran out: a new epoch
             self._iterator = iter(self.loader)
             return next(self._iterator)
+        except RuntimeError as exc:
+            if "timed out" not in str(exc):
+                raise
+            raise TimeoutError(
+                f"num_workers={self.workers}: a batch took over {self.loader.timeout:.0f} s"
+            ) from exc
 
     def close(self) -> None:
         iterator, self._iterator = self._iterator, None
@@ -200,11 +224,12 @@ def measure_slice(
         if batch_index == 0:
             first_batch_s = now - started
         waiting = window.opens is None
-        if window.arrival(batch_index, now, len(batch)):
+        batch_samples = live.samples_in(batch)
+        if window.arrival(batch_index, now, batch_samples):
             cpu_window_end = cpu_now
         elif waiting and window.opens is not None:
             cpu_window_start = cpu_now
-        samples += len(batch)
+        samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
         if batch_index % 8 == 0:
             peak_rss = max(peak_rss, largest_rss_mb(child_pids() - ignore))
@@ -213,7 +238,7 @@ def measure_slice(
         if window.closed or now - started >= hard_stop:
             break
         if step_rate is not None:
-            step_s = len(batch) / step_rate
+            step_s = batch_samples / step_rate
             if step == STEP_SPIN:
                 spin.step(step_s)  # type: ignore[union-attr]
             else:

@@ -29,11 +29,13 @@ from advisor.sweep import (
     LoaderPoint,
     candidate_counts,
     measure_counts,
+    summarise,
 )
 from advisor.workload import Workload
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
 from native_loader.decoders import default_decoder, load_transform
 from native_loader.reader import READ_AHEAD_FACTOR
+from native_loader.uri import is_metadata
 
 if TYPE_CHECKING:
     from advisor.hardware import HardwareProfile
@@ -107,8 +109,9 @@ class TrialResult:
     requests_in_flight: int | None = None  # per process, as the decode and the sweep read
     inflight_bytes: int | None = None  # the byte budget per process the sweep read with
 
-    def best_point(self) -> LoaderPoint | None:
-        return max(self.sweep, key=lambda p: p.samples_per_s, default=None)
+    def best_count(self) -> CountRate | None:
+        """The count with the highest median as training saw it (not the luckiest slice)."""
+        return max(self.counts, key=lambda c: c.median, default=None)
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,9 @@ class TrialData:
     fmt: str
     transform: Callable[[Any], Any]
     credentials: Credentials | None = field(default=None, repr=False)
+    # Training samples in one item the dataset yields: 1 for single-sample objects and tar
+    # members; the records of a line-oriented object (text, JSONL) decoded as one item.
+    samples_per_item: float = 1.0
 
     @classmethod
     def sample(
@@ -213,8 +219,9 @@ class TrialData:
         objects: list[ObjectInfo] = []
         deadline = time.monotonic() + LIST_SECONDS
         with S3Reader(config, credentials=credentials) as reader:
-            for info in reader.list(location.prefix_uri()):
-                if info.size > 0:
+            listed = location.prefix_uri()
+            for info in reader.list(listed):
+                if info.size > 0 and not is_metadata(info.uri, listed):
                     objects.append(info)
                 if len(objects) >= SAMPLE_KEYS or time.monotonic() > deadline:
                     break
@@ -222,6 +229,10 @@ class TrialData:
             raise FileNotFoundError(f"no non-empty objects under {location.uri!r} for a trial")
         random.Random(0).shuffle(objects)
         return cls(tuple(objects), config, fmt, transform, credentials)
+
+    def items_per_batch(self, batch_size: int) -> int:
+        """DataLoader items that make a batch of `batch_size` samples (at least one)."""
+        return max(1, round(batch_size / self.samples_per_item))
 
     @property
     def mean_object_bytes(self) -> float:
@@ -304,6 +315,7 @@ def run_trial(
     try:
         clock.report("storage", "listing objects for the trial")
         data = TrialData.sample(location, fmt, transform, credentials)
+        data = dataclasses.replace(data, samples_per_item=_samples_per_item(profile, fmt))
         storage = _probe_storage(data, clock)
         clock.check()
         decode = _measure_decode(data, transform_name, clock)
@@ -340,6 +352,16 @@ def run_trial(
         requests_in_flight=inflight,
         inflight_bytes=budget,
     )
+
+
+def _samples_per_item(profile: DatasetProfile, fmt: str) -> float:
+    """Samples in one item the trial's dataset yields (`TrialData.samples_per_item`): tar shards
+    yield their members one by one; other objects are one item each, holding the records the
+    profile counted in them (lines of a text shard)."""
+    if fmt == "tar":
+        return 1.0
+    counted = next((f.samples_per_object for f in profile.formats if f.name == fmt), None)
+    return max(1.0, counted or 1.0)
 
 
 def _probe_storage(data: TrialData, clock: _Clock) -> StorageProbe:
@@ -464,9 +486,17 @@ def _measure_decode(data: TrialData, transform_name: str, clock: _Clock) -> Deco
             break
     if samples == 0:
         raise FileNotFoundError("no samples could be read for the decode measurement")
-    clock.report("decode", f"{transform_name}: {cpu / samples * 1000:.2f} ms CPU per sample")
+    per_sample_ms = cpu / samples / data.samples_per_item * 1000
+    clock.report("decode", f"{transform_name}: {per_sample_ms:.3g} ms CPU per sample")
     loop = (last_arrival - first_arrival) / (samples - 1) if samples > 1 else None
-    return DecodeCost(transform_name, samples, cpu / samples, sample_bytes / samples, loop)
+    per_item = data.samples_per_item  # an item may hold many samples (a text shard's lines)
+    return DecodeCost(
+        transform_name,
+        samples,
+        cpu / samples / per_item,
+        sample_bytes / samples / per_item,
+        None if loop is None else loop / per_item,
+    )
 
 
 def _sample_bytes(sample: Any) -> int:
@@ -510,18 +540,25 @@ def _sweep(
     counts = candidate_counts(cores, predicted, limit)
     clock.report("sweep", f"measuring num_workers {', '.join(map(str, counts))} as training sees")
 
+    measured: list[LoaderPoint] = []
+
     def on_slice(point: LoaderPoint) -> None:
+        measured.append(point)
         message = (
             f"num_workers={point.num_workers} ({point.step} step): "
             f"{point.samples_per_s:.0f} samples/s{'' if point.steady else ' (lower bound)'}"
         )
         clock.report("sweep", message, point)
 
-    return measure_counts(
-        data, workload.batch_size, counts, workload.consumer_rate, seconds=seconds,
-        slices_per_mode=SLICES_PER_MODE, pin=torch.cuda.is_available(), check=clock.check,
-        on_slice=on_slice,
-    )  # fmt: skip
+    try:
+        return measure_counts(
+            data, workload.batch_size, counts, workload.consumer_rate, seconds=seconds,
+            slices_per_mode=SLICES_PER_MODE, pin=torch.cuda.is_available(), check=clock.check,
+            on_slice=on_slice,
+        )  # fmt: skip
+    except TimeoutError as exc:  # what was measured before the stall still stands
+        clock.report("sweep", f"the sweep stopped: {exc}")
+        return tuple(measured), summarise(measured)
 
 
 def _host_to_device(

@@ -298,3 +298,39 @@ def test_steady_window_counts_whole_rounds_of_bursting_workers() -> None:
 def test_steady_window_too_few_batches_is_no_rate() -> None:
     arrivals = [(1.0, 10), (4.0, 10), (8.0, 10), (12.0, 10)]
     assert _window_rate(arrivals, seconds=3.0) is None
+
+
+def test_a_trial_on_text_shards_batches_objects_by_their_lines(tmp_path: object) -> None:
+    """One text object holds thousands of samples (lines): a batch of 512 samples is one object,
+    not 512 objects (a batch of 512 x 150 MB shards never arrived within any budget)."""
+    from pathlib import Path
+
+    folder = Path(str(tmp_path))
+    line = b'{"text": "' + b"x" * 200 + b'"}\n'
+    for i in range(4):
+        (folder / f"shard-{i}.jsonl").write_bytes(line * 5000)  # ~1 MB, 5,000 samples each
+    location = DatasetLocation(str(folder))
+    with S3Reader(location.reader_config()) as reader:
+        profile = profile_dataset(location, reader)
+    assert profile.dominant_format == "jsonl"
+    started = time.monotonic()
+    result = run_trial(
+        location, profile, probe_hardware(), Workload(batch_size=512, consumer_rate=20_000.0),  # type: ignore[arg-type]
+        seconds=8,
+    )  # fmt: skip
+    assert time.monotonic() - started <= 8 * 1.1
+    assert result.counts, result.notes
+    per_object = 5000
+    for count in result.counts:
+        # samples/s counts lines: far more than the few objects/s a 1 MB read-and-parse allows
+        assert count.median > 2 * per_object / 8, count
+    assert result.decode is not None
+    # the decode cost is per line, not per 5,000-line object
+    assert result.decode.bytes_per_sample == pytest.approx(len(line), rel=0.2)
+
+
+def test_items_per_batch() -> None:
+    data = TrialData((), ReaderConfig(), "text", default_decoder("text"), samples_per_item=5000.0)
+    assert data.items_per_batch(512) == 1
+    assert dataclasses.replace(data, samples_per_item=1.0).items_per_batch(512) == 512
+    assert dataclasses.replace(data, samples_per_item=100.0).items_per_batch(512) == 5

@@ -133,10 +133,10 @@ class ReshardStep:
 def _comparison(session: AdvisorSession) -> Comparison:
     profile = session.profile or session.run_profile()
     rec = session.recommendation or session.run_recommend()
-    best = session.trial.best_point() if session.trial else None
+    best = session.trial.best_count() if session.trial else None
     return Comparison(
         profile.uri, profile.object_count, profile.sizes.p50,
-        best.samples_per_s if best else None, rec.expected_samples_per_s,
+        best.median if best else None, rec.expected_samples_per_s,
     )  # fmt: skip
 
 

@@ -634,7 +634,7 @@ class Wizard(widgets.VBox):
             self.trial_summary.value = ""
             return
         rows = [("time used", f"{trial.seconds_used:.1f} of {trial.seconds_budget:.0f} s")]
-        best = max(trial.counts, key=lambda c: c.median, default=None)
+        best = trial.best_count()
         if best is not None:
             bound = ">= " if best.lower_bound else ""
             rows.append(
@@ -675,9 +675,11 @@ class Wizard(widgets.VBox):
             return
         self.headline.value = headline(rec)
         self.cards.value = f"<div>{''.join(decision_card(d) for d in rec.decisions)}</div>"
-        best = max((x.median for x in c.trial.counts), default=None) if c.trial else None
+        best = c.trial.best_count() if c.trial else None
         self.supply_figure = charts.throughput_chart(
-            rec.expected_samples_per_s, c.session.workload.consumer_rate, best
+            rec.expected_samples_per_s,
+            c.session.workload.consumer_rate,
+            best.median if best else None,
         )
         _set_outputs(self.supply_chart, charts.figure_bundle(self.supply_figure))
         self.path_taken.value = (
