@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from advisor.bounds import ListingLimits, TrialBudget, arg_type, range_of
-from advisor.errors import describe
+from advisor.errors import EXIT_INTERRUPTED, report_error
 from advisor.nvml_recording import RecordingNvml, write_recording
 from advisor.reshard import cli as reshard_cli
 from advisor.reshard.advice import advises_reshard, reshard_command
@@ -24,8 +24,6 @@ from advisor.rules.units import any_size
 from advisor.session import AdvisorSession
 from advisor.trial import TrialEvent
 from advisor.workload import STEP_TIME_S, Workload
-
-EXIT_INPUT, EXIT_RUNTIME = 2, 1
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -329,15 +327,10 @@ def run(args: argparse.Namespace) -> int:
         cancel.set()
         progress.done()
         print("error: interrupted", file=sys.stderr)
-        return 130
-    except (ValueError, TypeError) as exc:
+        return EXIT_INTERRUPTED
+    except (ValueError, TypeError, OSError) as exc:
         progress.done()
-        print(f"error: {describe(exc)}", file=sys.stderr)
-        return EXIT_INPUT
-    except OSError as exc:
-        progress.done()
-        print(f"error: {describe(exc)}", file=sys.stderr)
-        return EXIT_RUNTIME
+        return report_error(exc)
     progress.done()
     if args.json:
         print(json.dumps(result, indent=2, default=str))

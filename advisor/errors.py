@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import re
+import sys
+
+# The CLIs' exit statuses: bad input, a storage or runtime problem, Ctrl-C (128 + SIGINT).
+EXIT_INPUT, EXIT_RUNTIME, EXIT_INTERRUPTED = 2, 1, 130
 
 # Anything that looks like a secret never reaches a user-facing message.
 _SECRETS = re.compile(
@@ -33,6 +37,12 @@ def describe(exc: BaseException) -> str:
 
 
 _ERRNO = re.compile(r"^\[Errno -?\d+\] ")
+
+
+def report_error(exc: BaseException) -> int:
+    """Print `exc` as the CLIs' one error line on stderr; the exit status it calls for."""
+    print(f"error: {describe(exc)}", file=sys.stderr)
+    return EXIT_INPUT if isinstance(exc, (ValueError, TypeError)) else EXIT_RUNTIME
 
 
 def _lead(what: str, text: str) -> str:

@@ -9,7 +9,7 @@ import sys
 import threading
 from typing import Any
 
-from advisor.errors import describe
+from advisor.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, report_error
 from advisor.reshard import (
     Estimate,
     ReshardConfig,
@@ -22,8 +22,7 @@ from advisor.reshard import (
 )
 from advisor.reshard.advice import reshard_command
 from advisor.reshard.config import LABEL_MODES
-
-EXIT_INPUT, EXIT_RUNTIME = 2, 1
+from advisor.rules.units import any_size
 
 
 def _size(text: str) -> int:
@@ -108,17 +107,10 @@ class _Bar:
             self.drawn = False
 
 
-def _mb(value: float) -> str:
-    for unit, size in (("GB", 1e9), ("MB", 1e6), ("KB", 1e3)):
-        if value >= size:
-            return f"{value / size:.1f} {unit}"
-    return f"{value:.0f} B"
-
-
 def print_estimate(e: Estimate, args: argparse.Namespace) -> None:
     print(
         f"plan: {e.shards} shards, {e.samples:,} samples from {e.objects:,} objects "
-        f"({_mb(e.source_bytes)} -> {_mb(e.tar_bytes)} of tar)"
+        f"({any_size(e.source_bytes)} -> {any_size(e.tar_bytes)} of tar)"
     )
     if e.classes:
         print(f"labels: {e.classes} classes from the parent folders (.cls, classes.json)")
@@ -126,7 +118,7 @@ def print_estimate(e: Estimate, args: argparse.Namespace) -> None:
         print(f"skipped: {e.skipped} files without an extension or with a hidden name")
     print("shard sizes:")
     for lower, count in e.histogram:
-        print(f"  {_mb(lower):>9} - {_mb(2 * lower):>9}  {count:>6} shards")
+        print(f"  {any_size(lower):>9} - {any_size(2 * lower):>9}  {count:>6} shards")
     print(
         f"requests: {e.get_requests:,} GET, {e.put_requests:,} PUT, {e.list_requests:,} LIST"
         f" (about ${e.request_cost_usd:.4f} at AWS S3 Standard request prices)"
@@ -187,15 +179,10 @@ def run(args: argparse.Namespace) -> int:
         cancel.set()
         bar.done()
         print("error: interrupted; committed shards are kept, rerun to resume", file=sys.stderr)
-        return 130
-    except (ValueError, TypeError) as exc:
+        return EXIT_INTERRUPTED
+    except (ValueError, TypeError, OSError) as exc:
         bar.done()
-        print(f"error: {describe(exc)}", file=sys.stderr)
-        return EXIT_INPUT
-    except OSError as exc:
-        bar.done()
-        print(f"error: {describe(exc)}", file=sys.stderr)
-        return EXIT_RUNTIME
+        return report_error(exc)
     bar.done()
     failed = "verify" in result and bool(result["verify"]["problems"])
     if args.json:
@@ -210,7 +197,7 @@ def _print_result(result: dict[str, Any]) -> None:
         r = result["result"]
         print(
             f"rank {r['rank']} of {r['world_size']}: wrote {r['shards_written']} shards "
-            f"({r['samples_written']:,} samples, {_mb(r['bytes_written'])}) "
+            f"({r['samples_written']:,} samples, {any_size(r['bytes_written'])}) "
             f"in {r['seconds']:.1f} s; "
             f"{r['shards_skipped']} already committed; {r['retries']} retries"
         )
