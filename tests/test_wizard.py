@@ -24,6 +24,7 @@ from advisor.hardware import HardwareProfile
 from advisor.location import DatasetLocation
 from advisor.profile import DatasetProfile, FormatInfo, size_stats
 from advisor.recommend import Decision
+from advisor.trial import TrialResult
 from advisor.wizard import charts, flow
 from advisor.wizard.controller import STEPS, THREAD_PREFIX, WizardController
 from advisor.workload import Workload
@@ -127,15 +128,13 @@ class FakeSession:
             if progress:
                 progress(SimpleNamespace(phase="sweep", fraction=i / 200, message="", point=point))
             time.sleep(self.step_s)
-        self.trial = SimpleNamespace(
-            sweep=tuple(points),
-            cancelled=cancelled,
-            seconds_used=1.0,
+        self.trial = TrialResult(
+            uri=self.location.uri if self.location else "s3://scripted/",
             seconds_budget=seconds,
-            storage=None,
-            decode=None,
-            notes=(),
+            seconds_used=1.0,
+            sweep=tuple(points),
             counts=summarise(points),
+            cancelled=cancelled,
         )
         return self.trial
 
