@@ -51,6 +51,16 @@ def test_local_shards_hold_every_file_once_with_labels(tmp_path: Path) -> None:
     assert verify(str(tmp_path / "dst")).ok
 
 
+def test_metadata_below_the_source_is_not_packed(tmp_path: Path) -> None:
+    """The datasets skip `_`/`.` names below the listed prefix; the shards must hold the same."""
+    files = make_files(12)
+    extra = {"_tmp/img_9000.jpg": b"partial", ".cache/img_9001.jpg": b"x", "_SUCCESS": b""}
+    src = write_local(tmp_path / "src", {**files, **extra})
+    reshard(str(src), str(tmp_path / "dst"), CONFIG)
+    samples = samples_of(local_shards(tmp_path / "dst"))
+    assert len(samples) == 12 and not any("9000" in k or "9001" in k for k in samples)
+
+
 def test_same_bytes_whatever_the_rank_split_and_seed_changes_them(tmp_path: Path) -> None:
     src = write_local(tmp_path / "src", make_files())
     reshard(str(src), str(tmp_path / "one"), CONFIG)
