@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,11 +18,19 @@ class SteadyWindow:
 
     It opens on the first batch to arrive a third of what is left of the slice (`seconds`) past
     the first batch, at least a sixth of the slice, and not before the `warm_batches` that could
-    be finished and waiting then (the DataLoader's prefetch), and the `backlog_batches` the
-    readers could hold fetched ahead, have arrived. Those were made while the first batch was on
-    its way; they arrive back to back, and would count as if made in the window. The readers'
-    backlog is the larger (8 workers reading 1 MB objects hold ~268 each in 256 MiB budgets): a
-    window opened before it drained read about twice the long-run rate in short slices.
+    be finished and waiting then (the DataLoader's prefetch) have arrived: they were made while
+    the first batch was on its way, arrive back to back, and would count as if made in the
+    window.
+
+    The readers' read-ahead is a buffer too: a loader that sat idle between slices has its
+    readers' byte budgets full of fetched objects. Where reading is the bottleneck they drain
+    at the transform's pace, faster than the long-run rate, for a time no batch count predicts;
+    where the transform is, they stay full and do not matter. So the window does not wait for
+    them: each arrival brings what the readers hold fetched ahead then (`backlog`, in samples),
+    and the rate counts the samples delivered less what the readers' backlog shrank by over the
+    window (samples delivered = samples fetched + backlog drained). That is the lower of the
+    delivered and the fetched rates, the long-run rate both ways: what was drained was fetched
+    before the window; what refilled a drained backlog was fetched faster than it is consumed.
 
     It counts whole rounds of `round_batches` (the loader's processes): the DataLoader hands
     batches out in order, one from each worker in turn, so a window from one batch to a later
@@ -44,7 +54,6 @@ class SteadyWindow:
     warm_batches: int
     min_samples: int
     hard_stop: float
-    backlog_batches: int = 0
     round_batches: int = 1
     planned_open: float = math.inf  # set by the first batch
     opens: float | None = None  # the arrival time of the batch it opens on (not counted)
@@ -55,20 +64,23 @@ class SteadyWindow:
     samples: int = 0
     last_counted_at: float = 0.0  # the last counted round's end
     round_samples: int = 0  # arrived in the round under way, not counted yet
+    backlog_at_open: float = 0.0  # samples the readers held fetched ahead as it opened
+    backlog_at_last: float = 0.0  # ... and at the last counted round's end
 
     @property
     def enough(self) -> bool:
         return self.batches >= max(3, 2 * self.warm_batches) and self.samples >= self.min_samples
 
-    def arrival(self, index: int, now: float, samples: int) -> bool:
-        """Batch `index` of `samples` arrived at `now`; True if it ended a counted round."""
+    def arrival(self, index: int, now: float, samples: int, backlog: float = 0.0) -> bool:
+        """Batch `index` of `samples` arrived at `now`, when the readers held `backlog` samples
+        fetched ahead; True if it ended a counted round."""
         if self.opens is None:
             if index == 0:
                 left = max(self.seconds - (now - self.started), self.seconds / 2)
                 self.planned_open = now + left / 3
-            waited = index >= self.warm_batches + self.backlog_batches - 1
-            if waited and now >= self.planned_open:
+            if index >= self.warm_batches - 1 and now >= self.planned_open:
                 self.opens, self.opening_index = now, index
+                self.backlog_at_open = backlog
                 self.closes = max(self.started + self.seconds, now + self.seconds / 3)
             return False
         if self.closed:
@@ -80,6 +92,7 @@ class SteadyWindow:
         self.samples += self.round_samples
         self.round_samples = 0
         self.last_counted_at = now
+        self.backlog_at_last = backlog
         step, limit = self.seconds / 3, self.started + self.hard_stop
         while now >= self.closes and not self.enough and self.closes + step <= limit:
             self.closes += step
@@ -87,10 +100,63 @@ class SteadyWindow:
         return True
 
     def rate(self) -> float | None:
-        """Samples per second within the window; None if it never held enough."""
+        """Samples per second within the window, less the readers' backlog it drained; None if
+        it never held enough."""
         if self.opens is None or not self.enough or self.last_counted_at <= self.opens:
             return None
-        return self.samples / (self.last_counted_at - self.opens)
+        drained = max(self.backlog_at_open - self.backlog_at_last, 0.0)
+        return max(self.samples - drained, 0.0) / (self.last_counted_at - self.opens)
+
+
+class ReadAheadGauge:
+    """What the readers of one DataLoader's processes hold fetched ahead of their consumers.
+
+    Each loader process (a worker, or the main process with 0 workers) publishes, after every
+    item it takes, its reader's reserved bytes (`S3Reader.stats()["inflight_bytes"]`: requests
+    in flight and results not yet taken), the bytes it has received, and the items it has
+    taken, into slots of its own in memory shared across the fork. `backlog_items` turns the
+    bytes into items at the bytes per item received so far. A local folder's reader reads as
+    it is asked and publishes nothing: its backlog is 0.
+    """
+
+    FIELDS = 3  # reserved bytes, bytes received, items taken
+
+    def __init__(self, processes: int) -> None:
+        self._slots = multiprocessing.get_context("fork").RawArray("d", self.FIELDS * processes)
+
+    def publishing(self, dataset: Any) -> PublishingDataset:
+        """`dataset` (an S3IterableDataset) publishing into this gauge as it is iterated."""
+        return PublishingDataset(dataset, self._slots)
+
+    def backlog_items(self) -> float:
+        """Items the readers hold fetched or in flight, in all processes (0 before any read)."""
+        values = list(self._slots)
+        reserved = sum(values[0 :: self.FIELDS])
+        received = sum(values[1 :: self.FIELDS])
+        items = sum(values[2 :: self.FIELDS])
+        return reserved * items / received if received > 0 else 0.0
+
+
+class PublishingDataset(torch.utils.data.IterableDataset[Any]):
+    """An S3IterableDataset that publishes its reader's read-ahead after every item it yields
+    (`ReadAheadGauge`)."""
+
+    def __init__(self, dataset: Any, slots: Any) -> None:
+        self.dataset = dataset
+        self._slots = slots
+
+    def __iter__(self) -> Iterator[Any]:
+        info = torch.utils.data.get_worker_info()
+        base = ReadAheadGauge.FIELDS * (info.id if info is not None else 0)
+        slots = self._slots
+        reader = self.dataset.reader
+        items: Iterable[Any] = self.dataset
+        for item in items:
+            stats = reader.stats()
+            slots[base] = stats["inflight_bytes"]
+            slots[base + 1] = stats["bytes_received"]
+            slots[base + 2] += 1
+            yield item
 
 
 def tensor_bytes(sample: Any) -> int:

@@ -32,7 +32,13 @@ from advisor.counts import (
     LoaderPoint,
     summarise,
 )
-from advisor.steady import SteadyWindow, child_pids, largest_rss_mb, tensor_bytes
+from advisor.steady import (
+    ReadAheadGauge,
+    SteadyWindow,
+    child_pids,
+    largest_rss_mb,
+    tensor_bytes,
+)
 from native_loader.decoders import collate_list
 
 if TYPE_CHECKING:
@@ -133,8 +139,10 @@ class LiveLoader:
         # A batch of `batch_size` samples: fewer items where one item holds many (a text shard).
         self.samples_per_item = data.samples_per_item
         items = data.items_per_batch(batch_size)
+        self.read_ahead = ReadAheadGauge(max(workers, 1))
+        dataset = data.dataset(data.transform, min_objects=CYCLE_OBJECTS)
         self.loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
-            data.dataset(data.transform, min_objects=CYCLE_OBJECTS),  # type: ignore[arg-type]
+            self.read_ahead.publishing(dataset),
             batch_size=items,
             num_workers=workers,
             pin_memory=pin,
@@ -145,14 +153,15 @@ class LiveLoader:
             # a batch that never comes must not hold the trial far past its budget
             timeout=batch_timeout_s if workers > 0 else 0,
         )
-        # every loader process's reader may hold read_ahead_objects fetched (one sample each,
-        # or more for shards: then this skips too little)
-        self.backlog = math.ceil(max(workers, 1) * data.read_ahead_objects / items)
         self._iterator: Any = None
 
     def samples_in(self, batch: Any) -> int:
         """Training samples in a batch of items."""
         return round(len(batch) * self.samples_per_item)
+
+    def backlog_samples(self) -> float:
+        """Training samples the loader's readers hold fetched ahead now (`ReadAheadGauge`)."""
+        return self.read_ahead.backlog_items() * self.samples_per_item
 
     def next_batch(self) -> Any:
         """The next batch; TimeoutError when the workers took longer than the batch timeout."""
@@ -208,7 +217,7 @@ def measure_slice(
     started = time.monotonic()
     window = SteadyWindow(
         started, seconds, live.workers * (live.prefetch or 0), min_samples, hard_stop,
-        live.backlog, round_batches=max(live.workers, 1),
+        round_batches=max(live.workers, 1),
     )  # fmt: skip
     first_batch_s = 0.0
     samples = 0
@@ -225,7 +234,7 @@ def measure_slice(
             first_batch_s = now - started
         waiting = window.opens is None
         batch_samples = live.samples_in(batch)
-        if window.arrival(batch_index, now, batch_samples):
+        if window.arrival(batch_index, now, batch_samples, live.backlog_samples()):
             cpu_window_end = cpu_now
         elif waiting and window.opens is not None:
             cpu_window_start = cpu_now

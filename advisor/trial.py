@@ -34,7 +34,6 @@ from advisor.sweep import (
 from advisor.workload import Workload
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
 from native_loader.decoders import default_decoder, load_transform
-from native_loader.reader import READ_AHEAD_FACTOR
 from native_loader.uri import is_metadata
 
 if TYPE_CHECKING:
@@ -238,14 +237,6 @@ class TrialData:
     def mean_object_bytes(self) -> float:
         """The sampled objects' mean size (0 for none): what the reader settings are sized for."""
         return statistics.fmean(o.size for o in self.objects) if self.objects else 0.0
-
-    @property
-    def read_ahead_objects(self) -> int:
-        """Objects one process's reader may hold fetched ahead of its consumer: `read_many`
-        queues READ_AHEAD_FACTOR x its requests, within the byte budget."""
-        by_requests = self.config.max_inflight_requests * READ_AHEAD_FACTOR
-        by_bytes = self.config.max_inflight_bytes // max(int(self.mean_object_bytes), 1)
-        return max(1, min(by_requests, by_bytes))
 
     def with_inflight(self, requests: int, budget_bytes: int | None = None) -> TrialData:
         """The same data read with `requests` in flight per reader (each loader process), and

@@ -17,7 +17,7 @@ from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
 from advisor.model import INFLIGHT_MAX
 from advisor.profile import profile_dataset
-from advisor.steady import SteadyWindow, child_pids
+from advisor.steady import child_pids
 from advisor.sweep import HostSpin, candidate_counts, measure_loader
 from advisor.trial import TrialData, TrialEvent, _lower_bound_note, _saturated, run_trial
 from advisor.workload import Workload
@@ -215,89 +215,6 @@ def test_bad_budget_and_transform(s3_endpoint: S3Endpoint, demo: str) -> None:
             seconds=5,
         )  # fmt: skip
     assert os.cpu_count()
-
-
-def _window_rate(
-    arrivals: list[tuple[float, int]], seconds: float, warm: int = 0, backlog: int = 0,
-    workers: int = 0,
-) -> float | None:  # fmt: skip
-    """Feed (time, samples) arrivals to a SteadyWindow started at 0 until it closes."""
-    window = SteadyWindow(0.0, seconds, warm, min_samples=0, hard_stop=3 * seconds,
-                          backlog_batches=backlog, round_batches=max(workers, 1))  # fmt: skip
-    for index, (now, samples) in enumerate(arrivals):
-        window.arrival(index, now, samples)
-        if window.closed:
-            break
-    return window.rate()
-
-
-def test_steady_window_on_an_even_stream() -> None:
-    arrivals = [(0.1 * (i + 1), 10) for i in range(100)]  # 100 samples/s
-    rate = _window_rate(arrivals, seconds=3.0)
-    assert rate == pytest.approx(100.0, rel=0.05)
-
-
-def test_steady_window_does_not_end_on_a_burst() -> None:
-    # 10 batches back to back every 2 s: 50 samples/s. The first burst comes at 0.5 s, the next
-    # after the slice's end. A window that opened and closed on arrivals counted to a batch
-    # count would hold the first few batches of the second burst alone (thousands of
-    # samples/s); one whose ends follow times holds the gap before it too, however extended.
-    arrivals = [(0.5 + 2.0 * burst + 0.001 * i, 10) for burst in range(6) for i in range(10)]
-    window = SteadyWindow(0.0, 2.0, 0, min_samples=0, hard_stop=6.0)
-    for index, (now, samples) in enumerate(arrivals):
-        window.arrival(index, now, samples)
-        if window.closed:
-            break
-    assert window.rate() == pytest.approx(50.0, rel=0.02)
-    assert window.opens is not None and window.last_counted_at - window.opens >= 2.0 / 3
-
-
-def test_steady_window_after_a_slow_first_batch_and_a_backlog() -> None:
-    # The first batch took longer than the slice; what the reader fetched meanwhile arrives
-    # back to back (20 batches within 20 ms), then the stream runs at 100 samples/s.
-    backlog = [(3.0 + 0.001 * i, 10) for i in range(20)]
-    steady = [(3.1 + 0.1 * i, 10) for i in range(1, 60)]
-    rate = _window_rate(backlog + steady, seconds=2.0)
-    assert rate is not None and rate == pytest.approx(100.0, rel=0.1)
-
-
-def test_steady_window_skips_the_batches_waiting_for_it() -> None:
-    # 2 workers x prefetch 2: the first batch came early, the other workers' first batches
-    # were made meanwhile and arrive back to back after the window was to open (at 1.13 s).
-    first = [(0.2, 10)]
-    ready = [(1.2 + 0.001 * i, 10) for i in range(3)]
-    steady = [(1.2 + 0.1 * i, 10) for i in range(1, 60)]
-    rate = _window_rate(first + ready + steady, seconds=3.0, warm=4)
-    assert rate is not None and rate == pytest.approx(100.0, rel=0.05)
-    assert _window_rate(first + ready + steady, seconds=3.0, warm=0) == pytest.approx(112, rel=0.02)
-
-
-def test_steady_window_waits_for_the_readers_backlog_to_drain() -> None:
-    # the first batch is late (one worker's request stalled); meanwhile the other workers'
-    # readers fetched 30 batches ahead, which arrive back to back from 2.5 s on; then 100/s
-    first = [(2.0, 10)]
-    backlog = [(2.5 + 0.01 * i, 10) for i in range(30)]
-    steady = [(2.8 + 0.1 * i, 10) for i in range(1, 80)]
-    arrivals = first + backlog + steady
-    inflated = _window_rate(arrivals, seconds=3.0, warm=4)
-    assert inflated is not None and inflated > 150  # counts the backlog as if made in the window
-    rate = _window_rate(arrivals, seconds=3.0, warm=4, backlog=30)
-    assert rate == pytest.approx(100.0, rel=0.05)
-
-
-def test_steady_window_counts_whole_rounds_of_bursting_workers() -> None:
-    # 8 workers started together: a batch from each within 70 ms, every 0.5 s (160 samples/s).
-    # The window opens on a burst's first batch (2.5 s); the slice ends at 6.2 s, past the
-    # 6.0 s burst. Counting arrivals up to that time takes 7 batches of the opening burst and
-    # all of the 6.0 s one: 630 samples in 3.7 s (170/s). Whole rounds end at the 6.5 s burst.
-    arrivals = [(0.5 + 0.5 * burst + 0.01 * i, 10) for burst in range(40) for i in range(8)]
-    rate = _window_rate(arrivals, seconds=6.2, warm=16, backlog=17, workers=8)
-    assert rate == pytest.approx(160.0, rel=0.01)
-
-
-def test_steady_window_too_few_batches_is_no_rate() -> None:
-    arrivals = [(1.0, 10), (4.0, 10), (8.0, 10), (12.0, 10)]
-    assert _window_rate(arrivals, seconds=3.0) is None
 
 
 def test_a_trial_on_text_shards_batches_objects_by_their_lines(tmp_path: object) -> None:

@@ -1,0 +1,173 @@
+"""The steady-state window of a loader measurement, and the readers' read-ahead it accounts for."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import pytest
+
+from advisor.demo.datasets import DemoSpec, upload
+from advisor.demo.server import S3Endpoint
+from advisor.location import DatasetLocation
+from advisor.steady import SteadyWindow
+from advisor.sweep import LiveLoader, measure_slice
+from advisor.trial import TrialData
+from native_loader.decoders import default_decoder
+
+Arrival = tuple[float, int] | tuple[float, int, float]  # time, samples[, backlog in samples]
+
+
+def _window_rate(
+    arrivals: list[Arrival], seconds: float, warm: int = 0, workers: int = 0
+) -> float | None:
+    """Feed arrivals to a SteadyWindow started at 0 until it closes."""
+    window = SteadyWindow(0.0, seconds, warm, min_samples=0, hard_stop=3 * seconds,
+                          round_batches=max(workers, 1))  # fmt: skip
+    for index, (now, samples, *backlog) in enumerate(arrivals):
+        window.arrival(index, now, samples, *backlog)
+        if window.closed:
+            break
+    return window.rate()
+
+
+def test_steady_window_on_an_even_stream() -> None:
+    arrivals: list[Arrival] = [(0.1 * (i + 1), 10) for i in range(100)]  # 100 samples/s
+    rate = _window_rate(arrivals, seconds=3.0)
+    assert rate == pytest.approx(100.0, rel=0.05)
+
+
+def test_steady_window_does_not_end_on_a_burst() -> None:
+    # 10 batches back to back every 2 s: 50 samples/s. The first burst comes at 0.5 s, the next
+    # after the slice's end. A window that opened and closed on arrivals counted to a batch
+    # count would hold the first few batches of the second burst alone (thousands of
+    # samples/s); one whose ends follow times holds the gap before it too, however extended.
+    arrivals = [(0.5 + 2.0 * burst + 0.001 * i, 10) for burst in range(6) for i in range(10)]
+    window = SteadyWindow(0.0, 2.0, 0, min_samples=0, hard_stop=6.0)
+    for index, (now, samples) in enumerate(arrivals):
+        window.arrival(index, now, samples)
+        if window.closed:
+            break
+    assert window.rate() == pytest.approx(50.0, rel=0.02)
+    assert window.opens is not None and window.last_counted_at - window.opens >= 2.0 / 3
+
+
+def test_steady_window_after_a_slow_first_batch_and_a_burst() -> None:
+    # The first batch took longer than the slice; what was made meanwhile arrives back to back
+    # (20 batches within 20 ms), then the stream runs at 100 samples/s.
+    burst: list[Arrival] = [(3.0 + 0.001 * i, 10) for i in range(20)]
+    steady: list[Arrival] = [(3.1 + 0.1 * i, 10) for i in range(1, 60)]
+    rate = _window_rate(burst + steady, seconds=2.0)
+    assert rate is not None and rate == pytest.approx(100.0, rel=0.1)
+
+
+def test_steady_window_skips_the_batches_waiting_for_it() -> None:
+    # 2 workers x prefetch 2: the first batch came early, the other workers' first batches
+    # were made meanwhile and arrive back to back after the window was to open (at 1.13 s).
+    first: list[Arrival] = [(0.2, 10)]
+    ready: list[Arrival] = [(1.2 + 0.001 * i, 10) for i in range(3)]
+    steady: list[Arrival] = [(1.2 + 0.1 * i, 10) for i in range(1, 60)]
+    rate = _window_rate(first + ready + steady, seconds=3.0, warm=4)
+    assert rate is not None and rate == pytest.approx(100.0, rel=0.05)
+    assert _window_rate(first + ready + steady, seconds=3.0, warm=0) == pytest.approx(112, rel=0.02)
+
+
+def test_steady_window_counts_a_drained_read_ahead_as_fetched_before_it() -> None:
+    # Reading is the bottleneck (100 samples/s), and the readers held 300 samples fetched while
+    # the loader sat idle: the transform drains them at 300/s (3 batches every 0.1 s while the
+    # reads add one) for 1.5 s, then the stream runs at the readers' 100/s. Over a 3 s slice the
+    # window (1-3 s) delivers 400 samples in 2 s; the backlog shrank by 100 in it.
+    arrivals: list[Arrival] = []
+    backlog = 300.0
+    for i in range(1, 31):
+        t = 0.1 * i
+        draining = t <= 1.5
+        for k in range(3 if draining else 1):
+            backlog = max(backlog - (20.0 if draining else 0.0) / 3, 0.0)
+            arrivals.append((t + 0.001 * k, 10, backlog))
+    inflated = _window_rate([(t, n) for t, n, _ in arrivals], seconds=3.0)  # type: ignore[misc]
+    assert inflated is not None and inflated > 140  # the drain counted as made in the window
+    rate = _window_rate(arrivals, seconds=3.0)
+    assert rate == pytest.approx(100.0, rel=0.1)
+
+
+def test_steady_window_does_not_wait_for_a_full_read_ahead_when_the_transform_bounds() -> None:
+    # The transform is the bottleneck (100 samples/s): the readers' budgets stay full (800
+    # samples) the whole slice, so nothing is drained and a short slice is steady.
+    arrivals: list[Arrival] = [(0.1 * i, 10, 800.0) for i in range(1, 40)]
+    assert _window_rate(arrivals, seconds=1.5) == pytest.approx(100.0, rel=0.05)
+
+
+def test_steady_window_ignores_a_read_ahead_that_refills() -> None:
+    # A backlog that grows in the window was fetched faster than it is consumed: the rate is
+    # the delivered one.
+    arrivals: list[Arrival] = [(0.1 * i, 10, 5.0 * i) for i in range(1, 40)]
+    assert _window_rate(arrivals, seconds=3.0) == pytest.approx(100.0, rel=0.05)
+
+
+def test_steady_window_counts_whole_rounds_of_bursting_workers() -> None:
+    # 8 workers started together: a batch from each within 70 ms, every 0.5 s (160 samples/s).
+    # The window opens on a burst's first batch; the slice ends at 6.2 s, past the 6.0 s burst.
+    # Counting arrivals up to that time takes part of the opening burst and all of the 6.0 s
+    # one; whole rounds end at the 6.5 s burst.
+    arrivals: list[Arrival] = [
+        (0.5 + 0.5 * burst + 0.01 * i, 10) for burst in range(40) for i in range(8)
+    ]
+    rate = _window_rate(arrivals, seconds=6.2, warm=16, workers=8)
+    assert rate == pytest.approx(160.0, rel=0.01)
+
+
+def test_steady_window_too_few_batches_is_no_rate() -> None:
+    arrivals: list[Arrival] = [(1.0, 10), (4.0, 10), (8.0, 10), (12.0, 10)]
+    assert _window_rate(arrivals, seconds=3.0) is None
+
+
+SPEC = DemoSpec(images=120, image_kb=(20, 40), classes=2, shard_mb=0.5, large_files=0)
+
+
+@pytest.fixture(scope="module")
+def images(s3_endpoint: S3Endpoint) -> TrialData:
+    upload(s3_endpoint, "steady-demo", SPEC)
+    location = DatasetLocation("s3://steady-demo/small-images/", endpoint_url=s3_endpoint.url)
+    return TrialData.sample(location, "jpeg", default_decoder("jpeg"))
+
+
+@pytest.mark.timeout(60)
+def test_the_workers_publish_what_their_readers_hold_fetched_ahead(images: TrialData) -> None:
+    live = LiveLoader(images, batch_size=4, workers=2, pin=False)
+    try:
+        assert live.backlog_samples() == 0.0  # nothing read yet
+        live.next_batch()
+        time.sleep(1.0)  # idle: the readers fill their read-ahead
+        held = live.backlog_samples()
+        # each worker's reader queues 4 x its requests in flight, within its byte budget; a
+        # worker has read at most a share of the 120 objects (cycled)
+        assert 4 <= held <= 2 * 4 * images.config.max_inflight_requests, held
+    finally:
+        live.close()
+
+
+def _burn_8ms(sample: Any) -> int:
+    end = time.thread_time() + 0.008
+    while time.thread_time() < end:
+        pass
+    return len(memoryview(sample))
+
+
+@pytest.mark.timeout(60)
+def test_a_short_slice_of_a_transform_bound_loader_is_steady(images: TrialData) -> None:
+    """Workers whose transform is the bottleneck hold full read-aheads the whole slice; the
+    window must not wait for them to drain (they never do), so a short slice is measured."""
+    # 64 requests in flight: each reader queues 256 objects ahead, 2 s of its transform
+    slow = dataclasses.replace(images, transform=_burn_8ms).with_inflight(64)
+    live = LiveLoader(slow, batch_size=4, workers=2, pin=False)
+    try:
+        measure_slice(live, 1.0)  # start-up
+        time.sleep(0.5)  # between slices the readers fill their budgets
+        point = measure_slice(live, 1.5, max_seconds=2.25)
+        assert point.steady, point
+        # two workers at 8 ms a sample: at most 250 samples/s (fewer on a shared machine)
+        assert 0 < point.samples_per_s <= 250 * 1.1, point
+    finally:
+        live.close()
