@@ -22,15 +22,18 @@ class SteadyWindow:
     the first batch was on its way, arrive back to back, and would count as if made in the
     window.
 
-    The readers' read-ahead is a buffer too: a loader that sat idle between slices has its
-    readers' byte budgets full of fetched objects. Where reading is the bottleneck they drain
-    at the transform's pace, faster than the long-run rate, for a time no batch count predicts;
-    where the transform is, they stay full and do not matter. So the window does not wait for
-    them: each arrival brings what the readers hold fetched ahead then (`backlog`, in samples),
-    and the rate counts the samples delivered less what the readers' backlog shrank by over the
-    window (samples delivered = samples fetched + backlog drained). That is the lower of the
-    delivered and the fetched rates, the long-run rate both ways: what was drained was fetched
-    before the window; what refilled a drained backlog was fetched faster than it is consumed.
+    A loader is a chain with buffers between its stages: the readers fetch into their
+    read-ahead, the processes transform into the DataLoader's prefetch queue, the training loop
+    takes batches from it. A loader that sat idle between slices has both buffers full, and a
+    stage downstream of the bottleneck drains them, faster than the long-run rate, for a time
+    no batch count predicts (a loader just short of its consumer drains its prefetch queue at
+    the consumer's pace for the whole slice). So the window does not wait for them: each
+    arrival brings how many samples the processes have produced so far (`produced`) and what
+    their readers hold fetched ahead (`backlog`), and the rate is the lowest of the three
+    stages' over the window: delivered, produced, and fetched (produced + the growth of the
+    backlog). The bottleneck stage runs at the long-run rate; the stages upstream of it are
+    held to it by full buffers, or run faster while refilling one; those downstream run at it
+    plus what they drain. So the lowest is the long-run rate, whichever stage bounds.
 
     It counts whole rounds of `round_batches` (the loader's processes): the DataLoader hands
     batches out in order, one from each worker in turn, so a window from one batch to a later
@@ -64,23 +67,35 @@ class SteadyWindow:
     samples: int = 0
     last_counted_at: float = 0.0  # the last counted round's end
     round_samples: int = 0  # arrived in the round under way, not counted yet
-    backlog_at_open: float = 0.0  # samples the readers held fetched ahead as it opened
-    backlog_at_last: float = 0.0  # ... and at the last counted round's end
+    delivered: int = 0  # samples arrived since the start
+    # (produced, backlog) in samples as it opened, and at the last counted round's end
+    stages_at_open: tuple[float, float] = (0.0, 0.0)
+    stages_at_last: tuple[float, float] = (0.0, 0.0)
 
     @property
     def enough(self) -> bool:
         return self.batches >= max(3, 2 * self.warm_batches) and self.samples >= self.min_samples
 
-    def arrival(self, index: int, now: float, samples: int, backlog: float = 0.0) -> bool:
-        """Batch `index` of `samples` arrived at `now`, when the readers held `backlog` samples
-        fetched ahead; True if it ended a counted round."""
+    def arrival(
+        self,
+        index: int,
+        now: float,
+        samples: int,
+        produced: float | None = None,
+        backlog: float = 0.0,
+    ) -> bool:
+        """Batch `index` of `samples` arrived at `now`, when the loader's processes had produced
+        `produced` samples in all (None: count what arrives) and their readers held `backlog`
+        samples fetched ahead; True if it ended a counted round."""
+        self.delivered += samples
+        stages = (self.delivered if produced is None else produced, backlog)
         if self.opens is None:
             if index == 0:
                 left = max(self.seconds - (now - self.started), self.seconds / 2)
                 self.planned_open = now + left / 3
             if index >= self.warm_batches - 1 and now >= self.planned_open:
                 self.opens, self.opening_index = now, index
-                self.backlog_at_open = backlog
+                self.stages_at_open = stages
                 self.closes = max(self.started + self.seconds, now + self.seconds / 3)
             return False
         if self.closed:
@@ -92,7 +107,7 @@ class SteadyWindow:
         self.samples += self.round_samples
         self.round_samples = 0
         self.last_counted_at = now
-        self.backlog_at_last = backlog
+        self.stages_at_last = stages
         step, limit = self.seconds / 3, self.started + self.hard_stop
         while now >= self.closes and not self.enough and self.closes + step <= limit:
             self.closes += step
@@ -100,26 +115,29 @@ class SteadyWindow:
         return True
 
     def rate(self) -> float | None:
-        """Samples per second within the window, less the readers' backlog it drained; None if
-        it never held enough."""
+        """Samples per second within the window: the lowest of the delivered, produced and
+        fetched rates; None if it never held enough."""
         if self.opens is None or not self.enough or self.last_counted_at <= self.opens:
             return None
-        drained = max(self.backlog_at_open - self.backlog_at_last, 0.0)
-        return max(self.samples - drained, 0.0) / (self.last_counted_at - self.opens)
+        produced = self.stages_at_last[0] - self.stages_at_open[0]
+        fetched = produced + self.stages_at_last[1] - self.stages_at_open[1]
+        lowest = min(self.samples, produced, fetched)
+        return max(lowest, 0.0) / (self.last_counted_at - self.opens)
 
 
-class ReadAheadGauge:
-    """What the readers of one DataLoader's processes hold fetched ahead of their consumers.
+class StageGauge:
+    """How far the processes of one DataLoader have got: items produced, and what their readers
+    hold fetched ahead (`SteadyWindow`'s stages).
 
     Each loader process (a worker, or the main process with 0 workers) publishes, after every
-    item it takes, its reader's reserved bytes (`S3Reader.stats()["inflight_bytes"]`: requests
-    in flight and results not yet taken), the bytes it has received, and the items it has
-    taken, into slots of its own in memory shared across the fork. `backlog_items` turns the
-    bytes into items at the bytes per item received so far. A local folder's reader reads as
-    it is asked and publishes nothing: its backlog is 0.
+    item it produces (read and transformed), the items it has produced, its reader's reserved
+    bytes (`S3Reader.stats()["inflight_bytes"]`: requests in flight and results not yet taken)
+    and the bytes it has received, into slots of its own in memory shared across the fork.
+    `backlog_items` turns the bytes into items at the bytes per item received so far. A local
+    folder's reader reads as it is asked: its backlog is 0.
     """
 
-    FIELDS = 3  # reserved bytes, bytes received, items taken
+    FIELDS = 3  # reserved bytes, bytes received, items produced
 
     def __init__(self, processes: int) -> None:
         self._slots = multiprocessing.get_context("fork").RawArray("d", self.FIELDS * processes)
@@ -127,6 +145,10 @@ class ReadAheadGauge:
     def publishing(self, dataset: Any) -> PublishingDataset:
         """`dataset` (an S3IterableDataset) publishing into this gauge as it is iterated."""
         return PublishingDataset(dataset, self._slots)
+
+    def produced_items(self) -> float:
+        """Items the processes have produced (read and transformed) in all."""
+        return float(sum(list(self._slots)[2 :: self.FIELDS]))
 
     def backlog_items(self) -> float:
         """Items the readers hold fetched or in flight, in all processes (0 before any read)."""
@@ -138,8 +160,8 @@ class ReadAheadGauge:
 
 
 class PublishingDataset(torch.utils.data.IterableDataset[Any]):
-    """An S3IterableDataset that publishes its reader's read-ahead after every item it yields
-    (`ReadAheadGauge`)."""
+    """An S3IterableDataset that publishes its progress after every item it yields
+    (`StageGauge`)."""
 
     def __init__(self, dataset: Any, slots: Any) -> None:
         self.dataset = dataset
@@ -147,7 +169,7 @@ class PublishingDataset(torch.utils.data.IterableDataset[Any]):
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
-        base = ReadAheadGauge.FIELDS * (info.id if info is not None else 0)
+        base = StageGauge.FIELDS * (info.id if info is not None else 0)
         slots = self._slots
         reader = self.dataset.reader
         items: Iterable[Any] = self.dataset

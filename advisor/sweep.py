@@ -33,7 +33,7 @@ from advisor.counts import (
     summarise,
 )
 from advisor.steady import (
-    ReadAheadGauge,
+    StageGauge,
     SteadyWindow,
     child_pids,
     largest_rss_mb,
@@ -139,10 +139,10 @@ class LiveLoader:
         # A batch of `batch_size` samples: fewer items where one item holds many (a text shard).
         self.samples_per_item = data.samples_per_item
         items = data.items_per_batch(batch_size)
-        self.read_ahead = ReadAheadGauge(max(workers, 1))
+        self.stages = StageGauge(max(workers, 1))
         dataset = data.dataset(data.transform, min_objects=CYCLE_OBJECTS)
         self.loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
-            self.read_ahead.publishing(dataset),
+            self.stages.publishing(dataset),
             batch_size=items,
             num_workers=workers,
             pin_memory=pin,
@@ -159,9 +159,13 @@ class LiveLoader:
         """Training samples in a batch of items."""
         return round(len(batch) * self.samples_per_item)
 
+    def produced_samples(self) -> float:
+        """Training samples the loader's processes have produced so far (`StageGauge`)."""
+        return self.stages.produced_items() * self.samples_per_item
+
     def backlog_samples(self) -> float:
-        """Training samples the loader's readers hold fetched ahead now (`ReadAheadGauge`)."""
-        return self.read_ahead.backlog_items() * self.samples_per_item
+        """Training samples the loader's readers hold fetched ahead now (`StageGauge`)."""
+        return self.stages.backlog_items() * self.samples_per_item
 
     def next_batch(self) -> Any:
         """The next batch; TimeoutError when the workers took longer than the batch timeout."""
@@ -234,7 +238,8 @@ def measure_slice(
             first_batch_s = now - started
         waiting = window.opens is None
         batch_samples = live.samples_in(batch)
-        if window.arrival(batch_index, now, batch_samples, live.backlog_samples()):
+        stages = live.produced_samples(), live.backlog_samples()
+        if window.arrival(batch_index, now, batch_samples, *stages):
             cpu_window_end = cpu_now
         elif waiting and window.opens is not None:
             cpu_window_start = cpu_now

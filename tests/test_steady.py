@@ -16,7 +16,8 @@ from advisor.sweep import LiveLoader, measure_slice
 from advisor.trial import TrialData
 from native_loader.decoders import default_decoder
 
-Arrival = tuple[float, int] | tuple[float, int, float]  # time, samples[, backlog in samples]
+# time, samples[, produced in all, backlog] (samples)
+Arrival = tuple[float, int] | tuple[float, int, float, float]
 
 
 def _window_rate(
@@ -25,8 +26,8 @@ def _window_rate(
     """Feed arrivals to a SteadyWindow started at 0 until it closes."""
     window = SteadyWindow(0.0, seconds, warm, min_samples=0, hard_stop=3 * seconds,
                           round_batches=max(workers, 1))  # fmt: skip
-    for index, (now, samples, *backlog) in enumerate(arrivals):
-        window.arrival(index, now, samples, *backlog)
+    for index, (now, samples, *stages) in enumerate(arrivals):
+        window.arrival(index, now, samples, *stages)
         if window.closed:
             break
     return window.rate()
@@ -80,29 +81,40 @@ def test_steady_window_counts_a_drained_read_ahead_as_fetched_before_it() -> Non
     # window (1-3 s) delivers 400 samples in 2 s; the backlog shrank by 100 in it.
     arrivals: list[Arrival] = []
     backlog = 300.0
+    produced = 0.0
     for i in range(1, 31):
         t = 0.1 * i
         draining = t <= 1.5
         for k in range(3 if draining else 1):
             backlog = max(backlog - (20.0 if draining else 0.0) / 3, 0.0)
-            arrivals.append((t + 0.001 * k, 10, backlog))
-    inflated = _window_rate([(t, n) for t, n, _ in arrivals], seconds=3.0)  # type: ignore[misc]
+            produced += 10
+            arrivals.append((t + 0.001 * k, 10, produced, backlog))
+    inflated = _window_rate([a[:2] for a in arrivals], seconds=3.0)
     assert inflated is not None and inflated > 140  # the drain counted as made in the window
     rate = _window_rate(arrivals, seconds=3.0)
     assert rate == pytest.approx(100.0, rel=0.1)
 
 
+def test_steady_window_counts_a_drained_prefetch_queue_as_produced_before_it() -> None:
+    # The loader produces 100 samples/s against a consumer taking 120/s: the batches queued
+    # while it sat idle go at the consumer's pace the whole slice, so 120/s arrive while the
+    # processes produce 100/s.
+    arrivals: list[Arrival] = [(i / 12, 10, 100.0 * i / 12, 0.0) for i in range(1, 40)]
+    assert _window_rate([a[:2] for a in arrivals], seconds=3.0) == pytest.approx(120, rel=0.05)
+    assert _window_rate(arrivals, seconds=3.0) == pytest.approx(100.0, rel=0.05)
+
+
 def test_steady_window_does_not_wait_for_a_full_read_ahead_when_the_transform_bounds() -> None:
     # The transform is the bottleneck (100 samples/s): the readers' budgets stay full (800
     # samples) the whole slice, so nothing is drained and a short slice is steady.
-    arrivals: list[Arrival] = [(0.1 * i, 10, 800.0) for i in range(1, 40)]
+    arrivals: list[Arrival] = [(0.1 * i, 10, 10.0 * i, 800.0) for i in range(1, 40)]
     assert _window_rate(arrivals, seconds=1.5) == pytest.approx(100.0, rel=0.05)
 
 
 def test_steady_window_ignores_a_read_ahead_that_refills() -> None:
     # A backlog that grows in the window was fetched faster than it is consumed: the rate is
     # the delivered one.
-    arrivals: list[Arrival] = [(0.1 * i, 10, 5.0 * i) for i in range(1, 40)]
+    arrivals: list[Arrival] = [(0.1 * i, 10, 10.0 * i, 5.0 * i) for i in range(1, 40)]
     assert _window_rate(arrivals, seconds=3.0) == pytest.approx(100.0, rel=0.05)
 
 
@@ -137,13 +149,15 @@ def images(s3_endpoint: S3Endpoint) -> TrialData:
 def test_the_workers_publish_what_their_readers_hold_fetched_ahead(images: TrialData) -> None:
     live = LiveLoader(images, batch_size=4, workers=2, pin=False)
     try:
-        assert live.backlog_samples() == 0.0  # nothing read yet
+        assert live.backlog_samples() == 0.0 and live.produced_samples() == 0.0
         live.next_batch()
         time.sleep(1.0)  # idle: the readers fill their read-ahead
         held = live.backlog_samples()
         # each worker's reader queues 4 x its requests in flight, within its byte budget; a
         # worker has read at most a share of the 120 objects (cycled)
         assert 4 <= held <= 2 * 4 * images.config.max_inflight_requests, held
+        # the first batch, and the two workers' prefetch (2 batches each) made while idle
+        assert 4 <= live.produced_samples() <= 4 * 5, live.produced_samples()
     finally:
         live.close()
 
