@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.demo.datasets import DemoSpec, iter_samples
 from advisor.demo.server import S3Server
 from advisor.export import build_export
 from advisor.hardware import probe_hardware
@@ -57,6 +58,7 @@ class Scenario:
     transform: str
     consumer_rate: float | None
     local: bool = False  # a local folder instead of S3
+    jpeg: bool = False  # Pillow-made JPEGs (of `object_bytes` on average), not random bytes
 
 
 SCENARIOS = (
@@ -65,6 +67,9 @@ SCENARIOS = (
     Scenario("400KB-5ms-6ms-fast", 400_000, 300, 5, "bench.transforms:burn_6ms", None),
     Scenario("400KB-5ms-6ms-120", 400_000, 300, 5, "bench.transforms:burn_6ms", 120.0),
     Scenario("local-100KB-2ms-300", 100_000, 1000, 0, "bench.transforms:burn_2ms", 300.0, True),
+    # the default decoder: a full Pillow decode of every JPEG, as a CV pipeline's first step
+    Scenario("jpeg-100KB-15ms-fast", 100_000, 600, 15, "", None, jpeg=True),
+    Scenario("jpeg-100KB-15ms-150", 100_000, 600, 15, "", 150.0, jpeg=True),
 )
 
 
@@ -81,6 +86,10 @@ class CheckResult:
     trial_counts: dict[str, tuple[float, float, float]]  # the trial's median, low, high
     prediction_error: float | None
     trial_seconds: tuple[float, float]  # used, budget
+    # the advice's evidence: per measured count its median, range and the model's prediction;
+    # and what the model was given (CPU and loop overhead per sample, first byte, bandwidth)
+    sweep_table: dict[str, dict[str, Any]]
+    model_inputs: dict[str, float | None]
 
 
 def _step(seconds: float, mode: str) -> None:
@@ -134,7 +143,7 @@ def check(
     with S3Reader(location.reader_config(), credentials=credentials) as reader:
         profile = profile_dataset(location, reader)
     workload = Workload(
-        consumer_rate=scenario.consumer_rate, batch_size=BATCH, transform=scenario.transform
+        consumer_rate=scenario.consumer_rate, batch_size=BATCH, transform=scenario.transform or None
     )
     trial = run_trial(
         location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
@@ -177,23 +186,44 @@ def check(
         best, {str(c.num_workers): (round(c.median, 1), round(c.low, 1), round(c.high, 1))
                for c in trial.counts}, rec.prediction_error,
         (round(trial.seconds_used, 1), trial.seconds_budget),
+        rec.decision("num_workers").evidence.get("sweep_table", {}), _model_inputs(trial),
     )  # fmt: skip
+
+
+def _model_inputs(trial: Any) -> dict[str, float | None]:
+    decode, storage = trial.decode, trial.storage
+    return {
+        "cpu_ms_per_sample": None if decode is None else round(decode.cpu_s_per_sample * 1e3, 3),
+        "overhead_ms_per_sample": None
+        if decode is None or decode.overhead_s is None
+        else round(decode.overhead_s * 1e3, 3),
+        "first_byte_ms": None if storage is None else round(storage.first_byte_p50_s * 1e3, 2),
+        "per_connection_mb_s": None if storage is None else round(storage.per_connection_mb_s, 1),
+    }
+
+
+def _objects(s: Scenario) -> list[tuple[str, bytes]]:
+    """(name, bytes) of the scenario's objects: one random body repeated, or distinct JPEGs."""
+    if not s.jpeg:
+        body = os.urandom(s.object_bytes)
+        return [(f"{i:05d}.bin", body) for i in range(s.objects)]
+    kb = s.object_bytes // 1024
+    spec = DemoSpec(images=s.objects, image_kb=(kb // 2, kb * 3 // 2), classes=1, seed=7)
+    return [(f"{i:05d}.jpg", jpeg) for i, _, jpeg in iter_samples(spec)]
 
 
 def _upload_s3(client: Any, bucket: str, scenarios: list[Scenario]) -> None:
     client.create_bucket(Bucket=bucket)
     for s in scenarios:
-        body = os.urandom(s.object_bytes)
-        for i in range(s.objects):
-            client.put_object(Bucket=bucket, Key=f"{s.name}/{i:05d}.bin", Body=body)
+        for name, body in _objects(s):
+            client.put_object(Bucket=bucket, Key=f"{s.name}/{name}", Body=body)
 
 
 def _write_local(root: Path, s: Scenario) -> Path:
     folder = root / s.name
     folder.mkdir(parents=True)
-    body = os.urandom(s.object_bytes)
-    for i in range(s.objects):
-        (folder / f"{i:05d}.bin").write_bytes(body)
+    for name, body in _objects(s):
+        (folder / name).write_bytes(body)
     return folder
 
 
@@ -258,7 +288,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"| {r.scenario} | {r.recommended} | {best} | {score} | {trial} | {error} |")
     scores = [r.score for r in results]
     if scores:
-        print(f"\nscores: min {min(scores):.2f}, mean {statistics.fmean(scores):.2f}; "
+        errors = [abs(r.prediction_error) for r in results if r.prediction_error is not None]
+        error = f"{statistics.median(errors):.0%}" if errors else "-"
+        print(f"\nscores: min {min(scores):.2f}, mean {statistics.fmean(scores):.2f}; model "
+              f"error at the chosen count: median |error| {error}; "
               f"{time.monotonic() - started:.0f} s")  # fmt: skip
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
     RESULTS.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
