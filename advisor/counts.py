@@ -27,6 +27,10 @@ class LoaderPoint:
     # with 0 workers all of the loader's Python work, with workers receiving the batches. None:
     # not measured.
     main_cpu_s_per_sample: float | None = None
+    # Busy CPU seconds per sample of the cores this process may use, in the steady window (all
+    # processes': the loader's, its readers', a local storage server's). None: not measured, or
+    # a spinning step (whose spin is no loading).
+    machine_cpu_s_per_sample: float | None = None
     # False: the slice ended before a steady window held enough batches, so the rate counts
     # start-up (or the batches that waited) too and is only a lower bound.
     steady: bool = True

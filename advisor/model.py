@@ -8,21 +8,27 @@ decodes/transforms every sample on one core. Three ceilings bound the loader:
   ``fetch_s = first_byte_s + object_bytes / per_connection_bandwidth``, and no more than one
   process hands over (`process_objects_per_s`); with a single request in flight, fetching and
   decoding do not overlap, so the process needs ``fetch_s + cpu_per_object`` per object;
-- CPU: the cores left for loading (usable cores minus the main process, at least one) decode
-  ``cores / cpu_per_object`` objects/s, however many workers share them;
+- CPU: the cores left for loading (usable cores minus the main process, at least one; the main
+  process's one with 0 workers) run ``cores / loading_cpu_per_object`` objects/s, however many
+  workers share them, where the loading CPU is the transform's and the process's Python work;
+  and no more than the usable cores over the busy CPU the trial measured per sample (the
+  readers' threads, the network stack, a storage server on the same machine, the hand-over);
 - bandwidth: the storage or NIC delivers at most ``aggregate_mb_s``.
 
 Predicted samples/s = samples_per_object x min(processes x per-process rate, CPU, bandwidth).
 
 What a training loop sees (`Prediction.trained_samples_per_s`) with a consumer taking
-``consumer_rate`` samples/s: with workers, loading overlaps the step, so min(loader, consumer);
-with 0 workers, the main thread's share of the loading (the transform and the per-sample
-hand-over) and the step take turns while the reader's thread fetches on, so a sample every
-``max(1 / loader, main_s + 1 / consumer)`` seconds. The CPU ceiling already leaves one core to
-the main process, which a spin-waiting GPU step keeps busy.
+``consumer_rate`` samples/s: with workers, loading overlaps the step, but the training thread
+takes each batch from them (unpickling, `main_s` per sample, as the trial measured it) and then
+steps, so ``min(loader, 1 / (main_s + 1 / consumer))``; with 0 workers, the main thread's share
+of the loading (the transform and the per-sample hand-over) and the step take turns while the
+reader's thread fetches on, so a sample every ``max(1 / loader, main_s + 1 / consumer)``
+seconds. The CPU ceiling already leaves one core to the main process, which a spin-waiting GPU
+step keeps busy.
 
-The model is monotone: more latency never raises it, more workers never lower it, and it never
-exceeds what the cores can decode.
+The model is monotone: more latency never raises it, and it never exceeds what the cores can
+decode; more workers never lower the loader's rate (what training sees with workers also pays
+the training thread's share of taking their batches, which 0 workers do not).
 """
 
 from __future__ import annotations
@@ -149,13 +155,21 @@ def predict(
     storage: StorageParams = S3_DEFAULTS,
     consumer_rate: float | None = None,
     overhead_s_per_sample: float | None = None,
+    main_s_per_sample: float | None = None,
+    machine_s_per_sample: float | None = None,
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
     loop consuming `consumer_rate` samples/s sees of it (see module docstring).
 
-    `overhead_s_per_sample`: the CPU a loader process spends per sample beyond the transform
-    (the trial measures it); it bounds one process at 1 / (overhead + CPU) per sample, in place
-    of `process_objects_per_s`'s object ceiling. None: that ceiling."""
+    The trial measures three CPU costs per sample beyond the transform's; None leaves each out:
+    `overhead_s_per_sample`, a loader process's Python work (it bounds one process at
+    1 / (overhead + CPU), in place of `process_objects_per_s`'s object ceiling);
+    `main_s_per_sample`, the training thread's CPU that the sweep measured with this kind of
+    count: with 0 workers all of the loading (in place of transform + overhead), with workers
+    taking their batches, which takes turns with the step; `machine_s_per_sample`, the busy CPU
+    of the usable cores per sample with this kind of count (the readers' threads, the network
+    stack, a storage server on the same machine, the hand-over between processes), which bounds
+    the loader at usable cores / machine_s."""
     if num_workers < 0:
         raise ValueError(f"num_workers={num_workers} must be >= 0")
     if object_bytes < 0 or samples_per_object <= 0 or cpu_s_per_sample < 0:
@@ -165,15 +179,22 @@ def predict(
     fetch_s = storage.first_byte_s + object_bytes / (storage.per_connection_mb_s * MB)
     cpu_obj = spo * cpu_s_per_sample
     k = storage.requests_in_flight
+    # the loading thread's time per sample: measured in the training thread with 0 workers
+    thread_s = None if overhead_s_per_sample is None else overhead_s_per_sample + cpu_s_per_sample
+    if num_workers == 0 and main_s_per_sample is not None:
+        thread_s = max(main_s_per_sample, cpu_s_per_sample)
     # one request in flight: fetch and decode alternate; several: the reader fetches ahead
     per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
-    if overhead_s_per_sample is not None:  # measured: one thread per process does it all
-        per_process_s = max(per_process_s, spo * (overhead_s_per_sample + cpu_s_per_sample))
+    if thread_s is not None:  # measured: one thread per process does it all
+        per_process_s = max(per_process_s, spo * thread_s)
     elif k > 1:  # the reader pipelines requests; the process still hands over one at a time
         per_process_s = max(per_process_s, 1 / process_objects_per_s(object_bytes))
     latency = math.inf if per_process_s <= 0 else spo * processes / per_process_s
     cores = loading_cores(num_workers, usable_cores)
-    cpu = math.inf if cpu_obj <= 0 else spo * cores / cpu_obj
+    loading_s = thread_s if thread_s is not None else cpu_s_per_sample
+    cpu = math.inf if loading_s <= 0 else cores / loading_s
+    if machine_s_per_sample is not None and machine_s_per_sample > 0:
+        cpu = min(cpu, max(usable_cores, 1) / machine_s_per_sample)
     if storage.aggregate_mb_s is None or object_bytes <= 0:
         bandwidth = math.inf
     else:
@@ -188,16 +209,19 @@ def predict(
     if math.isinf(rate):
         rate = 1e9  # nothing costs anything: a number, not infinity, for JSON
     trained = rate
-    if consumer_rate is not None and consumer_rate > 0:
-        if num_workers > 0:
-            trained = min(rate, consumer_rate)
-        else:
-            # one request in flight: the main thread fetches too, all of the loading takes turns
-            overhead = overhead_s_per_sample
-            if overhead is None:
-                overhead = 1 / (spo * PROCESS_OBJECTS_S)
-            main_s = 1 / rate if k == 1 else cpu_s_per_sample + overhead
-            trained = 1 / max(1 / rate, main_s + 1 / consumer_rate)
+    if num_workers > 0:
+        # the training thread takes each batch from the workers, then steps: they take turns
+        receive = main_s_per_sample or 0.0
+        step = 1 / consumer_rate if consumer_rate is not None and consumer_rate > 0 else 0.0
+        if receive + step > 0:
+            trained = min(rate, 1 / (receive + step))
+    elif consumer_rate is not None and consumer_rate > 0:
+        # the main thread's share of the loading and the step take turns, while the reader's
+        # thread fetches on (with one request in flight the main thread fetches too)
+        if thread_s is None:
+            thread_s = cpu_s_per_sample + 1 / (spo * PROCESS_OBJECTS_S)
+        main_s = 1 / rate if k == 1 else thread_s
+        trained = 1 / max(1 / rate, main_s + 1 / consumer_rate)
     return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, trained)
 
 

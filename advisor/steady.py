@@ -181,6 +181,25 @@ class PublishingDataset(torch.utils.data.IterableDataset[Any]):
             yield item
 
 
+def busy_cpu_s(cpus: frozenset[int]) -> float:
+    """Busy CPU seconds so far of the cores `cpus` (`/proc/stat`: all but idle and iowait), 0
+    where it cannot be read."""
+    busy = 0
+    try:
+        with open("/proc/stat") as f:
+            for line in f:
+                if not line.startswith("cpu"):
+                    break  # the per-core lines come first
+                name, *fields = line.split()
+                if name == "cpu" or int(name[3:]) not in cpus:
+                    continue
+                ticks = [int(v) for v in fields[:8]]
+                busy += sum(ticks) - ticks[3] - ticks[4]  # less idle and iowait
+    except (OSError, ValueError):
+        return 0.0
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
 def tensor_bytes(sample: Any) -> int:
     if isinstance(sample, torch.Tensor):
         return sample.numel() * sample.element_size()

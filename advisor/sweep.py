@@ -18,6 +18,7 @@ import contextlib
 import itertools
 import math
 import multiprocessing
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from advisor.counts import (
 from advisor.steady import (
     StageGauge,
     SteadyWindow,
+    busy_cpu_s,
     child_pids,
     largest_rss_mb,
     tensor_bytes,
@@ -230,6 +232,9 @@ def measure_slice(
     # The main thread's CPU time at arrivals: a batch's loading work happens before it arrives,
     # so the window's share runs from its opening batch's arrival to its last round's end.
     cpu_window_start = cpu_window_end = time.thread_time()
+    # ... and the busy CPU of the cores this process may use, over the same window
+    cores = frozenset(os.sched_getaffinity(0))
+    busy_window_start = busy_window_end = 0.0
     for batch_index in itertools.count():
         batch = live.next_batch()
         now = time.monotonic()
@@ -240,9 +245,9 @@ def measure_slice(
         batch_samples = live.samples_in(batch)
         stages = live.produced_samples(), live.backlog_samples()
         if window.arrival(batch_index, now, batch_samples, *stages):
-            cpu_window_end = cpu_now
+            cpu_window_end, busy_window_end = cpu_now, busy_cpu_s(cores)
         elif waiting and window.opens is not None:
-            cpu_window_start = cpu_now
+            cpu_window_start, busy_window_start = cpu_now, busy_cpu_s(cores)
         samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
         if batch_index % 8 == 0:
@@ -260,9 +265,11 @@ def measure_slice(
     elapsed = max(time.monotonic() - started, 1e-6)
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
-    main_cpu = (
-        (cpu_window_end - cpu_window_start) / window.samples if steady_rate is not None else None
-    )
+    main_cpu = machine_cpu = None
+    if steady_rate is not None:
+        main_cpu = (cpu_window_end - cpu_window_start) / window.samples
+        if step != STEP_SPIN and busy_window_end > busy_window_start:
+            machine_cpu = (busy_window_end - busy_window_start) / window.samples
     bytes_per_sample = sample_bytes / samples if samples else 0.0
     return LoaderPoint(
         num_workers=live.workers,
@@ -275,6 +282,7 @@ def measure_slice(
         time_to_first_batch_s=first_batch_s,
         peak_worker_rss_mb=peak_rss,
         main_cpu_s_per_sample=main_cpu,
+        machine_cpu_s_per_sample=machine_cpu,
         steady=steady_rate is not None,
         step=step if step_rate is not None else STEP_NONE,
     )

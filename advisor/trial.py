@@ -60,6 +60,18 @@ class StorageProbe:
     def best_objects_s(self) -> float:
         return max((ops for _, _, ops in self.concurrency_curve), default=0.0)
 
+    @property
+    def saturated(self) -> bool:
+        """True when more requests in flight stopped adding bandwidth (`_saturated`)."""
+        return _saturated([mb for _, mb, _ in self.concurrency_curve])
+
+    @property
+    def aggregate_mb_s(self) -> float | None:
+        """The storage's measured ceiling: the curve's best where it saturated. A curve that
+        still rose at its last level (the probe's budget or its levels ran out) is a lower
+        bound on what more requests and processes read, not a ceiling: None."""
+        return self.best_mb_s if self.saturated else None
+
 
 @dataclass(frozen=True)
 class DecodeCost:
@@ -111,6 +123,28 @@ class TrialResult:
     def best_count(self) -> CountRate | None:
         """The count with the highest median as training saw it (not the luckiest slice)."""
         return max(self.counts, key=lambda c: c.median, default=None)
+
+    def main_thread_s(self, num_workers: int) -> float | None:
+        """The training thread's CPU seconds per sample that the sweep measured over its steady
+        windows (median): with 0 workers all of the loading; with workers, taking their batches
+        (unpickling what they send). None: no steady slice of that kind."""
+        return self._median_cost(num_workers, "main_cpu_s_per_sample")
+
+    def machine_s(self, num_workers: int) -> float | None:
+        """The busy CPU seconds per sample of the cores this process may use, as the sweep
+        measured them over its steady windows with this kind of count (0 workers, or workers):
+        the loading with everything it costs beside the training thread (the readers' threads,
+        the network stack, a storage server on the same machine, the workers' hand-over). Slices
+        with a spinning step are left out (the spin is no loading). None: not measured."""
+        return self._median_cost(num_workers, "machine_cpu_s_per_sample")
+
+    def _median_cost(self, num_workers: int, name: str) -> float | None:
+        values = [
+            value
+            for p in self.sweep
+            if (value := getattr(p, name)) is not None and (p.num_workers > 0) == (num_workers > 0)
+        ]
+        return statistics.median(values) if values else None
 
 
 @dataclass(frozen=True)
@@ -518,7 +552,7 @@ def _sweep(
     params = StorageParams(
         "measured", min(max(storage.first_byte_p50_s, 0.0), 60.0),
         max(storage.per_connection_mb_s, 1e-3), data.config.max_inflight_requests,
-        storage.best_mb_s if storage.concurrency_curve else None, measured=True,
+        storage.aggregate_mb_s, measured=True,
     )  # fmt: skip
     predicted = {
         w: predict(

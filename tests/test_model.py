@@ -227,3 +227,26 @@ def test_byte_budget_holds_four_objects_within_a_ram_share() -> None:
     # 1 MB objects: the default holds 268 of them
     assert inflight_bytes(1 * MB, None, 2, 1) == default
     assert inflight_bytes(0, 24e9, 2, 1) == default
+
+
+def test_the_measured_cpu_costs_of_loading() -> None:
+    """The cores' busy CPU per sample bounds the loader at usable cores over it; the training
+    thread's measured CPU replaces transform + overhead with 0 workers, and with workers takes
+    turns with the step."""
+    storage = _storage(0.020, k=256, bw=100.0, cap=None)
+    kw = dict(object_bytes=20e3, cpu_s_per_sample=0.0003, usable_cores=2, storage=storage)
+    plain = predict(0, overhead_s_per_sample=0.00002, **kw)  # type: ignore[arg-type]
+    assert plain.samples_per_s == pytest.approx(1 / 0.00032, rel=1e-6)
+    # the reader's threads, a local server and the network stack: 1.5 ms of the 2 cores a sample
+    busy = predict(0, overhead_s_per_sample=0.00002, machine_s_per_sample=0.0015, **kw)  # type: ignore[arg-type]
+    assert busy.samples_per_s == pytest.approx(2 / 0.0015, rel=1e-6)
+    assert busy.bottleneck == "cpu"
+    main = predict(0, overhead_s_per_sample=0.00002, main_s_per_sample=0.0004, **kw)  # type: ignore[arg-type]
+    assert main.samples_per_s == pytest.approx(1 / 0.0004, rel=1e-6)
+    # with workers and an 800/s consumer: 0.25 ms to take each sample, then 1.25 ms of step
+    one = predict(1, consumer_rate=800.0, main_s_per_sample=0.00025, **kw)  # type: ignore[arg-type]
+    assert one.trained_samples_per_s == pytest.approx(1 / 0.0015, rel=1e-6)
+    # ... and without a consumer the training thread's share still bounds what it takes
+    fast = predict(1, main_s_per_sample=0.001, **kw)  # type: ignore[arg-type]
+    assert fast.trained_samples_per_s == pytest.approx(1000.0, rel=1e-6)
+    assert fast.trained_samples_per_s < fast.samples_per_s

@@ -19,7 +19,14 @@ from advisor.model import INFLIGHT_MAX
 from advisor.profile import profile_dataset
 from advisor.steady import child_pids
 from advisor.sweep import HostSpin, candidate_counts, measure_loader
-from advisor.trial import TrialData, TrialEvent, _lower_bound_note, _saturated, run_trial
+from advisor.trial import (
+    StorageProbe,
+    TrialData,
+    TrialEvent,
+    _lower_bound_note,
+    _saturated,
+    run_trial,
+)
 from advisor.workload import Workload
 from native_loader import ReaderConfig, S3Reader
 from native_loader.decoders import default_decoder
@@ -76,6 +83,11 @@ def test_trial_measures_everything_within_budget(
     zero = result.sweep[0]
     assert zero.steady and zero.main_cpu_s_per_sample is not None
     assert 0 < zero.main_cpu_s_per_sample <= 1.1 / zero.samples_per_s
+    main = result.main_thread_s(0)
+    assert main is not None and 0 < main <= 1.1 / min(p.samples_per_s for p in result.sweep[:1])
+    # the cores' busy CPU per sample holds the training thread's, and the reader's, the server's
+    machine = result.machine_s(0)
+    assert machine is not None and machine >= 0.9 * main, (machine, main)
     assert not any(p.pin_memory for p in result.sweep)  # no CUDA here
     assert any(p.point is not None for p in events) and events[-1].phase == "done"
     assert json.loads(json.dumps(dataclasses.asdict(result)))["uri"] == location.uri
@@ -251,3 +263,12 @@ def test_items_per_batch() -> None:
     assert data.items_per_batch(512) == 1
     assert dataclasses.replace(data, samples_per_item=1.0).items_per_batch(512) == 512
     assert dataclasses.replace(data, samples_per_item=100.0).items_per_batch(512) == 5
+
+
+def test_only_a_saturated_concurrency_curve_is_a_storage_ceiling() -> None:
+    rising = StorageProbe(
+        5, 5_000_000, 0.02, 0.03, 1.0, ((1, 1.0, 50), (8, 7.5, 375), (32, 19.0, 950))
+    )
+    assert not rising.saturated and rising.aggregate_mb_s is None  # a lower bound, not a ceiling
+    flat = StorageProbe(5, 5_000_000, 0.02, 0.03, 1.0, ((8, 300, 1), (16, 320, 1), (32, 310, 1)))
+    assert flat.saturated and flat.aggregate_mb_s == 320

@@ -182,7 +182,7 @@ class Context:
             first_byte_s=min(max(probe.first_byte_p50_s, 0.0), 60.0),
             per_connection_mb_s=probe.per_connection_mb_s,
             requests_in_flight=S3_DEFAULTS.requests_in_flight,
-            aggregate_mb_s=probe.best_mb_s if probe.concurrency_curve else None,
+            aggregate_mb_s=probe.aggregate_mb_s,
             measured=True,
         )
 
@@ -246,10 +246,22 @@ class Context:
             usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
             storage=storage,
             consumer_rate=self.consumer_rate,
-            overhead_s_per_sample=self.trial.decode.overhead_s
-            if self.trial is not None and self.trial.decode is not None
-            else None,
+            **self.measured_costs(state, num_workers),
         )
+
+    def measured_costs(self, state: State, num_workers: int) -> dict[str, float | None]:
+        """The CPU costs per sample the trial measured, for `predict`: the loader process's
+        Python work (the decode loop), and, where training reads what the trial read on this
+        machine, the training thread's and the machine's with this kind of count (the sweep)."""
+        decode = self.trial.decode if self.trial is not None else None
+        if decode is None:
+            return {}
+        costs: dict[str, float | None] = {"overhead_s_per_sample": decode.overhead_s}
+        if self.reads_as_trialled(state):
+            assert self.trial is not None
+            costs["main_s_per_sample"] = self.trial.main_thread_s(num_workers)
+            costs["machine_s_per_sample"] = self.trial.machine_s(num_workers)
+        return costs
 
     def reads_as_trialled(self, state: State) -> bool:
         """True when training reads the objects where (and as) the trial read them."""
