@@ -25,7 +25,7 @@ class LoaderPoint:
     peak_worker_rss_mb: float
     # CPU seconds the main (training) thread spent per sample on loading, in the steady window:
     # with 0 workers all of the loader's Python work, with workers receiving the batches. None:
-    # not measured.
+    # not measured, or a spinning step (whose spin is no loading).
     main_cpu_s_per_sample: float | None = None
     # Busy CPU seconds per sample of the cores this process may use, in the steady window (all
     # processes': the loader's, its readers', a local storage server's). None: not measured, or

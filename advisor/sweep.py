@@ -14,10 +14,8 @@ The trial (advisor/trial.py) and the bench's matrix (bench/advisor_matrix.py) bo
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import math
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -44,8 +42,6 @@ from advisor.steady import (
 from native_loader.decoders import collate_list
 
 if TYPE_CHECKING:
-    from multiprocessing.sharedctypes import Synchronized
-
     from advisor.trial import TrialData
 
 CYCLE_OBJECTS = 20_000  # the loaders cycle a small sample up to this many objects
@@ -74,52 +70,22 @@ def candidate_counts(cores: int, predicted: Mapping[int, float], limit: int) -> 
     return sorted(chosen[: max(limit, 2)])
 
 
-def _spin(busy: Synchronized[int], wake: Any, stop: Any) -> None:  # pragma: no cover (child)
-    while not stop.is_set():
-        wake.wait(0.2)
-        while busy.value:
-            pass
+def spin_step(seconds: float) -> None:
+    """A step as CUDA's default spin-wait on synchronisation costs the host: the training thread
+    keeps its core busy until the step ends, with the GIL released.
 
-
-class HostSpin:
-    """A core kept busy while a step lasts: how CUDA's default spin-wait costs the host.
-
-    It spins in a process of its own, not in this one's main thread: `torch.cuda.synchronize`
-    releases the GIL before it spins (THCPModule_cudaSynchronize holds a
-    `pybind11::gil_scoped_release` around `c10::cuda::device_synchronize`), as the generated
-    tensor methods behind `.item()` and `.cpu()` do, so a real spin-wait takes a core but lets
-    the process's other threads (the reader's, the pin-memory thread) run. A Python busy loop
-    in this thread would also hold the GIL for a switch interval at a time, which no GPU step
-    does.
+    `torch.cuda.synchronize` releases the GIL before it spins (THCPModule_cudaSynchronize holds
+    a `pybind11::gil_scoped_release` around `c10::cuda::device_synchronize`), as the generated
+    tensor methods behind `.item()` and `.cpu()` do: the process's other threads (the reader's,
+    the pin-memory thread) run meanwhile. `time.sleep(0)` releases the GIL on every turn; a
+    plain busy loop would hold it for a switch interval at a time, which no GPU step does. The
+    spin stays in the training thread: a step spun elsewhere while this thread slept would hand
+    the core back late (a woken thread waits for a core that the loader's processes hold, some
+    milliseconds a batch on a busy machine), which the training thread never does.
     """
-
-    def __enter__(self) -> HostSpin:
-        context = multiprocessing.get_context("fork")
-        self._busy = context.Value("b", 0, lock=False)
-        self._wake, self._stop = context.Event(), context.Event()
-        self._process = context.Process(
-            target=_spin, args=(self._busy, self._wake, self._stop), daemon=True
-        )
-        self._process.start()
-        return self
-
-    def step(self, seconds: float) -> None:
-        self._busy.value = 1
-        self._wake.set()
-        try:
-            time.sleep(seconds)
-        finally:
-            self._busy.value = 0
-            self._wake.clear()
-
-    def __exit__(self, *exc: object) -> None:
-        self._busy.value = 0
-        self._stop.set()
-        self._wake.set()
-        self._process.join(2)
-        if self._process.is_alive():
-            self._process.kill()
-            self._process.join(2)
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        time.sleep(0)
 
 
 class LiveLoader:
@@ -199,7 +165,6 @@ def measure_slice(
     *,
     consumer_rate: float | None = None,
     step: str = STEP_NONE,
-    spin: HostSpin | None = None,
     check: Callable[[], None] | None = None,
     max_seconds: float | None = None,
     min_samples: int = 0,
@@ -208,15 +173,13 @@ def measure_slice(
     """Run `live` for about `seconds` in a training loop and measure what it sees.
 
     After each batch the loop spends the consumer's step (`len(batch) / consumer_rate` s) as
-    `step` says: asleep, or with `spin` keeping a core busy; no step without a consumer rate.
+    `step` says: asleep, or spinning (`spin_step`); no step without a consumer rate.
     The rate is the steady state over the window that `SteadyWindow` describes (the batches
     that waited while the loader sat idle are skipped). A slice too short for it is extended up
     to `max_seconds` (default three times `seconds`); failing that, the rate includes them (a
     lower bound). `check` is called after every batch (it may raise to stop early). With
     `min_samples`, the window must also hold that many samples.
     """
-    if step == STEP_SPIN and spin is None:
-        raise ValueError("a spinning step needs a HostSpin")
     step_rate = consumer_rate if step != STEP_NONE else None
     hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
     ignore = child_pids() if ignore_pids is None else ignore_pids
@@ -259,16 +222,16 @@ def measure_slice(
         if step_rate is not None:
             step_s = batch_samples / step_rate
             if step == STEP_SPIN:
-                spin.step(step_s)  # type: ignore[union-attr]
+                spin_step(step_s)
             else:
                 time.sleep(step_s)
     elapsed = max(time.monotonic() - started, 1e-6)
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
     main_cpu = machine_cpu = None
-    if steady_rate is not None:
+    if steady_rate is not None and step != STEP_SPIN:  # the spin is no loading
         main_cpu = (cpu_window_end - cpu_window_start) / window.samples
-        if step != STEP_SPIN and busy_window_end > busy_window_start:
+        if busy_window_end > busy_window_start:
             machine_cpu = (busy_window_end - busy_window_start) / window.samples
     bytes_per_sample = sample_bytes / samples if samples else 0.0
     return LoaderPoint(
@@ -348,10 +311,7 @@ def measure_counts(
     points: list[LoaderPoint] = []
     loaders: dict[int, LiveLoader] = {}
     ignore = child_pids()
-    with contextlib.ExitStack() as stack:
-        stack.callback(_close_all, loaders)
-        spin = stack.enter_context(HostSpin()) if STEP_SPIN in modes else None
-        ignore |= child_pids()  # the spinning process is no worker
+    try:
         for index, (workers, mode) in enumerate(order):
             left = deadline - time.monotonic()
             if slice_seconds is not None:
@@ -364,10 +324,12 @@ def measure_counts(
             if workers not in loaders:
                 loaders[workers] = LiveLoader(data, batch_size, workers, pin)
             point = measure_slice(
-                loaders[workers], target, consumer_rate=consumer_rate, step=mode, spin=spin,
+                loaders[workers], target, consumer_rate=consumer_rate, step=mode,
                 check=check, max_seconds=stop, min_samples=min_samples, ignore_pids=ignore,
             )  # fmt: skip
             points.append(point)
             if on_slice is not None:
                 on_slice(point)
+    finally:
+        _close_all(loaders)
     return tuple(points), summarise(points)
