@@ -22,6 +22,14 @@ from advisor.model import (
     process_objects_per_s,
     requests_in_flight,
 )
+from advisor.probes import (
+    DecodeCost,
+    HostToDevice,
+    StorageProbe,
+    host_to_device,
+    measure_decode,
+    probe_storage,
+)
 from advisor.profile import DatasetProfile
 from advisor.sweep import (
     MIN_SLICE_SECONDS,
@@ -38,69 +46,6 @@ from native_loader.uri import is_metadata
 
 if TYPE_CHECKING:
     from advisor.hardware import HardwareProfile
-
-
-@dataclass(frozen=True)
-class StorageProbe:
-    """What the native reader measured against the storage, on real objects of the set."""
-
-    objects_read: int
-    bytes_read: int
-    first_byte_p50_s: float
-    first_byte_p95_s: float
-    per_connection_mb_s: float  # one request at a time, MB/s (10^6 bytes)
-    # (concurrency, aggregate MB/s, objects/s) as concurrency rises
-    concurrency_curve: tuple[tuple[int, float, float], ...] = ()
-
-    @property
-    def best_mb_s(self) -> float:
-        return max((mb for _, mb, _ in self.concurrency_curve), default=self.per_connection_mb_s)
-
-    @property
-    def best_objects_s(self) -> float:
-        return max((ops for _, _, ops in self.concurrency_curve), default=0.0)
-
-    @property
-    def saturated(self) -> bool:
-        """True when more requests in flight stopped adding bandwidth (`_saturated`)."""
-        return _saturated([mb for _, mb, _ in self.concurrency_curve])
-
-    @property
-    def aggregate_mb_s(self) -> float | None:
-        """The storage's measured ceiling: the curve's best where it saturated. A curve that
-        still rose at its last level (the probe's budget or its levels ran out) is a lower
-        bound on what more requests and processes read, not a ceiling: None."""
-        return self.best_mb_s if self.saturated else None
-
-
-@dataclass(frozen=True)
-class DecodeCost:
-    """CPU time per sample of the decode/transform step, measured in-process on sampled data."""
-
-    transform: str  # "module:callable" or the default decoder's name
-    samples: int
-    cpu_s_per_sample: float
-    bytes_per_sample: float
-    # CPU seconds per sample of the whole loop that reads and transforms, in one thread (the
-    # dataset's Python work per sample included): what one loader process spends per sample.
-    # None: not measured (fewer than two samples).
-    loop_cpu_s_per_sample: float | None = None
-
-    @property
-    def overhead_s(self) -> float | None:
-        """The loop's CPU per sample beyond the transform's (None: not measured)."""
-        if self.loop_cpu_s_per_sample is None:
-            return None
-        return max(self.loop_cpu_s_per_sample - self.cpu_s_per_sample, 0.0)
-
-
-@dataclass(frozen=True)
-class HostToDevice:
-    """Host-to-device copy bandwidth (GB/s) of a batch-sized tensor, pinned vs pageable."""
-
-    batch_bytes: int
-    pinned_gb_s: float
-    pageable_gb_s: float
 
 
 @dataclass(frozen=True)
@@ -168,26 +113,11 @@ TrialProgress = Callable[[TrialEvent], None]
 
 SAMPLE_KEYS = 4000  # keys listed to draw trial objects from
 LIST_SECONDS = 5.0
-PROBE_OBJECTS = 12  # sequential reads for first-byte latency and per-connection bandwidth
-PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of this size
-# Reads at least this large time the per-connection bandwidth (256 KiB take ~3 ms at 90 MB/s).
-# Below, the bandwidth is bytes over whole request times, which counts the first byte twice in
-# a GET's open time (first byte + bytes / bandwidth) and so asks for too many in flight.
-BANDWIDTH_MIN_BYTES = 256 * 2**10
-CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
-SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
 # The sweep also takes what the storage probe and the decode timing left over.
 BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.65, "h2d": 0.05}
 SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
 SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 MAX_SECONDS = range_of(TrialBudget, "seconds").high
-
-
-def _saturated(rates: list[float]) -> bool:
-    """True when the last two steps each failed to beat the best before them by SATURATION_GAIN."""
-    if len(rates) < 3:
-        return False
-    return all(rates[i] < max(rates[:i]) * SATURATION_GAIN for i in (-2, -1))
 
 
 def _lower_bound_note(workers: int, samples_per_s: float, seconds: float) -> str:
@@ -205,7 +135,7 @@ class TrialCancelled(Exception):
 
 
 @dataclass
-class _Clock:
+class TrialClock:
     """The trial's budget: phases get shares; cancellation is checked at every bounded step."""
 
     seconds: float
@@ -325,7 +255,7 @@ def run_trial(
     Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
     """
     TrialBudget(seconds)  # raises ValueError naming the range
-    clock = _Clock(seconds, cancel, progress)
+    clock = TrialClock(seconds, cancel, progress)
     fmt = profile.dominant_format
     transform_name = workload.transform or f"default decoder for {fmt}"
     transform = load_transform(workload.transform) if workload.transform else default_decoder(fmt)
@@ -341,9 +271,9 @@ def run_trial(
         clock.report("storage", "listing objects for the trial")
         data = TrialData.sample(location, fmt, transform, credentials)
         data = dataclasses.replace(data, samples_per_item=_samples_per_item(profile, fmt))
-        storage = _probe_storage(data, clock)
+        storage = probe_storage(data, clock, seconds * BUDGET_SHARES["storage"])
         clock.check()
-        decode = _measure_decode(data, transform_name, clock)
+        decode = measure_decode(data, transform_name, clock, seconds * BUDGET_SHARES["decode"])
         inflight = _inflight_for(storage, data, decode)
         budget = _budget_for(data, hardware, workload)
         data = data.with_inflight(inflight, budget)
@@ -356,7 +286,7 @@ def run_trial(
         notes += [
             _lower_bound_note(c.num_workers, c.median, seconds) for c in counts if c.lower_bound
         ]
-        h2d = _host_to_device(workload, decode, clock)
+        h2d = host_to_device(workload, decode, clock)
         if h2d is None:
             notes.append("no CUDA device: host-to-device copy and pin_memory not measured")
     except TrialCancelled:
@@ -389,60 +319,6 @@ def _samples_per_item(profile: DatasetProfile, fmt: str) -> float:
     return max(1.0, counted or 1.0)
 
 
-def _probe_storage(data: TrialData, clock: _Clock) -> StorageProbe:
-    share = clock.seconds * BUDGET_SHARES["storage"]
-    budget_end = clock.used() + share
-    sequential_end = clock.used() + share / 2  # then the concurrency curve
-    first_bytes: list[float] = []
-    transfer_bytes = 0
-    transfer_seconds = 0.0
-    total_bytes = 0
-    sequential_bytes = 0
-    whole_seconds = 0.0
-    with data.reader() as reader:
-        for info in data.objects[:PROBE_OBJECTS]:
-            clock.check()
-            result = reader.read_range(info.uri, 0, min(info.size, PROBE_RANGE_BYTES))
-            first_bytes.append(result.first_byte_s)
-            total_bytes += len(result)
-            sequential_bytes += len(result)
-            whole_seconds += result.elapsed_s
-            if len(result) >= BANDWIDTH_MIN_BYTES:  # a small body's transfer is too short to time
-                transfer_bytes += len(result)
-                transfer_seconds += max(result.elapsed_s - result.first_byte_s, 1e-6)
-            if clock.used() > sequential_end and len(first_bytes) >= 3:
-                break
-    clock.report("storage", f"first byte p50 {statistics.median(first_bytes) * 1000:.1f} ms")
-    curve: list[tuple[int, float, float]] = []
-    objects_read = len(first_bytes)
-    for level in CONCURRENCY_LEVELS:
-        remaining = budget_end - clock.used()
-        if remaining <= 0:
-            break
-        slice_s = remaining / max(1, len(CONCURRENCY_LEVELS) - len(curve))
-        mb_s, objects_s, read, count = _read_for(data, level, slice_s, clock)
-        total_bytes += read
-        objects_read += count
-        curve.append((level, mb_s, objects_s))
-        clock.report("storage", f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
-        if _saturated([mb for _, mb, _ in curve]):
-            break
-    ordered = sorted(first_bytes)
-    return StorageProbe(
-        objects_read=objects_read,
-        bytes_read=total_bytes,
-        first_byte_p50_s=statistics.median(ordered),
-        first_byte_p95_s=ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
-        # Small objects only: bytes over whole request times, a lower bound on the bandwidth.
-        per_connection_mb_s=(
-            transfer_bytes / transfer_seconds / 1e6
-            if transfer_bytes
-            else sequential_bytes / max(whole_seconds, 1e-6) / 1e6
-        ),
-        concurrency_curve=tuple(curve),
-    )
-
-
 def _inflight_for(probe: StorageProbe, data: TrialData, decode: DecodeCost) -> int:
     """Requests in flight per process for the sweep: enough for the most a process can deliver
     (its transform's measured CPU cost included) at the measured latency (Little's law,
@@ -468,73 +344,11 @@ def _budget_for(data: TrialData, hardware: HardwareProfile, workload: Workload) 
     )
 
 
-def _read_for(
-    data: TrialData, level: int, seconds: float, clock: _Clock
-) -> tuple[float, float, int, int]:
-    """(MB/s, objects/s, bytes, objects) of read_many with `level` requests in flight."""
-    count = 0
-    read = 0
-    started = time.monotonic()
-    objects = data.objects
-    with data.reader(max_inflight_requests=level) as reader:
-        cycle = (objects[i % len(objects)] for i in range(len(objects) * 4))
-        for result in reader.read_many(cycle):
-            count += 1
-            read += len(result)
-            if time.monotonic() - started >= seconds:
-                break
-            clock.check()
-    elapsed = max(time.monotonic() - started, 1e-6)
-    return read / elapsed / 1e6, count / elapsed, read, count
-
-
-def _measure_decode(data: TrialData, transform_name: str, clock: _Clock) -> DecodeCost:
-    """CPU seconds per sample of the transform, in this process, on real samples of the set."""
-    budget = clock.seconds * BUDGET_SHARES["decode"]
-    sample_data = dataclasses.replace(data, objects=data.objects[:64])
-    cpu = 0.0
-    samples = 0
-    sample_bytes = 0
-    started = time.monotonic()
-    first_arrival = last_arrival = 0.0  # this thread's CPU time as samples arrive
-    for sample in sample_data.dataset():
-        clock.check()
-        last_arrival = time.thread_time()
-        if samples == 0:
-            first_arrival = last_arrival  # the first includes the dataset's set-up
-        sample_bytes += _sample_bytes(sample)
-        before = time.thread_time()
-        data.transform(sample)
-        cpu += time.thread_time() - before
-        samples += 1
-        if time.monotonic() - started > budget and samples >= 3:
-            break
-    if samples == 0:
-        raise FileNotFoundError("no samples could be read for the decode measurement")
-    per_sample_ms = cpu / samples / data.samples_per_item * 1000
-    clock.report("decode", f"{transform_name}: {per_sample_ms:.3g} ms CPU per sample")
-    loop = (last_arrival - first_arrival) / (samples - 1) if samples > 1 else None
-    per_item = data.samples_per_item  # an item may hold many samples (a text shard's lines)
-    return DecodeCost(
-        transform_name,
-        samples,
-        cpu / samples / per_item,
-        sample_bytes / samples / per_item,
-        None if loop is None else loop / per_item,
-    )
-
-
-def _sample_bytes(sample: Any) -> int:
-    if isinstance(sample, dict):
-        return sum(len(memoryview(v)) for k, v in sample.items() if not k.startswith("__"))
-    return len(memoryview(sample))
-
-
 def _sweep(
     data: TrialData,
     hardware: HardwareProfile,
     workload: Workload,
-    clock: _Clock,
+    clock: TrialClock,
     storage: StorageProbe,
     decode: DecodeCost,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
@@ -584,27 +398,3 @@ def _sweep(
     except TimeoutError as exc:  # what was measured before the stall still stands
         clock.report("sweep", f"the sweep stopped: {exc}")
         return tuple(measured), summarise(measured)
-
-
-def _host_to_device(
-    workload: Workload, decode: DecodeCost | None, clock: _Clock
-) -> HostToDevice | None:
-    """Pinned vs pageable copy bandwidth of one batch, when a CUDA device is present."""
-    if not torch.cuda.is_available():
-        return None
-    clock.report("h2d", "measuring host-to-device copies")
-    per_sample = int(decode.bytes_per_sample) if decode else 150_000
-    batch_bytes = max(1, min(per_sample * workload.batch_size, 512 * 2**20))
-    results = {}
-    for pinned in (False, True):
-        host = torch.empty(batch_bytes, dtype=torch.uint8, pin_memory=pinned)
-        device = torch.empty(batch_bytes, dtype=torch.uint8, device="cuda")
-        device.copy_(host, non_blocking=pinned)
-        torch.cuda.synchronize()
-        repeats = 10
-        started = time.perf_counter()
-        for _ in range(repeats):
-            device.copy_(host, non_blocking=pinned)
-        torch.cuda.synchronize()
-        results[pinned] = batch_bytes * repeats / (time.perf_counter() - started) / 1e9
-    return HostToDevice(batch_bytes, pinned_gb_s=results[True], pageable_gb_s=results[False])

@@ -13,10 +13,11 @@ from hypothesis import strategies as st
 
 from advisor.counts import LoaderPoint
 from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
+from advisor.probes import DecodeCost, HostToDevice, StorageProbe
 from advisor.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.recommend import DATA_SOURCES, Recommendation, recommend
 from advisor.rules import RULES, Context, Key, rule_by_id
-from advisor.trial import DecodeCost, HostToDevice, StorageProbe, TrialResult
+from advisor.trial import TrialResult
 from advisor.workload import Workload
 
 MB, GB, TB = 10**6, 10**9, 10**12

@@ -22,11 +22,12 @@ from rule_cases.common import GB, MB, TB
 
 from advisor.counts import LoaderPoint, summarise
 from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
+from advisor.probes import DecodeCost, HostToDevice, StorageProbe
 from advisor.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.rules import FAMILIES, RULES, Context, Key, evaluate, rule_by_id
 from advisor.rules import doc as rules_doc
 from advisor.rules.workers import core_cap
-from advisor.trial import DecodeCost, HostToDevice, StorageProbe, TrialResult
+from advisor.trial import TrialResult
 from advisor.workload import Workload
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "decision-flow.md"

@@ -17,17 +17,11 @@ from advisor.demo.server import S3Endpoint
 from advisor.hardware import probe_hardware
 from advisor.location import DatasetLocation
 from advisor.model import INFLIGHT_MAX
+from advisor.probes import StorageProbe, saturated
 from advisor.profile import profile_dataset
 from advisor.steady import child_pids
 from advisor.sweep import candidate_counts, measure_loader, spin_step
-from advisor.trial import (
-    StorageProbe,
-    TrialData,
-    TrialEvent,
-    _lower_bound_note,
-    _saturated,
-    run_trial,
-)
+from advisor.trial import TrialData, TrialEvent, _lower_bound_note, run_trial
 from advisor.workload import Workload
 from native_loader import ReaderConfig, S3Reader
 from native_loader.decoders import default_decoder
@@ -50,10 +44,10 @@ def _setup(endpoint: S3Endpoint, uri: str) -> tuple[DatasetLocation, object]:
 
 
 def test_saturation_rule() -> None:
-    assert not _saturated([10, 20])
-    assert not _saturated([10, 20, 40])
-    assert _saturated([10, 20, 21, 20.5])
-    assert not _saturated([10, 10.5, 30])
+    assert not saturated([10, 20])
+    assert not saturated([10, 20, 40])
+    assert saturated([10, 20, 21, 20.5])
+    assert not saturated([10, 10.5, 30])
 
 
 @pytest.mark.timeout(90)
