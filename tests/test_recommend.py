@@ -321,3 +321,23 @@ def test_session_gives_recommend_the_local_file_system(tmp_path: Path) -> None:
     rec = session.run_recommend()
     evidence = rec.decision("data_source").evidence
     assert evidence["filesystem"] == filesystem_type(str(tmp_path)) is not None
+
+
+def test_a_probe_curve_still_rising_sets_no_bandwidth_ceiling() -> None:
+    """The probe's best MB/s is the storage's ceiling only where more requests stopped adding:
+    a curve still rising at its last level is a lower bound, and the prediction may exceed it."""
+    shards = profile(200, 150 * MB, "tar", 1000.0)
+    rising = trial({})  # 80 then 560 MB/s: rising at its last level
+    flat = dataclasses.replace(
+        rising,
+        storage=dataclasses.replace(
+            rising.storage,  # type: ignore[type-var]
+            concurrency_curve=((8, 560.0, 3.7), (16, 565.0, 3.8), (32, 560.0, 3.7)),
+        ),
+    )
+    workload = Workload(consumer_rate=50_000)
+    capped = recommend(shards, hardware(cores=32, disk_free=0), workload, flat)
+    free = recommend(shards, hardware(cores=32, disk_free=0), workload, rising)
+    ceiling = 565 * MB / (150 * MB) * 1000  # samples/s the saturated curve lets through
+    assert capped.predicted_samples_per_s <= ceiling * 1.001
+    assert free.predicted_samples_per_s > ceiling
