@@ -133,7 +133,7 @@ class StageGauge:
     item it produces (read and transformed), the items it has produced, its reader's reserved
     bytes (`S3Reader.stats()["inflight_bytes"]`: requests in flight and results not yet taken)
     and the bytes it has received, into slots of its own in memory shared across the fork.
-    `backlog_items` turns the bytes into items at the bytes per item received so far. A local
+    `read` turns the bytes into items at the bytes per item received so far. A local
     folder's reader reads as it is asked: its backlog is 0.
     """
 
@@ -146,17 +146,14 @@ class StageGauge:
         """`dataset` (an S3IterableDataset) publishing into this gauge as it is iterated."""
         return PublishingDataset(dataset, self._slots)
 
-    def produced_items(self) -> float:
-        """Items the processes have produced (read and transformed) in all."""
-        return float(sum(list(self._slots)[2 :: self.FIELDS]))
-
-    def backlog_items(self) -> float:
-        """Items the readers hold fetched or in flight, in all processes (0 before any read)."""
+    def read(self) -> tuple[float, float]:
+        """(items the processes have produced in all, items their readers hold fetched or in
+        flight), from one read of the slots (0 before any read)."""
         values = list(self._slots)
         reserved = sum(values[0 :: self.FIELDS])
         received = sum(values[1 :: self.FIELDS])
         items = sum(values[2 :: self.FIELDS])
-        return reserved * items / received if received > 0 else 0.0
+        return items, reserved * items / received if received > 0 else 0.0
 
 
 class PublishingDataset(torch.utils.data.IterableDataset[Any]):

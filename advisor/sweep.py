@@ -127,13 +127,11 @@ class LiveLoader:
         """Training samples in a batch of items."""
         return round(len(batch) * self.samples_per_item)
 
-    def produced_samples(self) -> float:
-        """Training samples the loader's processes have produced so far (`StageGauge`)."""
-        return self.stages.produced_items() * self.samples_per_item
-
-    def backlog_samples(self) -> float:
-        """Training samples the loader's readers hold fetched ahead now (`StageGauge`)."""
-        return self.stages.backlog_items() * self.samples_per_item
+    def stage_samples(self) -> tuple[float, float]:
+        """(training samples the loader's processes have produced so far, samples their
+        readers hold fetched ahead now) (`StageGauge`)."""
+        produced, backlog = self.stages.read()
+        return produced * self.samples_per_item, backlog * self.samples_per_item
 
     def next_batch(self) -> Any:
         """The next batch; TimeoutError when the workers took longer than the batch timeout."""
@@ -206,8 +204,7 @@ def measure_slice(
             first_batch_s = now - started
         waiting = window.opens is None
         batch_samples = live.samples_in(batch)
-        stages = live.produced_samples(), live.backlog_samples()
-        if window.arrival(batch_index, now, batch_samples, *stages):
+        if window.arrival(batch_index, now, batch_samples, *live.stage_samples()):
             cpu_window_end, busy_window_end = cpu_now, busy_cpu_s(cores)
         elif waiting and window.opens is not None:
             cpu_window_start, busy_window_start = cpu_now, busy_cpu_s(cores)

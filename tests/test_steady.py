@@ -149,15 +149,15 @@ def images(s3_endpoint: S3Endpoint) -> TrialData:
 def test_the_workers_publish_what_their_readers_hold_fetched_ahead(images: TrialData) -> None:
     live = LiveLoader(images, batch_size=4, workers=2, pin=False)
     try:
-        assert live.backlog_samples() == 0.0 and live.produced_samples() == 0.0
+        assert live.stage_samples() == (0.0, 0.0)
         live.next_batch()
         time.sleep(1.0)  # idle: the readers fill their read-ahead
-        held = live.backlog_samples()
+        produced, held = live.stage_samples()
         # each worker's reader queues 4 x its requests in flight, within its byte budget; a
         # worker has read at most a share of the 120 objects (cycled)
         assert 4 <= held <= 2 * 4 * images.config.max_inflight_requests, held
         # the first batch, and the two workers' prefetch (2 batches each) made while idle
-        assert 4 <= live.produced_samples() <= 4 * 5, live.produced_samples()
+        assert 4 <= produced <= 4 * 5, produced
     finally:
         live.close()
 
