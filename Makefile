@@ -70,7 +70,7 @@ bench: setup
 	$(PY) -m bench $(BENCH_ARGS)
 
 demo: setup
-	$(PY) -m advisor.demo run-cli
+	$(PY) -m advisor.lab --cli
 
 clean:
 	rm -rf build $(VENV) .mypy_cache .ruff_cache .pytest_cache native_loader/_native.pyi

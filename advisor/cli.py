@@ -15,15 +15,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor.bounds import ListingLimits, TrialBudget, arg_type, range_of
-from advisor.errors import EXIT_INTERRUPTED, report_error
-from advisor.nvml_recording import RecordingNvml, write_recording
+from advisor.core.bounds import ListingLimits, TrialBudget, arg_type, range_of
+from advisor.core.errors import EXIT_INTERRUPTED, report_error
+from advisor.core.units import any_size
+from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.measure.hardware.recording import RecordingNvml, write_recording
+from advisor.measure.trial.data import TrialEvent
 from advisor.reshard import cli as reshard_cli
 from advisor.reshard.advice import advises_reshard, reshard_command
-from advisor.rules.units import any_size
 from advisor.session import AdvisorSession
-from advisor.trial import TrialEvent
-from advisor.workload import STEP_TIME_S, Workload
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -272,7 +272,7 @@ def _to_json(value: Any) -> Any:
 
 
 def _nvml_recorder() -> RecordingNvml:
-    from advisor.hardware import load_pynvml
+    from advisor.measure.hardware import load_pynvml
 
     module, why = load_pynvml()
     if module is None:

@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from advisor.location import DatasetLocation
-from advisor.workload import Workload
+from advisor.core.location import DatasetLocation
+from advisor.core.workload import Workload
 from native_loader.cache import DEFAULT_CACHE_BYTES
 from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:
-    from advisor.profile import DatasetProfile
-    from advisor.recommend import Recommendation
+    from advisor.decide.recommend import Recommendation
+    from advisor.measure.profile import DatasetProfile
 
 SCHEMA_VERSION = 2  # 2: max_inflight_bytes
 CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one

@@ -1,11 +1,17 @@
-"""`make lab`: the demo S3 endpoint in the background and JupyterLab on the wizard notebook.
+"""The two `make` entry points on the demo data.
 
-Prints the URL to open. Ctrl-C (or SIGTERM) stops JupyterLab and the endpoint it started.
-Set LOADER_ADVISOR_NO_DEMO=1 to skip the demo endpoint (the wizard then starts one on demand).
+`make lab` (`python -m advisor.lab`): the demo S3 endpoint in the background and JupyterLab on the
+wizard notebook. Prints the URL to open. Ctrl-C (or SIGTERM) stops JupyterLab and the endpoint it
+started. Set LOADER_ADVISOR_NO_DEMO=1 to skip the demo endpoint (the wizard then starts one on
+demand).
+
+`make demo` (`python -m advisor.lab --cli`): a throwaway endpoint with small demo data, then the
+advisor's CLI, `recommend`, on each layout.
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import secrets
 import signal
@@ -17,8 +23,9 @@ import urllib.request
 from pathlib import Path
 from types import FrameType
 
+from advisor.core.bounds import TrialBudget, arg_type, range_of
 from advisor.demo import Demo
-from advisor.demo.datasets import upload
+from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Server, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +46,54 @@ def _wait_for_lab(url: str, process: subprocess.Popen[bytes]) -> None:
     raise RuntimeError(f"JupyterLab did not answer on {url} within {READY_TIMEOUT_S:.0f} s")
 
 
-def main() -> int:
+def run_cli(seconds: float) -> int:
+    """`make demo`: a throwaway endpoint with small demo data, then `recommend` on each layout."""
+    from advisor.cli import main as advisor_main
+
+    spec = DemoSpec(images=400, shard_mb=16, large_files=2, large_mb=32)
+    with S3Server() as endpoint:
+        print(f"demo endpoint {endpoint.url}; generating a small demo data set ...", flush=True)
+        uris = upload(endpoint, spec=spec)
+        # This process is the demo's own client: it may use the demo's dummy credentials.
+        os.environ["AWS_ACCESS_KEY_ID"] = endpoint.credentials.access_key
+        os.environ["AWS_SECRET_ACCESS_KEY"] = endpoint.credentials.secret_key
+        os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+        for uri in uris.values():
+            print(f"\n=== python -m advisor recommend {uri} --consumer-rate 400 ===", flush=True)
+            code = advisor_main(
+                ["recommend", uri, "--endpoint-url", endpoint.url, "--consumer-rate", "400",
+                 "--seconds", str(seconds), "--epochs", "3"]
+            )  # fmt: skip
+            if code != 0:
+                return code
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m advisor.lab",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--cli", action="store_true",
+        help="instead of JupyterLab, run the advisor CLI end to end on small demo data",
+    )  # fmt: skip
+    parser.add_argument(
+        "--seconds", type=arg_type(range_of(TrialBudget, "seconds"), "--seconds"), default=10.0,
+        help="with --cli: the trial budget of each layout",
+    )  # fmt: skip
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.cli:
+        return run_cli(args.seconds)
+    return run_lab()
+
+
+def run_lab() -> int:
     stopping = False
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

@@ -6,7 +6,7 @@ import argparse
 import shlex
 from typing import Any
 
-from advisor.extras import require_extra
+from advisor.core.extras import require_extra
 
 
 def _parser() -> argparse.ArgumentParser:

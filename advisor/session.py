@@ -1,7 +1,7 @@
 """The advisor's state across its steps: the one object the CLI and the wizard drive.
 
 Each step stores its result on the session; a later step uses what earlier ones found. Errors
-are raised as Python built-ins (see `advisor.errors.describe` for the one-line message).
+are raised as Python built-ins (see `advisor.core.errors.describe` for the one-line message).
 """
 
 from __future__ import annotations
@@ -11,19 +11,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from advisor.bounds import ListingLimits, TrialBudget
-from advisor.location import DatasetLocation
-from advisor.profile import DEFAULT_MAX_KEYS, DatasetProfile
-from advisor.profile import Progress as ProfileProgress
-from advisor.trial import TrialResult
-from advisor.workload import Workload
+from advisor.core.bounds import ListingLimits, TrialBudget
+from advisor.core.location import DatasetLocation
+from advisor.core.workload import Workload
+from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
+from advisor.measure.profile import Progress as ProfileProgress
+from advisor.measure.trial.results import TrialResult
 from native_loader import Credentials, S3Reader
 
 if TYPE_CHECKING:
+    from advisor.decide.recommend import Recommendation
     from advisor.export import ExportBundle
-    from advisor.hardware import HardwareProfile
-    from advisor.recommend import Recommendation
-    from advisor.trial import TrialProgress
+    from advisor.measure.hardware import HardwareProfile
+    from advisor.measure.trial.data import TrialProgress
 
 
 @dataclass
@@ -92,7 +92,7 @@ class AdvisorSession:
         cancel: threading.Event | None = None,
         max_keys: int = DEFAULT_MAX_KEYS,
     ) -> DatasetProfile:
-        from advisor.profile import profile_dataset
+        from advisor.measure.profile import profile_dataset
 
         ListingLimits(max_keys)  # a bad value is refused before any listing
         location = self._need_location()
@@ -111,7 +111,7 @@ class AdvisorSession:
 
         `nvml`: an NVML module to probe through (a recorder, say); None imports pynvml.
         """
-        from advisor.hardware import probe_hardware
+        from advisor.measure.hardware import probe_hardware
 
         hardware = probe_hardware(nvml=nvml)
         if target_gpu:
@@ -133,7 +133,7 @@ class AdvisorSession:
         progress: TrialProgress | None = None,
         cancel: threading.Event | None = None,
     ) -> TrialResult:
-        from advisor.trial import run_trial
+        from advisor.measure.trial.run import run_trial
 
         TrialBudget(seconds)  # a bad budget is refused before profiling starts
         location = self._need_location()
@@ -154,8 +154,8 @@ class AdvisorSession:
 
     # --- step 5: recommendation --------------------------------------------------------------
     def run_recommend(self) -> Recommendation:
-        from advisor.hardware import filesystem_type
-        from advisor.recommend import recommend
+        from advisor.decide.recommend import recommend
+        from advisor.measure.hardware import filesystem_type
 
         profile = self.profile or self.run_profile()
         hardware = self.hardware or self.run_hardware()

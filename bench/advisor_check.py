@@ -9,7 +9,8 @@ write it: it also holds the GIL, which a real `torch.cuda.synchronize` spin does
 interleaved runs of RUN_SECONDS per count and step model, after WARM_SECONDS of warm-up; the
 recommendation's score per step model is min(its median, consumer) over the best count's
 within the cores; the scenario's score is the lower of the two. Every median comes with the
-range of its runs. None of this shares code with the trial's measurement (advisor/sweep.py).
+range of its runs. None of this shares code with the trial's measurement
+(advisor/measure/trial/sweep.py).
 
     python -m bench advisor-check [--only NAME ...] [--trial-seconds S] [--run-seconds S]
 """
@@ -30,15 +31,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from advisor.core.location import DatasetLocation
+from advisor.core.workload import Workload
+from advisor.decide.recommend import recommend
 from advisor.demo.datasets import DemoSpec, iter_samples
 from advisor.demo.server import S3Server
 from advisor.export import build_export
-from advisor.hardware import probe_hardware
-from advisor.location import DatasetLocation
-from advisor.profile import profile_dataset
-from advisor.recommend import recommend
-from advisor.trial import run_trial
-from advisor.workload import Workload
+from advisor.measure.hardware import probe_hardware
+from advisor.measure.profile import profile_dataset
+from advisor.measure.trial.run import run_trial
 from bench.netem import proxy_process, raise_priority
 from native_loader import Credentials, S3Reader
 

@@ -4,9 +4,9 @@ For every scenario (object size x first-byte latency x per-sample CPU cost), on 
 the emulating proxy when latency > 0), and for a fast consumer (no rate: as fast as possible) and
 a slow one: run the advisor's trial and recommendation, then measure num_workers in
 {0, ..., cores} and {1, 2, 4, 8} as training sees them, with the trial's own training-loop
-measurement (advisor/sweep.py: a step of batch / consumer rate after every batch, as a blocking
-wait and as a spinning core, in PASSES interleaved slices of POINT_SECONDS per count and step
-model, each count's figure the slower model's median). A scenario passes when the recommended
+measurement (advisor/measure/trial/sweep.py: a step of batch / consumer rate after every batch, as a
+blocking wait and as a spinning core, in PASSES interleaved slices of POINT_SECONDS per count and
+step model, each count's figure the slower model's median). A scenario passes when the recommended
 count reaches >= 90% of the best count within the cores (no more than the consumer takes counts),
 and stays within the machine's cores and memory. Every figure is a median with the range of its
 slices; the ratio's range pairs the recommended count's slowest slice with the best's fastest,
@@ -43,15 +43,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from advisor.counts import CountRate, StepRate
+from advisor.core.location import DatasetLocation
+from advisor.core.workload import Workload
+from advisor.decide.recommend import recommend
 from advisor.demo.server import S3Server
-from advisor.hardware import probe_hardware
-from advisor.location import DatasetLocation
-from advisor.profile import profile_dataset
-from advisor.recommend import recommend
-from advisor.sweep import measure_counts
-from advisor.trial import TrialData, run_trial
-from advisor.workload import Workload
+from advisor.measure.hardware import probe_hardware
+from advisor.measure.profile import profile_dataset
+from advisor.measure.trial.data import TrialData
+from advisor.measure.trial.results import CountRate, StepRate
+from advisor.measure.trial.run import run_trial
+from advisor.measure.trial.sweep import measure_counts
 from bench.netem import proxy_process, raise_priority
 from native_loader import Credentials, S3Reader
 from native_loader.decoders import load_transform

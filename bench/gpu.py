@@ -29,7 +29,7 @@ from typing import Any
 import torch
 
 from advisor.demo.datasets import DemoSpec, write_folder
-from advisor.hardware import GpuUtilization
+from advisor.measure.hardware import GpuUtilization
 from native_loader import to_device
 from native_loader.decoders import decode_image
 

@@ -13,9 +13,9 @@ tar building, shard writes, 16 MB shards):
 * script-16: the same with a 16-thread pool;
 * advisor: `advisor.reshard.reshard`, one process, default settings.
 
-Then the DataLoader rate, as the advisor's trial measures it (`advisor.sweep.measure_loader`,
-2 workers, batch 32), on the source objects and on the shards. Every figure is the median of
-`--repeats` runs with its min-max.
+Then the DataLoader rate, as the advisor's trial measures it
+(`advisor.measure.trial.sweep.measure_loader`, 2 workers, batch 32), on the source objects and on
+the shards. Every figure is the median of `--repeats` runs with its min-max.
 """
 
 from __future__ import annotations
@@ -171,9 +171,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--objects must be in [100, 5000] and --repeats in [1, 5]")
 
     from advisor.demo.server import S3Server
+    from advisor.measure.trial.data import TrialData
+    from advisor.measure.trial.sweep import measure_loader
     from advisor.reshard import ReshardConfig, dry_run
-    from advisor.sweep import measure_loader
-    from advisor.trial import TrialData
     from native_loader import Credentials, ReaderConfig, S3Reader
 
     with tempfile.TemporaryDirectory(prefix="bench-reshard-") as tmp, S3Server(

@@ -1,4 +1,5 @@
-"""Replays an NVML recording (advisor.nvml_recording) as a module the hardware probe can call.
+"""Replays an NVML recording (advisor.measure.hardware.recording) as a module the hardware probe
+can call.
 
 Every call is answered from the recording by its function name and arguments; a call the
 recording does not hold raises `NotRecorded` (not an NVMLError), so the probe turns it into a note

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from advisor.bounds import ListingLimits, Range, TrialBudget, range_of
 from advisor.cli import build_parser
 from advisor.cli import main as cli_main
+from advisor.core.bounds import ListingLimits, Range, TrialBudget, range_of
+from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.session import AdvisorSession
 from advisor.wizard.controller import WizardController
-from advisor.workload import STEP_TIME_S, Workload
 
 # (config, field, a value just outside at each end, CLI flag, wizard form field or None)
 BOUNDS = [

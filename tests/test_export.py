@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from advisor.core.workload import Workload
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
 from advisor.session import AdvisorSession
-from advisor.workload import Workload
 
 SPEC = DemoSpec(images=24, image_kb=(10, 20), classes=2, shard_mb=0.1, large_files=1, large_mb=1)
 ROOT = Path(__file__).resolve().parent.parent

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.extras import EXTRAS, MissingExtraError, install_command, require_extra
+from advisor.core.extras import EXTRAS, MissingExtraError, install_command, require_extra
 
 WIZARD_COMMAND = re.escape("pip install 'loader-advisor[wizard]'")
 

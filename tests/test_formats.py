@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 from advisor.demo.datasets import pack_tar
-from advisor.formats import _crc32c, _masked_crc32c, by_extension, by_magic, samples_in_head
+from advisor.measure.formats import _crc32c, _masked_crc32c, by_extension, by_magic, samples_in_head
 
 
 def _image(fmt: str) -> bytes:

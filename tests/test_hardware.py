@@ -10,15 +10,13 @@ from typing import Any
 
 import pytest
 
-from advisor.hardware import (
-    GPU_CATALOG,
-    HardwareProfile,
+from advisor.measure.hardware import GPU_CATALOG, HardwareProfile, probe_hardware
+from advisor.measure.hardware.host import (
     cgroup_cpu_limit,
     cgroup_memory_limit,
     disk_kind,
     meminfo,
     probe_disk,
-    probe_hardware,
 )
 
 NOT_SUPPORTED = 3
@@ -156,14 +154,22 @@ def test_real_pynvml_error_classes() -> None:
     assert down.gpus == () and any("Driver Not Loaded" in n for n in down.notes)
 
 
-def test_only_hardware_imports_pynvml() -> None:
+def _modules_containing(text: str) -> set[str]:
     package = Path(__file__).resolve().parents[1] / "advisor"
-    importers = {
+    return {
         p.relative_to(package).as_posix()
         for p in package.rglob("*.py")
-        if "import pynvml" in p.read_text(encoding="utf-8")
+        if text in p.read_text(encoding="utf-8")
     }
-    assert importers == {"hardware.py"}
+
+
+def test_only_nvml_imports_pynvml() -> None:
+    assert _modules_containing("import pynvml") == {"measure/hardware/nvml.py"}
+
+
+def test_only_host_reads_proc() -> None:
+    assert _modules_containing('"proc/') == {"measure/hardware/host.py"}
+    assert _modules_containing('"/proc') == set()
 
 
 def test_profile_is_hostname_free() -> None:

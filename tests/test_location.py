@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from advisor.errors import describe, redact
-from advisor.location import DatasetLocation, LocationError
-from advisor.workload import Workload
+from advisor.core.errors import describe, redact
+from advisor.core.location import DatasetLocation, LocationError
+from advisor.core.workload import Workload
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.model import (
+from advisor.core.model import (
     INFLIGHT_MAX,
     LOCAL_NVME_DEFAULTS,
     S3_DEFAULTS,
@@ -164,7 +164,7 @@ def test_quality_bar_against_exhaustive_sweep(
 ) -> None:
     """The rule's choice reaches >= 90% of the best of {0,1,2,4,8} within the caps (or the
     consumer rate if lower), under the same model; see docs/decision-flow.md "Quality bar"."""
-    from advisor.rules import HEADROOM, TOLERANCE
+    from advisor.decide.rules import HEADROOM, TOLERANCE
 
     kw = {
         "object_bytes": size,

@@ -10,8 +10,9 @@ from pathlib import Path
 from nvml_replay import NotRecorded, ReplayNvml
 from test_hardware import A100, CONSUMER, L4_IDLE, FakeNvml
 
-from advisor.hardware import NOT_SUPPORTED_REASON, probe_hardware
-from advisor.nvml_recording import RecordingNvml, write_recording
+from advisor.measure.hardware import probe_hardware
+from advisor.measure.hardware.nvml import NOT_SUPPORTED_REASON
+from advisor.measure.hardware.recording import RecordingNvml, write_recording
 
 
 def _record(fake: FakeNvml, tmp_path: Path) -> tuple[object, dict]:  # type: ignore[type-arg]

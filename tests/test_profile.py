@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from advisor.core.location import DatasetLocation
 from advisor.demo.datasets import DemoSpec, upload, write_folder
 from advisor.demo.server import S3Endpoint
-from advisor.location import DatasetLocation
-from advisor.profile import EmptyDatasetError, profile_dataset, size_stats
+from advisor.measure.profile import EmptyDatasetError, profile_dataset, size_stats
 from native_loader import Credentials, S3Reader
 
 SPEC = DemoSpec(images=60, image_kb=(20, 40), classes=4, shard_mb=0.8, large_files=2, large_mb=1)

@@ -11,14 +11,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from advisor.counts import LoaderPoint
-from advisor.hardware import DiskInfo, GpuInfo, HardwareProfile
-from advisor.probes import DecodeCost, HostToDevice, StorageProbe
-from advisor.profile import DatasetProfile, FormatInfo, SizeStats
-from advisor.recommend import DATA_SOURCES, Recommendation, recommend
-from advisor.rules import RULES, Context, Key, rule_by_id
-from advisor.trial import TrialResult
-from advisor.workload import Workload
+from advisor.core.workload import Workload
+from advisor.decide.recommend import DATA_SOURCES, Recommendation, recommend
+from advisor.decide.rules import RULES, Context, Key, rule_by_id
+from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
+from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
+from advisor.measure.trial.results import (
+    DecodeCost,
+    HostToDevice,
+    LoaderPoint,
+    StorageProbe,
+    TrialResult,
+)
 
 MB, GB, TB = 10**6, 10**9, 10**12
 RULE_IDS = [rule.id for rule in RULES]
@@ -304,14 +308,14 @@ def test_zero_and_one_core_machines(cores: int) -> None:
     ],
 )
 def test_decision_display_has_units(name: str, value: object, shown: str) -> None:
-    from advisor.recommend import Decision
+    from advisor.decide.recommend import Decision
 
     assert Decision(name, value, "why", ()).display == shown
 
 
 def test_session_gives_recommend_the_local_file_system(tmp_path: Path) -> None:
     """recommend() reads nothing: the session looks up where a local data set lives."""
-    from advisor.hardware import filesystem_type
+    from advisor.measure.hardware import filesystem_type
     from advisor.session import AdvisorSession
 
     for i in range(3):

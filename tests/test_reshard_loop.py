@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from reshard_helpers import environ
 
+from advisor.core.workload import Workload
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.reshard.advice import default_destination, reshard_command
 from advisor.session import AdvisorSession
-from advisor.workload import Workload
 
 SPEC = DemoSpec(images=40, image_kb=(10, 20), classes=4, shard_mb=0.1, large_files=1, large_mb=1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -40,8 +40,8 @@ def test_recommend_prints_the_reshard_command_it_advises(
     capsys: pytest.CaptureFixture[str], count: int, size: int, fmt: str, advised: bool
 ) -> None:
     from advisor.cli import _print_recommendation
-    from advisor.profile import DatasetProfile, FormatInfo, SizeStats
-    from advisor.recommend import recommend
+    from advisor.decide.recommend import recommend
+    from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
 
     uri = "s3://bucket/train/"
     session = AdvisorSession()

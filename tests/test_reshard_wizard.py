@@ -6,13 +6,13 @@ import dataclasses
 
 import pytest
 
+from advisor.core.workload import Workload
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.reshard.advice import shard_size_text
 from advisor.session import AdvisorSession
 from advisor.wizard.controller import WizardController
 from advisor.wizard.views import Wizard
-from advisor.workload import Workload
 
 SPEC = DemoSpec(images=40, image_kb=(10, 20), classes=4, shard_mb=0.1, large_files=1, large_mb=1)
 

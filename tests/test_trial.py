@@ -11,18 +11,18 @@ import time
 
 import pytest
 
-from advisor.counts import LoaderPoint, summarise
+from advisor.core.location import DatasetLocation
+from advisor.core.model import INFLIGHT_MAX
+from advisor.core.workload import Workload
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
-from advisor.hardware import probe_hardware
-from advisor.location import DatasetLocation
-from advisor.model import INFLIGHT_MAX
-from advisor.probes import StorageProbe, saturated
-from advisor.profile import profile_dataset
-from advisor.steady import child_pids
-from advisor.sweep import candidate_counts, measure_loader, spin_step
-from advisor.trial import TrialData, TrialEvent, _lower_bound_note, run_trial
-from advisor.workload import Workload
+from advisor.measure.hardware import probe_hardware
+from advisor.measure.hardware.host import child_pids
+from advisor.measure.profile import profile_dataset
+from advisor.measure.trial.data import TrialData, TrialEvent
+from advisor.measure.trial.results import LoaderPoint, StorageProbe, saturated, summarise
+from advisor.measure.trial.run import _lower_bound_note, run_trial
+from advisor.measure.trial.sweep import candidate_counts, measure_loader, spin_step
 from native_loader import ReaderConfig, S3Reader
 from native_loader.decoders import default_decoder
 

@@ -1,10 +1,10 @@
-"""advisor.rules.units: the one place sizes and rates are formatted."""
+"""advisor.core.units: the one place sizes and rates are formatted."""
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.rules.units import any_size, binary_size, gb, per_s, size
+from advisor.core.units import any_size, binary_size, gb, per_s, size
 
 
 @pytest.mark.parametrize(

@@ -18,16 +18,15 @@ from typing import Any
 
 import pytest
 
-from advisor.counts import summarise
+from advisor.core.location import DatasetLocation
+from advisor.core.workload import Workload
+from advisor.decide.recommend import Decision
 from advisor.demo.server import S3Endpoint
-from advisor.hardware import HardwareProfile
-from advisor.location import DatasetLocation
-from advisor.profile import DatasetProfile, FormatInfo, size_stats
-from advisor.recommend import Decision
-from advisor.trial import TrialResult
+from advisor.measure.hardware import HardwareProfile
+from advisor.measure.profile import DatasetProfile, FormatInfo, size_stats
+from advisor.measure.trial.results import TrialResult, summarise
 from advisor.wizard import charts, flow
 from advisor.wizard.controller import STEPS, THREAD_PREFIX, WizardController
-from advisor.workload import Workload
 
 pytestmark = [
     # ipywidgets' comm shim warns when there is no kernel; the wizard works without one.

@@ -8,7 +8,7 @@ import sys
 import threading
 from types import FrameType
 
-from advisor.bounds import TrialBudget, arg_type, range_of
+from advisor.core.bounds import arg_type, range_of
 from advisor.demo.datasets import DEMO_BUCKET, DemoSpec, upload
 from advisor.demo.server import S3Server, ServerError
 
@@ -48,37 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--bandwidth-mbps", type=_positive(float), default=0.0,
         help="per-connection cap in megabytes/s (real S3: about 90); 0 = unlimited",
     )  # fmt: skip
-    demo = sub.add_parser("run-cli", help="run the advisor CLI end to end on the demo datasets")
-    demo.add_argument(
-        "--seconds", type=arg_type(range_of(TrialBudget, "seconds"), "--seconds"), default=10.0,
-        help="trial budget each",
-    )  # fmt: skip
     return parser
-
-
-def run_cli(args: argparse.Namespace) -> int:
-    """`make demo`: a throwaway endpoint with small demo data, then `recommend` on each layout."""
-    import os
-
-    from advisor.cli import main as advisor_main
-
-    spec = DemoSpec(images=400, shard_mb=16, large_files=2, large_mb=32)
-    with S3Server() as endpoint:
-        print(f"demo endpoint {endpoint.url}; generating a small demo data set ...", flush=True)
-        uris = upload(endpoint, spec=spec)
-        # This process is the demo's own client: it may use the demo's dummy credentials.
-        os.environ["AWS_ACCESS_KEY_ID"] = endpoint.credentials.access_key
-        os.environ["AWS_SECRET_ACCESS_KEY"] = endpoint.credentials.secret_key
-        os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
-        for uri in uris.values():
-            print(f"\n=== python -m advisor recommend {uri} --consumer-rate 400 ===", flush=True)
-            code = advisor_main(
-                ["recommend", uri, "--endpoint-url", endpoint.url, "--consumer-rate", "400",
-                 "--seconds", str(args.seconds), "--epochs", "3"]
-            )  # fmt: skip
-            if code != 0:
-                return code
-    return 0
 
 
 def serve(args: argparse.Namespace) -> int:
@@ -137,7 +107,7 @@ def serve(args: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return run_cli(args) if args.command == "run-cli" else serve(args)
+        return serve(args)
     except (ServerError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from advisor.bounds import bounded, check_ranges
+from advisor.core.bounds import bounded, check_ranges
 
 if TYPE_CHECKING:
     from advisor.demo.server import S3Endpoint

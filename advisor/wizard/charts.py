@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from advisor.rules.units import binary_size as human_bytes
+from advisor.core.units import binary_size as human_bytes
 
 if TYPE_CHECKING:
-    from advisor.profile import DatasetProfile
-    from advisor.trial import LoaderPoint
+    from advisor.measure.profile import DatasetProfile
+    from advisor.measure.trial.results import LoaderPoint
 
 PINNED_COLOUR = "#1f77b4"
 PAGEABLE_COLOUR = "#ff7f0e"

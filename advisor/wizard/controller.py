@@ -5,7 +5,7 @@
 one worker thread at a time so the kernel stays responsive; progress and results reach the views
 through `subscribe` callbacks (called from that thread too), `cancel()` stops the work through a
 `threading.Event` the engine polls, and `wait(timeout)` lets tests block until it is done.
-Every engine error becomes one plain sentence (`advisor.errors.describe`) in `errors[step]`.
+Every engine error becomes one plain sentence (`advisor.core.errors.describe`) in `errors[step]`.
 """
 
 from __future__ import annotations
@@ -20,17 +20,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from advisor.bounds import Range, TrialBudget, range_of
-from advisor.errors import describe
-from advisor.workload import STEP_TIME_S, Workload
+from advisor.core.bounds import Range, TrialBudget, range_of
+from advisor.core.errors import describe
+from advisor.core.workload import STEP_TIME_S, Workload
 
 if TYPE_CHECKING:
+    from advisor.decide.recommend import Recommendation
     from advisor.export import ExportBundle
-    from advisor.hardware import HardwareProfile
-    from advisor.profile import DatasetProfile
-    from advisor.recommend import Recommendation
+    from advisor.measure.hardware import HardwareProfile
+    from advisor.measure.profile import DatasetProfile
+    from advisor.measure.trial.data import TrialEvent
+    from advisor.measure.trial.results import LoaderPoint, TrialResult
     from advisor.session import AdvisorSession
-    from advisor.trial import LoaderPoint, TrialEvent, TrialResult
 
 STEPS = ("dataset", "hardware", "workload", "trial", "recommendation", "export")
 STEP_TITLES = {

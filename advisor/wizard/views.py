@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from advisor.bounds import TrialBudget, range_of
-from advisor.recommend import Decision
+from advisor.core.bounds import TrialBudget, range_of
+from advisor.core.workload import Workload
+from advisor.decide.recommend import Decision
 from advisor.wizard import charts
 from advisor.wizard.controller import STEP_TITLES, STEPS, WizardController
 from advisor.wizard.flow import flow_bundle
 from advisor.wizard.reshard_panel import ReshardPanel, ReshardStep
-from advisor.workload import Workload
 
 if TYPE_CHECKING:
-    from advisor.hardware import HardwareProfile
-    from advisor.profile import DatasetProfile
+    from advisor.measure.hardware import HardwareProfile
+    from advisor.measure.profile import DatasetProfile
 
 STYLE = """<style>
 .la-wizard { color: var(--jp-ui-font-color1); font-family: var(--jp-ui-font-family);
@@ -321,7 +321,7 @@ class Wizard(widgets.VBox):
             ]
         )
         # -- step 2: hardware
-        from advisor.hardware import GPU_CATALOG
+        from advisor.measure.hardware import GPU_CATALOG
 
         self.target_gpu = widgets.Dropdown(
             options=[("this machine as probed", ""), *((n, n) for n in GPU_CATALOG)],
@@ -372,7 +372,7 @@ class Wizard(widgets.VBox):
         self.nodes = _text("Nodes", "la-input-nodes", value=form.nodes)
         self.gpus_per_node = _text("GPUs per node", "la-input-gpus", value=form.gpus_per_node)
         self.transform = _text("Transform", "la-input-transform", "optional: module:callable")
-        from advisor.workload import DATA_LOCATIONS
+        from advisor.core.workload import DATA_LOCATIONS
 
         self.data_location = widgets.Dropdown(
             options=[("infer from the URI", ""), *((d, d) for d in DATA_LOCATIONS)],

@@ -1,4 +1,4 @@
-"""Rule cases as data, one module per rule family (the modules of advisor/rules/).
+"""Rule cases as data, one module per rule family (the modules of advisor/decide/rules/).
 
 Each module holds `CASES`: (rule id, overrides, fires, expected value or ... for "any"). The
 overrides change a baseline: 150 GB of 150 MB tar shards (1,000 samples each) on S3, 16 cores,

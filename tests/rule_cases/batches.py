@@ -1,4 +1,4 @@
-"""prefetch_factor, /dev/shm and pin_memory: cases for advisor/rules/batches.py."""
+"""prefetch_factor, /dev/shm and pin_memory: cases for advisor/decide/rules/batches.py."""
 
 from rule_cases import Case
 from rule_cases.common import GB, MB

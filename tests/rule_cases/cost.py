@@ -1,4 +1,4 @@
-"""Cost notes: cases for advisor/rules/cost.py."""
+"""Cost notes: cases for advisor/decide/rules/cost.py."""
 
 from rule_cases import Case
 from rule_cases.common import HUGE_LARGE, LOCAL, MB, SMALL_SET

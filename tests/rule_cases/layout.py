@@ -1,4 +1,4 @@
-"""Shard size and prefixes: cases for advisor/rules/layout.py."""
+"""Shard size and prefixes: cases for advisor/decide/rules/layout.py."""
 
 from rule_cases import Case
 from rule_cases.common import GB, MB, PFX_BY_RATE, SMALL_SET

@@ -1,4 +1,4 @@
-"""The native reader's settings: cases for advisor/rules/reader.py."""
+"""The native reader's settings: cases for advisor/decide/rules/reader.py."""
 
 from rule_cases import Case
 from rule_cases.common import GB, LOCAL, MB, ONE_MB, SMALL_STREAM, TWO_HUNDRED_MB

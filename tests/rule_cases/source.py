@@ -1,4 +1,4 @@
-"""Data source: cases for advisor/rules/source.py."""
+"""Data source: cases for advisor/decide/rules/source.py."""
 
 from rule_cases import Case
 from rule_cases.common import GB, HUGE_LARGE, HUGE_SMALL, LOCAL, MB, SMALL_FILES, SMALL_SET

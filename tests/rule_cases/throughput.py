@@ -1,4 +1,4 @@
-"""Expected throughput and input-bound: cases for advisor/rules/throughput.py."""
+"""Expected throughput and input-bound: cases for advisor/decide/rules/throughput.py."""
 
 from rule_cases import Case
 from rule_cases.common import SMALL_SET

@@ -1,4 +1,4 @@
-"""DataLoader num_workers: cases for advisor/rules/workers.py.
+"""DataLoader num_workers: cases for advisor/decide/rules/workers.py.
 
 "trial": {"rates": {w: r or (r1, r2, ...)}} are the training-loop sweep's slices per count (a
 tuple: one slice each); with "spin", those are the blocking step's slices and "spin" the

@@ -1,0 +1,301 @@
+"""Throughput model: predicted DataLoader samples/s for a number of workers. Pure functions.
+
+Each loader process (a DataLoader worker, or the main process when num_workers == 0) fetches
+objects through the native reader, which keeps ``requests_in_flight`` GETs open per process, and
+decodes/transforms every sample on one core. Three ceilings bound the loader:
+
+- latency/connection: each process completes ``requests_in_flight / fetch_s`` objects/s, where
+  ``fetch_s = first_byte_s + object_bytes / per_connection_bandwidth``, and no more than one
+  process hands over (`process_objects_per_s`); with a single request in flight, fetching and
+  decoding do not overlap, so the process needs ``fetch_s + cpu_per_object`` per object;
+- CPU: the cores left for loading (usable cores minus the main process, at least one; the main
+  process's one with 0 workers) run ``cores / loading_cpu_per_object`` objects/s, however many
+  workers share them, where the loading CPU is the transform's and the process's Python work;
+  and no more than the usable cores over the busy CPU the trial measured per sample (the
+  readers' threads, the network stack, a storage server on the same machine, the hand-over);
+- bandwidth: the storage or NIC delivers at most ``aggregate_mb_s``.
+
+Predicted samples/s = samples_per_object x min(processes x per-process rate, CPU, bandwidth).
+
+What a training loop sees (`Prediction.trained_samples_per_s`) with a consumer taking
+``consumer_rate`` samples/s: with workers, loading overlaps the step, but the training thread
+takes each batch from them (unpickling, `main_s` per sample, as the trial measured it) and then
+steps, so ``min(loader, 1 / (main_s + 1 / consumer))``; with 0 workers, the main thread's share
+of the loading (the transform and the per-sample hand-over) and the step take turns while the
+reader's thread fetches on, so a sample every ``max(1 / loader, main_s + 1 / consumer)``
+seconds. The CPU ceiling already leaves one core to the main process, which a spin-waiting GPU
+step keeps busy.
+
+The model is monotone: more latency never raises it, and it never exceeds what the cores can
+decode; more workers never lower the loader's rate (what training sees with workers also pays
+the training thread's share of taking their batches, which 0 workers do not).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from advisor.core.units import MB
+from native_loader.config import ReaderConfig
+
+__all__ = [
+    "EFS_DEFAULTS",
+    "HDD_DEFAULTS",
+    "LOCAL_NVME_DEFAULTS",
+    "LOCAL_SSD_DEFAULTS",
+    "S3_DEFAULTS",
+    "SHARED_FS_DEFAULTS",
+    "Prediction",
+    "StorageParams",
+    "choose_workers",
+    "inflight_bytes",
+    "predict",
+    "process_objects_per_s",
+    "requests_in_flight",
+    "sweep",
+]
+
+READER_INFLIGHT: int = ReaderConfig.max_inflight_requests
+READER_PART_BYTES: int = ReaderConfig.part_size
+READER_BUDGET_BYTES: int = ReaderConfig.max_inflight_bytes
+# A reader's byte budget should hold this many of its objects: one the consumer holds, one
+# finished and waiting, two in flight. Under that, large objects idle the reader between objects
+# (200 MB objects with 0 workers read faster with 768 MiB than with 256 MiB).
+BUDGET_OBJECTS = 4
+# All loader processes' budgets together stay within this share of the available RAM.
+BUDGET_RAM_SHARE = 0.25
+# One loader process hands over at most a few thousand samples/s (Python per-sample overhead and
+# the DataLoader's pickling) and about a GB/s (0 workers reading 10 KB and 1 MB objects straight
+# from SeaweedFS on the 2-core machine), so no process needs requests in flight for more than this.
+PROCESS_OBJECTS_S = 3000.0
+PROCESS_MB_S = 1000.0
+# The most requests in flight per process: at 100 ms of latency 128 held one process reading
+# 10 KB objects clearly below what 256 reach. The byte budget still bounds what they hold.
+INFLIGHT_MAX = 256
+
+
+@dataclass(frozen=True)
+class StorageParams:
+    """How one storage answers one reader.
+
+    first_byte_s: time to first byte of a GET/open+read, seconds.
+    per_connection_mb_s: bandwidth of one request once data flows, MB/s (10^6 bytes).
+    requests_in_flight: requests the reader keeps open per loader process (the native reader
+        pipelines several; a plain ``open().read()`` dataset has 1).
+    aggregate_mb_s: ceiling over all connections of the node (NIC, device, volume); None = none.
+    measured: True when the numbers come from the trial's storage probe.
+    """
+
+    name: str
+    first_byte_s: float
+    per_connection_mb_s: float
+    requests_in_flight: int = 1
+    aggregate_mb_s: float | None = None
+    measured: bool = False
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.first_byte_s <= 60:
+            raise ValueError(f"first_byte_s={self.first_byte_s} must be in [0, 60]")
+        if not self.per_connection_mb_s > 0:
+            raise ValueError(f"per_connection_mb_s={self.per_connection_mb_s} must be > 0")
+        if self.requests_in_flight < 1:
+            raise ValueError(f"requests_in_flight={self.requests_in_flight} must be >= 1")
+        if self.aggregate_mb_s is not None and not self.aggregate_mb_s > 0:
+            raise ValueError(f"aggregate_mb_s={self.aggregate_mb_s} must be > 0 or None")
+
+
+# Defaults when there is no trial. S3: ~30 ms to first byte and ~90 MB/s per connection for one
+# GET, as many requests in flight per process as the native reader keeps by default (its
+# datasets pipeline read_many), 10 Gbit/s NIC.
+S3_DEFAULTS = StorageParams(
+    "s3", 0.030, 90.0, requests_in_flight=READER_INFLIGHT, aggregate_mb_s=1250.0
+)
+# Local NVMe instance storage [IO]: sub-millisecond access, GB/s per device.
+LOCAL_NVME_DEFAULTS = StorageParams("local-nvme", 0.0002, 1000.0, 1, aggregate_mb_s=2000.0)
+# EBS-backed / SATA SSD: EBS-backed instances cap at ~250 MB/s [SRC].
+LOCAL_SSD_DEFAULTS = StorageParams("local-ssd", 0.0005, 250.0, 1, aggregate_mb_s=250.0)
+HDD_DEFAULTS = StorageParams("local-hdd", 0.008, 150.0, 1, aggregate_mb_s=150.0)
+# EFS: a few ms per open/read, bursting ~150 MB/s baseline per TB stored [SRC].
+EFS_DEFAULTS = StorageParams("efs", 0.005, 100.0, 1, aggregate_mb_s=None)
+# FSx for Lustre / distributed cache: low latency, hundreds of MB/s per client [SRC][ORC].
+SHARED_FS_DEFAULTS = StorageParams("shared-fs", 0.001, 500.0, 1, aggregate_mb_s=1250.0)
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """The model's answer for one num_workers, with the three ceilings (samples/s)."""
+
+    num_workers: int
+    samples_per_s: float
+    latency_bound: float  # processes x per-process rate
+    cpu_bound: float  # cores left for loading / CPU per sample
+    bandwidth_bound: float  # aggregate bandwidth / bytes per sample
+    bottleneck: str  # "cpu", "bandwidth" or "latency": the ceiling that sets the prediction
+    # what a training loop with the consumer's step sees (see the module docstring); the
+    # loader's rate when no consumer rate was given
+    trained_samples_per_s: float = 0.0
+
+
+def loading_cores(num_workers: int, usable_cores: int) -> int:
+    """Cores that decode: the main process alone when num_workers == 0, else usable - 1 (>= 1)."""
+    if num_workers == 0:
+        return 1
+    return min(num_workers, max(usable_cores - 1, 1))
+
+
+def predict(
+    num_workers: int,
+    *,
+    object_bytes: float,
+    samples_per_object: float = 1.0,
+    cpu_s_per_sample: float = 0.0,
+    usable_cores: int = 1,
+    storage: StorageParams = S3_DEFAULTS,
+    consumer_rate: float | None = None,
+    overhead_s_per_sample: float | None = None,
+    main_s_per_sample: float | None = None,
+    machine_s_per_sample: float | None = None,
+) -> Prediction:
+    """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
+    loop consuming `consumer_rate` samples/s sees of it (see module docstring).
+
+    The trial measures three CPU costs per sample beyond the transform's; None leaves each out:
+    `overhead_s_per_sample`, a loader process's Python work (it bounds one process at
+    1 / (overhead + CPU), in place of `process_objects_per_s`'s object ceiling);
+    `main_s_per_sample`, the training thread's CPU that the sweep measured with this kind of
+    count: with 0 workers all of the loading (in place of transform + overhead), with workers
+    taking their batches, which takes turns with the step; `machine_s_per_sample`, the busy CPU
+    of the usable cores per sample with this kind of count (the readers' threads, the network
+    stack, a storage server on the same machine, the hand-over between processes), which bounds
+    the loader at usable cores / machine_s."""
+    if num_workers < 0:
+        raise ValueError(f"num_workers={num_workers} must be >= 0")
+    if object_bytes < 0 or samples_per_object <= 0 or cpu_s_per_sample < 0:
+        raise ValueError(f"{object_bytes=}, {samples_per_object=}, {cpu_s_per_sample=}")
+    spo = samples_per_object
+    processes = max(num_workers, 1)
+    fetch_s = storage.first_byte_s + object_bytes / (storage.per_connection_mb_s * MB)
+    cpu_obj = spo * cpu_s_per_sample
+    k = storage.requests_in_flight
+    # the loading thread's time per sample: measured in the training thread with 0 workers
+    thread_s = None if overhead_s_per_sample is None else overhead_s_per_sample + cpu_s_per_sample
+    if num_workers == 0 and main_s_per_sample is not None:
+        thread_s = max(main_s_per_sample, cpu_s_per_sample)
+    # one request in flight: fetch and decode alternate; several: the reader fetches ahead
+    per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
+    if thread_s is not None:  # measured: one thread per process does it all
+        per_process_s = max(per_process_s, spo * thread_s)
+    elif k > 1:  # the reader pipelines requests; the process still hands over one at a time
+        per_process_s = max(per_process_s, 1 / process_objects_per_s(object_bytes))
+    latency = math.inf if per_process_s <= 0 else spo * processes / per_process_s
+    cores = loading_cores(num_workers, usable_cores)
+    loading_s = thread_s if thread_s is not None else cpu_s_per_sample
+    cpu = math.inf if loading_s <= 0 else cores / loading_s
+    if machine_s_per_sample is not None and machine_s_per_sample > 0:
+        cpu = min(cpu, max(usable_cores, 1) / machine_s_per_sample)
+    if storage.aggregate_mb_s is None or object_bytes <= 0:
+        bandwidth = math.inf
+    else:
+        bandwidth = spo * storage.aggregate_mb_s * MB / object_bytes
+    rate = min(latency, cpu, bandwidth)
+    # on a tie name the CPU first (the ceiling users can act on offline); a serial process that
+    # spends longer decoding than fetching is CPU-bound too
+    bounds = {"cpu": cpu, "bandwidth": bandwidth, "latency": latency}
+    bottleneck = min(bounds, key=lambda name: bounds[name])
+    if bottleneck == "latency" and k == 1 and cpu_obj >= fetch_s:
+        bottleneck = "cpu"
+    if math.isinf(rate):
+        rate = 1e9  # nothing costs anything: a number, not infinity, for JSON
+    trained = rate
+    if num_workers > 0:
+        # the training thread takes each batch from the workers, then steps: they take turns
+        receive = main_s_per_sample or 0.0
+        step = 1 / consumer_rate if consumer_rate is not None and consumer_rate > 0 else 0.0
+        if receive + step > 0:
+            trained = min(rate, 1 / (receive + step))
+    elif consumer_rate is not None and consumer_rate > 0:
+        # the main thread's share of the loading and the step take turns, while the reader's
+        # thread fetches on (with one request in flight the main thread fetches too)
+        if thread_s is None:
+            thread_s = cpu_s_per_sample + 1 / (spo * PROCESS_OBJECTS_S)
+        main_s = 1 / rate if k == 1 else thread_s
+        trained = 1 / max(1 / rate, main_s + 1 / consumer_rate)
+    return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, trained)
+
+
+def process_objects_per_s(object_bytes: float, cpu_s_per_object: float = 0.0) -> float:
+    """The most objects/s one loader process takes in: PROCESS_OBJECTS_S small objects, or
+    PROCESS_MB_S of large ones, and no more than its transform lets through (1 / its CPU
+    seconds per object, when known): a process transforms its samples on one thread."""
+    ceiling = PROCESS_OBJECTS_S
+    if object_bytes > 0:
+        ceiling = min(ceiling, PROCESS_MB_S * MB / object_bytes)
+    if cpu_s_per_object > 0:
+        ceiling = min(ceiling, 1 / cpu_s_per_object)
+    return ceiling
+
+
+def requests_in_flight(
+    first_byte_s: float, object_bytes: float, per_connection_mb_s: float, objects_per_s: float
+) -> int:
+    """Requests one reader should keep in flight to complete `objects_per_s` (Little's law).
+
+    Each request is open for ``fetch_s = first_byte_s + object_bytes / bandwidth``, so the rate
+    needs ``objects_per_s * fetch_s`` requests open; twice that absorbs latency jitter and
+    in-order delivery. Never below the reader's default (it costs nothing on fast storage) nor
+    above `INFLIGHT_MAX`. Objects of a part or more are split into parts by the reader and
+    bounded by its byte budget instead, so they keep the default.
+    """
+    if object_bytes >= READER_PART_BYTES or per_connection_mb_s <= 0:
+        return READER_INFLIGHT
+    fetch_s = max(first_byte_s, 0.0) + object_bytes / (per_connection_mb_s * MB)
+    need = math.ceil(2 * max(objects_per_s, 0.0) * fetch_s)
+    return max(READER_INFLIGHT, min(INFLIGHT_MAX, need))
+
+
+def inflight_bytes(
+    object_bytes: float, ram_available: float | None, usable_cores: int, ranks_per_node: int
+) -> int:
+    """Bytes one reader may reserve (`max_inflight_bytes`): BUDGET_OBJECTS objects, in whole
+    parts, never under the reader's default. With `ram_available` (the node's), the budgets of
+    the most loader processes a rank may run (a worker per core, and its main process) stay
+    within BUDGET_RAM_SHARE of the rank's share of it, but never under the default."""
+    parts = math.ceil(BUDGET_OBJECTS * max(object_bytes, 0.0) / READER_PART_BYTES)
+    budget = max(READER_BUDGET_BYTES, parts * READER_PART_BYTES)
+    if ram_available is not None:
+        ranks = max(ranks_per_node, 1)
+        processes = usable_cores // ranks + 1
+        share = ram_available / ranks * BUDGET_RAM_SHARE / processes
+        share_parts = int(share // READER_PART_BYTES)
+        budget = min(budget, max(READER_BUDGET_BYTES, share_parts * READER_PART_BYTES))
+    return budget
+
+
+def sweep(workers: Iterable[int], **kwargs: object) -> dict[int, Prediction]:
+    """`predict` for each num_workers in `workers`."""
+    return {w: predict(w, **kwargs) for w in workers}  # type: ignore[arg-type]
+
+
+def choose_workers(
+    rates: Mapping[int, float],
+    consumer_rate: float | None,
+    *,
+    headroom: float = 1.2,
+    tolerance: float = 0.05,
+) -> int:
+    """The num_workers to use, given samples/s per candidate (measured or predicted).
+
+    The smallest candidate reaching ``consumer_rate * headroom``; when the consumer rate is unknown
+    or no candidate reaches it, the smallest within `tolerance` of the best candidate.
+    """
+    if not rates:
+        raise ValueError("rates must not be empty")
+    ordered = sorted(rates)
+    if consumer_rate is not None:
+        for w in ordered:
+            if rates[w] >= consumer_rate * headroom:
+                return w
+    best = max(rates.values())
+    return next(w for w in ordered if rates[w] >= (1 - tolerance) * best)

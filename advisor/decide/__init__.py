@@ -1,0 +1,1 @@
+"""What to do: the decision-flow rules and the recommendation assembled from them."""

@@ -1,0 +1,305 @@
+"""recommend(): run the decision rules and assemble a Recommendation (JSON-serializable).
+
+The rules live in the package advisor/decide/rules/ and are documented, with the same ids, in
+docs/decision-flow.md. This module runs their registry (first rule to set a value wins), groups
+the findings into decisions and adds the plain fields a user copies into a DataLoader. It reads
+nothing itself: the caller gives every fact (the session looks up a local path's file system).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from advisor.core.model import READER_BUDGET_BYTES, READER_INFLIGHT
+from advisor.core.units import size
+from advisor.core.workload import Workload
+from advisor.decide.rules import RULES, Context, Finding, Key, evaluate
+from advisor.decide.rules.layout import (
+    KEPT_PREFIXES,
+    KEPT_SHARDS,
+    kept_prefix_count,
+    kept_shard_size,
+)
+from advisor.measure.hardware import HardwareProfile
+from advisor.measure.profile import DatasetProfile
+
+if TYPE_CHECKING:
+    from advisor.measure.trial.results import TrialResult
+
+__all__ = [
+    "DATA_SOURCES",
+    "SAGEMAKER_INPUT_MODES",
+    "Decision",
+    "Recommendation",
+    "recommend",
+]
+
+DATA_SOURCES = ("stream", "copy-local", "shared-fs", "efs", "reshard-first")
+# SageMaker input mode per data source [SRC]; Pipe mode is mostly replaced by FastFile [SRC].
+SAGEMAKER_INPUT_MODES = {
+    "stream": "FastFile",
+    "copy-local": "File",
+    "shared-fs": "FSx for Lustre",
+    "efs": "EFS",
+}
+# decision name -> the state key holding its value (None: advisory notes), in report order
+DECISIONS: dict[str, Key | None] = {
+    "data_source": Key.DATA_SOURCE,
+    "num_workers": Key.NUM_WORKERS,
+    "requests_in_flight": Key.REQUESTS_IN_FLIGHT,
+    "inflight_bytes": Key.INFLIGHT_BYTES,
+    "prefetch_factor": Key.PREFETCH_FACTOR,
+    "pin_memory": Key.PIN_MEMORY,
+    "shard_size": Key.SHARD_SIZE_BYTES,
+    "prefix_layout": Key.PREFIX_LAYOUT,
+    "throughput": Key.EXPECTED_SAMPLES_PER_S,
+    "preprocess": None,
+    "cost": None,
+}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One decision: its value, why, which rules fired, the numbers used (units in the keys)."""
+
+    name: str
+    value: Any
+    rationale: str
+    rules: tuple[str, ...]
+    evidence: dict[str, Any] = field(default_factory=dict)
+    confidence: str = "medium"  # "high" (measured in the trial), "medium", "low" (defaults only)
+    measured: bool = False  # True: measured; False: a prediction or a profile-based choice
+
+    @property
+    def display(self) -> str:
+        """The value for people, with its unit (`value` stays plain for JSON)."""
+        value = self.value
+        if self.name == "cost":
+            return "see the notes"  # several quantities with their own units, in the rationale
+        if isinstance(value, bool) or value is None:
+            return str(value)
+        if self.name == "shard_size" and isinstance(value, (int, float)):
+            return size(value, ("MB", "KB"), digits=0)
+        if self.name == "throughput" and isinstance(value, (int, float)):
+            return f"{value:,.0f} samples/s"
+        if self.name == "requests_in_flight" and isinstance(value, int):
+            return f"{value} per process"
+        if self.name == "inflight_bytes" and isinstance(value, int):
+            return f"{value >> 20} MiB per process"
+        if self.name == "prefix_layout" and isinstance(value, int):
+            return f"{value} prefix{'es' if value != 1 else ''}"
+        return str(value)
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Where to read the data from and how to configure the DataLoader, with the reasons."""
+
+    data_source: str
+    cache_locally: bool
+    after_reshard: str | None
+    sagemaker_input_mode: str
+    num_workers: int
+    pin_memory: bool
+    prefetch_factor: int | None
+    shard_size_bytes: int
+    prefix_count: int
+    expected_samples_per_s: float
+    predicted_samples_per_s: float
+    measured_samples_per_s: float | None
+    consumer_rate: float | None
+    input_bound: bool | None
+    decisions: tuple[Decision, ...]
+    fired_rules: tuple[str, ...]
+    cost_notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    data_format: str | None = None  # the set's dominant format (for the exported loader)
+    requests_in_flight: int = READER_INFLIGHT  # the native reader's, per loader process
+    inflight_bytes: int = READER_BUDGET_BYTES  # the native reader's byte budget, per process
+    # the model's prediction of what training sees at num_workers against the trial's measured
+    # median there, (predicted - measured) / measured; None when nothing was measured there
+    prediction_error: float | None = None
+
+    def path(self) -> list[str]:
+        """The rule ids on the path taken, in flow order (to highlight the Mermaid diagram)."""
+        return list(self.fired_rules)
+
+    def decision(self, name: str) -> Decision:
+        for d in self.decisions:
+            if d.name == name:
+                return d
+        raise KeyError(name)
+
+    def dataloader_kwargs(self) -> dict[str, Any]:
+        """The torch.utils.data.DataLoader arguments this recommendation sets."""
+        kwargs: dict[str, Any] = {"num_workers": self.num_workers, "pin_memory": self.pin_memory}
+        if self.num_workers > 0:
+            kwargs["prefetch_factor"] = self.prefetch_factor
+            kwargs["persistent_workers"] = True
+        return kwargs
+
+    def summary(self) -> str:
+        """A few plain lines for a terminal: the settings, the throughput, the reasons."""
+        source = self.data_source
+        if source == "reshard-first":
+            source += f", then {self.after_reshard}"
+        if self.cache_locally:
+            source += ", cache locally after the first epoch"
+        kwargs = ", ".join(f"{k}={v!r}" for k, v in self.dataloader_kwargs().items())
+        kind = "measured" if self.measured_samples_per_s is not None else "predicted"
+        rate = f"{self.expected_samples_per_s:,.0f} samples/s ({kind})"
+        if self.consumer_rate is not None:
+            verdict = "input-bound" if self.input_bound else "keeps up"
+            rate += f" vs {self.consumer_rate:,.0f} consumed: {verdict}"
+        lines = [
+            f"data source:  {source} (SageMaker {self.sagemaker_input_mode})",
+            f"DataLoader:   {kwargs}",
+            f"reader:       max_inflight_requests={self.requests_in_flight}, "
+            f"max_inflight_bytes={self.inflight_bytes >> 20} MiB per process",
+            f"shards:       {size(self.shard_size_bytes, ('MB',), 0)} over {self.prefix_count} "
+            "prefix(es)",
+            f"throughput:   {rate}",
+            f"rules:        {' -> '.join(self.fired_rules)}",
+            "",
+        ]
+        for d in self.decisions:
+            lines.append(f"{d.name} = {d.display} [{d.confidence}; {', '.join(d.rules) or '-'}]")
+            lines.append(f"  {d.rationale}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), allow_nan=False, **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Recommendation:
+        fields = dict(data)
+        fields["decisions"] = tuple(
+            Decision(**{**d, "rules": tuple(d["rules"])}) for d in fields["decisions"]
+        )
+        for name in ("fired_rules", "cost_notes", "notes"):
+            fields[name] = tuple(fields.get(name, ()))
+        return cls(**fields)
+
+
+def _json_safe(value: Any) -> Any:
+    """Evidence as JSON: no infinities or NaN, tuples as lists, plain keys."""
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
+def recommend(
+    profile: DatasetProfile,
+    hardware: HardwareProfile,
+    workload: Workload,
+    trial: TrialResult | None = None,
+    *,
+    data_fs: str | None = None,
+) -> Recommendation:
+    """Decide data source and DataLoader settings for `workload` on `hardware`.
+
+    data_fs: the file system type of a local data path ("nfs4", "ext4", ...; an NFS/EFS mount
+        makes SRC-1 fire), as `advisor.measure.hardware.filesystem_type` finds it; None: not known.
+    """
+    ctx = Context(profile, hardware, workload, trial, data_fs=data_fs)
+    evaluation = evaluate(ctx)
+    state = evaluation.state
+    findings = [dataclasses.replace(f, evidence=_json_safe(f.evidence)) for f in evaluation.fired]
+    by_rule = {rule.id: rule for rule in RULES}
+
+    data_source = state.get(Key.DATA_SOURCE, "stream")
+    after = state.get(Key.AFTER_RESHARD)
+    mode = SAGEMAKER_INPUT_MODES[ctx.training_source(state) or "stream"]
+    num_workers = int(state[Key.NUM_WORKERS])
+    shard = state.get(Key.SHARD_SIZE_BYTES)
+    prefixes = state.get(Key.PREFIX_LAYOUT)
+    expected = float(state[Key.EXPECTED_SAMPLES_PER_S])
+    predicted = float(ctx.model(state, num_workers).samples_per_s)
+    measured = ctx.measured_rates(state).get(num_workers)
+    trained = ctx.model(state, num_workers).trained_samples_per_s
+    error = None if not measured else round(trained / measured - 1, 3)
+    input_bound = state.get(Key.INPUT_BOUND, False if ctx.consumer_rate is not None else None)
+
+    decisions = []
+    for name, key in DECISIONS.items():
+        mine = [f for f in findings if by_rule[f.rule_id].decision == name]
+        main = next((f for f in mine if f.key == key), None) if key else next(iter(mine), None)
+        if name == "cost":
+            if mine:
+                decisions.append(_decision(name, [f.value for f in mine], mine, None))
+            continue
+        if name == "shard_size" and main is None:
+            shard = kept_shard_size(ctx)
+            rules = tuple(f.rule_id for f in mine)
+            evidence = {"p50_object_bytes": ctx.p50_bytes}
+            decisions.append(Decision(name, shard, KEPT_SHARDS, rules, evidence))
+            continue
+        if name == "prefix_layout" and main is None:
+            prefixes = kept_prefix_count(ctx)
+            evidence = {"ranks": workload.ranks}
+            decisions.append(Decision(name, prefixes, KEPT_PREFIXES, (), evidence))
+            continue
+        if not mine:
+            continue
+        decisions.append(_decision(name, main.value if main else None, mine, main))
+
+    if data_source == "reshard-first":
+        first = decisions[0]
+        extra = f" Then: {after} ({mode})."
+        decisions[0] = dataclasses.replace(first, rationale=first.rationale + extra)
+
+    notes = list(hardware.notes if hardware.planned else ())
+    notes += [f.rationale for f in evaluation.advisories if f.rule_id == "SHM-1"]
+    return Recommendation(
+        data_source=data_source,
+        cache_locally=bool(state.get(Key.CACHE_LOCALLY, False)),
+        after_reshard=after,
+        sagemaker_input_mode=mode,
+        num_workers=num_workers,
+        pin_memory=bool(state[Key.PIN_MEMORY]),
+        prefetch_factor=state.get(Key.PREFETCH_FACTOR),
+        shard_size_bytes=int(shard if shard is not None else kept_shard_size(ctx)),
+        prefix_count=int(prefixes if prefixes is not None else kept_prefix_count(ctx)),
+        expected_samples_per_s=round(expected, 3),
+        predicted_samples_per_s=round(predicted, 3),
+        measured_samples_per_s=measured,
+        consumer_rate=workload.consumer_rate,
+        input_bound=input_bound,
+        decisions=tuple(decisions),
+        fired_rules=evaluation.path,
+        cost_notes=tuple(f.rationale for f in findings if by_rule[f.rule_id].decision == "cost"),
+        notes=tuple(notes),
+        data_format=profile.dominant_format,
+        requests_in_flight=int(state.get(Key.REQUESTS_IN_FLIGHT, READER_INFLIGHT)),
+        inflight_bytes=int(state.get(Key.INFLIGHT_BYTES, READER_BUDGET_BYTES)),
+        prediction_error=error,
+    )
+
+
+def _decision(name: str, value: Any, mine: list[Finding], main: Finding | None) -> Decision:
+    evidence: dict[str, Any] = {}
+    for f in mine:
+        evidence.update(f.evidence)
+    lead = main or mine[0]
+    return Decision(
+        name=name,
+        value=_json_safe(value),
+        rationale=" ".join(f.rationale for f in mine),
+        rules=tuple(f.rule_id for f in mine),
+        evidence=evidence,
+        confidence=lead.confidence,
+        measured=lead.measured,
+    )

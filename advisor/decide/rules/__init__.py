@@ -1,0 +1,35 @@
+"""The decision rules, one small class per rule, grouped by family, in the order of
+docs/decision-flow.md.
+
+- `base`: `Key` (the decided values), `Finding`, `Rule` (a rule's text is its docstring);
+- `context`: `Context`, the facts every rule may read; `sweep`: the trial's sweep as evidence;
+- `thresholds`: every threshold with its source; `units`: units and size formatting;
+- the families, each importing only those shared modules: `source` (data source), `reader`
+  (native reader settings), `workers` (num_workers), `batches` (prefetch, /dev/shm, pinning),
+  `layout` (shards and prefixes), `throughput`, `cost`;
+- `registry`: `RULES` in flow order and `evaluate`, which runs them; `doc`: writes the rules
+  table of docs/decision-flow.md from the docstrings (``python -m advisor.decide.rules.doc``).
+"""
+
+from advisor.decide.rules.base import Rule
+from advisor.decide.rules.context import Context
+from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.registry import FAMILIES, RULES, Evaluation, evaluate, rule_by_id
+from advisor.decide.rules.thresholds import HEADROOM, SHARD_MAX_BYTES, SHARD_MIN_BYTES, TOLERANCE
+
+__all__ = [
+    "FAMILIES",
+    "HEADROOM",
+    "RULES",
+    "SHARD_MAX_BYTES",
+    "SHARD_MIN_BYTES",
+    "TOLERANCE",
+    "Context",
+    "Evaluation",
+    "Finding",
+    "Key",
+    "Rule",
+    "State",
+    "evaluate",
+    "rule_by_id",
+]

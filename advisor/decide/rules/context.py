@@ -1,0 +1,300 @@
+"""The facts every rule may read: the inputs, and quantities measured or derived from them.
+
+No rule reasoning lives here: caps, choices and their conditions belong to the rule families.
+`state` (the values earlier rules set) enters only where a fact depends on it: where the
+training reads (after a reshard, from a copy) and so what the model and the trial say about it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import cached_property
+
+from advisor.core.location import NETWORK_FILESYSTEMS
+from advisor.core.model import (
+    EFS_DEFAULTS,
+    HDD_DEFAULTS,
+    LOCAL_NVME_DEFAULTS,
+    LOCAL_SSD_DEFAULTS,
+    S3_DEFAULTS,
+    SHARED_FS_DEFAULTS,
+    Prediction,
+    StorageParams,
+    predict,
+)
+from advisor.core.units import MB
+from advisor.core.workload import Workload
+from advisor.decide.rules.evidence import SweepEvidence
+from advisor.decide.rules.keys import Key, State
+from advisor.decide.rules.thresholds import (
+    DEFAULT_CPU_S,
+    DEFAULT_CPU_S_PER_SAMPLE,
+    DEFAULT_WORKER_RSS_BYTES,
+    SHARD_TARGET_BYTES,
+)
+from advisor.measure.hardware import HardwareProfile
+from advisor.measure.profile import DatasetProfile
+from advisor.measure.trial.results import CountRate, TrialResult
+from native_loader.uri import uri_scheme
+
+
+@dataclass(frozen=True)
+class Context:
+    """The facts every rule may read: the inputs plus quantities derived from them."""
+
+    profile: DatasetProfile
+    hardware: HardwareProfile
+    workload: Workload
+    trial: TrialResult | None = None
+    data_fs: str | None = None  # file system type of a local data path ("nfs4", "ext4", ...)
+
+    # --- the job ------------------------------------------------------------------------------
+
+    @property
+    def ranks(self) -> int:
+        return self.workload.ranks
+
+    @property
+    def ranks_per_node(self) -> int:
+        return self.workload.gpus_per_node
+
+    @property
+    def consumer_rate(self) -> float | None:
+        return self.workload.consumer_rate
+
+    @property
+    def has_gpu(self) -> bool:
+        return self.hardware.has_gpu
+
+    # --- the data -----------------------------------------------------------------------------
+
+    @property
+    def p50_bytes(self) -> int:
+        return self.profile.sizes.p50
+
+    @property
+    def total_bytes(self) -> int:
+        return self.profile.total_bytes
+
+    @cached_property
+    def samples_per_object(self) -> float:
+        count, samples = self.profile.object_count, self.profile.samples_estimate
+        return samples / count if count > 0 and samples > 0 else 1.0
+
+    @property
+    def object_bytes(self) -> float:
+        return self.profile.mean_object_bytes
+
+    @property
+    def stored_bytes_per_sample(self) -> float:
+        return self.object_bytes / self.samples_per_object
+
+    @property
+    def samples_per_rank(self) -> float:
+        return self.profile.samples_estimate / self.ranks
+
+    @property
+    def batch_bytes(self) -> float:
+        """Bytes of one decoded batch (decoder output when measured, else stored bytes)."""
+        per_sample = self.stored_bytes_per_sample
+        if self.trial is not None and self.trial.decode is not None:
+            per_sample = self.trial.decode.bytes_per_sample
+        return per_sample * self.workload.batch_size
+
+    @property
+    def cpu_s_per_sample(self) -> float:
+        if self.trial is not None and self.trial.decode is not None:
+            return self.trial.decode.cpu_s_per_sample
+        return DEFAULT_CPU_S_PER_SAMPLE.get(self.profile.dominant_format, DEFAULT_CPU_S)
+
+    @property
+    def cpu_measured(self) -> bool:
+        return self.trial is not None and self.trial.decode is not None
+
+    @property
+    def on_network_fs(self) -> bool:
+        loc = self.workload.data_location
+        uri = self.profile.uri.lower()
+        return (
+            loc in ("efs", "nfs")
+            or uri_scheme(uri) in ("efs", "nfs")
+            or (
+                self.profile.storage == "local"
+                and (self.data_fs or "") in NETWORK_FILESYSTEMS
+                and not self.on_fsx
+            )
+        )
+
+    @property
+    def on_fsx(self) -> bool:
+        loc = self.workload.data_location
+        return loc == "fsx" or (self.profile.storage == "local" and self.data_fs == "lustre")
+
+    @property
+    def in_s3(self) -> bool:
+        loc = self.workload.data_location
+        if loc is not None:
+            return loc == "s3"
+        return self.profile.storage == "s3"
+
+    # --- the machine --------------------------------------------------------------------------
+
+    @property
+    def cores_per_rank(self) -> int:
+        return self.hardware.usable_cores // self.ranks_per_node
+
+    @property
+    def worker_rss_bytes(self) -> float:
+        if self.trial is not None and self.trial.sweep:
+            peak = max(p.peak_worker_rss_mb for p in self.trial.sweep)
+            if peak > 0:
+                return peak * MB
+        return DEFAULT_WORKER_RSS_BYTES
+
+    @property
+    def ram_per_rank(self) -> float | None:
+        avail = self.hardware.ram_available_bytes
+        return None if avail is None else avail / self.ranks_per_node
+
+    @property
+    def fits_local_disk(self) -> bool:
+        disk = self.hardware.disk
+        return disk is not None and disk.free_bytes >= 1.1 * self.total_bytes
+
+    def local_storage(self) -> StorageParams:
+        kind = self.hardware.disk.kind if self.hardware.disk else "unknown"
+        return {
+            "nvme": LOCAL_NVME_DEFAULTS,
+            "hdd": HDD_DEFAULTS,
+        }.get(kind, LOCAL_SSD_DEFAULTS)
+
+    def measured_storage(self) -> StorageParams | None:
+        probe = self.trial.storage if self.trial is not None else None
+        if probe is None or probe.per_connection_mb_s <= 0:
+            return None
+        return StorageParams(
+            name="measured",
+            first_byte_s=min(max(probe.first_byte_p50_s, 0.0), 60.0),
+            per_connection_mb_s=probe.per_connection_mb_s,
+            requests_in_flight=S3_DEFAULTS.requests_in_flight,
+            aggregate_mb_s=probe.aggregate_mb_s,
+            measured=True,
+        )
+
+    def storage_for(self, source: str | None) -> StorageParams:
+        """What one rank reads from, given the chosen data source.
+
+        The aggregate ceiling (NIC, local device) belongs to the node: the ranks on a node share
+        it, so each rank's model sees its share.
+        """
+        storage = self._node_storage_for(source)
+        if storage.aggregate_mb_s is None or self.ranks_per_node == 1:
+            return storage
+        share = storage.aggregate_mb_s / self.ranks_per_node
+        return dataclasses.replace(storage, aggregate_mb_s=share)
+
+    def _node_storage_for(self, source: str | None) -> StorageParams:
+        if source == "copy-local":
+            measured = self.measured_storage() if self.profile.storage == "local" else None
+            return measured or self.local_storage()
+        if source == "shared-fs":
+            measured = self.measured_storage() if self.on_fsx else None
+            return measured or SHARED_FS_DEFAULTS
+        if source == "efs":
+            return self.measured_storage() or EFS_DEFAULTS
+        return self.measured_storage() or S3_DEFAULTS
+
+    def layout(self, state: State) -> tuple[float, float]:
+        """(object bytes, samples per object) the training reads: after resharding if planned."""
+        if state.get(Key.DATA_SOURCE) == "reshard-first":
+            shard = float(state.get(Key.SHARD_SIZE_BYTES) or SHARD_TARGET_BYTES)
+            return shard, max(shard / max(self.stored_bytes_per_sample, 1.0), 1.0)
+        return self.object_bytes, self.samples_per_object
+
+    def objects_read(self, state: State) -> float:
+        """Objects one pass over the set reads, in the layout the training reads."""
+        object_bytes, _ = self.layout(state)
+        return self.total_bytes / max(object_bytes, 1.0)
+
+    def training_source(self, state: State) -> str | None:
+        source = state.get(Key.DATA_SOURCE)
+        return state.get(Key.AFTER_RESHARD, "stream") if source == "reshard-first" else source
+
+    def model_rates(
+        self, state: State, workers: range, cores: int | None = None
+    ) -> dict[int, float]:
+        return {w: self.model(state, w, cores).samples_per_s for w in workers}
+
+    def model(self, state: State, num_workers: int, cores: int | None = None) -> Prediction:
+        """The model's Prediction for `num_workers` (cores per rank unless `cores` is given)."""
+        object_bytes, spo = self.layout(state)
+        storage = self.storage_for(self.training_source(state))
+        if storage.requests_in_flight > 1 and Key.REQUESTS_IN_FLIGHT in state:
+            storage = dataclasses.replace(
+                storage, requests_in_flight=int(state[Key.REQUESTS_IN_FLIGHT])
+            )
+        return predict(
+            num_workers,
+            object_bytes=object_bytes,
+            samples_per_object=spo,
+            cpu_s_per_sample=self.cpu_s_per_sample,
+            usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
+            storage=storage,
+            consumer_rate=self.consumer_rate,
+            **self.measured_costs(state, num_workers),
+        )
+
+    def measured_costs(self, state: State, num_workers: int) -> dict[str, float | None]:
+        """The CPU costs per sample the trial measured, for `predict`: the loader process's
+        Python work (the decode loop), and, where training reads what the trial read on this
+        machine, the training thread's and the machine's with this kind of count (the sweep)."""
+        decode = self.trial.decode if self.trial is not None else None
+        if decode is None:
+            return {}
+        costs: dict[str, float | None] = {"overhead_s_per_sample": decode.overhead_s}
+        if self.reads_as_trialled(state):
+            assert self.trial is not None
+            costs["main_s_per_sample"] = self.trial.main_thread_s(num_workers)
+            costs["machine_s_per_sample"] = self.trial.machine_s(num_workers)
+        return costs
+
+    def reads_as_trialled(self, state: State) -> bool:
+        """True when training reads the objects where (and as) the trial read them."""
+        source = state.get(Key.DATA_SOURCE)
+        if source == "reshard-first":
+            return False  # other objects (packed shards)
+        if source == "copy-local":
+            return self.profile.storage == "local"  # a local set read in place
+        if source == "shared-fs":
+            return self.on_fsx
+        return True  # stream / efs: the data stays where the trial read it
+
+    @cached_property
+    def sweep(self) -> SweepEvidence:
+        return SweepEvidence.of(self.trial)
+
+    def measured_rates(self, state: State | None = None) -> dict[int, float]:
+        """Median samples/s per num_workers as training saw them in the trial (the slower step
+        model's; see `measured_counts`)."""
+        return {w: c.median for w, c in self.measured_counts(state).items()}
+
+    def measured_counts(self, state: State | None = None) -> dict[int, CountRate]:
+        """Per num_workers, what the trial's training-loop measurement saw (`CountRate`), lower
+        bounds only where they count (`SweepEvidence`).
+
+        With `state`, only when the training reads what the trial read, on this machine (else
+        empty: a planned target machine, `--target-gpu`, is the model's to predict).
+        """
+        if state is not None and (self.hardware.planned or not self.reads_as_trialled(state)):
+            return {}
+        return dict(self.sweep.kept)
+
+    def lower_bounds_left_out(self) -> dict[int, float]:
+        """num_workers whose measurement was a lower bound below the steady counts."""
+        return dict(self.sweep.lower_bounds_left_out)
+
+    def expected_rate(self, state: State) -> float:
+        """Samples/s at the chosen num_workers: measured where the trial read it, else modelled."""
+        w = state.get(Key.NUM_WORKERS, 0)
+        return self.measured_rates(state).get(w) or self.model(state, w).samples_per_s

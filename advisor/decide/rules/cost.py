@@ -1,0 +1,137 @@
+"""Cost notes: GET requests, start-up, idle GPU time and shared file system price (COST-1..4)."""
+
+from __future__ import annotations
+
+from advisor.core.units import MB, TB, gb
+from advisor.decide.rules.base import Rule
+from advisor.decide.rules.context import Context
+from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.thresholds import (
+    FASTFILE_LIST_OBJECTS_S,
+    FILE_MODE_MB_S,
+    FSX_INDEX_OBJECTS_PER_HOUR,
+    FSX_MIN_TB,
+    FSX_USD_PER_TB_MONTH,
+    GET_PRICE_PER_MILLION,
+    S3_USD_PER_TB_MONTH,
+)
+
+
+class GetRequestCost(Rule):
+    """GET requests per epoch.
+
+    Condition: data on S3
+    Recommendation: GET requests per epoch and their price ($0.40 per million)
+    Source: [SRC] 3 costs
+    """
+
+    id = "COST-1"
+    decision = "cost"
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        if not ctx.in_s3:
+            return None
+        source = ctx.training_source(state)
+        objects = ctx.objects_read(state)
+        epochs = ctx.workload.epochs
+        reads = 1 if source != "stream" or state.get(Key.CACHE_LOCALLY) else epochs
+        gets = objects * reads
+        text = f"~{objects:,.0f} GETs per pass, {reads} pass(es) from S3"
+        if state.get(Key.DATA_SOURCE) == "reshard-first":
+            gets += ctx.profile.object_count  # packing reads every small object once
+            text += f", plus {ctx.profile.object_count:,} GETs to pack the shards once"
+        price = gets / 1e6 * GET_PRICE_PER_MILLION
+        return self.finding(
+            round(price, 2),
+            f"{text}: ~${price:,.2f} in requests.",
+            evidence={"get_requests": round(gets), "usd": round(price, 2)},
+        )
+
+
+class StartupTime(Rule):
+    """Start-up delay.
+
+    Condition: copy-local from S3, or streaming
+    Recommendation: start-up delay: copy at ~200 MB/s, or FastFile listing at ~5,500 objects/s
+    Source: [SRC] 3 File mode ~200 MB/s; FastFile listing
+    """
+
+    id = "COST-2"
+    decision = "cost"
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        if not ctx.in_s3:
+            return None
+        source = ctx.training_source(state)
+        objects = ctx.objects_read(state)
+        if source == "copy-local":
+            seconds = ctx.total_bytes / (FILE_MODE_MB_S * MB)
+            what = f"copying {gb(ctx.total_bytes)} at ~200 MB/s"
+        elif source == "stream":
+            seconds = objects / FASTFILE_LIST_OBJECTS_S
+            what = f"listing {objects:,.0f} objects at ~5,500/s"
+        else:
+            return None
+        return self.finding(
+            round(seconds, 1),
+            f"Start-up: {what} takes ~{seconds / 60:,.1f} min before the first batch.",
+            evidence={"startup_s": round(seconds, 1)},
+        )
+
+
+class IdleGpuCost(Rule):
+    """Idle GPU time per epoch.
+
+    Condition: input-bound
+    Recommendation: idle GPU seconds per epoch: samples per rank / expected - samples per rank /
+    consumer
+    Source: [SRC] 3: instance seconds dominate the bill
+    """
+
+    id = "COST-3"
+    decision = "cost"
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        rate, consumer = state.get(Key.EXPECTED_SAMPLES_PER_S), ctx.consumer_rate
+        if not state.get(Key.INPUT_BOUND) or not rate or consumer is None:
+            return None
+        samples = ctx.samples_per_rank
+        idle = samples / rate - samples / consumer
+        return self.finding(
+            round(idle, 1),
+            f"Each epoch the GPUs idle ~{idle / 60:,.1f} min waiting for data "
+            f"({samples:,.0f} samples per rank).",
+            evidence={"idle_s_per_epoch": round(idle, 1), "samples_per_rank": round(samples)},
+        )
+
+
+class SharedFsStorageCost(Rule):
+    """Shared file system storage cost.
+
+    Condition: data source `shared-fs` the job creates (data not already on FSx)
+    Recommendation: monthly FSx price (max(total, 1.2 TB) x $140/TB) next to S3 ($23/TB), bucket
+    indexing time (~2 M objects/h)
+    Source: [SRC] 3: FSx Scratch 2 costs and indexing
+    """
+
+    id = "COST-4"
+    decision = "cost"
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        if state.get(Key.DATA_SOURCE) != "shared-fs" or ctx.on_fsx:
+            return None
+        tb = ctx.total_bytes / TB
+        fsx = max(tb, FSX_MIN_TB) * FSX_USD_PER_TB_MONTH
+        s3 = tb * S3_USD_PER_TB_MONTH
+        index_h = ctx.profile.object_count / FSX_INDEX_OBJECTS_PER_HOUR
+        return self.finding(
+            round(fsx, 2),
+            f"FSx for Lustre for {tb:,.1f} TB: ~${fsx:,.0f}/month (S3 alone ~${s3:,.0f}); "
+            f"linking the bucket indexes {ctx.profile.object_count:,} objects in "
+            f"~{index_h:,.1f} h.",
+            evidence={"fsx_usd_month": round(fsx, 2), "s3_usd_month": round(s3, 2)},
+        )

@@ -1,0 +1,144 @@
+"""Data layout: shard size (SHARD-1..3) and S3 prefixes (PFX-1); the layout kept when none fires."""
+
+from __future__ import annotations
+
+import math
+
+from advisor.core.units import gb
+from advisor.decide.rules.base import Rule
+from advisor.decide.rules.context import Context
+from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.thresholds import (
+    MANY_RANKS,
+    PREFIX_GET_RATE,
+    SHARD_FLOOR_BYTES,
+    SHARD_MAX_BYTES,
+    SHARD_MIN_BYTES,
+    SHARD_TARGET_BYTES,
+    SHARDS_PER_READER,
+)
+
+
+def _readers(ctx: Context, state: State) -> int:
+    return ctx.ranks * max(state.get(Key.NUM_WORKERS, 0), 1)
+
+
+class FewShardsPerReader(Rule):
+    """Enough shards for every reader.
+
+    Condition: total / 150 MB < ranks x workers x 4
+    Recommendation: shards of total / (ranks x workers x 4), at least 1 MB
+    Source: [IO] 2: ShardedByS3Key M/N, 1-128 MB; [SRC] 3: shuffle by reordering shards
+    """
+
+    id = "SHARD-1"
+    decision = "shard_size"
+    key = Key.SHARD_SIZE_BYTES
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        readers = _readers(ctx, state)
+        if ctx.total_bytes / SHARD_TARGET_BYTES >= readers * SHARDS_PER_READER:
+            return None
+        size = max(int(ctx.total_bytes / (readers * SHARDS_PER_READER)), SHARD_FLOOR_BYTES)
+        return self.finding(
+            size,
+            f"{readers} readers ({ctx.ranks} rank(s) x workers) need at least "
+            f"{SHARDS_PER_READER} shards each: {gb(ctx.total_bytes)} gives {gb(size)} shards.",
+            evidence={"total_bytes": ctx.total_bytes, "readers": readers},
+        )
+
+
+class PackSmallObjects(Rule):
+    """Pack small objects into ~150 MB shards.
+
+    Condition: median object under 50 MB
+    Recommendation: 150 MB shards
+    Source: [SRC] 3: ~150 MB containers; [CPP] 1: 50-200 MB
+    """
+
+    id = "SHARD-2"
+    decision = "shard_size"
+    key = Key.SHARD_SIZE_BYTES
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        if ctx.p50_bytes >= SHARD_MIN_BYTES:
+            return None
+        return self.finding(
+            SHARD_TARGET_BYTES,
+            f"Median object {gb(ctx.p50_bytes)} is under 50 MB: packing into ~150 MB shards "
+            "cuts the GET count and hides first-byte latency.",
+            evidence={"p50_object_bytes": ctx.p50_bytes},
+        )
+
+
+class SplitHugeObjects(Rule):
+    """Split objects over 200 MB.
+
+    Condition: median object over 200 MB
+    Recommendation: split into 150 MB shards or use ranged GETs
+    Source: [IO] 2: very large files need ranged GETs; [CPP] 1: 50-200 MB
+    """
+
+    id = "SHARD-3"
+    decision = "shard_size"
+    key = Key.SHARD_SIZE_BYTES
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        if ctx.p50_bytes <= SHARD_MAX_BYTES:
+            return None
+        return self.finding(
+            SHARD_TARGET_BYTES,
+            f"Median object {gb(ctx.p50_bytes)} is over 200 MB: one reader cannot parallelize "
+            "within it; split into ~150 MB shards or read with ranged GETs.",
+            evidence={"p50_object_bytes": ctx.p50_bytes},
+        )
+
+
+class SpreadPrefixes(Rule):
+    """Spread shards over prefixes.
+
+    Condition: training streams from S3 and (ranks >= 8 on one prefix, or expected GET/s / prefixes
+    > 3,500)
+    Recommendation: spread the shards over max(GET/s / 3,500, min(ranks, 16)) prefixes
+    Source: [CPP] 1: shard across buckets and prefixes; expected GET/s
+    """
+
+    id = "PFX-1"
+    decision = "prefix_layout"
+    key = Key.PREFIX_LAYOUT
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        if ctx.training_source(state) != "stream":
+            return None
+        _, spo = ctx.layout(state)
+        gets_per_s = ctx.ranks * ctx.expected_rate(state) / spo
+        prefixes = max(ctx.profile.distinct_prefixes, 1)
+        by_rate = math.ceil(gets_per_s / PREFIX_GET_RATE)
+        many_ranks = ctx.ranks >= MANY_RANKS and prefixes < 2
+        if by_rate <= prefixes and not many_ranks:
+            return None
+        target = max(by_rate, min(ctx.ranks, 16) if many_ranks else 1, 2)
+        return self.finding(
+            target,
+            f"{ctx.ranks} rank(s) issue ~{gets_per_s:,.0f} GET/s over {prefixes} prefix(es): "
+            f"spread the shards over at least {target} prefixes to avoid 503 SlowDown.",
+            evidence={
+                "ranks": ctx.ranks,
+                "get_per_s": round(gets_per_s, 1),
+                "distinct_prefixes": prefixes,
+            },
+        )
+
+
+KEPT_SHARDS = "Objects are already 50-200 MB and numerous enough: keep the layout."
+KEPT_PREFIXES = "The request rate per prefix stays well under S3's limits: keep the layout."
+
+
+def kept_shard_size(ctx: Context) -> int:
+    """The shard size when no SHARD rule fires: the objects as they are, within 50-200 MB."""
+    return int(min(max(ctx.p50_bytes, SHARD_MIN_BYTES), SHARD_MAX_BYTES))
+
+
+def kept_prefix_count(ctx: Context) -> int:
+    """The prefix count when PFX-1 does not fire: the prefixes the data already uses."""
+    return max(ctx.profile.distinct_prefixes, 1)

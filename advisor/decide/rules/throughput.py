@@ -1,0 +1,138 @@
+"""Expected throughput, measured or predicted (MEAS-1, MEAS-2), input-bound (MEAS-3, MEAS-4)."""
+
+from __future__ import annotations
+
+from advisor.decide.rules.base import Rule
+from advisor.decide.rules.context import Context
+from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.thresholds import NOISE_CAP
+
+
+class MeasuredThroughput(Rule):
+    """Expected throughput measured.
+
+    Condition: the sweep measured the chosen num_workers (and training reads what the trial read)
+    Recommendation: expected samples/s = measured, model prediction reported next to it
+    Source: measured
+    """
+
+    id = "MEAS-1"
+    decision = "throughput"
+    key = Key.EXPECTED_SAMPLES_PER_S
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        w = state.get(Key.NUM_WORKERS, 0)
+        rate = ctx.measured_rates(state).get(w)  # none when training reads a copy or new shards
+        if rate is None:
+            return None
+        predicted = ctx.model(state, w).samples_per_s
+        return self.finding(
+            round(rate, 1),
+            f"Measured {rate:,.0f} samples/s with {w} worker(s); the model predicts "
+            f"{predicted:,.0f}.",
+            evidence={
+                "measured_samples_per_s": rate,
+                "predicted_samples_per_s": predicted,
+                "sweep_samples_per_s": _model_vs_measured(ctx, state),
+            },
+            measured=True,
+            confidence="high",
+        )
+
+
+class ModelThroughput(Rule):
+    """Expected throughput predicted.
+
+    Condition: otherwise
+    Recommendation: expected samples/s = model prediction, with its bottleneck
+    Source: model
+    """
+
+    id = "MEAS-2"
+    decision = "throughput"
+    key = Key.EXPECTED_SAMPLES_PER_S
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        w = state.get(Key.NUM_WORKERS, 0)
+        p = ctx.model(state, w)
+        storage = ctx.storage_for(ctx.training_source(state))
+        return self.finding(
+            round(p.samples_per_s, 1),
+            f"Predicted {p.samples_per_s:,.0f} samples/s with {w} worker(s), bound by "
+            f"{p.bottleneck} ({storage.name} storage).",
+            evidence={
+                "predicted_samples_per_s": p.samples_per_s,
+                "bottleneck": p.bottleneck,
+                "storage": storage.name,
+                # what the trial measured where the data lives now (e.g. before a local copy)
+                "sweep_samples_per_s": _model_vs_measured(ctx, {**state, Key.DATA_SOURCE: "stream"})
+                if ctx.measured_rates()
+                else None,
+            },
+            confidence="medium" if storage.measured or ctx.cpu_measured else "low",
+        )
+
+
+class InputBound(Rule):
+    """Input-bound.
+
+    Condition: expected samples/s < 0.95 x consumer rate (a rate measured in the training loop
+    never exceeds the consumer, and the loop's own per-batch work keeps it a little under)
+    Recommendation: `input_bound = True`
+    Source: measured/predicted vs consumer rate
+    """
+
+    id = "MEAS-3"
+    decision = "throughput"
+    key = Key.INPUT_BOUND
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        rate, consumer = state.get(Key.EXPECTED_SAMPLES_PER_S), ctx.consumer_rate
+        if rate is None or consumer is None or rate >= consumer * (1 - NOISE_CAP):
+            return None
+        return self.finding(
+            True,
+            f"The loader delivers {rate:,.0f} of the {consumer:,.0f} samples/s the GPU consumes: "
+            f"the GPU waits {1 - rate / consumer:.0%} of the time.",
+            evidence={"expected_samples_per_s": rate, "consumer_rate_samples_per_s": consumer},
+        )
+
+
+class CpuBoundDecode(Rule):
+    """Decode is the bottleneck.
+
+    Condition: input-bound and the model's bottleneck is the CPU
+    Recommendation: do deterministic decode/resize offline, keep random augmentation online
+    Source: [IO] 2: make `__getitem__` cheap (1 worker reached the speed of 7)
+    """
+
+    id = "MEAS-4"
+    decision = "preprocess"
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        if not state.get(Key.INPUT_BOUND):
+            return None
+        p = ctx.model(state, state.get(Key.NUM_WORKERS, 0))
+        if p.bottleneck != "cpu":
+            return None
+        return self.finding(
+            "preprocess-offline",
+            f"{ctx.cpu_s_per_sample * 1e3:,.2f} ms of CPU per sample on "
+            f"{max(ctx.cores_per_rank - 1, 1)} core(s) caps the loader at "
+            f"{min(p.cpu_bound, p.latency_bound):,.0f} "
+            "samples/s: move deterministic decode/resize offline, keep random augmentation.",
+            evidence={
+                "cpu_s_per_sample": ctx.cpu_s_per_sample,
+                "cpu_bound_samples_per_s": min(p.cpu_bound, p.latency_bound),
+            },
+            measured=ctx.cpu_measured,
+        )
+
+
+def _model_vs_measured(ctx: Context, state: State) -> dict[str, dict[str, float]]:
+    """Per measured num_workers: the measured samples/s and the model's prediction."""
+    return {
+        str(w): {"measured": round(r, 1), "predicted": round(ctx.model(state, w).samples_per_s, 1)}
+        for w, r in sorted(ctx.measured_rates().items())
+    }

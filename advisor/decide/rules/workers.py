@@ -1,0 +1,322 @@
+"""DataLoader num_workers: the caps (NW-1, NW-2) and the choice (NW-3 measured, NW-4 model).
+
+The reasoning NW-1 and NW-3 share about the measured counts lives here too, as functions of the
+context (the context itself holds only facts; the measured counts are `SweepEvidence`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from advisor.core.model import choose_workers
+from advisor.core.units import MB, gb, per_s
+from advisor.decide.rules.base import Rule
+from advisor.decide.rules.context import Context
+from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.thresholds import (
+    HEADROOM,
+    MAX_SEARCH_WORKERS,
+    NOISE_CAP,
+    RAM_FRACTION_FOR_WORKERS,
+    TOLERANCE,
+)
+from advisor.measure.trial.results import CountRate, StepRate
+
+
+def core_cap(ctx: Context, state: State) -> int:
+    """Workers up to the cores per rank when the trial measured what training reads (it
+    measured every count up to them, so the measurements decide whether the last core is
+    worth a worker); else [IO] CPU count - 1: one core stays with the training process."""
+    if ctx.measured_rates(state):
+        return ctx.cores_per_rank
+    return max(ctx.cores_per_rank - 1, 0)
+
+
+def ram_cap(ctx: Context) -> int:
+    """Workers whose memory fits: each is a process with its own dataset copy [IO]."""
+    ram = ctx.ram_per_rank
+    if ram is None:
+        return MAX_SEARCH_WORKERS
+    return max(int(ram * RAM_FRACTION_FOR_WORKERS // ctx.worker_rss_bytes), 0)
+
+
+def unconstrained_workers(ctx: Context, state: State) -> int:
+    """The workers the throughput alone asks for, before cores and RAM bound it."""
+    measured = ctx.measured_counts(state)
+    if measured:
+        return choose_measured(measured, ctx.consumer_rate)[0]
+    # as if every worker had a core of its own: what the data and storage ask for
+    rates = ctx.model_rates(state, range(1, MAX_SEARCH_WORKERS + 1), MAX_SEARCH_WORKERS + 1)
+    return choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
+
+
+def workers_cap(ctx: Context, state: State) -> int:
+    """The most workers the cores (NW-1) and the RAM (NW-2) allow."""
+    return min(
+        state.get(Key.WORKERS_CAP_CORES, core_cap(ctx, state)),
+        state.get(Key.WORKERS_CAP_RAM, ram_cap(ctx)),
+    )
+
+
+def choose_measured(
+    counts: Mapping[int, CountRate], consumer: float | None
+) -> tuple[int, int, str]:
+    """(the count NW-3 chooses, the best-scoring count, why: "headroom", "noise" or "best").
+
+    A count's score is the lowest, over the step models, of its median over that model's best
+    median: a count good with a blocking step but not with a spinning one (or the reverse)
+    scores low. Its tolerance is the larger half-range of its own slices and the model's best
+    count's, as a share of that best, the largest over the models, and at most NOISE_CAP.
+    """
+    best: dict[str, StepRate] = {}
+    for c in counts.values():
+        for s in c.steps:
+            if s.step not in best or s.median > best[s.step].median:
+                best[s.step] = s
+
+    def score(c: CountRate) -> float:
+        return min(s.median / best[s.step].median for s in c.steps if best[s.step].median > 0)
+
+    def tolerance(c: CountRate) -> float:
+        shares = [
+            max(s.noise, best[s.step].noise) / best[s.step].median
+            for s in c.steps
+            if best[s.step].median > 0
+        ]
+        return min(max(shares, default=0.0), NOISE_CAP)
+
+    top = max(counts, key=lambda w: (score(counts[w]), -w))
+    for w in sorted(counts):
+        c = counts[w]
+        if consumer is not None and all(s.median >= consumer * HEADROOM for s in c.steps):
+            return w, top, "headroom"
+        if score(c) >= score(counts[top]) - tolerance(c):
+            return w, top, "best" if w == top else "noise"
+    return top, top, "best"
+
+
+def sweep_table(ctx: Context, state: State) -> dict[str, dict[str, Any]]:
+    """Per measured num_workers: median, spread, lower bound and the model's prediction (what
+    training sees, samples/s)."""
+    return {
+        str(c.num_workers): {
+            "median": round(c.median, 1),
+            "low": round(c.low, 1),
+            "high": round(c.high, 1),
+            "lower_bound": c.lower_bound,
+            "step": c.step,
+            "predicted": round(ctx.model(state, c.num_workers).trained_samples_per_s, 1),
+        }
+        for c in ctx.sweep.counts
+    }
+
+
+class WorkersCappedByCores(Rule):
+    """Cores bound the workers.
+
+    Condition: the workers the throughput asks for exceed the cap
+    Recommendation: cap num_workers at the cores per rank when the trial measured what the training
+    reads (it measured every count up to them, so its measurements decide whether the last core is
+    worth a worker); else, for the model (NW-4), at max(cores per rank - 1, 0): one core stays with
+    the training process
+    Source: [IO] 2: "scale up to (CPU count - 1)"; measured: the training-loop sweep up to the cores
+    """
+
+    id = "NW-1"
+    decision = "num_workers"
+    key = Key.WORKERS_CAP_CORES
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        wanted = unconstrained_workers(ctx, state)
+        cap = core_cap(ctx, state)
+        if wanted <= cap:
+            return None
+        why = (
+            "the trial measured counts up to them"
+            if cap == ctx.cores_per_rank
+            else "one core stays with the training process"
+        )
+        return self.finding(
+            cap,
+            f"Throughput alone would use {wanted} workers, but {ctx.cores_per_rank} core(s) per "
+            f"rank allow {cap} ({why}). More cores per rank would help.",
+            evidence={
+                "usable_cores": ctx.hardware.usable_cores,
+                "ranks_per_node": ctx.ranks_per_node,
+                "workers_wanted": wanted,
+            },
+            confidence="high",
+        )
+
+
+class WorkersCappedByRam(Rule):
+    """RAM bounds the workers.
+
+    Condition: RAM per rank x 0.75 / worker memory is below the other caps
+    Recommendation: cap num_workers there
+    Source: [IO] 2: each worker has its own dataset copy, memory grows linearly
+    """
+
+    id = "NW-2"
+    decision = "num_workers"
+    key = Key.WORKERS_CAP_RAM
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        wanted = min(unconstrained_workers(ctx, state), state.get(Key.WORKERS_CAP_CORES, 1 << 30))
+        if ram_cap(ctx) >= wanted:
+            return None
+        return self.finding(
+            ram_cap(ctx),
+            f"Each worker holds ~{ctx.worker_rss_bytes / MB:,.0f} MB; "
+            f"{gb(ctx.ram_per_rank or 0)} available per rank fits {ram_cap(ctx)} worker(s).",
+            evidence={
+                "ram_available_bytes": ctx.hardware.ram_available_bytes,
+                "worker_rss_bytes": ctx.worker_rss_bytes,
+                "workers_wanted": wanted,
+            },
+            measured=bool(ctx.trial and ctx.trial.sweep),
+        )
+
+
+class WorkersFromSweep(Rule):
+    """Workers from the measured sweep.
+
+    Condition: the trial's training-loop sweep has counts within the caps (and training reads what
+    the trial read, on this machine)
+    Recommendation: among the measured counts within the caps, the smallest whose score is within
+    the measured noise of the best score, or the smallest that already delivers >= 1.2 x the
+    consumer rate with every step model. A count's score is the lowest, over the two step models
+    (the consumer's step as a blocking wait and as a spinning core), of its median over that
+    model's best median, so the choice must be good both ways; the measured noise is the larger
+    half-range of the count's slices and the best count's, as a share of the best median (the
+    largest over the models), and never more than 5%. Measured in a training loop no count reads
+    faster than its consumer, so with a consumer rate the 1.2 x test is met only through the
+    first. A count that reached no steady state is a lower bound (shown as ">="): it counts where
+    it reaches the best steady median, else it is left out and named; with a lower bound the
+    confidence is medium. The evidence holds the measured table (median, range, lower bound, the
+    model's prediction per count, `sweep_table`) and the model's error at the chosen count
+    (`prediction_error`)
+    Source: measured: samples/s per num_workers in the trial's training loop
+    (`advisor/measure/trial/sweep.py`)
+    """
+
+    id = "NW-3"
+    decision = "num_workers"
+    key = Key.NUM_WORKERS
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        cap = workers_cap(ctx, state)
+        counts = {w: c for w, c in ctx.measured_counts(state).items() if w <= cap}
+        if not counts:
+            return None
+        w, top, reason = choose_measured(counts, ctx.consumer_rate)
+        chosen = counts[w]
+        predicted = ctx.model(state, w).trained_samples_per_s
+        rationale = _measured_rationale(w, top, counts, reason, ctx.consumer_rate)
+        rationale += f" {_spread(chosen)}; the model predicted {per_s(predicted)}."
+        unsteady = ctx.lower_bounds_left_out()
+        if unsteady:
+            rationale += (
+                f" Left out: num_workers={', '.join(map(str, sorted(unsteady)))} reached no steady "
+                "state within the trial (a lower bound, below the other counts); a longer trial "
+                f"measures {'it' if len(unsteady) == 1 else 'them'}."
+            )
+        lower = any(c.lower_bound for c in counts.values())
+        if all(c.lower_bound for c in counts.values()):
+            rationale += (
+                " No count reached a steady state within the trial: these rates include "
+                "start-up (lower bounds); a longer trial measures them."
+            )
+        return self.finding(
+            w,
+            rationale,
+            evidence={
+                "sweep_table": sweep_table(ctx, state),
+                "prediction_error": round(predicted / chosen.median - 1, 3),
+                "consumer_rate_samples_per_s": ctx.consumer_rate,
+                "cap": cap,
+            },
+            measured=True,
+            confidence="medium" if lower or unsteady else "high",
+        )
+
+
+class WorkersFromModel(Rule):
+    """Workers from the throughput model.
+
+    Condition: otherwise (no trial, a target machine, or training reads a copy or new shards)
+    Recommendation: smallest num_workers (from 1 when a core is free) whose predicted loader rate >=
+    1.2 x consumer, else smallest within 5% of the best prediction, within cores - 1 (NW-1); the
+    rationale says it is a prediction
+    Source: model (below)
+    """
+
+    id = "NW-4"
+    decision = "num_workers"
+    key = Key.NUM_WORKERS
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        cap = workers_cap(ctx, state)
+        rates = ctx.model_rates(state, range(min(1, cap), cap + 1))
+        w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
+        storage = ctx.storage_for(ctx.training_source(state))
+        measured_inputs = storage.measured or ctx.cpu_measured
+        return self.finding(
+            w,
+            "A prediction of the throughput model (no trial measured how training reads this): "
+            + _workers_rationale(w, rates, ctx.consumer_rate),
+            evidence={
+                "predicted_samples_per_s": {str(k): round(v, 1) for k, v in rates.items()},
+                "bottleneck": ctx.model(state, w).bottleneck,
+                "first_byte_s": storage.first_byte_s,
+                "per_connection_mb_s": storage.per_connection_mb_s,
+                "cpu_s_per_sample": ctx.cpu_s_per_sample,
+                "cap": cap,
+            },
+            confidence="medium" if measured_inputs else "low",
+        )
+
+
+def _measured_rationale(
+    w: int, top: int, counts: Mapping[int, CountRate], reason: str, consumer: float | None
+) -> str:
+    how = "with a blocking and with a spinning step" if consumer else "with no step"
+    if len(counts) == 1:
+        return f"{w} worker(s), the only measured choice within the caps."
+    if reason == "headroom":
+        return (
+            f"{w} worker(s) deliver at least 1.2x the {consumer or 0:,.0f} samples/s the GPU "
+            f"consumes, as training sees it {how}; more workers would only cost memory."
+        )
+    if reason == "noise":
+        return (
+            f"{w} worker(s): within the measured noise of the best, {top} worker(s), as "
+            f"training sees it {how}; fewer processes and less memory."
+        )
+    return f"{w} worker(s): the best measured as training sees it {how}."
+
+
+def _spread(c: CountRate) -> str:
+    bound = ">= " if c.lower_bound else ""
+    slower = f", the {c.step} step the slower" if len(c.steps) > 1 else ""
+    return (
+        f"{bound}{per_s(c.median)} samples/s median ({per_s(c.low)}-{per_s(c.high)} over "
+        f"{c.slower.slices} slices{slower})"
+    )
+
+
+def _workers_rationale(w: int, rates: Mapping[int, float], consumer: float | None) -> str:
+    """NW-4's reasoning on the model's predicted rates."""
+    best = max(rates.values())
+    if len(rates) == 1:
+        return f"{w} worker(s), the only choice within the caps: {rates[w]:,.0f} samples/s."
+    if consumer is not None and rates[w] >= consumer * HEADROOM:
+        return (
+            f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), at least 1.2x the "
+            f"{consumer:,.0f} samples/s the GPU consumes; more workers would only cost memory."
+        )
+    return (
+        f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), within 5% of the best "
+        f"{best:,.0f} samples/s over {min(rates)}-{max(rates)} workers."
+    )

@@ -1,0 +1,236 @@
+"""The host as /proc, /sys and the file systems show it: cores, cgroup limits, memory, mounts,
+disks, shared memory, and the CPU time and resident memory of running processes. The only
+module that reads /proc; every reader takes the file-system root it reads under."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from advisor.measure.hardware.machine import DiskInfo
+
+VIRTUAL_DISK_PREFIXES = ("vd", "xvd")
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text()
+    except OSError:
+        return None
+
+
+def affinity_cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _cgroup_dirs(root: Path, controller: str) -> list[Path]:
+    """cgroup directories that may hold this process's limits, most specific first.
+
+    /proc/self/cgroup names the process's cgroup ("0::/path" for v2, "N:cpu,cpuacct:/path" for
+    v1); inside a container with its own cgroup namespace that path is "/" and the limits sit at
+    the mount root, which is always tried last.
+    """
+    base = root / "sys/fs/cgroup"
+    dirs: list[Path] = []
+    for line in (_read(root / "proc/self/cgroup") or "").splitlines():
+        parts = line.split(":", 2)
+        if len(parts) != 3:
+            continue
+        _, controllers, rel = parts
+        rel = rel.strip().lstrip("/")
+        if controllers == "":
+            dirs.append(base / rel)
+        elif controller in controllers.split(","):
+            dirs.append(base / controllers / rel)
+    v1 = {"cpu": ("cpu", "cpu,cpuacct"), "memory": ("memory",)}[controller]
+    return [*dirs, base, *(base / name for name in v1)]
+
+
+def cgroup_cpu_limit(root: Path) -> float | None:
+    """CPU quota in cores from cgroup v2 (cpu.max) or v1 (cpu.cfs_quota_us); None if unlimited."""
+    for directory in _cgroup_dirs(root, "cpu"):
+        v2 = _read(directory / "cpu.max")
+        if v2:
+            parts = v2.split()
+            if len(parts) == 2 and parts[0] != "max":
+                try:
+                    return int(parts[0]) / int(parts[1])
+                except (ValueError, ZeroDivisionError):
+                    return None
+            return None
+        quota = _read(directory / "cpu.cfs_quota_us")
+        period = _read(directory / "cpu.cfs_period_us")
+        if quota and period:
+            try:
+                q, p = int(quota), int(period)
+            except ValueError:
+                return None
+            return q / p if q > 0 and p > 0 else None
+    return None
+
+
+def cgroup_memory_limit(root: Path) -> int | None:
+    """Memory limit in bytes from cgroup v2 (memory.max) or v1; None if unlimited."""
+    for directory in _cgroup_dirs(root, "memory"):
+        for name in ("memory.max", "memory.limit_in_bytes"):
+            text = _read(directory / name)
+            if text is None:
+                continue
+            text = text.strip()
+            if text == "max":
+                return None
+            try:
+                value = int(text)
+            except ValueError:
+                return None
+            return value if value < (1 << 60) else None  # v1 "unlimited" is a huge number
+    return None
+
+
+def meminfo(root: Path) -> tuple[int | None, int | None]:
+    """(MemTotal, MemAvailable) in bytes from /proc/meminfo."""
+    text = _read(root / "proc/meminfo")
+    if text is None:
+        return None, None
+    values: dict[str, int] = {}
+    for line in text.splitlines():
+        name, _, rest = line.partition(":")
+        parts = rest.split()
+        if parts and parts[0].isdigit():
+            scale = 1024 if len(parts) > 1 and parts[1].lower() == "kb" else 1
+            values[name.strip()] = int(parts[0]) * scale
+    return values.get("MemTotal"), values.get("MemAvailable", values.get("MemFree"))
+
+
+def mount_for(path: str, root: Path) -> tuple[str | None, str | None, str | None]:
+    """(mount point, device, file system type) of the longest /proc/mounts entry holding path."""
+    text = _read(root / "proc/mounts")
+    if text is None:
+        return None, None, None
+    target = os.path.realpath(path)
+    best: tuple[str | None, str | None, str | None] = (None, None, None)
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 3:
+            continue
+        device, mount_point, fstype = parts[0], parts[1].replace("\\040", " "), parts[2]
+        inside = target == mount_point or target.startswith(mount_point.rstrip("/") + "/")
+        if inside and len(mount_point) >= len(best[0] or ""):
+            best = (mount_point, device, fstype)
+    return best
+
+
+def filesystem_type(path: str, root: Path = Path("/")) -> str | None:
+    """The file system type ("ext4", "nfs4", "lustre", ...) of the mount holding `path`."""
+    return mount_for(path, root)[2]
+
+
+def disk_kind(device_name: str, sys_root: Path) -> tuple[str, str | None]:
+    """("nvme" | "ssd" | "hdd" | "unknown", model) for a block device name such as "nvme0n1p1"."""
+    block = sys_root / "block"
+    name = device_name
+    if not (block / name).exists():
+        # a partition: find the whole disk that has it as a child
+        for disk in sorted(block.iterdir()) if block.is_dir() else []:
+            if (disk / name).exists():
+                name = disk.name
+                break
+    model = _read(block / name / "device/model")
+    model = model.strip() if model else None
+    if name.startswith("nvme"):
+        return "nvme", model
+    rotational = _read(block / name / "queue/rotational")
+    if rotational is None:
+        return "unknown", model
+    if rotational.strip() == "1":
+        # virtio/Xen disks of cloud VMs report rotational=1 whatever backs them
+        return ("unknown" if name.startswith(VIRTUAL_DISK_PREFIXES) else "hdd"), model
+    return "ssd", model
+
+
+def probe_disk(path: str, root: Path = Path("/")) -> DiskInfo | None:
+    """Free space, kind and file system of the file system holding `path`."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return None
+    _, device, fstype = mount_for(path, root)
+    kind, model, dev_name = "unknown", None, None
+    if device and device.startswith("/dev/"):
+        # /dev/root and /dev/disk/by-* are symlinks on the live system
+        resolved = os.path.realpath(device) if root == Path("/") else device
+        dev_name = os.path.basename(resolved)
+        kind, model = disk_kind(dev_name, root / "sys")
+    return DiskInfo(
+        path=path,
+        free_bytes=usage.free,
+        total_bytes=usage.total,
+        kind=kind,
+        device=dev_name,
+        model=model,
+        filesystem=fstype,
+    )
+
+
+def shm_bytes(path: str) -> int | None:
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_frsize * st.f_blocks
+
+
+def busy_cpu_s(cpus: frozenset[int], root: Path = Path("/")) -> float:
+    """Busy CPU seconds so far of the cores `cpus` (`/proc/stat`: all but idle and iowait), 0
+    where it cannot be read."""
+    busy = 0
+    try:
+        with open(root / "proc/stat") as f:
+            for line in f:
+                if not line.startswith("cpu"):
+                    break  # the per-core lines come first
+                name, *fields = line.split()
+                if name == "cpu" or int(name[3:]) not in cpus:
+                    continue
+                ticks = [int(v) for v in fields[:8]]
+                busy += sum(ticks) - ticks[3] - ticks[4]  # less idle and iowait
+    except (OSError, ValueError):
+        return 0.0
+    return busy / os.sysconf("SC_CLK_TCK")
+
+
+def child_pids(root: Path = Path("/")) -> set[int]:
+    """PIDs of this process's children (all threads' children, as DataLoader forks from one)."""
+    pids: set[int] = set()
+    pid = os.getpid()
+    try:
+        tasks = os.listdir(root / f"proc/{pid}/task")
+    except OSError:
+        return pids
+    for tid in tasks:
+        try:
+            with open(root / f"proc/{pid}/task/{tid}/children") as f:
+                pids.update(int(child) for child in f.read().split())
+        except OSError:
+            continue
+    return pids
+
+
+def largest_rss_mb(pids: set[int], root: Path = Path("/")) -> float:
+    """Largest resident set among `pids`, in MiB (VmRSS kB / 1024; the name predates the unit
+    rule and is kept with the `peak_worker_rss_mb` fields it fills); processes that are gone
+    count as 0."""
+    largest = 0
+    for pid in pids:
+        try:
+            with open(root / f"proc/{pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        largest = max(largest, int(line.split()[1]))
+        except OSError:
+            continue
+    return largest / 1024

@@ -1,0 +1,163 @@
+"""The hardware profile's result types: GPUs, the local disk and the whole machine.
+
+The profile carries no host name or other identifying data, so it can be shared in a report.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.core.bounds import range_of
+from advisor.core.location import NETWORK_FILESYSTEMS
+from advisor.core.workload import Workload
+from advisor.measure.hardware.catalog import PCIE_LANE_GB_S, lookup_gpu
+
+
+@dataclass(frozen=True)
+class GpuInfo:
+    """One GPU. Any field is None when NVML does not support the query on that device.
+
+    memory_total_bytes: framebuffer size in bytes.
+    pcie_gen_current / pcie_width_current: the link as it runs now (idle GPUs often drop to gen1).
+    pcie_gen_max / pcie_width_max: what the device and slot can do; use these for planning.
+    nvlink_active_links: NVLink links reported active (0 on PCIe-only cards, None if unsupported).
+    driver_version: the NVIDIA driver, e.g. "535.129.03".
+    cuda_driver_version: the CUDA version the driver supports, as NVML's integer (12020 = 12.2).
+    null_reasons: for every field above that is None, why ("not supported by this GPU
+        (NVML_ERROR_NOT_SUPPORTED)", "this pynvml has no nvmlX", or the NVML error).
+    """
+
+    index: int
+    name: str
+    memory_total_bytes: int | None = None
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    nvlink_active_links: int | None = None
+    driver_version: str | None = None
+    cuda_driver_version: int | None = None
+    null_reasons: dict[str, str] = field(default_factory=dict, hash=False)
+
+    @property
+    def pcie_max_gb_s(self) -> float | None:
+        """Theoretical one-direction PCIe bandwidth of the link at its best (GB/s), if known."""
+        if self.pcie_gen_max is None or self.pcie_width_max is None:
+            return None
+        lane = PCIE_LANE_GB_S.get(self.pcie_gen_max)
+        return None if lane is None else lane * self.pcie_width_max
+
+    @property
+    def cuda_version(self) -> str | None:
+        """cuda_driver_version as "major.minor" (12020 -> "12.2")."""
+        v = self.cuda_driver_version
+        return None if v is None else f"{v // 1000}.{(v % 1000) // 10}"
+
+
+@dataclass(frozen=True)
+class DiskInfo:
+    """The file system holding `path` (the local scratch area a copy would go to).
+
+    kind: "nvme", "ssd", "hdd" or "unknown" (from the block device's name and
+        /sys/block/<dev>/queue/rotational). NVMe devices on cloud VMs may be network block storage
+        (EBS); `model` tells them apart where the kernel reports it. Virtio/Xen disks (vd*, xvd*)
+        claim to be rotational whatever backs them, so they count as "unknown" then.
+    """
+
+    path: str
+    free_bytes: int
+    total_bytes: int
+    kind: str = "unknown"
+    device: str | None = None
+    model: str | None = None
+    filesystem: str | None = None
+
+    @property
+    def is_network_fs(self) -> bool:
+        return (self.filesystem or "") in NETWORK_FILESYSTEMS
+
+
+@dataclass(frozen=True)
+class HardwareProfile:
+    """What this machine (or the planned training machine) offers the data loader.
+
+    gpus: probed GPUs, or catalogued ones when `planned` is True.
+    cpu_count: logical CPUs in the machine (os.cpu_count()).
+    affinity_cores: CPUs this process may run on (os.sched_getaffinity).
+    cgroup_cpu_limit: CPU quota in cores from cgroup (cpu.max / cfs_quota), None when unlimited.
+    usable_cores: whole cores the process can use: min(affinity, quota), at least 1.
+    ram_total_bytes / ram_available_bytes: /proc/meminfo MemTotal / MemAvailable, lowered to the
+        cgroup memory limit when one is set; None when unknown.
+    shm_bytes: size of /dev/shm (DataLoader workers hand batches over through it); None if absent.
+    disk: the local scratch file system (a copy or cache would go there); None if not probed.
+    planned: True when the GPUs come from GPU_CATALOG (profiled elsewhere than training).
+    target_gpu: the catalog name when planned.
+    notes: what the probe could not find out, in plain words.
+    """
+
+    gpus: tuple[GpuInfo, ...] = ()
+    cpu_count: int = 1
+    affinity_cores: int = 1
+    cgroup_cpu_limit: float | None = None
+    usable_cores: int = 1
+    ram_total_bytes: int | None = None
+    ram_available_bytes: int | None = None
+    shm_bytes: int | None = None
+    disk: DiskInfo | None = None
+    planned: bool = False
+    target_gpu: str | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if self.usable_cores < 0:
+            raise ValueError(f"usable_cores={self.usable_cores} must be >= 0")
+        for name in ("ram_total_bytes", "ram_available_bytes", "shm_bytes"):
+            value = getattr(self, name)
+            if value is not None and value < 0:
+                raise ValueError(f"{name}={value} must be >= 0")
+
+    @property
+    def gpu_count(self) -> int:
+        return len(self.gpus)
+
+    @property
+    def has_gpu(self) -> bool:
+        return bool(self.gpus)
+
+    def with_target_gpu(self, name: str, count: int = 1) -> HardwareProfile:
+        """This host's CPU/RAM/disk with `count` catalogued `name` GPUs, marked as planned."""
+        per_node = range_of(Workload, "gpus_per_node")  # a planned machine is one node
+        if count not in per_node:
+            raise ValueError(f"{count=} must be in {per_node}")
+        spec = lookup_gpu(name)
+        gpus = tuple(
+            GpuInfo(
+                index=i,
+                name=spec.name,
+                memory_total_bytes=spec.memory_total_bytes,
+                pcie_gen_current=spec.pcie_gen,
+                pcie_gen_max=spec.pcie_gen,
+                pcie_width_current=spec.pcie_width,
+                pcie_width_max=spec.pcie_width,
+                nvlink_active_links=spec.nvlink_links,
+            )
+            for i in range(count)
+        )
+        note = f"planned: {count} x {spec.name} from the catalog, not probed on this machine"
+        return dataclasses.replace(
+            self, gpus=gpus, planned=True, target_gpu=spec.name, notes=(*self.notes, note)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> HardwareProfile:
+        fields = dict(data)
+        fields["gpus"] = tuple(GpuInfo(**g) for g in fields.get("gpus", ()))
+        disk = fields.get("disk")
+        fields["disk"] = DiskInfo(**disk) if disk is not None else None
+        fields["notes"] = tuple(fields.get("notes", ()))
+        return cls(**fields)

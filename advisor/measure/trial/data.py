@@ -1,0 +1,148 @@
+"""What every measurement of a trial reads (`TrialData`: its objects, reader and transform),
+and the trial's clock (`TrialClock`: budget shares, cancellation, progress events). Below the
+probes, the sweep and the run, which all take them."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from advisor.core.location import DatasetLocation
+from advisor.measure.trial.results import LoaderPoint
+from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
+from native_loader.uri import is_metadata
+
+SAMPLE_KEYS = 4000  # keys listed to draw trial objects from
+LIST_SECONDS = 5.0
+
+
+@dataclass(frozen=True)
+class TrialEvent:
+    """A progress report from a running trial, for progress bars and live charts.
+
+    phase: "storage" | "decode" | "sweep" | "h2d" | "done"; fraction: overall progress in [0, 1];
+    point: set when a DataLoader configuration of the sweep has just been measured.
+    """
+
+    phase: str
+    fraction: float
+    message: str
+    point: LoaderPoint | None = None
+
+
+TrialProgress = Callable[[TrialEvent], None]
+
+
+class TrialCancelled(Exception):
+    """Raised inside the trial to unwind when the caller's cancel event is set."""
+
+
+@dataclass
+class TrialClock:
+    """The trial's budget: phases get shares; cancellation is checked at every bounded step."""
+
+    seconds: float
+    cancel: threading.Event | None
+    progress: TrialProgress | None
+    started: float = field(default_factory=time.monotonic)
+
+    def used(self) -> float:
+        return time.monotonic() - self.started
+
+    def check(self) -> None:
+        if self.cancel is not None and self.cancel.is_set():
+            raise TrialCancelled
+
+    def report(self, phase: str, message: str, point: LoaderPoint | None = None) -> None:
+        if self.progress is not None:
+            fraction = min(1.0, self.used() / self.seconds)
+            self.progress(TrialEvent(phase, fraction, message, point))
+
+
+@dataclass(frozen=True)
+class TrialData:
+    """What every measurement of a trial reads, and how: its objects, reader and transform."""
+
+    objects: tuple[ObjectInfo, ...]
+    config: ReaderConfig
+    fmt: str
+    transform: Callable[[Any], Any]
+    credentials: Credentials | None = field(default=None, repr=False)
+    # Training samples in one item the dataset yields: 1 for single-sample objects and tar
+    # members; the records of a line-oriented object (text, JSONL) decoded as one item.
+    samples_per_item: float = 1.0
+
+    @classmethod
+    def sample(
+        cls,
+        location: DatasetLocation,
+        fmt: str,
+        transform: Callable[[Any], Any],
+        credentials: Credentials | None = None,
+    ) -> TrialData:
+        """A seeded, shuffled sample of the data set's non-empty objects (bounded listing)."""
+        config = location.reader_config()
+        objects: list[ObjectInfo] = []
+        deadline = time.monotonic() + LIST_SECONDS
+        with S3Reader(config, credentials=credentials) as reader:
+            listed = location.prefix_uri()
+            for info in reader.list(listed):
+                if info.size > 0 and not is_metadata(info.uri, listed):
+                    objects.append(info)
+                if len(objects) >= SAMPLE_KEYS or time.monotonic() > deadline:
+                    break
+        if not objects:
+            raise FileNotFoundError(f"no non-empty objects under {location.uri!r} for a trial")
+        random.Random(0).shuffle(objects)
+        return cls(tuple(objects), config, fmt, transform, credentials)
+
+    def items_per_batch(self, batch_size: int) -> int:
+        """DataLoader items that make a batch of `batch_size` samples (at least one)."""
+        return max(1, round(batch_size / self.samples_per_item))
+
+    @property
+    def mean_object_bytes(self) -> float:
+        """The sampled objects' mean size (0 for none): what the reader settings are sized for."""
+        return statistics.fmean(o.size for o in self.objects) if self.objects else 0.0
+
+    def with_inflight(self, requests: int, budget_bytes: int | None = None) -> TrialData:
+        """The same data read with `requests` in flight per reader (each loader process), and
+        `budget_bytes` as its byte budget (max_inflight_bytes) when given."""
+        config = dataclasses.replace(self.config, max_inflight_requests=requests)
+        if budget_bytes is not None:
+            config = dataclasses.replace(config, max_inflight_bytes=budget_bytes)
+        return dataclasses.replace(self, config=config)
+
+    def reader(self, **overrides: Any) -> S3Reader:
+        config = dataclasses.replace(self.config, **overrides) if overrides else self.config
+        return S3Reader(config, credentials=self.credentials)
+
+    def dataset(
+        self, transform: Callable[[Any], Any] | None = None, min_objects: int = 0
+    ) -> Iterable[Any]:
+        """Tar shards iterate as WebDataset samples; everything else one object per sample.
+
+        With `min_objects`, the sample is cycled up to that length, so that a time-bounded
+        measurement of a set with few (large) objects is not cut short by its end.
+        """
+        # Listed objects (with their sizes), as the datasets read a prefix: a read of unknown
+        # size reserves a whole part of the byte budget until it answers, which would cap
+        # small objects at max_inflight_bytes / part_size requests in flight.
+        objects = list(self.objects)
+        if self.fmt == "tar":  # a shard folder's index and bookkeeping are not shards
+            objects = [o for o in objects if o.uri.endswith(".tar")] or objects
+        if len(objects) < min_objects:
+            objects = objects * -(-min_objects // len(objects))
+        return S3IterableDataset(
+            objects,
+            config=self.config,
+            credentials=self.credentials,
+            transform=transform,
+            tar_samples=self.fmt == "tar",
+        )

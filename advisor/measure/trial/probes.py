@@ -1,0 +1,167 @@
+"""The trial's measurements around the sweep: the storage probe, the per-sample CPU cost of the
+transform, and the host-to-device copy. `run_trial` (`advisor.measure.trial.run`) runs them within
+its budget."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from advisor.core.workload import Workload
+from advisor.measure.trial.data import TrialClock, TrialData
+from advisor.measure.trial.results import DecodeCost, HostToDevice, StorageProbe, saturated
+
+PROBE_OBJECTS = 12  # sequential reads for first-byte latency and per-connection bandwidth
+PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of this size
+# Reads at least this large time the per-connection bandwidth (256 KiB take ~3 ms at 90 MB/s).
+# Below, the bandwidth is bytes over whole request times, which counts the first byte twice in
+# a GET's open time (first byte + bytes / bandwidth) and so asks for too many in flight.
+BANDWIDTH_MIN_BYTES = 256 * 2**10
+CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
+
+
+def probe_storage(data: TrialData, clock: TrialClock, share: float) -> StorageProbe:
+    """First byte and per-connection bandwidth from sequential reads, then aggregate MB/s as
+    requests in flight rise, within `share` seconds."""
+    budget_end = clock.used() + share
+    sequential_end = clock.used() + share / 2  # then the concurrency curve
+    first_bytes: list[float] = []
+    transfer_bytes = 0
+    transfer_seconds = 0.0
+    total_bytes = 0
+    sequential_bytes = 0
+    whole_seconds = 0.0
+    with data.reader() as reader:
+        for info in data.objects[:PROBE_OBJECTS]:
+            clock.check()
+            result = reader.read_range(info.uri, 0, min(info.size, PROBE_RANGE_BYTES))
+            first_bytes.append(result.first_byte_s)
+            total_bytes += len(result)
+            sequential_bytes += len(result)
+            whole_seconds += result.elapsed_s
+            if len(result) >= BANDWIDTH_MIN_BYTES:  # a small body's transfer is too short to time
+                transfer_bytes += len(result)
+                transfer_seconds += max(result.elapsed_s - result.first_byte_s, 1e-6)
+            if clock.used() > sequential_end and len(first_bytes) >= 3:
+                break
+    clock.report("storage", f"first byte p50 {statistics.median(first_bytes) * 1000:.1f} ms")
+    curve: list[tuple[int, float, float]] = []
+    objects_read = len(first_bytes)
+    for level in CONCURRENCY_LEVELS:
+        remaining = budget_end - clock.used()
+        if remaining <= 0:
+            break
+        slice_s = remaining / max(1, len(CONCURRENCY_LEVELS) - len(curve))
+        mb_s, objects_s, read, count = _read_for(data, level, slice_s, clock)
+        total_bytes += read
+        objects_read += count
+        curve.append((level, mb_s, objects_s))
+        clock.report("storage", f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
+        if saturated([mb for _, mb, _ in curve]):
+            break
+    ordered = sorted(first_bytes)
+    return StorageProbe(
+        objects_read=objects_read,
+        bytes_read=total_bytes,
+        first_byte_p50_s=statistics.median(ordered),
+        first_byte_p95_s=ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))],
+        # Small objects only: bytes over whole request times, a lower bound on the bandwidth.
+        per_connection_mb_s=(
+            transfer_bytes / transfer_seconds / 1e6
+            if transfer_bytes
+            else sequential_bytes / max(whole_seconds, 1e-6) / 1e6
+        ),
+        concurrency_curve=tuple(curve),
+    )
+
+
+def _read_for(
+    data: TrialData, level: int, seconds: float, clock: TrialClock
+) -> tuple[float, float, int, int]:
+    """(MB/s, objects/s, bytes, objects) of read_many with `level` requests in flight."""
+    count = 0
+    read = 0
+    started = time.monotonic()
+    objects = data.objects
+    with data.reader(max_inflight_requests=level) as reader:
+        cycle = (objects[i % len(objects)] for i in range(len(objects) * 4))
+        for result in reader.read_many(cycle):
+            count += 1
+            read += len(result)
+            if time.monotonic() - started >= seconds:
+                break
+            clock.check()
+    elapsed = max(time.monotonic() - started, 1e-6)
+    return read / elapsed / 1e6, count / elapsed, read, count
+
+
+def measure_decode(
+    data: TrialData, transform_name: str, clock: TrialClock, budget: float
+) -> DecodeCost:
+    """CPU seconds per sample of the transform, in this process, on real samples of the set,
+    for about `budget` seconds."""
+    sample_data = dataclasses.replace(data, objects=data.objects[:64])
+    cpu = 0.0
+    samples = 0
+    sample_bytes = 0
+    started = time.monotonic()
+    first_arrival = last_arrival = 0.0  # this thread's CPU time as samples arrive
+    for sample in sample_data.dataset():
+        clock.check()
+        last_arrival = time.thread_time()
+        if samples == 0:
+            first_arrival = last_arrival  # the first includes the dataset's set-up
+        sample_bytes += _sample_bytes(sample)
+        before = time.thread_time()
+        data.transform(sample)
+        cpu += time.thread_time() - before
+        samples += 1
+        if time.monotonic() - started > budget and samples >= 3:
+            break
+    if samples == 0:
+        raise FileNotFoundError("no samples could be read for the decode measurement")
+    per_sample_ms = cpu / samples / data.samples_per_item * 1000
+    clock.report("decode", f"{transform_name}: {per_sample_ms:.3g} ms CPU per sample")
+    loop = (last_arrival - first_arrival) / (samples - 1) if samples > 1 else None
+    per_item = data.samples_per_item  # an item may hold many samples (a text shard's lines)
+    return DecodeCost(
+        transform_name,
+        samples,
+        cpu / samples / per_item,
+        sample_bytes / samples / per_item,
+        None if loop is None else loop / per_item,
+    )
+
+
+def _sample_bytes(sample: Any) -> int:
+    if isinstance(sample, dict):
+        return sum(len(memoryview(v)) for k, v in sample.items() if not k.startswith("__"))
+    return len(memoryview(sample))
+
+
+def host_to_device(
+    workload: Workload, decode: DecodeCost | None, clock: TrialClock
+) -> HostToDevice | None:
+    """Pinned vs pageable copy bandwidth of one batch, when a CUDA device is present."""
+    if not torch.cuda.is_available():
+        return None
+    clock.report("h2d", "measuring host-to-device copies")
+    per_sample = int(decode.bytes_per_sample) if decode else 150_000
+    batch_bytes = max(1, min(per_sample * workload.batch_size, 512 * 2**20))
+    results = {}
+    for pinned in (False, True):
+        host = torch.empty(batch_bytes, dtype=torch.uint8, pin_memory=pinned)
+        device = torch.empty(batch_bytes, dtype=torch.uint8, device="cuda")
+        device.copy_(host, non_blocking=pinned)
+        torch.cuda.synchronize()
+        repeats = 10
+        started = time.perf_counter()
+        for _ in range(repeats):
+            device.copy_(host, non_blocking=pinned)
+        torch.cuda.synchronize()
+        results[pinned] = batch_bytes * repeats / (time.perf_counter() - started) / 1e9
+    return HostToDevice(batch_bytes, pinned_gb_s=results[True], pageable_gb_s=results[False])

@@ -1,0 +1,236 @@
+"""What a trial measured, as plain data (no torch): the storage probe, the transform's cost,
+the host-to-device copy, the training-loop measurement's slices and per-count rates, and
+`TrialResult`, which holds them all. The rules read these types at run time.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
+
+
+@dataclass(frozen=True)
+class LoaderPoint:
+    """One slice of the training-loop measurement: one num_workers, one step mode."""
+
+    num_workers: int
+    pin_memory: bool
+    prefetch_factor: int | None
+    samples: int
+    seconds: float
+    samples_per_s: float
+    mb_per_s: float
+    time_to_first_batch_s: float  # from the slice's start (a fresh loader's: its start-up)
+    peak_worker_rss_mb: float
+    # CPU seconds the main (training) thread spent per sample on loading, in the steady window:
+    # with 0 workers all of the loader's Python work, with workers receiving the batches. None:
+    # not measured, or a spinning step (whose spin is no loading).
+    main_cpu_s_per_sample: float | None = None
+    # Busy CPU seconds per sample of the cores this process may use, in the steady window (all
+    # processes': the loader's, its readers', a local storage server's). None: not measured, or
+    # a spinning step (whose spin is no loading).
+    machine_cpu_s_per_sample: float | None = None
+    # False: the slice ended before a steady window held enough batches, so the rate counts
+    # start-up (or the batches that waited) too and is only a lower bound.
+    steady: bool = True
+    step: str = STEP_NONE  # how the consumer's step cost the host in this slice
+
+
+@dataclass(frozen=True)
+class StepRate:
+    """One count under one step model: the median of its slices (the steady ones, or all of
+    them where none was steady: a lower bound) and their range."""
+
+    step: str
+    median: float
+    low: float
+    high: float
+    lower_bound: bool
+    slices: int
+
+    @property
+    def noise(self) -> float:
+        """Half the range: how far a slice strays from the median."""
+        return (self.high - self.low) / 2
+
+
+@dataclass(frozen=True)
+class CountRate:
+    """What training saw from one num_workers over its slices, per step model (`steps`).
+
+    `median`, `low`-`high` and `lower_bound` are those of its slower step model: what the
+    tables show as the count's figure.
+    """
+
+    num_workers: int
+    steps: tuple[StepRate, ...]
+
+    @property
+    def slower(self) -> StepRate:
+        return min(self.steps, key=lambda s: s.median)
+
+    @property
+    def median(self) -> float:
+        return self.slower.median
+
+    @property
+    def low(self) -> float:
+        return self.slower.low
+
+    @property
+    def high(self) -> float:
+        return self.slower.high
+
+    @property
+    def lower_bound(self) -> bool:
+        return self.slower.lower_bound
+
+    @property
+    def step(self) -> str:
+        return self.slower.step
+
+    @property
+    def slices(self) -> int:
+        return sum(s.slices for s in self.steps)
+
+    def at(self, step: str) -> StepRate | None:
+        return next((s for s in self.steps if s.step == step), None)
+
+
+def summarise(points: Sequence[LoaderPoint]) -> tuple[CountRate, ...]:
+    """One CountRate per num_workers measured in `points`, a StepRate per step model."""
+    rates: list[CountRate] = []
+    for workers in sorted({p.num_workers for p in points}):
+        mine = [p for p in points if p.num_workers == workers and p.samples_per_s > 0]
+        steps = []
+        for step in dict.fromkeys(p.step for p in mine):
+            slices = [p for p in mine if p.step == step]
+            kept = [p.samples_per_s for p in slices if p.steady]
+            bound = not kept
+            kept = kept or [p.samples_per_s for p in slices]
+            steps.append(StepRate(
+                step, statistics.median(kept), min(kept), max(kept), bound, len(slices)
+            ))  # fmt: skip
+        if steps:
+            rates.append(CountRate(workers, tuple(steps)))
+    return tuple(rates)
+
+
+SATURATION_GAIN = 1.10  # a step that adds less than 10% counts as saturated
+
+
+def saturated(rates: list[float]) -> bool:
+    """True when the last two steps each failed to beat the best before them by SATURATION_GAIN."""
+    if len(rates) < 3:
+        return False
+    return all(rates[i] < max(rates[:i]) * SATURATION_GAIN for i in (-2, -1))
+
+
+@dataclass(frozen=True)
+class StorageProbe:
+    """What the native reader measured against the storage, on real objects of the set."""
+
+    objects_read: int
+    bytes_read: int
+    first_byte_p50_s: float
+    first_byte_p95_s: float
+    per_connection_mb_s: float  # one request at a time, MB/s (10^6 bytes)
+    # (concurrency, aggregate MB/s, objects/s) as concurrency rises
+    concurrency_curve: tuple[tuple[int, float, float], ...] = ()
+
+    @property
+    def best_mb_s(self) -> float:
+        return max((mb for _, mb, _ in self.concurrency_curve), default=self.per_connection_mb_s)
+
+    @property
+    def best_objects_s(self) -> float:
+        return max((ops for _, _, ops in self.concurrency_curve), default=0.0)
+
+    @property
+    def saturated(self) -> bool:
+        """True when more requests in flight stopped adding bandwidth (`saturated`, below)."""
+        return saturated([mb for _, mb, _ in self.concurrency_curve])
+
+    @property
+    def aggregate_mb_s(self) -> float | None:
+        """The storage's measured ceiling: the curve's best where it saturated. A curve that
+        still rose at its last level (the probe's budget or its levels ran out) is a lower
+        bound on what more requests and processes read, not a ceiling: None."""
+        return self.best_mb_s if self.saturated else None
+
+
+@dataclass(frozen=True)
+class DecodeCost:
+    """CPU time per sample of the decode/transform step, measured in-process on sampled data."""
+
+    transform: str  # "module:callable" or the default decoder's name
+    samples: int
+    cpu_s_per_sample: float
+    bytes_per_sample: float
+    # CPU seconds per sample of the whole loop that reads and transforms, in one thread (the
+    # dataset's Python work per sample included): what one loader process spends per sample.
+    # None: not measured (fewer than two samples).
+    loop_cpu_s_per_sample: float | None = None
+
+    @property
+    def overhead_s(self) -> float | None:
+        """The loop's CPU per sample beyond the transform's (None: not measured)."""
+        if self.loop_cpu_s_per_sample is None:
+            return None
+        return max(self.loop_cpu_s_per_sample - self.cpu_s_per_sample, 0.0)
+
+
+@dataclass(frozen=True)
+class HostToDevice:
+    """Host-to-device copy bandwidth (GB/s) of a batch-sized tensor, pinned vs pageable."""
+
+    batch_bytes: int
+    pinned_gb_s: float
+    pageable_gb_s: float
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """Everything the trial measured; a part is None when the budget ran out or it was cancelled."""
+
+    uri: str
+    seconds_budget: float
+    seconds_used: float
+    storage: StorageProbe | None = None
+    decode: DecodeCost | None = None
+    sweep: tuple[LoaderPoint, ...] = ()  # every slice of the training-loop measurement
+    counts: tuple[CountRate, ...] = ()  # per num_workers: median and spread over its slices
+    host_to_device: HostToDevice | None = None
+    cancelled: bool = False
+    notes: tuple[str, ...] = field(default=())
+    requests_in_flight: int | None = None  # per process, as the decode and the sweep read
+    inflight_bytes: int | None = None  # the byte budget per process the sweep read with
+
+    def best_count(self) -> CountRate | None:
+        """The count with the highest median as training saw it (not the luckiest slice)."""
+        return max(self.counts, key=lambda c: c.median, default=None)
+
+    def main_thread_s(self, num_workers: int) -> float | None:
+        """The training thread's CPU seconds per sample that the sweep measured over its steady
+        windows (median): with 0 workers all of the loading; with workers, taking their batches
+        (unpickling what they send). None: no steady slice of that kind."""
+        return self._median_cost(num_workers, "main_cpu_s_per_sample")
+
+    def machine_s(self, num_workers: int) -> float | None:
+        """The busy CPU seconds per sample of the cores this process may use, as the sweep
+        measured them over its steady windows with this kind of count (0 workers, or workers):
+        the loading with everything it costs beside the training thread (the readers' threads,
+        the network stack, a storage server on the same machine, the workers' hand-over). Slices
+        with a spinning step are left out (the spin is no loading). None: not measured."""
+        return self._median_cost(num_workers, "machine_cpu_s_per_sample")
+
+    def _median_cost(self, num_workers: int, name: str) -> float | None:
+        values = [
+            value
+            for p in self.sweep
+            if (value := getattr(p, name)) is not None and (p.num_workers > 0) == (num_workers > 0)
+        ]
+        return statistics.median(values) if values else None

@@ -1,0 +1,211 @@
+"""Live loader trial: storage probe, per-sample CPU cost, DataLoader sweep, host-to-device copy."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+
+import torch
+
+from advisor.core.bounds import TrialBudget, range_of
+from advisor.core.location import DatasetLocation
+from advisor.core.model import (
+    StorageParams,
+    inflight_bytes,
+    predict,
+    process_objects_per_s,
+    requests_in_flight,
+)
+from advisor.core.workload import Workload
+from advisor.measure.hardware import HardwareProfile
+from advisor.measure.profile import DatasetProfile
+from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
+from advisor.measure.trial.probes import host_to_device, measure_decode, probe_storage
+from advisor.measure.trial.results import (
+    CountRate,
+    DecodeCost,
+    LoaderPoint,
+    StorageProbe,
+    TrialResult,
+    summarise,
+)
+from advisor.measure.trial.sweep import MIN_SLICE_SECONDS, candidate_counts, measure_counts
+from native_loader import Credentials
+from native_loader.decoders import default_decoder, load_transform
+
+# The sweep also takes what the storage probe and the decode timing left over.
+BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.65, "h2d": 0.05}
+SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
+SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
+MAX_SECONDS = range_of(TrialBudget, "seconds").high
+
+
+def _lower_bound_note(workers: int, samples_per_s: float, seconds: float) -> str:
+    longer = min(MAX_SECONDS, max(30.0, 2 * seconds))
+    return (
+        f"num_workers={workers} reached no steady state within its share of the {seconds:g} s "
+        f"trial: its {samples_per_s:,.1f} samples/s include start-up (or batches that waited "
+        f"while it sat idle) and are only a lower bound. A longer trial (e.g. {longer:g} s) "
+        "measures it."
+    )
+
+
+def run_trial(
+    location: DatasetLocation,
+    profile: DatasetProfile,
+    hardware: HardwareProfile,
+    workload: Workload,
+    *,
+    credentials: Credentials | None = None,
+    seconds: float = 30.0,
+    progress: TrialProgress | None = None,
+    cancel: threading.Event | None = None,
+) -> TrialResult:
+    """Measure storage, per-sample CPU cost and a DataLoader sweep within `seconds`.
+
+    Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
+    """
+    TrialBudget(seconds)  # raises ValueError naming the range
+    clock = TrialClock(seconds, cancel, progress)
+    fmt = profile.dominant_format
+    transform_name = workload.transform or f"default decoder for {fmt}"
+    transform = load_transform(workload.transform) if workload.transform else default_decoder(fmt)
+    storage = decode = None
+    inflight: int | None = None
+    budget: int | None = None
+    sweep: tuple[LoaderPoint, ...] = ()
+    counts: tuple[CountRate, ...] = ()
+    h2d = None
+    notes: list[str] = []
+    cancelled = False
+    try:
+        clock.report("storage", "listing objects for the trial")
+        data = TrialData.sample(location, fmt, transform, credentials)
+        data = dataclasses.replace(data, samples_per_item=_samples_per_item(profile, fmt))
+        storage = probe_storage(data, clock, seconds * BUDGET_SHARES["storage"])
+        clock.check()
+        decode = measure_decode(data, transform_name, clock, seconds * BUDGET_SHARES["decode"])
+        inflight = _inflight_for(storage, data, decode)
+        budget = _budget_for(data, hardware, workload)
+        data = data.with_inflight(inflight, budget)
+        clock.report(
+            "sweep",
+            f"the sweep reads with {inflight} requests and {budget >> 20} MiB in flight "
+            "per process",
+        )
+        sweep, counts = _sweep(data, hardware, workload, clock, storage, decode)
+        notes += [
+            _lower_bound_note(c.num_workers, c.median, seconds) for c in counts if c.lower_bound
+        ]
+        h2d = host_to_device(workload, decode, clock)
+        if h2d is None:
+            notes.append("no CUDA device: host-to-device copy and pin_memory not measured")
+    except TrialCancelled:
+        cancelled = True
+        notes.append(f"cancelled after {clock.used():.1f} s")
+    clock.report("done", "trial cancelled" if cancelled else "trial done")
+    return TrialResult(
+        uri=location.uri,
+        seconds_budget=seconds,
+        seconds_used=clock.used(),
+        storage=storage,
+        decode=decode,
+        sweep=sweep,
+        counts=counts,
+        host_to_device=h2d,
+        cancelled=cancelled,
+        notes=tuple(notes),
+        requests_in_flight=inflight,
+        inflight_bytes=budget,
+    )
+
+
+def _samples_per_item(profile: DatasetProfile, fmt: str) -> float:
+    """Samples in one item the trial's dataset yields (`TrialData.samples_per_item`): tar shards
+    yield their members one by one; other objects are one item each, holding the records the
+    profile counted in them (lines of a text shard)."""
+    if fmt == "tar":
+        return 1.0
+    counted = next((f.samples_per_object for f in profile.formats if f.name == fmt), None)
+    return max(1.0, counted or 1.0)
+
+
+def _inflight_for(probe: StorageProbe, data: TrialData, decode: DecodeCost) -> int:
+    """Requests in flight per process for the sweep: enough for the most a process can deliver
+    (its transform's measured CPU cost included) at the measured latency (Little's law,
+    `advisor.core.model.requests_in_flight`)."""
+    object_bytes = data.mean_object_bytes
+    samples_per_object = max(1.0, object_bytes / max(decode.bytes_per_sample, 1.0))
+    return requests_in_flight(
+        probe.first_byte_p50_s,
+        object_bytes,
+        max(probe.per_connection_mb_s, 1e-3),
+        process_objects_per_s(object_bytes, decode.cpu_s_per_sample * samples_per_object),
+    )
+
+
+def _budget_for(data: TrialData, hardware: HardwareProfile, workload: Workload) -> int:
+    """The byte budget per process for the sweep (`advisor.core.model.inflight_bytes`), for the
+    sampled objects' mean size."""
+    return inflight_bytes(
+        data.mean_object_bytes,
+        hardware.ram_available_bytes,
+        hardware.usable_cores,
+        workload.gpus_per_node,
+    )
+
+
+def _sweep(
+    data: TrialData,
+    hardware: HardwareProfile,
+    workload: Workload,
+    clock: TrialClock,
+    storage: StorageProbe,
+    decode: DecodeCost,
+) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
+    """num_workers 0 and 1 up to the rank's cores, measured as training sees them
+    (`advisor.measure.trial.sweep.measure_counts`); when the budget holds fewer at MIN_SLICE_SECONDS
+    a slice, those around the model's choice (`candidate_counts`). Pinned when a GPU is present, as
+    the exported loader reads then."""
+    cores = max(hardware.usable_cores // max(workload.gpus_per_node, 1), 1)
+    # what the earlier phases left, less the copy test's share and the loaders' shutdown
+    seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
+    seconds = max(seconds, clock.seconds * BUDGET_SHARES["sweep"] / 4)
+    modes = 2 if workload.consumer_rate else 1
+    limit = int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * modes))
+    spo = max(1.0, data.mean_object_bytes / max(decode.bytes_per_sample, 1.0))
+    params = StorageParams(
+        "measured", min(max(storage.first_byte_p50_s, 0.0), 60.0),
+        max(storage.per_connection_mb_s, 1e-3), data.config.max_inflight_requests,
+        storage.aggregate_mb_s, measured=True,
+    )  # fmt: skip
+    predicted = {
+        w: predict(
+            w, object_bytes=data.mean_object_bytes, samples_per_object=spo,
+            cpu_s_per_sample=decode.cpu_s_per_sample, usable_cores=cores, storage=params,
+            consumer_rate=workload.consumer_rate, overhead_s_per_sample=decode.overhead_s,
+        ).trained_samples_per_s
+        for w in range(cores + 1)
+    }  # fmt: skip
+    counts = candidate_counts(cores, predicted, limit)
+    clock.report("sweep", f"measuring num_workers {', '.join(map(str, counts))} as training sees")
+
+    measured: list[LoaderPoint] = []
+
+    def on_slice(point: LoaderPoint) -> None:
+        measured.append(point)
+        message = (
+            f"num_workers={point.num_workers} ({point.step} step): "
+            f"{point.samples_per_s:.0f} samples/s{'' if point.steady else ' (lower bound)'}"
+        )
+        clock.report("sweep", message, point)
+
+    try:
+        return measure_counts(
+            data, workload.batch_size, counts, workload.consumer_rate, seconds=seconds,
+            slices_per_mode=SLICES_PER_MODE, pin=torch.cuda.is_available(), check=clock.check,
+            on_slice=on_slice,
+        )  # fmt: skip
+    except TimeoutError as exc:  # what was measured before the stall still stands
+        clock.report("sweep", f"the sweep stopped: {exc}")
+        return tuple(measured), summarise(measured)

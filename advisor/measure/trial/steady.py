@@ -1,0 +1,185 @@
+"""The pieces of one loader measurement: its steady-state window, and the loader's processes."""
+
+from __future__ import annotations
+
+import math
+import multiprocessing
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+
+@dataclass
+class SteadyWindow:
+    """The steady-state window of one loader measurement, kept on batch arrival times.
+
+    It opens on the first batch to arrive a third of what is left of the slice (`seconds`) past
+    the first batch, at least a sixth of the slice, and not before the `warm_batches` that could
+    be finished and waiting then (the DataLoader's prefetch) have arrived: they were made while
+    the first batch was on its way, arrive back to back, and would count as if made in the
+    window.
+
+    A loader is a chain with buffers between its stages: the readers fetch into their
+    read-ahead, the processes transform into the DataLoader's prefetch queue, the training loop
+    takes batches from it. A loader that sat idle between slices has both buffers full, and a
+    stage downstream of the bottleneck drains them, faster than the long-run rate, for a time
+    no batch count predicts (a loader just short of its consumer drains its prefetch queue at
+    the consumer's pace for the whole slice). So the window does not wait for them: each
+    arrival brings how many samples the processes have produced so far (`produced`) and what
+    their readers hold fetched ahead (`backlog`), and the rate is the lowest of the three
+    stages' over the window: delivered, produced, and fetched (produced + the growth of the
+    backlog). The bottleneck stage runs at the long-run rate; the stages upstream of it are
+    held to it by full buffers, or run faster while refilling one; those downstream run at it
+    plus what they drain. So the lowest is the long-run rate, whichever stage bounds.
+
+    It counts whole rounds of `round_batches` (the loader's processes): the DataLoader hands
+    batches out in order, one from each worker in turn, so a window from one batch to a later
+    batch of the same worker holds as many batches of every worker. Workers started together
+    deliver in bursts (8 workers, 8 ms of CPU per sample: several batches a few ms apart, then
+    up to 0.6 s of nothing), and a window with one end on an arrival and the other at a time counts
+    a burst more or less by where it falls; whole rounds count every burst whole, which about
+    halves the scatter around the long-run rate.
+
+    It closes on the first round's end at or after the end of the slice, or a third of the
+    slice after it opens if that is later. Both ends follow a time, not a batch count: batches
+    also come in bursts when a stalled request holds up everything behind it, and a window that
+    closed on the batch that met its count could lie within a burst and leave out the gaps
+    around it (such a window can read several times the long-run rate). A window that holds
+    fewer than twice the waiting batches (at least 3), or fewer than `min_samples`, is extended a
+    third of the slice at a time, up to `hard_stop` seconds after the start.
+    """
+
+    started: float  # time.monotonic() when the loader was started
+    seconds: float
+    warm_batches: int
+    min_samples: int
+    hard_stop: float
+    round_batches: int = 1
+    planned_open: float = math.inf  # set by the first batch
+    opens: float | None = None  # the arrival time of the batch it opens on (not counted)
+    opening_index: int = 0
+    closes: float = math.inf
+    closed: bool = False  # a round ended at or after `closes`
+    batches: int = 0  # counted: whole rounds after the opening batch
+    samples: int = 0
+    last_counted_at: float = 0.0  # the last counted round's end
+    round_samples: int = 0  # arrived in the round under way, not counted yet
+    delivered: int = 0  # samples arrived since the start
+    # (produced, backlog) in samples as it opened, and at the last counted round's end
+    stages_at_open: tuple[float, float] = (0.0, 0.0)
+    stages_at_last: tuple[float, float] = (0.0, 0.0)
+
+    @property
+    def enough(self) -> bool:
+        return self.batches >= max(3, 2 * self.warm_batches) and self.samples >= self.min_samples
+
+    def arrival(
+        self,
+        index: int,
+        now: float,
+        samples: int,
+        produced: float | None = None,
+        backlog: float = 0.0,
+    ) -> bool:
+        """Batch `index` of `samples` arrived at `now`, when the loader's processes had produced
+        `produced` samples in all (None: count what arrives) and their readers held `backlog`
+        samples fetched ahead; True if it ended a counted round."""
+        self.delivered += samples
+        stages = (self.delivered if produced is None else produced, backlog)
+        if self.opens is None:
+            if index == 0:
+                left = max(self.seconds - (now - self.started), self.seconds / 2)
+                self.planned_open = now + left / 3
+            if index >= self.warm_batches - 1 and now >= self.planned_open:
+                self.opens, self.opening_index = now, index
+                self.stages_at_open = stages
+                self.closes = max(self.started + self.seconds, now + self.seconds / 3)
+            return False
+        if self.closed:
+            return False
+        self.round_samples += samples
+        if (index - self.opening_index) % self.round_batches:
+            return False
+        self.batches += self.round_batches
+        self.samples += self.round_samples
+        self.round_samples = 0
+        self.last_counted_at = now
+        self.stages_at_last = stages
+        step, limit = self.seconds / 3, self.started + self.hard_stop
+        while now >= self.closes and not self.enough and self.closes + step <= limit:
+            self.closes += step
+        self.closed = now >= self.closes
+        return True
+
+    def rate(self) -> float | None:
+        """Samples per second within the window: the lowest of the delivered, produced and
+        fetched rates; None if it never held enough."""
+        if self.opens is None or not self.enough or self.last_counted_at <= self.opens:
+            return None
+        produced = self.stages_at_last[0] - self.stages_at_open[0]
+        fetched = produced + self.stages_at_last[1] - self.stages_at_open[1]
+        lowest = min(self.samples, produced, fetched)
+        return max(lowest, 0.0) / (self.last_counted_at - self.opens)
+
+
+class StageGauge:
+    """How far the processes of one DataLoader have got: items produced, and what their readers
+    hold fetched ahead (`SteadyWindow`'s stages).
+
+    Each loader process (a worker, or the main process with 0 workers) publishes, after every
+    item it produces (read and transformed), the items it has produced, its reader's reserved
+    bytes (`S3Reader.stats()["inflight_bytes"]`: requests in flight and results not yet taken)
+    and the bytes it has received, into slots of its own in memory shared across the fork.
+    `read` turns the bytes into items at the bytes per item received so far. A local
+    folder's reader reads as it is asked: its backlog is 0.
+    """
+
+    FIELDS = 3  # reserved bytes, bytes received, items produced
+
+    def __init__(self, processes: int) -> None:
+        self._slots = multiprocessing.get_context("fork").RawArray("d", self.FIELDS * processes)
+
+    def publishing(self, dataset: Any) -> PublishingDataset:
+        """`dataset` (an S3IterableDataset) publishing into this gauge as it is iterated."""
+        return PublishingDataset(dataset, self._slots)
+
+    def read(self) -> tuple[float, float]:
+        """(items the processes have produced in all, items their readers hold fetched or in
+        flight), from one read of the slots (0 before any read)."""
+        values = list(self._slots)
+        reserved = sum(values[0 :: self.FIELDS])
+        received = sum(values[1 :: self.FIELDS])
+        items = sum(values[2 :: self.FIELDS])
+        return items, reserved * items / received if received > 0 else 0.0
+
+
+class PublishingDataset(torch.utils.data.IterableDataset[Any]):
+    """An S3IterableDataset that publishes its progress after every item it yields
+    (`StageGauge`)."""
+
+    def __init__(self, dataset: Any, slots: Any) -> None:
+        self.dataset = dataset
+        self._slots = slots
+
+    def __iter__(self) -> Iterator[Any]:
+        info = torch.utils.data.get_worker_info()
+        base = StageGauge.FIELDS * (info.id if info is not None else 0)
+        slots = self._slots
+        reader = self.dataset.reader
+        items: Iterable[Any] = self.dataset
+        for item in items:
+            stats = reader.stats()
+            slots[base] = stats["inflight_bytes"]
+            slots[base + 1] = stats["bytes_received"]
+            slots[base + 2] += 1
+            yield item
+
+
+def tensor_bytes(sample: Any) -> int:
+    if isinstance(sample, torch.Tensor):
+        return sample.numel() * sample.element_size()
+    if isinstance(sample, dict):
+        return sum(tensor_bytes(v) for v in sample.values())
+    return 0

@@ -1,0 +1,325 @@
+"""The training-loop measurement: the samples/s a training loop sees from a DataLoader.
+
+Each candidate num_workers runs the real DataLoader (persistent workers, the reader settings the
+advice exports, the user's transform) inside a loop whose step takes `batch / consumer_rate`
+seconds, in the two ways a GPU step costs the host: a blocking wait (`STEP_SLEEP`) and CUDA's
+default spin-wait on synchronisation, a core kept busy for the step (`STEP_SPIN`). Without a
+consumer rate there is no step (`STEP_NONE`): the loader's own rate is what counts.
+
+Counts are measured in interleaved slices (0, 1, 2, 0, 1, 2, ...; the step mode alternates from
+round to round), each on a loader kept alive between its slices, each over a `SteadyWindow`.
+`summarise` gives each count the lower of its two step modes' medians and that mode's spread.
+The trial (advisor/measure/trial/run.py) and the bench's matrix (bench/advisor_matrix.py) both
+measure here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import torch
+
+from advisor.measure.hardware.host import busy_cpu_s, child_pids, largest_rss_mb
+from advisor.measure.trial.data import TrialData
+from advisor.measure.trial.results import (
+    STEP_NONE,
+    STEP_SLEEP,
+    STEP_SPIN,
+    CountRate,
+    LoaderPoint,
+    summarise,
+)
+from advisor.measure.trial.steady import StageGauge, SteadyWindow, tensor_bytes
+from native_loader.decoders import collate_list
+
+CYCLE_OBJECTS = 20_000  # the loaders cycle a small sample up to this many objects
+# A slice shorter than this rarely holds a steady window (it opens a third of the way in, past
+# the batches that waited while the loader sat idle): the trial prunes counts rather than go
+# below it.
+MIN_SLICE_SECONDS = 1.5
+SLICE_STRETCH = 1.5  # a budgeted slice may run this much over its share to reach a steady state
+BATCH_TIMEOUT_S = 60.0  # a worker batch slower than this ends the measurement (DataLoader timeout)
+
+
+def candidate_counts(cores: int, predicted: Mapping[int, float], limit: int) -> list[int]:
+    """num_workers to measure: 0 and 1 up to `cores`, or, when the budget holds only `limit`
+    of them, those around the model's choice: 0, 1, the smallest count predicted within 5% of
+    the best prediction (m), m + 1, the cores, m - 1, then the nearest to m."""
+    every = list(range(0, max(cores, 1) + 1))
+    if len(every) <= limit:
+        return every
+    best = max((predicted.get(w, 0.0) for w in every), default=0.0)
+    m = next((w for w in every if predicted.get(w, 0.0) >= 0.95 * best), cores)
+    order = [0, 1, m, m + 1, cores, m - 1, *sorted(every, key=lambda w: (abs(w - m), w))]
+    chosen: list[int] = []
+    for w in order:
+        if 0 <= w <= cores and w not in chosen:
+            chosen.append(w)
+    return sorted(chosen[: max(limit, 2)])
+
+
+def spin_step(seconds: float) -> None:
+    """A step as CUDA's default spin-wait on synchronisation costs the host: the training thread
+    keeps its core busy until the step ends, with the GIL released.
+
+    `torch.cuda.synchronize` releases the GIL before it spins (THCPModule_cudaSynchronize holds
+    a `pybind11::gil_scoped_release` around `c10::cuda::device_synchronize`), as the generated
+    tensor methods behind `.item()` and `.cpu()` do: the process's other threads (the reader's,
+    the pin-memory thread) run meanwhile. `time.sleep(0)` releases the GIL on every turn; a
+    plain busy loop would hold it for a switch interval at a time, which no GPU step does. The
+    spin stays in the training thread: a step spun elsewhere while this thread slept would hand
+    the core back late (a woken thread waits for a core that the loader's processes hold, some
+    milliseconds a batch on a busy machine), which the training thread never does.
+    """
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        time.sleep(0)
+
+
+class LiveLoader:
+    """A DataLoader over `data` with persistent workers, kept iterating between slices (what a
+    training loop's loader does between epochs' batches)."""
+
+    def __init__(
+        self,
+        data: TrialData,
+        batch_size: int,
+        workers: int,
+        pin: bool,
+        batch_timeout_s: float = BATCH_TIMEOUT_S,
+    ) -> None:
+        self.workers = workers
+        self.batch_size = batch_size
+        self.pin = pin
+        self.prefetch = 2 if workers > 0 else None
+        # A batch of `batch_size` samples: fewer items where one item holds many (a text shard).
+        self.samples_per_item = data.samples_per_item
+        items = data.items_per_batch(batch_size)
+        self.stages = StageGauge(max(workers, 1))
+        dataset = data.dataset(data.transform, min_objects=CYCLE_OBJECTS)
+        self.loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
+            self.stages.publishing(dataset),
+            batch_size=items,
+            num_workers=workers,
+            pin_memory=pin,
+            prefetch_factor=self.prefetch,
+            collate_fn=collate_list,
+            persistent_workers=workers > 0,
+            multiprocessing_context="fork" if workers > 0 else None,
+            # a batch that never comes must not hold the trial far past its budget
+            timeout=batch_timeout_s if workers > 0 else 0,
+        )
+        self._iterator: Any = None
+
+    def samples_in(self, batch: Any) -> int:
+        """Training samples in a batch of items."""
+        return round(len(batch) * self.samples_per_item)
+
+    def stage_samples(self) -> tuple[float, float]:
+        """(training samples the loader's processes have produced so far, samples their
+        readers hold fetched ahead now) (`StageGauge`)."""
+        produced, backlog = self.stages.read()
+        return produced * self.samples_per_item, backlog * self.samples_per_item
+
+    def next_batch(self) -> Any:
+        """The next batch; TimeoutError when the workers took longer than the batch timeout."""
+        if self._iterator is None:
+            self._iterator = iter(self.loader)
+        try:
+            return next(self._iterator)
+        except StopIteration:  # the cycled sample ran out: a new epoch
+            self._iterator = iter(self.loader)
+            return next(self._iterator)
+        except RuntimeError as exc:
+            if "timed out" not in str(exc):
+                raise
+            raise TimeoutError(
+                f"num_workers={self.workers}: a batch took over {self.loader.timeout:.0f} s"
+            ) from exc
+
+    def close(self) -> None:
+        iterator, self._iterator = self._iterator, None
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+        del iterator
+
+
+def measure_slice(
+    live: LiveLoader,
+    seconds: float,
+    *,
+    consumer_rate: float | None = None,
+    step: str = STEP_NONE,
+    check: Callable[[], None] | None = None,
+    max_seconds: float | None = None,
+    min_samples: int = 0,
+    ignore_pids: set[int] | None = None,
+) -> LoaderPoint:
+    """Run `live` for about `seconds` in a training loop and measure what it sees.
+
+    After each batch the loop spends the consumer's step (`len(batch) / consumer_rate` s) as
+    `step` says: asleep, or spinning (`spin_step`); no step without a consumer rate.
+    The rate is the steady state over the window that `SteadyWindow` describes (the batches
+    that waited while the loader sat idle are skipped). A slice too short for it is extended up
+    to `max_seconds` (default three times `seconds`); failing that, the rate includes them (a
+    lower bound). `check` is called after every batch (it may raise to stop early). With
+    `min_samples`, the window must also hold that many samples.
+    """
+    step_rate = consumer_rate if step != STEP_NONE else None
+    hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
+    ignore = child_pids() if ignore_pids is None else ignore_pids
+    started = time.monotonic()
+    window = SteadyWindow(
+        started, seconds, live.workers * (live.prefetch or 0), min_samples, hard_stop,
+        round_batches=max(live.workers, 1),
+    )  # fmt: skip
+    first_batch_s = 0.0
+    samples = 0
+    sample_bytes = 0
+    peak_rss = 0.0
+    # The main thread's CPU time at arrivals: a batch's loading work happens before it arrives,
+    # so the window's share runs from its opening batch's arrival to its last round's end.
+    cpu_window_start = cpu_window_end = time.thread_time()
+    # ... and the busy CPU of the cores this process may use, over the same window
+    cores = frozenset(os.sched_getaffinity(0))
+    busy_window_start = busy_window_end = 0.0
+    for batch_index in itertools.count():
+        batch = live.next_batch()
+        now = time.monotonic()
+        cpu_now = time.thread_time()
+        if batch_index == 0:
+            first_batch_s = now - started
+        waiting = window.opens is None
+        batch_samples = live.samples_in(batch)
+        if window.arrival(batch_index, now, batch_samples, *live.stage_samples()):
+            cpu_window_end, busy_window_end = cpu_now, busy_cpu_s(cores)
+        elif waiting and window.opens is not None:
+            cpu_window_start, busy_window_start = cpu_now, busy_cpu_s(cores)
+        samples += batch_samples
+        sample_bytes += sum(tensor_bytes(s) for s in batch)
+        if batch_index % 8 == 0:
+            peak_rss = max(peak_rss, largest_rss_mb(child_pids() - ignore))
+        if check is not None:
+            check()
+        if window.closed or now - started >= hard_stop:
+            break
+        if step_rate is not None:
+            step_s = batch_samples / step_rate
+            if step == STEP_SPIN:
+                spin_step(step_s)
+            else:
+                time.sleep(step_s)
+    elapsed = max(time.monotonic() - started, 1e-6)
+    steady_rate = window.rate()
+    rate = steady_rate if steady_rate is not None else samples / elapsed
+    main_cpu = machine_cpu = None
+    if steady_rate is not None and step != STEP_SPIN:  # the spin is no loading
+        main_cpu = (cpu_window_end - cpu_window_start) / window.samples
+        if busy_window_end > busy_window_start:
+            machine_cpu = (busy_window_end - busy_window_start) / window.samples
+    bytes_per_sample = sample_bytes / samples if samples else 0.0
+    return LoaderPoint(
+        num_workers=live.workers,
+        pin_memory=live.pin,
+        prefetch_factor=live.prefetch,
+        samples=samples,
+        seconds=elapsed,
+        samples_per_s=rate,
+        mb_per_s=rate * bytes_per_sample / 1e6,
+        time_to_first_batch_s=first_batch_s,
+        peak_worker_rss_mb=peak_rss,
+        main_cpu_s_per_sample=main_cpu,
+        machine_cpu_s_per_sample=machine_cpu,
+        steady=steady_rate is not None,
+        step=step if step_rate is not None else STEP_NONE,
+    )
+
+
+def measure_loader(
+    data: TrialData,
+    batch_size: int,
+    workers: int,
+    pin: bool,
+    seconds: float,
+    check: Callable[[], None] | None = None,
+    max_seconds: float | None = None,
+    min_samples: int = 0,
+) -> LoaderPoint:
+    """One slice of a fresh loader with no consumer (`measure_slice`), start-up included."""
+    ignore = child_pids()  # e.g. a local S3 server: not a DataLoader worker
+    live = LiveLoader(data, batch_size, workers, pin)
+    try:
+        return measure_slice(
+            live, seconds, check=check, max_seconds=max_seconds, min_samples=min_samples,
+            ignore_pids=ignore,
+        )  # fmt: skip
+    finally:
+        live.close()
+
+
+def _close_all(loaders: Mapping[int, LiveLoader]) -> None:
+    for live in loaders.values():
+        live.close()
+
+
+def measure_counts(
+    data: TrialData,
+    batch_size: int,
+    counts: Sequence[int],
+    consumer_rate: float | None,
+    *,
+    seconds: float | None = None,
+    slice_seconds: float | None = None,
+    max_slice_seconds: float | None = None,
+    slices_per_mode: int = 2,
+    pin: bool = False,
+    min_samples: int = 0,
+    check: Callable[[], None] | None = None,
+    on_slice: Callable[[LoaderPoint], None] | None = None,
+) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
+    """Measure `counts` in interleaved slices as training sees them: the slices and per count.
+
+    Rounds of one slice per count (0, 1, 2, 0, 1, 2, ...), `slices_per_mode` per step mode,
+    the step mode alternating from round to round. Either within `seconds` in all (the trial:
+    each slice gets an even share of what is left, and may stretch SLICE_STRETCH x that, never
+    past the end), or `slice_seconds` each, stretched up to `max_slice_seconds` (the bench).
+    Every count's loader stays alive, its workers persistent, from its first slice to the end.
+    """
+    if (seconds is None) == (slice_seconds is None):
+        raise ValueError("give either seconds (a budget) or slice_seconds")
+    modes = (STEP_SLEEP, STEP_SPIN) if consumer_rate else (STEP_NONE,)
+    order = [
+        (w, modes[r % len(modes)]) for r in range(slices_per_mode * len(modes)) for w in counts
+    ]
+    deadline = time.monotonic() + seconds if seconds is not None else math.inf
+    points: list[LoaderPoint] = []
+    loaders: dict[int, LiveLoader] = {}
+    ignore = child_pids()
+    try:
+        for index, (workers, mode) in enumerate(order):
+            left = deadline - time.monotonic()
+            if slice_seconds is not None:
+                target, stop = slice_seconds, max_slice_seconds
+            elif left > 0.2:
+                target = left / (len(order) - index)
+                stop = min(SLICE_STRETCH * target, left)
+            else:
+                break
+            if workers not in loaders:
+                loaders[workers] = LiveLoader(data, batch_size, workers, pin)
+            point = measure_slice(
+                loaders[workers], target, consumer_rate=consumer_rate, step=mode,
+                check=check, max_seconds=stop, min_samples=min_samples, ignore_pids=ignore,
+            )  # fmt: skip
+            points.append(point)
+            if on_slice is not None:
+                on_slice(point)
+    finally:
+        _close_all(loaders)
+    return tuple(points), summarise(points)
