@@ -32,6 +32,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from advisor.measure.hardware.host import process_tree, rss_bytes
 from bench.e2e_data import BUCKET, upload
 from bench.e2e_loaders import RunSpec, missing
 from bench.e2e_report import METRICS, Bar, Spread, bar, bars_table, derived, table
@@ -193,32 +194,6 @@ def _transform(s: Scenario) -> str:
 # --- one run --------------------------------------------------------------------------------------
 
 
-def _tree(root: int) -> list[int]:
-    """The pid and all its descendants (from /proc/*/stat)."""
-    parent: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            with contextlib.suppress(OSError, ValueError, IndexError):
-                stat = Path(f"/proc/{entry}/stat").read_text()
-                parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
-    out, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        out.append(pid)
-        todo += [child for child, ppid in parent.items() if ppid == pid]
-    return out
-
-
-def _rss_mb(pid: int) -> float:
-    with contextlib.suppress(OSError, ValueError, IndexError):
-        return (
-            int(Path(f"/proc/{pid}/statm").read_text().split()[1])
-            * os.sysconf("SC_PAGE_SIZE")
-            / 2**20
-        )
-    return 0.0
-
-
 @contextlib.contextmanager
 def tree_rss_sampler(pid: int, period_s: float = 0.05) -> Iterator[list[float]]:
     """Samples the summed RSS of `pid` and its descendants; yields [peak MiB] (updated live)."""
@@ -230,9 +205,9 @@ def tree_rss_sampler(pid: int, period_s: float = 0.05) -> Iterator[list[float]]:
         tick = 0
         while not stop.wait(period_s):
             if tick % 2 == 0:  # rescan /proc every 100 ms: workers of a short run live ~0.5 s
-                pids = _tree(pid)
+                pids = process_tree(pid)
             tick += 1
-            peak[0] = max(peak[0], sum(_rss_mb(p) for p in pids))
+            peak[0] = max(peak[0], sum(rss_bytes(p) for p in pids) / 2**20)
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
@@ -255,7 +230,7 @@ def run_one(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
             try:
                 out, err = proc.communicate(timeout=RUN_TIMEOUT_S)
             except subprocess.TimeoutExpired:
-                for pid in reversed(_tree(proc.pid)):
+                for pid in reversed(process_tree(proc.pid)):
                     with contextlib.suppress(OSError):
                         os.kill(pid, 9)
                 proc.communicate()

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
+import subprocess
+import sys
 import types
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +21,10 @@ from advisor.measure.hardware.host import (
     cgroup_memory_limit,
     disk_kind,
     meminfo,
+    peak_rss_bytes,
     probe_disk,
+    process_tree,
+    rss_bytes,
 )
 
 NOT_SUPPORTED = 3
@@ -338,3 +346,43 @@ def test_json_round_trip() -> None:
     hw = probe_hardware(nvml=FakeNvml(gpus=[A100, CONSUMER])).with_target_gpu("L4", 2)
     data = json.loads(json.dumps(hw.to_dict()))
     assert HardwareProfile.from_dict(data) == hw
+
+
+def test_process_tree_follows_parent_links_to_grandchildren(tmp_path: Path) -> None:
+    proc = tmp_path / "proc"
+    for pid, name, ppid in [(1, "a b) (c", 0), (2, "x", 1), (3, "y", 2), (4, "z", 99)]:
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "stat").write_text(f"{pid} ({name}) S {ppid} 0 0\n")
+    (proc / "self").mkdir()
+    assert sorted(process_tree(1, root=tmp_path)) == [1, 2, 3]
+    assert process_tree(4, root=tmp_path) == [4]
+
+
+def test_rss_readers_read_statm_and_vmhwm(tmp_path: Path) -> None:
+    status = tmp_path / "proc" / "7"
+    status.mkdir(parents=True)
+    (status / "statm").write_text("1000 250 10 1 0 100 0\n")
+    (status / "status").write_text("Name:\tpython\nVmHWM:\t  2048 kB\nVmRSS:\t 1024 kB\n")
+    assert rss_bytes(7, root=tmp_path) == 250 * os.sysconf("SC_PAGE_SIZE")
+    assert peak_rss_bytes(7, root=tmp_path) == 2048 * 1024
+    assert rss_bytes(8, root=tmp_path) == 0 and peak_rss_bytes(8, root=tmp_path) == 0
+
+
+def test_process_tree_of_this_process_sees_a_grandchild() -> None:
+    code = (
+        "import subprocess, time; p = subprocess.Popen(['sleep', '30']); "
+        "print(p.pid, flush=True); time.sleep(30)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    with child:
+        try:
+            assert child.stdout is not None
+            grandchild = int(child.stdout.readline())
+            tree = process_tree(os.getpid())
+            assert {child.pid, grandchild} <= set(tree)
+            assert rss_bytes(child.pid) > 0
+            assert peak_rss_bytes(child.pid) >= rss_bytes(child.pid)
+        finally:
+            for pid in reversed(process_tree(child.pid)):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)

@@ -234,3 +234,50 @@ def largest_rss_mb(pids: set[int], root: Path = Path("/")) -> float:
         except OSError:
             continue
     return largest / 1024
+
+
+def process_tree(pid: int, root: Path = Path("/")) -> list[int]:
+    """`pid` and all its descendants, from the parent links in /proc/*/stat (grandchildren
+    included, which `child_pids` does not see); processes that end while it reads are skipped."""
+    parent: dict[int, int] = {}
+    try:
+        entries = os.listdir(root / "proc")
+    except OSError:
+        return [pid]
+    for entry in entries:
+        if entry.isdigit():
+            try:
+                stat = (root / f"proc/{entry}/stat").read_text()
+                # the command name may hold spaces and parentheses: fields follow the last ")"
+                parent[int(entry)] = int(stat.rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    tree, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        tree.append(current)
+        todo += [child for child, ppid in parent.items() if ppid == current]
+    return tree
+
+
+def rss_bytes(pid: int | str = "self", root: Path = Path("/")) -> int:
+    """The resident set of a live process in bytes (/proc/PID/statm); 0 when it is gone."""
+    try:
+        pages = int((root / f"proc/{pid}/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def peak_rss_bytes(pid: int | str = "self", root: Path = Path("/")) -> int:
+    """A live process's peak resident set in bytes (VmHWM), 0 when unknown. Not ru_maxrss: Linux
+    carries the pre-exec image's peak across fork + exec, so a child would report at least its
+    parent's; VmHWM belongs to the exec'd image alone."""
+    text = _read(root / f"proc/{pid}/status") or ""
+    for line in text.splitlines():
+        if line.startswith("VmHWM:"):
+            try:
+                return int(line.split()[1]) * 1024
+            except (ValueError, IndexError):
+                return 0
+    return 0
