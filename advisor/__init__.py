@@ -1,6 +1,11 @@
+"""Loader Advisor: `%load_ext advisor` for the wizard; `advisor.diagnose(loader, step=...)` and
+`advisor.compare(before, after, step=...)` to measure loaders in a training loop."""
+
 from __future__ import annotations
 
 from typing import Any
+
+__all__ = ["compare", "diagnose", "load_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -8,3 +13,12 @@ def load_ipython_extension(ipython: Any) -> None:
     from advisor.magic import load_ipython_extension as load
 
     load(ipython)
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so `import advisor` (and `%load_ext advisor`) stays light.
+    if name in ("diagnose", "compare"):
+        from advisor import diagnosis
+
+        return getattr(diagnosis, name)
+    raise AttributeError(f"module 'advisor' has no attribute {name!r}")

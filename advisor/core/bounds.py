@@ -115,3 +115,26 @@ class ListingLimits:
 
     def __post_init__(self) -> None:
         check_ranges(self)
+
+
+@dataclass(frozen=True)
+class LoopLimits:
+    """How long `diagnose` runs a loader in its training loop, and how long it waits for one.
+
+    max_batches: batches at most, the first included (default 300).
+    max_seconds: seconds of looping at most after the first batch (default 30).
+    first_batch_timeout_s: the wait for the first batch (workers start, files open) before the
+        loader is reported as hung (default 120 s).
+    batch_timeout_s: the wait for any later batch before the loader is reported as hung
+        (default 60 s, as the trial's DataLoader timeout).
+    replay_batches: batches kept in memory to replay the step with loading free (default 16).
+    """
+
+    max_batches: int = bounded(300, 2, 1_000_000)
+    max_seconds: float = bounded(30.0, 0.5, 3600)
+    first_batch_timeout_s: float = bounded(120.0, 0.5, 3600)
+    batch_timeout_s: float = bounded(60.0, 0.5, 3600)
+    replay_batches: int = bounded(16, 0, 1000)
+
+    def __post_init__(self) -> None:
+        check_ranges(self)

@@ -281,3 +281,13 @@ def peak_rss_bytes(pid: int | str = "self", root: Path = Path("/")) -> int:
             except (ValueError, IndexError):
                 return 0
     return 0
+
+
+def cpu_seconds(pid: int | str = "self", root: Path = Path("/")) -> float:
+    """User plus system CPU seconds a live process has used (/proc/PID/stat utime and stime),
+    all its threads; 0 when it is gone."""
+    try:
+        fields = (root / f"proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0

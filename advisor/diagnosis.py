@@ -1,0 +1,239 @@
+"""Diagnose the loader a user already has, and put two loaders side by side in one loop.
+
+`advisor.diagnose(loader, step=...)` runs any iterable of batches (usually the user's own
+DataLoader, never modified) in a training loop for a bounded number of batches or seconds and
+reports how long each step waited for data, the time to the first batch, the headspace (the
+loop's rate with loading free), the loader's CPU per sample, the peak memory of its processes and
+GPU utilisation where there is a GPU, each figure with its spread, and a one-line verdict.
+
+`advisor.compare(before, after, step=...)` runs two loaders through the same step, interleaved
+round by round (before, after, then after, before, ...), so drift on a shared machine falls on
+both alike: before, after, and the ratio with its spread over the rounds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.core.bounds import LoopLimits, range_of
+from advisor.core.units import binary_size, per_s
+from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.decide.verdict import Verdict, input_bound
+from advisor.measure.loop.results import LoopSummary, Spread
+from advisor.measure.loop.run import (
+    LoopEvent,
+    Step,
+    batch_samples,
+    rate_step,
+    run_loop,
+    sleep_step,
+)
+
+__all__ = ["Comparison", "Diagnosis", "as_step", "compare", "diagnose"]
+
+
+def as_step(
+    step: Step | None = None,
+    *,
+    seconds_per_batch: float | None = None,
+    consumer_rate: float | None = None,
+    samples_of: Callable[[Any], int] = batch_samples,
+) -> Step:
+    """The loop's step from exactly one of: the user's callable (called with each batch), a fixed
+    number of seconds per batch, or a consumer rate in samples/s (a GPU step that blocks)."""
+    given = [v for v in (step, seconds_per_batch, consumer_rate) if v is not None]
+    if len(given) != 1:
+        raise ValueError(
+            "give exactly one step: step=a callable taking a batch, seconds_per_batch=S or "
+            f"consumer_rate=SAMPLES_PER_S (got {len(given)})"
+        )
+    if step is not None:
+        if not callable(step):
+            raise TypeError(f"step must be a callable taking a batch, got {type(step).__name__}")
+        return step
+    if seconds_per_batch is not None:
+        if seconds_per_batch not in STEP_TIME_S:
+            raise ValueError(f"{seconds_per_batch=} must be in {STEP_TIME_S}")
+        return sleep_step(seconds_per_batch)
+    rate = range_of(Workload, "consumer_rate")
+    if consumer_rate not in rate:
+        raise ValueError(f"{consumer_rate=} must be in {rate}")
+    assert consumer_rate is not None
+    return rate_step(consumer_rate, samples_of)
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """One loader in one loop: the measured summary and the verdict (None: a loop of a single
+    batch has no waits to judge)."""
+
+    summary: LoopSummary
+    verdict: Verdict | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def lines(self) -> list[str]:
+        """The diagnosis as a person reads it, one figure a line, spreads in brackets."""
+        s = self.summary
+        out = [self.verdict.line if self.verdict else "one batch only: nothing to judge"]
+        out.append(f"samples/s in the loop: {_spread(s.samples_per_s, per_s)}")
+        out.append(f"wait per batch: {_spread(s.wait_per_batch_s, _seconds)}")
+        out.append(f"step per batch: {_spread(s.step_s, _seconds)}")
+        out.append(f"first batch after: {_seconds(s.time_to_first_batch_s)}")
+        out.append(
+            f"with loading free (headspace): {_spread(s.headspace_samples_per_s, per_s)} samples/s"
+        )
+        cpu = s.loader_cpu_s_per_sample
+        out.append("loader CPU per sample: " + ("not measured" if cpu is None else _seconds(cpu)))
+        out.append(f"peak memory of the loader's processes: {binary_size(s.peak_rss_bytes)}")
+        if s.gpu_utilization is not None:
+            out.append(f"GPU utilisation: {_spread(s.gpu_utilization, lambda u: f'{u:.0f}%')}")
+        out.append(
+            f"{s.batches} batches, {s.samples:,} samples in {_seconds(s.seconds)} "
+            f"(ended: {_ENDED[s.ended]})"
+        )
+        return out + list(s.notes)
+
+
+_ENDED = {
+    "batches": "batch limit",
+    "seconds": "time limit",
+    "epoch": "the loader ran out",
+    "cancelled": "cancelled",
+}
+
+
+def _seconds(value: float) -> str:
+    if value >= 1:
+        return f"{value:.1f} s"
+    return f"{value * 1e3:.1f} ms" if value >= 1e-3 else f"{value * 1e6:.0f} µs"
+
+
+def _spread(spread: Spread | None, fmt: Callable[[float], str]) -> str:
+    if spread is None:
+        return "not measured"
+    if spread.n < 2:
+        return fmt(spread.median)
+    return f"{fmt(spread.median)} ({fmt(spread.low)}-{fmt(spread.high)})"
+
+
+def diagnose(
+    loader: Iterable[Any],
+    step: Step | None = None,
+    *,
+    seconds_per_batch: float | None = None,
+    consumer_rate: float | None = None,
+    limits: LoopLimits | None = None,
+    label: str = "your loader",
+    samples_of: Callable[[Any], int] = batch_samples,
+    progress: Callable[[LoopEvent], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> Diagnosis:
+    """Run `loader` in a training loop whose step is `step` (or a fixed time, or a consumer
+    rate) within `limits`, and say whether the loop waits for its data.
+
+    Raises `advisor.measure.loop.run.LoaderError` (its subclasses name the case) for a loader
+    that raises, yields nothing, or yields no batch within the limits' timeouts.
+    """
+    chosen = as_step(
+        step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
+        samples_of=samples_of,
+    )  # fmt: skip
+    run = run_loop(
+        loader, chosen, limits, label=label, samples_of=samples_of, progress=progress,
+        cancel=cancel,
+    )  # fmt: skip
+    summary = LoopSummary.of(run)
+    verdict = input_bound(summary.wait_share) if summary.wait_share is not None else None
+    return Diagnosis(summary, verdict)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Two loaders through the same step, interleaved: one Diagnosis per loader and round."""
+
+    before: tuple[Diagnosis, ...]
+    after: tuple[Diagnosis, ...]
+
+    def ratios(self) -> list[float]:
+        """After over before, samples/s, per round (the rounds' medians)."""
+        out = []
+        for b, a in zip(self.before, self.after, strict=True):
+            rb, ra = b.summary.samples_per_s, a.summary.samples_per_s
+            if rb is not None and ra is not None and rb.median > 0:
+                out.append(ra.median / rb.median)
+        return out
+
+    @property
+    def speedup(self) -> Spread | None:
+        return Spread.of(self.ratios())
+
+    def headline(self, change: str = "") -> str:
+        """ "num_workers 0 -> 2: 31 -> 130 samples/s (4.2x, 3.9-4.5x), data wait 78% -> 3% of each
+        step"; without `change` it starts at the rates."""
+        before, after = (
+            _median_of(self.before, "samples_per_s"),
+            _median_of(self.after, "samples_per_s"),
+        )
+        wait_b, wait_a = _median_of(self.before, "wait_share"), _median_of(self.after, "wait_share")
+        speedup = self.speedup
+        ratio = "" if speedup is None else f" ({_spread(speedup, lambda x: f'{x:.2f}x')})"
+        text = (
+            f"{per_s(before)} -> {per_s(after)} samples/s{ratio}, data wait "
+            f"{wait_b * 100:.0f}% -> {wait_a * 100:.0f}% of each step"
+        )
+        return f"{change}: {text}" if change else text
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "before": [d.to_dict() for d in self.before],
+            "after": [d.to_dict() for d in self.after],
+            "ratios": self.ratios(),
+            "headline": self.headline(),
+        }
+
+
+def _median_of(runs: tuple[Diagnosis, ...], name: str) -> float:
+    values = [v.median for d in runs if (v := getattr(d.summary, name)) is not None]
+    return sorted(values)[len(values) // 2] if values else 0.0
+
+
+def compare(
+    before: Iterable[Any],
+    after: Iterable[Any],
+    step: Step | None = None,
+    *,
+    seconds_per_batch: float | None = None,
+    consumer_rate: float | None = None,
+    limits: LoopLimits | None = None,
+    rounds: int = 2,
+    labels: tuple[str, str] = ("your loader", "recommended"),
+    samples_of: Callable[[Any], int] = batch_samples,
+    progress: Callable[[LoopEvent], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> Comparison:
+    """`before` and `after` (each re-iterable, e.g. a DataLoader: every round starts a fresh
+    epoch) through the same step, `rounds` times each, alternating which goes first."""
+    if rounds < 1:
+        raise ValueError(f"{rounds=} must be at least 1")
+    chosen = as_step(
+        step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
+        samples_of=samples_of,
+    )  # fmt: skip
+    results: dict[int, list[Diagnosis]] = {0: [], 1: []}
+    loaders = (before, after)
+    for r in range(rounds):
+        for which in (0, 1) if r % 2 == 0 else (1, 0):
+            run = run_loop(
+                loaders[which], chosen, limits, label=labels[which], samples_of=samples_of,
+                progress=progress, cancel=cancel,
+            )  # fmt: skip
+            summary = LoopSummary.of(run)
+            verdict = input_bound(summary.wait_share) if summary.wait_share else None
+            results[which].append(Diagnosis(summary, verdict))
+    return Comparison(tuple(results[0]), tuple(results[1]))

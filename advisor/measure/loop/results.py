@@ -1,0 +1,157 @@
+"""What one instrumented training loop measured (`LoopRun`), and its summary with spreads
+(`LoopSummary`). Plain data: no torch."""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+WINDOWS = 5  # the steady batches are cut into this many consecutive windows for a spread
+
+
+@dataclass(frozen=True)
+class Spread:
+    """A median with the lowest and highest of the values it was taken over (`n` of them)."""
+
+    median: float
+    low: float
+    high: float
+    n: int
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Spread | None:
+        if not values:
+            return None
+        return cls(statistics.median(values), min(values), max(values), len(values))
+
+    def relative_width(self) -> float:
+        """(high - low) / median: how far apart the runs are, as a share of the median."""
+        return (self.high - self.low) / self.median if self.median else 0.0
+
+
+@dataclass(frozen=True)
+class LoopRun:
+    """Every batch of one instrumented loop: how long the loop blocked waiting for it, how long
+    its step took, and how many samples it held.
+
+    time_to_first_batch_s: from asking the loader for an iterator to holding the first batch
+        (worker start-up included); the first batch is not in `wait_s`.
+    ended: "batches" or "seconds" (a limit), "epoch" (the loader ran out), "cancelled".
+    cpu_s: CPU seconds of this process and its children (the loader's workers) over the loop,
+        the step's included. peak_rss_bytes: the largest resident set of that process tree.
+    gpu_utilization: NVML samples (percent) during the loop; empty without a GPU.
+    """
+
+    label: str
+    time_to_first_batch_s: float
+    first_batch_samples: int
+    wait_s: tuple[float, ...]
+    step_s: tuple[float, ...]
+    samples: tuple[int, ...]
+    ended: str
+    cpu_s: float
+    peak_rss_bytes: int
+    gpu_utilization: tuple[int, ...] = ()
+    replay_step_s: tuple[float, ...] = ()  # the same step on batches already loaded
+    replay_samples: tuple[int, ...] = ()
+    replay_cpu_s: float = 0.0
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def batches(self) -> int:
+        return len(self.wait_s) + 1
+
+    @property
+    def total_samples(self) -> int:
+        return self.first_batch_samples + sum(self.samples)
+
+    def windows(self) -> list[tuple[float, float, int]]:
+        """(waited, stepped, samples) per consecutive window of the batches after the first."""
+        n = len(self.wait_s)
+        if n == 0:
+            return []
+        return [
+            (sum(self.wait_s[a:b]), sum(self.step_s[a:b]), sum(self.samples[a:b]))
+            for a, b in window_bounds(n)
+        ]
+
+
+@dataclass(frozen=True)
+class LoopSummary:
+    """A loop as a person reads it, every rate with its spread over the loop's windows.
+
+    samples_per_s: samples over (waiting + stepping) per window: what training ran at.
+    wait_share: the share of each window's time spent blocked waiting for data ("exposed data
+        loading time"). wait_per_batch_s: per batch, over the batches after the first.
+    headspace_samples_per_s: the same step replayed on batches already loaded: the loop's rate
+        if loading were free. None: no batch to replay.
+    loader_cpu_s_per_sample: the process tree's CPU over the loop less what the step cost in the
+        replay, per sample. None: not measurable (no replay).
+    """
+
+    label: str
+    batches: int
+    samples: int
+    seconds: float
+    samples_per_s: Spread | None
+    wait_share: Spread | None
+    wait_per_batch_s: Spread | None
+    step_s: Spread | None
+    time_to_first_batch_s: float
+    headspace_samples_per_s: Spread | None
+    loader_cpu_s_per_sample: float | None
+    peak_rss_bytes: int
+    gpu_utilization: Spread | None
+    ended: str
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, run: LoopRun) -> LoopSummary:
+        windows = run.windows()
+        rates = [s / (w + t) for w, t, s in windows if w + t > 0]
+        shares = [w / (w + t) for w, t, _ in windows if w + t > 0]
+        replay = [
+            s / t for s, t in zip(run.replay_samples, run.replay_step_s, strict=True) if t > 0
+        ]
+        return cls(
+            label=run.label,
+            batches=run.batches,
+            samples=run.total_samples,
+            seconds=run.time_to_first_batch_s + sum(run.wait_s) + sum(run.step_s),
+            samples_per_s=Spread.of(rates),
+            wait_share=Spread.of(shares),
+            wait_per_batch_s=Spread.of(list(run.wait_s)),
+            step_s=Spread.of(list(run.step_s)),
+            time_to_first_batch_s=run.time_to_first_batch_s,
+            headspace_samples_per_s=Spread.of(_windowed(replay)),
+            loader_cpu_s_per_sample=_loader_cpu(run),
+            peak_rss_bytes=run.peak_rss_bytes,
+            gpu_utilization=Spread.of([float(u) for u in run.gpu_utilization]),
+            ended=run.ended,
+            notes=run.notes,
+        )
+
+
+def window_bounds(n: int) -> list[tuple[int, int]]:
+    """[start, end) of up to WINDOWS consecutive, non-empty windows over `n` items."""
+    count = min(WINDOWS, n)
+    if count == 0:
+        return []
+    edges = [round(i * n / count) for i in range(count + 1)]
+    return [(a, b) for a, b in itertools.pairwise(edges) if b > a]
+
+
+def _windowed(rates: list[float]) -> list[float]:
+    """Per-batch replay rates grouped into up to WINDOWS windows (mean of each)."""
+    return [statistics.fmean(rates[a:b]) for a, b in window_bounds(len(rates))]
+
+
+def _loader_cpu(run: LoopRun) -> float | None:
+    """The tree's CPU over the loop less the step's (its replay CPU per batch, times the loop's
+    batches), per sample."""
+    if not run.replay_step_s or run.total_samples == 0:
+        return None
+    step_cpu = run.replay_cpu_s / len(run.replay_step_s) * run.batches
+    return max(run.cpu_s - step_cpu, 0.0) / run.total_samples

@@ -1,0 +1,259 @@
+"""The instrumented training loop: any iterable of batches (usually the user's own DataLoader),
+a step after every batch, and the time the loop blocked waiting for each batch.
+
+The loader is iterated in a thread of its own, but only on demand: the loop asks for the next
+batch when its step is done and waits for it, exactly as `for batch in loader: step(batch)`
+would, so nothing is fetched ahead that the user's loop would not fetch. The thread is there so
+that a loader that never yields is reported (`LoaderHung`) after a bounded wait instead of being
+waited on forever. After the loop, the same step is replayed on batches already loaded: the
+loop's rate with loading free (the "headspace").
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.core.bounds import LoopLimits
+from advisor.measure.hardware.nvml import GpuUtilization
+from advisor.measure.loop.results import LoopRun
+from advisor.measure.loop.usage import TreeUsage
+
+Step = Callable[[Any], object]
+POLL_S = 0.1  # how often a wait for a batch looks at the cancel event
+REPLAY_MAX_S = 10.0  # the replay's own bound, whatever the step costs
+
+
+class LoaderError(Exception):
+    """The loader under diagnosis failed; the message says how and at which batch."""
+
+
+class LoaderEmpty(LoaderError):
+    """The loader's iterator ended before its first batch."""
+
+
+class LoaderFailed(LoaderError):
+    """The loader raised; the user's exception is the `__cause__`."""
+
+
+class LoaderHung(LoaderError, TimeoutError):
+    """No batch came within the bound: the loader is reported as hung, not waited on."""
+
+
+@dataclass(frozen=True)
+class LoopEvent:
+    """Progress of a running loop: `fraction` of its bound in [0, 1], and what it is doing."""
+
+    label: str
+    fraction: float
+    message: str
+
+
+def batch_samples(batch: Any) -> int:
+    """Samples in one batch: a tensor's (or array's) first dimension; a dict's first value's; a
+    tuple or list whose first item is a batched tensor (images, labels) counts that tensor's
+    rows; any other list or tuple (a list of samples) its length; anything else one sample."""
+    shape = getattr(batch, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) > 0 else 1
+    if isinstance(batch, Mapping):
+        return batch_samples(next(iter(batch.values()))) if batch else 0
+    if isinstance(batch, (list, tuple)) and batch:
+        first = getattr(batch[0], "shape", None)
+        leading = [getattr(item, "shape", (None,))[:1] for item in batch]
+        if first is not None and len(first) > 0 and all(lead == first[:1] for lead in leading):
+            return int(first[0]) if len(batch) <= 4 else len(batch)
+        return len(batch)
+    return 1
+
+
+def sleep_step(seconds: float) -> Step:
+    """A step that blocks for `seconds` per batch, as a GPU step does once it is queued."""
+
+    def step(batch: Any) -> None:
+        time.sleep(seconds)
+
+    return step
+
+
+def rate_step(samples_per_s: float, samples_of: Callable[[Any], int] = batch_samples) -> Step:
+    """A step that consumes `samples_per_s`: it blocks for the batch's samples over the rate."""
+
+    def step(batch: Any) -> None:
+        time.sleep(samples_of(batch) / samples_per_s)
+
+    return step
+
+
+class _Fetcher:
+    """Iterates `loader` in its own thread, one batch per request."""
+
+    def __init__(self, loader: Iterable[Any]) -> None:
+        self._loader = loader
+        self._requests: queue.Queue[bool] = queue.Queue()
+        self._results: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._waiting = False  # a batch was asked for and has not come (a hung loader)
+        self._thread = threading.Thread(target=self._run, name="diagnose-loader", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        iterator = None
+        while self._requests.get():
+            try:
+                if iterator is None:
+                    iterator = iter(self._loader)
+                self._results.put(("batch", next(iterator)))
+            except StopIteration:
+                self._results.put(("end", None))
+            except BaseException as exc:  # the user's loader: anything it raises is reported
+                self._results.put(("error", exc))
+        del iterator  # a DataLoader's iterator shuts its workers down when it goes
+
+    def next(self, timeout_s: float, cancel: threading.Event | None) -> tuple[str, Any]:
+        self._requests.put(True)
+        self._waiting = True
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                result = self._results.get(timeout=POLL_S)
+                self._waiting = False
+                return result
+            except queue.Empty:
+                if cancel is not None and cancel.is_set():
+                    return "cancelled", None
+                if time.monotonic() > deadline:
+                    return "hung", None
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Ends the thread, which drops the iterator (a DataLoader then stops its workers). A
+        thread still inside a hung `next()` is left behind: it is a daemon, and waiting on it is
+        what the bound is there to avoid."""
+        self._requests.put(False)
+        if not self._waiting:
+            self._thread.join(timeout=timeout_s)
+
+
+def run_loop(
+    loader: Iterable[Any],
+    step: Step,
+    limits: LoopLimits | None = None,
+    *,
+    label: str = "loader",
+    samples_of: Callable[[Any], int] = batch_samples,
+    progress: Callable[[LoopEvent], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> LoopRun:
+    """Run `for batch in loader: step(batch)` within `limits`, timing every wait and step."""
+    limits = limits or LoopLimits()
+    fetcher = _Fetcher(loader)
+    waits: list[float] = []
+    steps: list[float] = []
+    samples: list[int] = []
+    kept: list[Any] = []
+    ended = "batches"
+
+    def report(message: str, started: float) -> None:
+        if progress is not None:
+            done = max(
+                (len(waits) + 1) / limits.max_batches,
+                (time.monotonic() - started) / limits.max_seconds,
+            )
+            progress(LoopEvent(label, min(done, 1.0), message))
+
+    def fetch(timeout_s: float, index: int) -> tuple[str, Any]:
+        kind, value = fetcher.next(timeout_s, cancel)
+        if kind == "error":
+            raise LoaderFailed(
+                f"your loader raised on batch {index}: {type(value).__name__}: {value}"
+            ) from value
+        if kind == "hung":
+            raise LoaderHung(
+                f"your loader yielded no batch {index} within {timeout_s:g} s: it looks hung "
+                "(a stuck read, a worker that died, a lock); the loop stopped waiting"
+            )
+        return kind, value
+
+    try:
+        with TreeUsage() as usage, GpuUtilization() as gpu:
+            started = time.monotonic()
+            report("waiting for the first batch", started)
+            kind, first = fetch(limits.first_batch_timeout_s, 1)
+            first_batch_s = time.monotonic() - started
+            if kind == "end":
+                raise LoaderEmpty("your loader yielded no batch: its iterator ended at once")
+            if kind == "cancelled":
+                raise LoaderError("cancelled before the first batch")
+            kept.append(first)
+            step(first)
+            loop_started = time.monotonic()
+            while True:
+                if len(waits) + 1 >= limits.max_batches:
+                    break
+                if time.monotonic() - loop_started >= limits.max_seconds:
+                    ended = "seconds"
+                    break
+                if cancel is not None and cancel.is_set():
+                    ended = "cancelled"
+                    break
+                asked = time.monotonic()
+                kind, batch = fetch(limits.batch_timeout_s, len(waits) + 2)
+                if kind in ("end", "cancelled"):
+                    ended = "epoch" if kind == "end" else "cancelled"
+                    break
+                got = time.monotonic()
+                step(batch)
+                steps.append(time.monotonic() - got)
+                waits.append(got - asked)
+                samples.append(samples_of(batch))
+                if len(kept) < limits.replay_batches:
+                    kept.append(batch)
+                report(f"{label}: batch {len(waits) + 1}", started)
+        first_samples = samples_of(first)
+    finally:
+        fetcher.close()
+    replay_steps, replay_samples, replay_cpu = _replay(kept, step, len(waits), samples_of, cancel)
+    return LoopRun(
+        label=label,
+        time_to_first_batch_s=first_batch_s,
+        first_batch_samples=first_samples,
+        wait_s=tuple(waits),
+        step_s=tuple(steps),
+        samples=tuple(samples),
+        ended=ended,
+        cpu_s=usage.cpu_s,
+        peak_rss_bytes=usage.peak_rss_bytes,
+        gpu_utilization=tuple(gpu.samples),
+        replay_step_s=tuple(replay_steps),
+        replay_samples=tuple(replay_samples),
+        replay_cpu_s=replay_cpu,
+    )
+
+
+def _replay(
+    kept: list[Any],
+    step: Step,
+    measured: int,
+    samples_of: Callable[[Any], int],
+    cancel: threading.Event | None,
+) -> tuple[list[float], list[int], float]:
+    """The step on batches already in memory, as many times as the loop ran it (within
+    REPLAY_MAX_S): how fast the loop runs when loading costs nothing."""
+    times: list[float] = []
+    counts: list[int] = []
+    if not kept or measured == 0:
+        return times, counts, 0.0
+    with TreeUsage() as usage:
+        deadline = time.monotonic() + REPLAY_MAX_S
+        for i in range(measured):
+            if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
+                break
+            batch = kept[i % len(kept)]
+            started = time.monotonic()
+            step(batch)
+            times.append(time.monotonic() - started)
+            counts.append(samples_of(batch))
+    return times, counts, usage.cpu_s

@@ -1,0 +1,210 @@
+"""advisor.diagnose and advisor.compare: real loaders (generators, a DataLoader with workers,
+boto3 over the local S3 server) in a real loop, checked against the loop timed from outside."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import torch
+
+import advisor
+from advisor.core.bounds import LoopLimits
+from advisor.demo.server import S3Endpoint
+from advisor.diagnosis import as_step, compare, diagnose
+from advisor.measure.hardware.host import child_pids
+from advisor.measure.loop.run import LoaderEmpty, LoaderFailed, LoaderHung, batch_samples
+
+QUICK = LoopLimits(max_batches=40, max_seconds=1.5, batch_timeout_s=5, first_batch_timeout_s=10)
+
+
+class SlowBatches:
+    """A re-iterable loader whose every batch of `size` samples takes `seconds` to load."""
+
+    def __init__(self, seconds: float, size: int = 8, batches: int = 1000) -> None:
+        self.seconds, self.size, self.batches = seconds, size, batches
+
+    def __iter__(self) -> Iterator[list[int]]:
+        for i in range(self.batches):
+            time.sleep(self.seconds)
+            yield list(range(i, i + self.size))
+
+
+def test_a_loader_as_slow_as_the_step_waits_half_of_each_step() -> None:
+    result = diagnose(SlowBatches(0.02), seconds_per_batch=0.02, limits=QUICK)
+    s = result.summary
+    assert s.wait_share is not None and 0.35 < s.wait_share.median < 0.65
+    assert s.samples_per_s is not None and 130 < s.samples_per_s.median < 230  # 8 / 40 ms
+    assert s.headspace_samples_per_s is not None
+    assert 300 < s.headspace_samples_per_s.median < 450  # 8 / 20 ms: the step alone
+    assert 0.015 < s.time_to_first_batch_s < 0.5
+    assert s.ended == "seconds" and s.batches > 10
+    assert result.verdict is not None and result.verdict.level == "highly input-bound"
+    assert result.verdict.line.startswith("input-bound: ")
+    assert "over 20%: highly input-bound" in result.verdict.line
+
+
+def test_a_loader_faster_than_the_step_is_not_input_bound() -> None:
+    result = diagnose(SlowBatches(0.0), seconds_per_batch=0.02, limits=QUICK)
+    assert result.verdict is not None and result.verdict.level == "not input-bound"
+    assert result.summary.wait_share is not None and result.summary.wait_share.median < 0.05
+
+
+def test_the_users_step_is_called_with_every_batch_and_the_limit_holds() -> None:
+    seen: list[Any] = []
+    limits = LoopLimits(max_batches=12, max_seconds=30, replay_batches=3)
+    result = diagnose(SlowBatches(0.0, size=4), step=seen.append, limits=limits)
+    assert result.summary.batches == 12 and result.summary.ended == "batches"
+    # 12 in the loop, then the 11 after the first replayed on the first three it kept
+    assert len(seen) == 23 and seen[12:15] == seen[0:3] and seen[15] == seen[0]
+    assert result.summary.samples == 48
+    assert seen[1] == [1, 2, 3, 4]
+
+
+def test_a_dataloader_with_workers_reports_memory_cpu_and_leaves_no_process() -> None:
+    class Items(torch.utils.data.Dataset[torch.Tensor]):
+        def __len__(self) -> int:
+            return 10_000
+
+        def __getitem__(self, i: int) -> torch.Tensor:
+            end = time.process_time() + 0.002  # 2 ms of CPU per sample in the worker
+            while time.process_time() < end:
+                pass
+            return torch.full((64,), i)
+
+    before = child_pids()
+    loader = torch.utils.data.DataLoader(Items(), batch_size=16, num_workers=2)
+    result = diagnose(loader, consumer_rate=2000, limits=QUICK)
+    s = result.summary
+    assert s.samples_per_s is not None and s.samples_per_s.median > 0
+    assert s.loader_cpu_s_per_sample is not None and 0.001 < s.loader_cpu_s_per_sample < 0.02
+    assert s.peak_rss_bytes > 50 * 2**20  # this process and two workers with torch loaded
+    assert s.gpu_utilization is None  # no GPU here
+    deadline = time.monotonic() + 10
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not child_pids() - before, "the DataLoader's workers were left running"
+
+
+def test_a_loader_that_raises_is_named_with_its_batch() -> None:
+    def broken() -> Iterator[list[int]]:
+        yield [1]
+        yield [2]
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(LoaderFailed, match=r"raised on batch 3: RuntimeError: disk on fire") as e:
+        diagnose(broken(), seconds_per_batch=0.001, limits=QUICK)
+    assert isinstance(e.value.__cause__, RuntimeError)
+
+
+def test_a_loader_that_yields_nothing_is_refused() -> None:
+    with pytest.raises(LoaderEmpty, match="yielded no batch"):
+        diagnose([], seconds_per_batch=0.01, limits=QUICK)
+
+
+def test_a_hung_loader_is_reported_within_its_bound() -> None:
+    release = threading.Event()
+
+    def stuck() -> Iterator[list[int]]:
+        yield [1]
+        release.wait(60)
+        yield [2]
+
+    limits = LoopLimits(max_batches=10, max_seconds=10, batch_timeout_s=1.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(LoaderHung, match=r"no batch 2 within 1 s: it looks hung"):
+            diagnose(stuck(), seconds_per_batch=0.001, limits=limits)
+        assert time.monotonic() - started < 4
+    finally:
+        release.set()
+
+
+def test_cancel_ends_the_loop_with_what_was_measured() -> None:
+    cancel = threading.Event()
+    threading.Timer(0.5, cancel.set).start()
+    limits = LoopLimits(max_batches=10_000, max_seconds=60)
+    result = diagnose(SlowBatches(0.01), seconds_per_batch=0.01, limits=limits, cancel=cancel)
+    assert result.summary.ended == "cancelled" and result.summary.batches > 5
+
+
+def test_progress_is_reported() -> None:
+    events: list[float] = []
+    diagnose(SlowBatches(0.0), seconds_per_batch=0.005, limits=QUICK,
+             progress=lambda e: events.append(e.fraction))  # fmt: skip
+    assert events and events == sorted(events) and 0 < events[-1] <= 1
+
+
+def test_exactly_one_step_is_required() -> None:
+    with pytest.raises(ValueError, match="exactly one step"):
+        as_step()
+    with pytest.raises(ValueError, match="exactly one step"):
+        as_step(print, seconds_per_batch=1.0)
+    with pytest.raises(ValueError, match="seconds_per_batch"):
+        as_step(seconds_per_batch=-1)
+    with pytest.raises(TypeError, match="callable"):
+        as_step(3.0)  # type: ignore[arg-type]
+
+
+def test_batch_samples_counts_what_collate_makes() -> None:
+    assert batch_samples(torch.zeros(5, 3)) == 5
+    assert batch_samples((torch.zeros(7, 3, 2), torch.zeros(7))) == 7
+    assert batch_samples({"image": torch.zeros(3, 2), "label": torch.zeros(3)}) == 3
+    assert batch_samples([torch.zeros(10, 10), torch.zeros(12, 10)]) == 2  # a list of samples
+    assert batch_samples([b"a", b"b", b"c"]) == 3
+    assert batch_samples(b"one object") == 1
+
+
+def test_compare_puts_two_loaders_through_the_same_step() -> None:
+    result = compare(SlowBatches(0.03), SlowBatches(0.0), seconds_per_batch=0.01, limits=QUICK)
+    assert len(result.before) == len(result.after) == 2
+    speedup = result.speedup
+    assert speedup is not None and 2.8 < speedup.median < 5.0  # 40 ms a batch against 10 ms
+    line = result.headline("num_workers 0 -> 2")
+    assert line.startswith("num_workers 0 -> 2: ") and "samples/s" in line
+    assert "data wait" in line and "of each step" in line
+
+
+def test_the_package_offers_diagnose_and_compare() -> None:
+    assert advisor.diagnose is diagnose and advisor.compare is compare
+
+
+def test_the_waiting_share_agrees_with_the_loop_timed_from_outside(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    """A plain boto3 `__getitem__` dataset (the tutorial loader) over the local S3 server, with
+    a fixed step: the share diagnose reports against the same loop timed around `next()`."""
+    for i in range(64):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"obj/{i:03d}", Body=bytes(50_000))
+
+    class Boto3Objects(torch.utils.data.Dataset[bytes]):
+        def __init__(self) -> None:
+            self.client = s3_endpoint.boto3_client()
+
+        def __len__(self) -> int:
+            return 64
+
+        def __getitem__(self, i: int) -> bytes:
+            body = self.client.get_object(Bucket=s3_bucket, Key=f"obj/{i % 64:03d}")["Body"]
+            return bytes(body.read())
+
+    def loader() -> torch.utils.data.DataLoader[bytes]:
+        return torch.utils.data.DataLoader(Boto3Objects(), batch_size=8, collate_fn=list)
+
+    step_s = 0.02
+    limits = LoopLimits(max_batches=8, max_seconds=10)
+    reported = diagnose(loader(), seconds_per_batch=step_s, limits=limits).summary.wait_share
+    waited = stepped = 0.0
+    iterator = iter(loader())
+    next(iterator)  # the first batch is time to first batch, not a wait
+    for _ in range(7):
+        asked = time.monotonic()
+        next(iterator)
+        waited += time.monotonic() - asked
+        time.sleep(step_s)
+        stepped += step_s
+    outside = waited / (waited + stepped)
+    assert reported is not None and abs(reported.median - outside) < 0.10
