@@ -1,4 +1,5 @@
-"""`python -m advisor profile|hardware|trial|recommend|export|reshard ...`: the headless advisor.
+"""`python -m advisor profile|hardware|trial|recommend|export|reshard|diagnose ...`: the headless
+advisor.
 
 Human-readable tables by default, one JSON object with --json. Every failure is one line on
 stderr and a non-zero exit: 2 for bad input, 1 for what went wrong talking to the storage.
@@ -15,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from advisor import diagnose_cli
 from advisor.core.bounds import ListingLimits, TrialBudget, arg_type, range_of
 from advisor.core.errors import EXIT_INTERRUPTED, report_error
 from advisor.core.units import any_size
@@ -116,6 +118,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exp.add_argument("--no-trial", action="store_true", help="answer from the model only")
     reshard_cli.add_parser(sub, common)
+    diagnose_cli.add_parser(sub, common)
     return parser
 
 
@@ -283,6 +286,8 @@ def _nvml_recorder() -> RecordingNvml:
 def run(args: argparse.Namespace) -> int:
     if args.command == "reshard":
         return reshard_cli.run(args)
+    if args.command == "diagnose":
+        return diagnose_cli.run(args)
     session = AdvisorSession()
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()

@@ -15,16 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.core.bounds import LoopLimits, range_of
+from advisor.core.bounds import CompareRounds, LoopLimits, range_of
 from advisor.core.units import binary_size, per_s
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.decide.verdict import Verdict, input_bound
 from advisor.measure.loop.results import LoopSummary, Spread
 from advisor.measure.loop.run import (
+    LoaderSource,
     LoopEvent,
     Step,
     batch_samples,
@@ -123,7 +124,7 @@ def _spread(spread: Spread | None, fmt: Callable[[float], str]) -> str:
 
 
 def diagnose(
-    loader: Iterable[Any],
+    loader: LoaderSource,
     step: Step | None = None,
     *,
     seconds_per_batch: float | None = None,
@@ -204,8 +205,8 @@ def _median_of(runs: tuple[Diagnosis, ...], name: str) -> float:
 
 
 def compare(
-    before: Iterable[Any],
-    after: Iterable[Any],
+    before: LoaderSource,
+    after: LoaderSource,
     step: Step | None = None,
     *,
     seconds_per_batch: float | None = None,
@@ -217,10 +218,10 @@ def compare(
     progress: Callable[[LoopEvent], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> Comparison:
-    """`before` and `after` (each re-iterable, e.g. a DataLoader: every round starts a fresh
-    epoch) through the same step, `rounds` times each, alternating which goes first."""
-    if rounds < 1:
-        raise ValueError(f"{rounds=} must be at least 1")
+    """`before` and `after` through the same step, `rounds` times each, alternating which goes
+    first. Each is re-iterable (a DataLoader: every round starts a fresh epoch) or a function
+    that makes a loader (called at the start of every round)."""
+    CompareRounds(rounds)  # raises ValueError naming the range
     chosen = as_step(
         step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
         samples_of=samples_of,

@@ -1,4 +1,6 @@
-"""`%load_ext advisor`, then `%advisor [URI] [--endpoint-url URL] [--profile NAME] [--demo]`."""
+"""`%load_ext advisor`, then `%advisor [URI] [--endpoint-url URL] [--profile NAME] [--demo]` for
+the wizard, or `%advisor diagnose LOADER (--step STEP | --step-time S | --consumer-rate R)
+[--uri URI ...]` to measure a loader of the notebook (names of the notebook's variables)."""
 
 from __future__ import annotations
 
@@ -27,13 +29,55 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _diagnose_parser() -> argparse.ArgumentParser:
+    from advisor.diagnose_cli import add_arguments
+
+    parser = argparse.ArgumentParser(
+        prog="%advisor diagnose", add_help=False,
+        description="Run a loader of this notebook in a training loop: is it keeping the "
+        "training waiting? With --uri, the recommended loader beside it.",
+    )  # fmt: skip
+    parser.add_argument("loader", metavar="LOADER", help="a variable: your DataLoader (or any "
+                        "iterable of batches, or a function that makes one)")  # fmt: skip
+    add_arguments(parser, step_help="a variable: your step, a function called with each batch")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--quiet", action="store_true", help="no progress output")
+    return parser
+
+
+def _diagnose(words: list[str], namespace: dict[str, Any]) -> None:
+    from advisor.diagnose_cli import execute
+
+    parser = _diagnose_parser()
+    if "-h" in words or "--help" in words:
+        print(parser.format_help())
+        return
+    try:
+        args = parser.parse_args(words)
+    except SystemExit:  # argparse already printed the usage and the problem
+        return
+    missing = [n for n in (args.loader, args.step) if n is not None and n not in namespace]
+    if missing:
+        print(f"%advisor diagnose: no variable named {missing[0]!r} in this notebook")
+        return
+    step = namespace[args.step] if args.step else None
+    execute(namespace[args.loader], step, args)
+
+
 def advisor_magic(line: str) -> None:
-    """Show the wizard; arguments as on the command line (`%advisor --help` lists them)."""
+    """Show the wizard, or `diagnose` a loader; arguments as on the command line (`%advisor
+    --help` and `%advisor diagnose --help` list them)."""
     parser = _parser()
     try:
         words = shlex.split(line)
     except ValueError as exc:
         print(f"%advisor: {exc}")
+        return
+    if words[:1] == ["diagnose"]:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        _diagnose(words[1:], shell.user_ns if shell is not None else {})
         return
     if "-h" in words or "--help" in words:
         print(parser.format_help())

@@ -3,9 +3,13 @@ boto3 over the local S3 server) in a real loop, checked against the loop timed f
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -208,3 +212,111 @@ def test_the_waiting_share_agrees_with_the_loop_timed_from_outside(
         stepped += step_s
     outside = waited / (waited + stepped)
     assert reported is not None and abs(reported.median - outside) < 0.10
+
+
+USER_MODULE = """
+import time
+
+def make_loader():
+    def batches():
+        for i in range(10_000):
+            time.sleep(0.01)
+            yield [i] * 8
+    return batches()
+
+def broken():
+    raise RuntimeError("no bucket configured")
+"""
+
+
+def _cli(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "advisor", "diagnose", *args], cwd=cwd, capture_output=True,
+        text=True, timeout=timeout,
+    )  # fmt: skip
+
+
+def test_the_cli_diagnoses_a_loader_function(tmp_path: Path) -> None:
+    (tmp_path / "user_loader.py").write_text(USER_MODULE)
+    done = _cli(["user_loader:make_loader", "--step-time", "0.01", "--seconds", "1", "--json"],
+                tmp_path)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    share = result["summary"]["wait_share"]["median"]
+    assert 0.3 < share < 0.7 and result["verdict"]["level"] == "highly input-bound"
+    text = _cli(["user_loader:make_loader", "--step-time", "0.01", "--seconds", "1"], tmp_path)
+    assert text.returncode == 0 and "of each step waits for data" in text.stdout
+    assert "samples/s in the loop" in text.stdout and "Traceback" not in text.stderr
+
+
+def test_the_cli_names_what_is_wrong_in_one_line(tmp_path: Path) -> None:
+    (tmp_path / "user_loader.py").write_text(USER_MODULE)
+    cases = {
+        ("no_such_module:f", "--step-time", "0.01"): "cannot import loader module 'no_such_module'",
+        ("user_loader:nope", "--step-time", "0.01"): "has no attribute 'nope'",
+        ("user_loader:broken", "--step-time", "0.01"): "RuntimeError: no bucket configured",
+        ("user_loader:make_loader", "--step-time", "-1"): "--step-time must be in",
+        ("user_loader:make_loader",): "one of the arguments --step --step-time --consumer-rate",
+    }
+    for args, message in cases.items():
+        done = _cli(list(args), tmp_path)
+        assert done.returncode in (1, 2), (args, done.stderr)
+        assert message in done.stderr, (args, done.stderr)
+        assert "Traceback" not in done.stderr
+
+
+def test_the_magic_diagnoses_a_notebook_variable(capsys: pytest.CaptureFixture[str]) -> None:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    try:
+        shell.run_line_magic("load_ext", "advisor")
+        shell.user_ns["my_loader"] = SlowBatches(0.005)
+        shell.run_line_magic("advisor", "diagnose my_loader --step-time 0.01 --seconds 1 --quiet")
+        out = capsys.readouterr().out
+        assert "of each step waits for data" in out and "samples/s in the loop" in out
+        shell.run_line_magic("advisor", "diagnose nothing_here --step-time 0.01")
+        assert "no variable named 'nothing_here'" in capsys.readouterr().out
+    finally:
+        InteractiveShell.clear_instance()
+
+
+def test_before_after_through_the_cli_on_s3(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """The user's path: a tutorial boto3 loader of their own, `--uri` to the same data; the
+    advisor runs its trial, exports, and both loaders go through the same step."""
+    for i in range(96):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"data/{i:03d}.bin", Body=bytes(40_000))
+    (tmp_path / "boto3_loader.py").write_text(f"""
+import boto3, torch
+
+class Objects(torch.utils.data.Dataset):
+    def __init__(self):
+        self.client = None
+    def __len__(self):
+        return 96
+    def __getitem__(self, i):
+        if self.client is None:
+            self.client = boto3.client("s3", endpoint_url={s3_endpoint.url!r})
+        key = f"data/{{i:03d}}.bin"
+        return self.client.get_object(Bucket={s3_bucket!r}, Key=key)["Body"].read()
+
+def make_loader():
+    return torch.utils.data.DataLoader(Objects(), batch_size=8, collate_fn=list)
+""")
+    done = _cli(
+        ["boto3_loader:make_loader", "--step-time", "0.02", "--seconds", "2", "--json",
+         "--uri", f"s3://{s3_bucket}/data/", "--endpoint-url", s3_endpoint.url,
+         "--trial-seconds", "6"],
+        tmp_path, timeout=240,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    headline = result["headline"]
+    assert "num_workers 0 ->" in headline[0] or "the native reader" in headline[0]
+    assert "samples/s" in headline[0] and "data wait" in headline[0]
+    assert headline[1].startswith("before: ") and headline[2].startswith("after: ")
+    comparison = result["comparison"]
+    assert len(comparison["before"]) == len(comparison["after"]) == 2
+    assert all(r > 0 for r in comparison["ratios"])

@@ -138,3 +138,14 @@ class LoopLimits:
 
     def __post_init__(self) -> None:
         check_ranges(self)
+
+
+@dataclass(frozen=True)
+class CompareRounds:
+    """rounds: interleaved runs of each loader when two are compared (default 2): the ratio's
+    spread comes from them."""
+
+    rounds: int = bounded(2, 1, 20)
+
+    def __post_init__(self) -> None:
+        check_ranges(self)

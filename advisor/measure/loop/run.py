@@ -24,6 +24,9 @@ from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.usage import TreeUsage
 
 Step = Callable[[Any], object]
+# An iterable of batches, or a function that makes one (called at the start of every run, so
+# that each run of a comparison starts a fresh epoch of a loader that iterates only once).
+LoaderSource = Iterable[Any] | Callable[[], Iterable[Any]]
 POLL_S = 0.1  # how often a wait for a batch looks at the cancel event
 REPLAY_MAX_S = 10.0  # the replay's own bound, whatever the step costs
 
@@ -92,7 +95,7 @@ def rate_step(samples_per_s: float, samples_of: Callable[[Any], int] = batch_sam
 class _Fetcher:
     """Iterates `loader` in its own thread, one batch per request."""
 
-    def __init__(self, loader: Iterable[Any]) -> None:
+    def __init__(self, loader: LoaderSource) -> None:
         self._loader = loader
         self._requests: queue.Queue[bool] = queue.Queue()
         self._results: queue.Queue[tuple[str, Any]] = queue.Queue()
@@ -105,7 +108,7 @@ class _Fetcher:
         while self._requests.get():
             try:
                 if iterator is None:
-                    iterator = iter(self._loader)
+                    iterator = iter(fresh(self._loader))
                 self._results.put(("batch", next(iterator)))
             except StopIteration:
                 self._results.put(("end", None))
@@ -137,8 +140,20 @@ class _Fetcher:
             self._thread.join(timeout=timeout_s)
 
 
+def fresh(loader: LoaderSource) -> Iterable[Any]:
+    """The iterable itself, or a new one from a function that makes one."""
+    if callable(loader) and not isinstance(loader, Iterable):
+        made = loader()
+        if not isinstance(made, Iterable):
+            raise TypeError(f"the loader function returned {type(made).__name__}, not an iterable")
+        return made
+    if not isinstance(loader, Iterable):
+        raise TypeError(f"a loader must be an iterable of batches, got {type(loader).__name__}")
+    return loader
+
+
 def run_loop(
-    loader: Iterable[Any],
+    loader: LoaderSource,
     step: Step,
     limits: LoopLimits | None = None,
     *,
@@ -211,7 +226,7 @@ def run_loop(
                 samples.append(samples_of(batch))
                 if len(kept) < limits.replay_batches:
                     kept.append(batch)
-                report(f"{label}: batch {len(waits) + 1}", started)
+                report(f"batch {len(waits) + 1}", started)
         first_samples = samples_of(first)
     finally:
         fetcher.close()

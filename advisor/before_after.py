@@ -1,0 +1,152 @@
+"""Before and after: the user's loader against the one the advisor exports, on the same data,
+through the same step, in the same loop.
+
+`before_after(loader, uri, consumer_rate=...)` first diagnoses the user's loader (which also
+gives the batch size the advice plans for), runs the advisor on `uri` with that workload
+(profile, hardware, the live trial, the rules), writes the exported module to a scratch folder,
+imports it, and compares its `make_dataloader()` with the user's loader, interleaved. The user's
+loader is never modified. The headline says what to change and what it measured.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from advisor.core.bounds import LoopLimits, TrialBudget
+from advisor.core.workload import Workload
+from advisor.decide.recommend import Recommendation
+from advisor.diagnosis import Comparison, Diagnosis, as_step, compare, diagnose
+from advisor.measure.loop.run import LoaderSource, LoopEvent, Step, batch_samples, fresh
+from advisor.session import AdvisorSession
+
+__all__ = ["BeforeAfter", "before_after", "changes"]
+
+
+@dataclass(frozen=True)
+class BeforeAfter:
+    """The advice for the data, the comparison that measured it, and the headline."""
+
+    first_look: Diagnosis
+    recommendation: Recommendation
+    comparison: Comparison
+    changed: tuple[str, ...]
+
+    def headline(self) -> list[str]:
+        """Two or three lines: what to change and its measured effect; the verdicts."""
+        what = ", ".join(self.changed) or "the recommended loader"
+        lines = [self.comparison.headline(what)]
+        before, after = self.comparison.before[-1].verdict, self.comparison.after[-1].verdict
+        if before is not None and after is not None:
+            lines.append(f"before: {before.line}")
+            lines.append(f"after: {after.line}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "headline": self.headline(),
+            "changed": list(self.changed),
+            "first_look": self.first_look.to_dict(),
+            "comparison": self.comparison.to_dict(),
+        }
+
+
+def changes(loader: Any, recommendation: Recommendation) -> tuple[str, ...]:
+    """What the recommendation changes in `loader`'s settings, in the DataLoader's words. A
+    loader that is not a torch DataLoader shows no settings to compare: only the reader."""
+    out = []
+    settings = (
+        ("num_workers", recommendation.num_workers),
+        ("prefetch_factor", recommendation.prefetch_factor if recommendation.num_workers else None),
+        ("pin_memory", recommendation.pin_memory),
+    )
+    for name, new in settings:
+        if new is None or not hasattr(loader, name):
+            continue
+        old = getattr(loader, name)
+        if old != new:
+            out.append(f"{name} {old} -> {new}")
+    return (*out, "the native reader")
+
+
+def _import_module(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_advisor_export_{path.stem}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import the exported module {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def before_after(
+    loader: LoaderSource,
+    uri: str,
+    step: Step | None = None,
+    *,
+    seconds_per_batch: float | None = None,
+    consumer_rate: float | None = None,
+    endpoint_url: str | None = None,
+    aws_profile: str | None = None,
+    transform: str | None = None,
+    trial_seconds: float = TrialBudget.seconds,
+    limits: LoopLimits | None = None,
+    rounds: int = 2,
+    samples_of: Callable[[Any], int] = batch_samples,
+    progress: Callable[[str, float], None] | None = None,
+    cancel: threading.Event | None = None,
+) -> BeforeAfter:
+    """Diagnose `loader`, advise on `uri` for the same step, and compare the two loaders."""
+    chosen = as_step(
+        step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
+        samples_of=samples_of,
+    )  # fmt: skip
+
+    def loop_progress(event: LoopEvent) -> None:
+        if progress is not None:
+            progress(f"{event.label}: {event.message}", event.fraction)
+
+    first = diagnose(loader, chosen, limits=limits, samples_of=samples_of,
+                     progress=loop_progress, cancel=cancel)  # fmt: skip
+    s = first.summary
+    batch = max(1, round(s.samples / s.batches))
+    rate = _consumer_rate(consumer_rate, seconds_per_batch, s.step_s, batch)
+    session = AdvisorSession()
+    session.set_location(uri, endpoint_url=endpoint_url, profile=aws_profile)
+    session.set_workload(Workload(consumer_rate=rate, batch_size=batch, transform=transform))
+    if progress is not None:
+        progress("advising on the same data", 0.0)
+    session.run_profile()
+    session.run_hardware()
+    session.run_trial(
+        trial_seconds,
+        progress=(lambda e: progress(e.message, e.fraction)) if progress else None,
+        cancel=cancel,
+    )
+    recommendation = session.run_recommend()
+    with tempfile.TemporaryDirectory(prefix="advisor-before-after-") as scratch:
+        module_path, _ = session.save_export(Path(scratch), "recommended_loader")
+        exported = _import_module(module_path).make_dataloader()
+        comparison = compare(
+            loader, exported, chosen, limits=limits, rounds=rounds, samples_of=samples_of,
+            progress=loop_progress, cancel=cancel,
+        )  # fmt: skip
+    # a loader given as a function is made once more, only to read its settings
+    settings = loader if isinstance(loader, Iterable) else fresh(loader)
+    return BeforeAfter(first, recommendation, comparison, changes(settings, recommendation))
+
+
+def _consumer_rate(
+    consumer_rate: float | None, seconds_per_batch: float | None, step_s: Any, batch: int
+) -> float | None:
+    """The samples/s the step consumes, for the advice: given, or the batch over the step's
+    time (given, or the median the loop measured for the user's own step)."""
+    if consumer_rate is not None:
+        return consumer_rate
+    seconds = seconds_per_batch if seconds_per_batch is not None else getattr(step_s, "median", 0)
+    return batch / seconds if seconds and seconds > 0 else None

@@ -1,0 +1,156 @@
+"""`python -m advisor diagnose module:function ...`: the user's loader in a training loop, and with
+`--uri` the recommended loader beside it (before, after, ratio)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import threading
+import time
+from typing import Any
+
+from advisor.core.bounds import CompareRounds, LoopLimits, TrialBudget, arg_type, range_of
+from advisor.core.errors import EXIT_INTERRUPTED, report_error
+from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.measure.loop.run import LoaderError, LoopEvent
+
+PROGRESS_EVERY_S = 1.0
+
+
+def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "diagnose",
+        parents=[common],
+        help="is your loader keeping training waiting? (and, with --uri, the advice beside it)",
+        description="Run LOADER (module:function returning an iterable of batches, usually your "
+        "DataLoader) in a training loop and report how long each step waits for data. With "
+        "--uri, advise on that data for the same step and compare the exported loader with "
+        "yours in the same loop.",
+    )
+    p.add_argument("loader", metavar="LOADER", help="module:function that returns your loader")
+    add_arguments(p, step_help="module:callable: your step, called with each batch")
+
+
+def add_arguments(p: argparse.ArgumentParser, step_help: str) -> None:
+    """The step, the bounds and the --uri comparison: the CLI's and the `%advisor diagnose`
+    magic's arguments (which name the loader and the step differently)."""
+    step = p.add_mutually_exclusive_group(required=True)
+    step.add_argument("--step", metavar="STEP", help=step_help)
+    step.add_argument(
+        "--step-time", type=arg_type(STEP_TIME_S, "--step-time"),
+        help=f"seconds the step blocks per batch, in {STEP_TIME_S}",
+    )  # fmt: skip
+    rate = range_of(Workload, "consumer_rate")
+    step.add_argument(
+        "--consumer-rate", type=arg_type(rate, "--consumer-rate"),
+        help=f"samples/s the step consumes (it blocks for batch / rate), in {rate}",
+    )  # fmt: skip
+    for name, flag, what in (
+        ("max_batches", "--batches", "batches at most per run"),
+        ("max_seconds", "--seconds", "seconds at most per run"),
+        ("batch_timeout_s", "--batch-timeout", "seconds without a batch before the loader is hung"),
+    ):
+        bound, default = range_of(LoopLimits, name), getattr(LoopLimits, name)
+        p.add_argument(
+            flag, dest=name, type=arg_type(bound, flag), default=default,
+            help=f"{what}, in {bound} (default {default:g})",
+        )  # fmt: skip
+    p.add_argument("--uri", help="the data your loader reads: advise on it and compare")
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")
+    p.add_argument("--profile", dest="aws_profile", help="AWS profile name")
+    p.add_argument("--transform", help="with --uri: the per-sample transform, 'module:callable'")
+    p.add_argument(
+        "--trial-seconds", type=arg_type(range_of(TrialBudget, "seconds"), "--trial-seconds"),
+        default=TrialBudget.seconds, help="with --uri: the advisor's trial budget",
+    )  # fmt: skip
+    p.add_argument(
+        "--rounds", type=arg_type(range_of(CompareRounds, "rounds"), "--rounds"), default=2,
+        help="with --uri: interleaved runs of each loader (default 2)",
+    )  # fmt: skip
+
+
+def load_object(spec: str, what: str) -> Any:
+    """Import "package.module:attribute", with one clear line for every way it can be wrong."""
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise ValueError(f"{what} {spec!r} must look like 'package.module:function'")
+    if "" not in sys.path:
+        sys.path.insert(0, "")  # the current folder, as `python -m` and a notebook see it
+    try:
+        module = importlib.import_module(module_name)
+    except Exception as exc:  # the user's module: anything it raises at import is reported
+        raise ValueError(
+            f"cannot import {what} module {module_name!r}: {type(exc).__name__}: {exc}"
+        ) from exc
+    target: Any = module
+    for part in attr.split("."):
+        if not hasattr(target, part):
+            raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
+        target = getattr(target, part)
+    if not callable(target):
+        raise ValueError(f"{what} {spec!r} is not callable")
+    return target
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        loader = load_object(args.loader, "loader")
+        step = load_object(args.step, "step") if args.step else None
+    except ValueError as exc:
+        return report_error(exc)
+    return execute(loader, step, args)
+
+
+def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
+    """Diagnose `loader` (an iterable or a function that makes one) with `step` or the step the
+    arguments give; print the result; the exit status."""
+    from advisor.before_after import before_after
+    from advisor.diagnosis import diagnose
+
+    cancel = threading.Event()
+    limits = LoopLimits(
+        max_batches=args.max_batches, max_seconds=args.max_seconds,
+        batch_timeout_s=args.batch_timeout_s,
+    )  # fmt: skip
+    quiet = args.quiet or args.json
+
+    last = [0.0]
+
+    def progress(message: str, fraction: float) -> None:
+        # a line a second at most: a loop reports every batch
+        if not quiet and time.monotonic() - last[0] >= PROGRESS_EVERY_S:
+            last[0] = time.monotonic()
+            print(f"... {message[:70]} ({fraction:.0%})", file=sys.stderr, flush=True)
+
+    def on_event(event: LoopEvent) -> None:
+        progress(f"{event.label}: {event.message}", event.fraction)
+
+    try:
+        steps = dict(step=step, seconds_per_batch=args.step_time, consumer_rate=args.consumer_rate)
+        if args.uri:
+            result: Any = before_after(
+                loader, args.uri, **steps, endpoint_url=args.endpoint_url,
+                aws_profile=args.aws_profile, transform=args.transform,
+                trial_seconds=args.trial_seconds, limits=limits, rounds=args.rounds,
+                progress=progress, cancel=cancel,
+            )  # fmt: skip
+            lines = [*result.headline(), "", "your loader:", *result.first_look.lines()]
+        else:
+            result = diagnose(loader, **steps, limits=limits, progress=on_event, cancel=cancel)
+            lines = result.lines()
+    except KeyboardInterrupt:
+        cancel.set()
+        print("error: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except LoaderError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except (ValueError, TypeError, OSError) as exc:
+        return report_error(exc)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        print("\n".join(lines))
+    return 0
