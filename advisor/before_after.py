@@ -42,7 +42,7 @@ class BeforeAfter:
         """Two or three lines: what to change and its measured effect; the verdicts."""
         what = ", ".join(self.changed) or "the recommended loader"
         lines = [self.comparison.headline(what)]
-        before, after = self.comparison.before[-1].verdict, self.comparison.after[-1].verdict
+        before, after = self.comparison.verdicts()
         if before is not None and after is not None:
             lines.append(f"before: {before.line}")
             lines.append(f"after: {after.line}")
@@ -70,6 +70,8 @@ def changes(loader: Any, recommendation: Recommendation) -> tuple[str, ...]:
         if new is None or not hasattr(loader, name):
             continue
         old = getattr(loader, name)
+        if old is None and name == "prefetch_factor":
+            continue  # no workers before: there was nothing to prefetch, num_workers says it
         if old != new:
             out.append(f"{name} {old} -> {new}")
     return (*out, "the native reader")

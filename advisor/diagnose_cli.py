@@ -136,7 +136,11 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
                 trial_seconds=args.trial_seconds, limits=limits, rounds=args.rounds,
                 progress=progress, cancel=cancel,
             )  # fmt: skip
-            lines = [*result.headline(), "", "your loader:", *result.first_look.lines()]
+            lines = [
+                *result.headline(), "",
+                "your loader, on its own first (this run also sized the advice):",
+                *result.first_look.lines(),
+            ]  # fmt: skip
         else:
             result = diagnose(loader, **steps, limits=limits, progress=on_event, cancel=cancel)
             lines = result.lines()

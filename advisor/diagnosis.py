@@ -174,16 +174,39 @@ class Comparison:
     def speedup(self) -> Spread | None:
         return Spread.of(self.ratios())
 
-    def headline(self, change: str = "") -> str:
-        """ "num_workers 0 -> 2: 31 -> 130 samples/s (4.2x, 3.9-4.5x), data wait 78% -> 3% of each
-        step"; without `change` it starts at the rates."""
-        before, after = (
-            _median_of(self.before, "samples_per_s"),
-            _median_of(self.after, "samples_per_s"),
+    def pooled(self, which: str, name: str) -> Spread | None:
+        """One figure of `which` loader ("before" or "after") over all its rounds: the median
+        of the rounds' medians, from the lowest to the highest value any round saw."""
+        runs: tuple[Diagnosis, ...] = getattr(self, which)
+        spreads = [v for d in runs if (v := getattr(d.summary, name)) is not None]
+        if not spreads:
+            return None
+        medians = sorted(s.median for s in spreads)
+        return Spread(
+            medians[len(medians) // 2], min(s.low for s in spreads),
+            max(s.high for s in spreads), sum(s.n for s in spreads),
+        )  # fmt: skip
+
+    def verdicts(self) -> tuple[Verdict | None, Verdict | None]:
+        """The verdict on each loader's waiting share over all its rounds."""
+        before, after = self.pooled("before", "wait_share"), self.pooled("after", "wait_share")
+        return (
+            input_bound(before) if before is not None else None,
+            input_bound(after) if after is not None else None,
         )
-        wait_b, wait_a = _median_of(self.before, "wait_share"), _median_of(self.after, "wait_share")
+
+    def headline(self, change: str = "") -> str:
+        """ "num_workers 0 -> 2: 31 -> 130 samples/s (4.2x, 3.9-4.5x over the rounds), data wait
+        78% -> 3% of each step"; without `change` it starts at the rates."""
+        rates = self.pooled("before", "samples_per_s"), self.pooled("after", "samples_per_s")
+        waits = self.pooled("before", "wait_share"), self.pooled("after", "wait_share")
+        before, after = (r.median if r else 0.0 for r in rates)
+        wait_b, wait_a = (w.median if w else 0.0 for w in waits)
         speedup = self.speedup
-        ratio = "" if speedup is None else f" ({_spread(speedup, lambda x: f'{x:.2f}x')})"
+        ratio = ""
+        if speedup is not None:
+            ratio = f" ({speedup.median:.2f}x"
+            ratio += f", {speedup.low:.2f}-{speedup.high:.2f}x)" if speedup.n > 1 else ")"
         text = (
             f"{per_s(before)} -> {per_s(after)} samples/s{ratio}, data wait "
             f"{wait_b * 100:.0f}% -> {wait_a * 100:.0f}% of each step"
@@ -197,11 +220,6 @@ class Comparison:
             "ratios": self.ratios(),
             "headline": self.headline(),
         }
-
-
-def _median_of(runs: tuple[Diagnosis, ...], name: str) -> float:
-    values = [v.median for d in runs if (v := getattr(d.summary, name)) is not None]
-    return sorted(values)[len(values) // 2] if values else 0.0
 
 
 def compare(
