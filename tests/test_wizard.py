@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from advisor.core.location import DatasetLocation
+from advisor.core.units import binary_size
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Decision
 from advisor.demo.server import S3Endpoint
@@ -196,10 +197,15 @@ def _profiled(w: Any) -> None:
 # --- pure builders -------------------------------------------------------------------------
 
 
-def test_human_bytes() -> None:
-    assert charts.human_bytes(0) == "0 B"
-    assert charts.human_bytes(1536) == "1.5 KiB"
-    assert charts.human_bytes(64 * 2**20) == "64 MiB"
+def test_sizes_read_in_binary_units() -> None:
+    assert binary_size(0) == "0 B"
+    assert binary_size(1536) == "1.5 KiB"
+    assert binary_size(64 * 2**20) == "64 MiB"
+    from advisor.wizard.panels.dataset import profile_rows
+
+    rows = dict(profile_rows(_profile()))
+    assert rows["total size"] == "279 KiB"
+    assert rows["object size"] == "median 2.9 KiB, p90 68 KiB, p99 137 KiB, max 137 KiB"
 
 
 def test_size_histogram_has_one_bar_per_bin() -> None:
@@ -588,7 +594,7 @@ def test_real_trial_cancel_leaves_nothing_running(real_wizard: Any, small_demo: 
 
 
 def test_headline_names_the_reader_setting_when_streaming() -> None:
-    from advisor.wizard.views import headline
+    from advisor.wizard.panels.recommendation import headline
 
     rec = SimpleNamespace(
         data_source="stream",
@@ -606,7 +612,7 @@ def test_headline_names_the_reader_setting_when_streaming() -> None:
 
 
 def test_the_workers_card_shows_the_measured_table_beside_the_model() -> None:
-    from advisor.wizard.views import decision_card
+    from advisor.wizard.panels.recommendation import decision_card
 
     table = {
         "0": {
