@@ -9,6 +9,8 @@ flow on a small demo data set.
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +29,10 @@ from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile, FormatInfo, size_stats
 from advisor.measure.trial.results import TrialResult, summarise
 from advisor.wizard import charts, flow
+from advisor.wizard.context import Topic
 from advisor.wizard.controller import STEPS, THREAD_PREFIX, WizardController
+from advisor.wizard.jobs import JobRunner, JobRunningError
+from advisor.wizard.package_data import PackageDataMissingError
 
 pytestmark = [
     # ipywidgets' comm shim warns when there is no kernel; the wizard works without one.
@@ -256,6 +261,65 @@ def test_a_missing_diagram_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(flow, "DIAGRAM_RESOURCE", "no-such-diagram.mmd")
     with pytest.raises(flow.DiagramMissingError, match="reinstall"):
         flow.flow_bundle(["SRC-1"])
+
+
+def test_the_stylesheet_ships_as_package_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.wizard import views
+
+    css = views.stylesheet()
+    assert ".la-wizard {" in css and "var(--jp-ui-font-color1)" in css
+    monkeypatch.setattr(views, "STYLESHEET", "no-such-style.css")
+    with pytest.raises(PackageDataMissingError, match=r"stylesheet.*reinstall"):
+        views.stylesheet()
+
+
+def test_the_controller_and_its_steps_import_no_widgets() -> None:
+    """Headless: the controller runs where the wizard extra is not installed."""
+    code = (
+        "import sys; import advisor.wizard.controller; "
+        "sys.exit(sorted(m for m in ('ipywidgets', 'plotly') if m in sys.modules) or 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_job_runner_runs_one_job_at_a_time() -> None:
+    runner = JobRunner("test-job-runner")
+    release, calls = threading.Event(), []
+
+    def work(cancel: threading.Event) -> None:
+        release.wait(5)
+        if cancel.is_set():
+            raise RuntimeError("stopped")
+
+    runner.start(
+        "slow",
+        work,
+        started=lambda: calls.append("started"),
+        failed=lambda exc: calls.append(f"failed: {exc}"),
+        ended=lambda: calls.append("ended"),
+    )
+    assert runner.busy and runner.job == "slow" and calls == ["started"]
+    assert any(t.name == "test-job-runner-slow" for t in threading.enumerate())
+    with pytest.raises(JobRunningError, match="slow is still running") as refused:
+        runner.start("second", work, started=calls.clear, failed=print, ended=calls.clear)
+    assert refused.value.running == "slow"
+    assert runner.cancel() == "slow"
+    release.set()
+    assert runner.wait(5) and not runner.busy and runner.cancel() is None
+    assert calls == ["started", "failed: stopped", "ended"]
+    assert runner.future is not None and runner.future.done()
+
+
+def test_listeners_hear_topics_that_read_as_their_names() -> None:
+    c = WizardController(FakeSession())  # type: ignore[arg-type]
+    heard: list[Topic] = []
+    c.subscribe(heard.append)
+    assert c.run_hardware()
+    assert heard == [Topic.ERROR, Topic.HARDWARE] and heard == ["error", "hardware"]
+    assert (
+        all(isinstance(topic, Topic) for topic in heard) and f"{Topic.TRIAL_POINT}" == "trial_point"
+    )
 
 
 # --- controller with the scripted session --------------------------------------------------
