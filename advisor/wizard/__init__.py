@@ -8,6 +8,7 @@ flow.py build its figures and diagram, style.css styles it.
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.extras import require_extra
@@ -26,7 +27,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def _views() -> Any:
+def _views() -> ModuleType:
     require_extra("wizard")  # a missing optional dependency names its install command
     from advisor.wizard import views
 

@@ -3,7 +3,7 @@
 `WizardController` holds the six steps (`advisor.wizard.steps`) around one `AdvisorSession` and
 moves between them; it adds no advice of its own. It is the steps' shared `WizardContext`: status,
 errors, listeners (`subscribe`) and the one background job (`cancel`, `wait`, `future`). Its
-methods and attributes of old (`run_profile`, `workload_form`, ...) reach the step that owns them.
+actions and fields (`run_profile`, `workload_form`, ...) are the steps', reached from one place.
 """
 
 from __future__ import annotations

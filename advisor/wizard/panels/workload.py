@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 
 import ipywidgets as widgets
@@ -9,7 +10,7 @@ import ipywidgets as widgets
 from advisor.core.workload import DATA_LOCATIONS, Workload
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import LABEL, StepPanel, html_area, text
-from advisor.wizard.steps.workload import WorkloadForm, WorkloadStep
+from advisor.wizard.steps.workload import WorkloadStep
 
 
 def demand(workload: Workload) -> str:
@@ -21,19 +22,6 @@ def demand(workload: Workload) -> str:
         f"one GPU consumes {workload.consumer_rate:,.0f} samples/s; the job ({ranks} rank(s)) "
         f"{workload.consumer_rate * ranks:,.0f} samples/s"
     )
-
-
-def _text_fields(form: WorkloadForm) -> dict[str, str]:
-    """The form's free-text fields (the mode and the data location are choices)."""
-    return {
-        "samples_per_s": form.samples_per_s,
-        "step_time_s": form.step_time_s,
-        "batch_size": form.batch_size,
-        "epochs": form.epochs,
-        "nodes": form.nodes,
-        "gpus_per_node": form.gpus_per_node,
-        "transform": form.transform,
-    }
 
 
 class WorkloadPanel(StepPanel):
@@ -102,7 +90,7 @@ class WorkloadPanel(StepPanel):
         form = step.form
         self.rate_mode.value = form.mode
         self.data_location.value = form.data_location
-        typed = _text_fields(form)
+        typed = dataclasses.asdict(form)
         for name, field in self.fields.items():
             field.value = typed[name]
         self.samples_per_s.layout.display = "none" if form.mode == "step" else ""
