@@ -99,6 +99,7 @@ def test_wheel_holds_the_product_and_nothing_else(wheel: Path) -> None:
         "native_loader/_native.pyi",
         "native_loader/decoders.py",
         "advisor/wizard/decision_flow.mmd",
+        "advisor/wizard/style.css",
         "advisor/core/extras.py",
     ):
         assert needed in names

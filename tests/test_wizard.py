@@ -9,6 +9,8 @@ flow on a small demo data set.
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -19,6 +21,7 @@ from typing import Any
 import pytest
 
 from advisor.core.location import DatasetLocation
+from advisor.core.units import binary_size
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Decision
 from advisor.demo.server import S3Endpoint
@@ -26,7 +29,10 @@ from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile, FormatInfo, size_stats
 from advisor.measure.trial.results import TrialResult, summarise
 from advisor.wizard import charts, flow
+from advisor.wizard.context import Topic
 from advisor.wizard.controller import STEPS, THREAD_PREFIX, WizardController
+from advisor.wizard.jobs import JobRunner, JobRunningError
+from advisor.wizard.package_data import PackageDataMissingError
 
 pytestmark = [
     # ipywidgets' comm shim warns when there is no kernel; the wizard works without one.
@@ -196,10 +202,15 @@ def _profiled(w: Any) -> None:
 # --- pure builders -------------------------------------------------------------------------
 
 
-def test_human_bytes() -> None:
-    assert charts.human_bytes(0) == "0 B"
-    assert charts.human_bytes(1536) == "1.5 KiB"
-    assert charts.human_bytes(64 * 2**20) == "64 MiB"
+def test_sizes_read_in_binary_units() -> None:
+    assert binary_size(0) == "0 B"
+    assert binary_size(1536) == "1.5 KiB"
+    assert binary_size(64 * 2**20) == "64 MiB"
+    from advisor.wizard.panels.dataset import profile_rows
+
+    rows = dict(profile_rows(_profile()))
+    assert rows["total size"] == "279 KiB"
+    assert rows["object size"] == "median 2.9 KiB, p90 68 KiB, p99 137 KiB, max 137 KiB"
 
 
 def test_size_histogram_has_one_bar_per_bin() -> None:
@@ -250,6 +261,65 @@ def test_a_missing_diagram_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(flow, "DIAGRAM_RESOURCE", "no-such-diagram.mmd")
     with pytest.raises(flow.DiagramMissingError, match="reinstall"):
         flow.flow_bundle(["SRC-1"])
+
+
+def test_the_stylesheet_ships_as_package_data(monkeypatch: pytest.MonkeyPatch) -> None:
+    from advisor.wizard import views
+
+    css = views.stylesheet()
+    assert ".la-wizard {" in css and "var(--jp-ui-font-color1)" in css
+    monkeypatch.setattr(views, "STYLESHEET", "no-such-style.css")
+    with pytest.raises(PackageDataMissingError, match=r"stylesheet.*reinstall"):
+        views.stylesheet()
+
+
+def test_the_controller_and_its_steps_import_no_widgets() -> None:
+    """Headless: the controller runs where the wizard extra is not installed."""
+    code = (
+        "import sys; import advisor.wizard.controller; "
+        "sys.exit(sorted(m for m in ('ipywidgets', 'plotly') if m in sys.modules) or 0)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_job_runner_runs_one_job_at_a_time() -> None:
+    runner = JobRunner("test-job-runner")
+    release, calls = threading.Event(), []
+
+    def work(cancel: threading.Event) -> None:
+        release.wait(5)
+        if cancel.is_set():
+            raise RuntimeError("stopped")
+
+    runner.start(
+        "slow",
+        work,
+        started=lambda: calls.append("started"),
+        failed=lambda exc: calls.append(f"failed: {exc}"),
+        ended=lambda: calls.append("ended"),
+    )
+    assert runner.busy and runner.job == "slow" and calls == ["started"]
+    assert any(t.name == "test-job-runner-slow" for t in threading.enumerate())
+    with pytest.raises(JobRunningError, match="slow is still running") as refused:
+        runner.start("second", work, started=calls.clear, failed=print, ended=calls.clear)
+    assert refused.value.running == "slow"
+    assert runner.cancel() == "slow"
+    release.set()
+    assert runner.wait(5) and not runner.busy and runner.cancel() is None
+    assert calls == ["started", "failed: stopped", "ended"]
+    assert runner.future is not None and runner.future.done()
+
+
+def test_listeners_hear_topics_that_read_as_their_names() -> None:
+    c = WizardController(FakeSession())  # type: ignore[arg-type]
+    heard: list[Topic] = []
+    c.subscribe(heard.append)
+    assert c.run_hardware()
+    assert heard == [Topic.ERROR, Topic.HARDWARE] and heard == ["error", "hardware"]
+    assert (
+        all(isinstance(topic, Topic) for topic in heard) and f"{Topic.TRIAL_POINT}" == "trial_point"
+    )
 
 
 # --- controller with the scripted session --------------------------------------------------
@@ -588,7 +658,7 @@ def test_real_trial_cancel_leaves_nothing_running(real_wizard: Any, small_demo: 
 
 
 def test_headline_names_the_reader_setting_when_streaming() -> None:
-    from advisor.wizard.views import headline
+    from advisor.wizard.panels.recommendation import headline
 
     rec = SimpleNamespace(
         data_source="stream",
@@ -606,7 +676,7 @@ def test_headline_names_the_reader_setting_when_streaming() -> None:
 
 
 def test_the_workers_card_shows_the_measured_table_beside_the_model() -> None:
-    from advisor.wizard.views import decision_card
+    from advisor.wizard.panels.recommendation import decision_card
 
     table = {
         "0": {

@@ -55,3 +55,8 @@ def binary_size(n: float) -> str:
 def per_s(rate: float) -> str:
     """A rate without a wall of digits: whole numbers from 100 up, else one decimal."""
     return f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
+
+
+def exact_bytes(n: int) -> str:
+    """A byte count in full, with thousands separators: 1234567 -> "1,234,567 B"."""
+    return f"{n:,} B"

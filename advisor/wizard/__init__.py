@@ -1,11 +1,14 @@
 """The notebook wizard: `from advisor.wizard import show; wizard = show()`.
 
-`WizardController` (controller.py) is the headless state and engine driver; `Wizard` (views.py)
-the ipywidgets view over it; charts.py and flow.py build its figures and diagram.
+`WizardController` (controller.py) is the headless state and engine driver: one state object per
+step (steps/), sharing a status board (context.py) and one background job (jobs.py). `Wizard`
+(views.py) is the ipywidgets shell over it, with one panel per step (panels/); charts.py and
+flow.py build its figures and diagram, style.css styles it.
 """
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.extras import require_extra
@@ -24,7 +27,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-def _views() -> Any:
+def _views() -> ModuleType:
     require_extra("wizard")  # a missing optional dependency names its install command
     from advisor.wizard import views
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from advisor.core.units import binary_size as human_bytes
+from advisor.core.units import binary_size
 
 if TYPE_CHECKING:
     from advisor.measure.profile import DatasetProfile
@@ -39,7 +39,7 @@ def _base_layout(title: str, x_title: str, y_title: str) -> dict[str, Any]:
 def size_histogram(profile: DatasetProfile) -> go.Figure:
     """Objects per power-of-two size bin, labelled "64 KiB-128 KiB"."""
     bins = profile.sizes.histogram
-    labels = [f"{human_bytes(lower)}-{human_bytes(lower * 2 if lower else 1)}" for lower, _ in bins]
+    labels = [f"{binary_size(lower)}-{binary_size(lower * 2 if lower else 1)}" for lower, _ in bins]
     counts = [count for _, count in bins]
     suffix = " (sampled listing)" if profile.sampled else ""
     figure = go.Figure(

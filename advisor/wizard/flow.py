@@ -8,27 +8,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from importlib import resources
+
+from advisor.wizard.package_data import PackageDataMissingError, read_package_text
 
 DIAGRAM_RESOURCE = "decision_flow.mmd"
 TAKEN_STYLE = "fill:#f5a623,stroke:#b36b00,stroke-width:3px,color:#1a1a1a"
 _FENCE = re.compile(r"```mermaid\s*\n(.*?)```", re.S)
 
 
-class DiagramMissingError(RuntimeError):
-    """The packaged decision-flow diagram cannot be read: the install is incomplete."""
+# the packaged diagram cannot be read: the install is incomplete
+DiagramMissingError = PackageDataMissingError
 
 
 def diagram_source() -> str:
     """The decision flow's Mermaid source, read from the installed package."""
-    resource = resources.files("advisor.wizard").joinpath(DIAGRAM_RESOURCE)
-    try:
-        return resource.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise DiagramMissingError(
-            f"the decision-flow diagram advisor/wizard/{DIAGRAM_RESOURCE} is missing from this "
-            "install of loader-advisor; reinstall it (pip install --force-reinstall loader-advisor)"
-        ) from exc
+    return read_package_text(DIAGRAM_RESOURCE, "the decision-flow diagram")
 
 
 def mermaid_source(markdown: str) -> str | None:

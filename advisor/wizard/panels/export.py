@@ -1,0 +1,64 @@
+"""Step 6's view: the generated module and its JSON, Save, and download links."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+
+from advisor.wizard.context import Topic
+from advisor.wizard.panels.base import StepPanel, button, html_area, text
+from advisor.wizard.steps.export import ExportStep
+
+
+class ExportPanel(StepPanel):
+    """Previews of what will be written, where to write it, and what was saved."""
+
+    topics = frozenset({Topic.EXPORT, Topic.SAVED})
+
+    def __init__(self, step: ExportStep) -> None:
+        self.step = step
+        self.module_preview = html_area("la-preview-module")
+        self.json_preview = html_area("la-preview-json")
+        self.save_dir = text("Folder", "la-input-save-dir", "relative to the notebook", ".")
+        self.save_stem = text("Module name", "la-input-stem", value="dataloader_config")
+        self.save_button = button("Save", "la-btn-save", "success", "write .py and .json")
+        self.saved = html_area("la-saved")
+        self.download = html_area("la-download")
+        self.box = widgets.VBox(
+            [
+                widgets.HTML("<b>6. Export</b> <span class='la-hint'>generated module</span>"),
+                self.module_preview,
+                widgets.HTML("<span class='la-hint'>and the same as JSON</span>"),
+                self.json_preview,
+                self.save_dir,
+                self.save_stem,
+                widgets.HBox([self.save_button]),
+                self.saved,
+                self.download,
+            ]
+        )
+        self.save_button.on_click(lambda _: step.save(self.save_dir.value, self.save_stem.value))
+
+    def show(self) -> None:
+        step = self.step
+        bundle = step.bundle
+        if bundle is None:
+            self.module_preview.value = self.json_preview.value = self.download.value = ""
+        else:
+            self.module_preview.value = (
+                f"<pre class='la-pre'>{html.escape(bundle.module_source)}</pre>"
+            )
+            self.json_preview.value = f"<pre class='la-pre'>{html.escape(bundle.json_text)}</pre>"
+            stem = html.escape(self.save_stem.value or "dataloader_config")
+            self.download.value = (
+                f"<a download='{stem}.py' href='{step.download_uri('module')}'>"
+                f"download {stem}.py</a>"
+                f"<a download='{stem}.json' href='{step.download_uri('json')}'>"
+                f"download {stem}.json</a>"
+            )
+        self.saved.value = (
+            "saved: " + ", ".join(f"<code>{html.escape(str(p))}</code>" for p in step.saved_paths)
+            if step.saved_paths
+            else ""
+        )

@@ -1,0 +1,118 @@
+"""Step 2's view: one card per GPU, the machine's table, and the GPU to plan for."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+
+from advisor.core.bounds import range_of
+from advisor.core.units import binary_size
+from advisor.core.workload import Workload
+from advisor.measure.hardware import GPU_CATALOG, HardwareProfile
+from advisor.wizard.context import Topic
+from advisor.wizard.panels.base import LABEL, StepPanel, html_area, table
+from advisor.wizard.steps.hardware import HardwareStep
+
+
+def gpu_cards(hardware: HardwareProfile) -> str:
+    """One card per GPU (probed or planned), or a card saying none was found."""
+    if not hardware.gpus:
+        return (
+            "<div class='la-card'><div class='la-card-title'>no GPU found on this machine</div>"
+            "<div class='la-meta'>choose a target GPU below to plan for the training machine"
+            "</div></div>"
+        )
+    cards = []
+    for gpu in hardware.gpus:
+        parts = []
+        if gpu.memory_total_bytes is not None:
+            parts.append(binary_size(gpu.memory_total_bytes))
+        if gpu.pcie_gen_max is not None and gpu.pcie_width_max is not None:
+            parts.append(f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}")
+        if gpu.nvlink_active_links:
+            parts.append(f"NVLink x{gpu.nvlink_active_links}")
+        if gpu.driver_version:
+            parts.append(f"driver {gpu.driver_version}")
+        label = "planned" if hardware.planned else "GPU"
+        cards.append(
+            f"<div class='la-card la-gpu'><div class='la-card-title'>{label} {gpu.index}: "
+            f"<span class='la-value'>{html.escape(gpu.name)}</span></div>"
+            f"<div class='la-meta'>{html.escape(', '.join(parts))}</div></div>"
+        )
+    return f"<div class='la-gpus'>{''.join(cards)}</div>"
+
+
+def hardware_rows(hardware: HardwareProfile) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    cores = f"{hardware.usable_cores} usable of {hardware.cpu_count} logical CPUs"
+    if hardware.cgroup_cpu_limit is not None:
+        cores += f" (cgroup limit {hardware.cgroup_cpu_limit:g})"
+    rows.append(("CPU cores", cores))
+    if hardware.ram_total_bytes is not None:
+        free = hardware.ram_available_bytes
+        ram = binary_size(hardware.ram_total_bytes)
+        rows.append(("RAM", ram + (f" ({binary_size(free)} available)" if free else "")))
+    if hardware.shm_bytes is not None:
+        rows.append(("/dev/shm", binary_size(hardware.shm_bytes)))
+    if hardware.disk is not None:
+        disk = hardware.disk
+        rows.append(
+            (
+                "scratch disk",
+                f"{disk.path}: {disk.kind}, {binary_size(disk.free_bytes)} free"
+                + (f", {disk.filesystem}" if disk.filesystem else ""),
+            )
+        )
+    rows += [("note", note) for note in hardware.notes]
+    return rows
+
+
+class HardwarePanel(StepPanel):
+    """What the probe found (or the planned GPUs), and the catalogued GPU to plan for."""
+
+    topics = frozenset({Topic.HARDWARE})
+
+    def __init__(self, step: HardwareStep) -> None:
+        self.step = step
+        self.target_gpu = widgets.Dropdown(
+            options=[("this machine as probed", ""), *((n, n) for n in GPU_CATALOG)],
+            value=step.target_gpu or "",
+            description="Plan for",
+            style=LABEL,
+            layout=widgets.Layout(width="420px"),
+        )
+        self.target_gpu.add_class("la-input-target-gpu")
+        per_node = range_of(Workload, "gpus_per_node")
+        self.gpu_count = widgets.BoundedIntText(
+            value=step.gpu_count,
+            min=per_node.low,
+            max=per_node.high,
+            description="GPUs",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="120px"),
+        )
+        self.gpu_count.add_class("la-input-gpu-count")
+        self.hardware_summary = html_area("la-hardware-summary")
+        self.box = widgets.VBox(
+            [
+                widgets.HTML("<b>2. What will it train on?</b>"),
+                self.hardware_summary,
+                widgets.HTML(
+                    "<span class='la-hint'>Profiling on a different machine than training? "
+                    "Plan for a catalogued GPU:</span>"
+                ),
+                widgets.HBox([self.target_gpu, self.gpu_count]),
+            ]
+        )
+        self.target_gpu.observe(lambda ch: step.run(ch["new"], self.gpu_count.value), names="value")
+        self.gpu_count.observe(
+            lambda ch: step.run(self.target_gpu.value, ch["new"]) if step.target_gpu else None,
+            names="value",
+        )
+
+    def show(self) -> None:
+        hardware = self.step.hardware
+        self.hardware_summary.value = (
+            gpu_cards(hardware) + table(hardware_rows(hardware)) if hardware else ""
+        )

@@ -1,0 +1,105 @@
+"""Step 3's view: the workload form with live, field-by-field validation."""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+
+import ipywidgets as widgets
+
+from advisor.core.workload import DATA_LOCATIONS, Workload
+from advisor.wizard.context import Topic
+from advisor.wizard.panels.base import LABEL, StepPanel, html_area, text
+from advisor.wizard.steps.workload import WorkloadStep
+
+
+def demand(workload: Workload) -> str:
+    """The typed workload in words: what one GPU and the whole job consume."""
+    ranks = workload.nodes * workload.gpus_per_node
+    if workload.consumer_rate is None:
+        return f"rate unknown: the advisor aims for the loader's best throughput ({ranks} rank(s))"
+    return (
+        f"one GPU consumes {workload.consumer_rate:,.0f} samples/s; the job ({ranks} rank(s)) "
+        f"{workload.consumer_rate * ranks:,.0f} samples/s"
+    )
+
+
+class WorkloadPanel(StepPanel):
+    """Rate or step time, batch size, job size, transform and where the data already is."""
+
+    topics = frozenset({Topic.WORKLOAD, Topic.HARDWARE})  # the GPU count sizes the job
+
+    def __init__(self, step: WorkloadStep) -> None:
+        self.step = step
+        form = step.form
+        self.rate_mode = widgets.ToggleButtons(
+            options=[("samples/s per GPU", "rate"), ("step time and batch size", "step")],
+            value=form.mode,
+            description="Consumption",
+            style=LABEL,
+        )
+        self.rate_mode.add_class("la-input-rate-mode")
+        self.samples_per_s = text(
+            "Samples/s per GPU", "la-input-rate", "empty = unknown (aim for the best)"
+        )
+        self.step_time = text("Step time (s)", "la-input-step-time", "seconds per batch")
+        self.batch_size = text("Batch size", "la-input-batch-size", value=form.batch_size)
+        self.epochs = text("Epochs", "la-input-epochs", value=form.epochs)
+        self.nodes = text("Nodes", "la-input-nodes", value=form.nodes)
+        self.gpus_per_node = text("GPUs per node", "la-input-gpus", value=form.gpus_per_node)
+        self.transform = text("Transform", "la-input-transform", "optional: module:callable")
+        self.data_location = widgets.Dropdown(
+            options=[("infer from the URI", ""), *((d, d) for d in DATA_LOCATIONS)],
+            value=form.data_location,
+            description="Data already on",
+            style=LABEL,
+        )
+        self.data_location.add_class("la-input-data-location")
+        self.workload_errors = html_area("la-field-errors")
+        self.fields: dict[str, widgets.Text] = {
+            "samples_per_s": self.samples_per_s,
+            "step_time_s": self.step_time,
+            "batch_size": self.batch_size,
+            "epochs": self.epochs,
+            "nodes": self.nodes,
+            "gpus_per_node": self.gpus_per_node,
+            "transform": self.transform,
+        }
+        self.box = widgets.VBox(
+            [
+                widgets.HTML("<b>3. How fast does training consume data?</b>"),
+                self.rate_mode,
+                *self.fields.values(),
+                self.data_location,
+                self.workload_errors,
+            ]
+        )
+        self.rate_mode.observe(lambda ch: self._edited("mode", ch["new"]), names="value")
+        self.data_location.observe(
+            lambda ch: self._edited("data_location", ch["new"]), names="value"
+        )
+        for name, field in self.fields.items():
+            field.observe(lambda ch, name=name: self._edited(name, ch["new"]), names="value")
+
+    def _edited(self, name: str, value: str) -> None:
+        self.step.edit(name, value)  # live, field-by-field validation
+        self.show()
+
+    def show(self) -> None:
+        step = self.step
+        form = step.form
+        self.rate_mode.value = form.mode
+        self.data_location.value = form.data_location
+        typed = dataclasses.asdict(form)
+        for name, field in self.fields.items():
+            field.value = typed[name]
+        self.samples_per_s.layout.display = "none" if form.mode == "step" else ""
+        self.step_time.layout.display = "" if form.mode == "step" else "none"
+        self.workload_errors.value = "".join(
+            f"<div class='la-error'>{html.escape(m)}</div>" for m in step.field_errors.values()
+        )
+        workload = step.parsed
+        if not step.field_errors and workload is not None:
+            self.workload_errors.value = (
+                f"<span class='la-hint'>{html.escape(demand(workload))}</span>"
+            )

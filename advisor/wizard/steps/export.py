@@ -1,0 +1,77 @@
+"""Step 6: the generated DataLoader module and its JSON, saved or offered for download."""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from advisor.core.errors import describe
+from advisor.wizard.context import Topic, WizardContext
+
+if TYPE_CHECKING:
+    from advisor.export import ExportBundle
+
+STEP = "export"
+_MODULE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class ExportStep:
+    """The export bundle (built from the session on demand) and the paths last saved."""
+
+    def __init__(self, context: WizardContext) -> None:
+        self.context = context
+        self.bundle: ExportBundle | None = None
+        self.saved_paths: tuple[Path, ...] = ()
+
+    def forget_bundle(self) -> None:
+        """An earlier step changed: the bundle is built again when it is next needed."""
+        self.bundle = None
+
+    def forget_all(self) -> None:
+        """A new data set: neither the bundle nor what was saved from it applies."""
+        self.bundle = None
+        self.saved_paths = ()
+
+    def build(self) -> bool:
+        try:
+            self.bundle = self.context.session.export()
+        except Exception as exc:
+            self.context.set_error(STEP, describe(exc))
+            return False
+        self.context.set_error(STEP, None)
+        self.context.notify(Topic.EXPORT)
+        return True
+
+    def save(
+        self, directory: str | os.PathLike[str] = ".", stem: str = "dataloader_config"
+    ) -> bool:
+        """Write `<stem>.py` and `<stem>.json` into `directory` (relative to the notebook)."""
+        stem = stem.strip()
+        if not stem or not _MODULE_NAME.fullmatch(stem):
+            self.context.set_error(STEP, f"invalid input: {stem!r} is not a Python module name")
+            return False
+        try:
+            if self.bundle is None:
+                self.bundle = self.context.session.export()
+            target = Path(directory).expanduser().resolve()
+            target.mkdir(parents=True, exist_ok=True)
+            self.saved_paths = tuple(self.bundle.save(target, stem))
+        except Exception as exc:
+            self.context.set_error(STEP, describe(exc))
+            return False
+        self.context.set_error(STEP, None)
+        self.context.notify(Topic.SAVED)
+        return True
+
+    def download_uri(self, kind: str = "module") -> str | None:
+        """A data: URI of the generated module ("module") or JSON ("json") for a download link."""
+        if self.bundle is None:
+            return None
+        if kind == "module":
+            text, mime = self.bundle.module_source, "text/x-python"
+        else:
+            text, mime = self.bundle.json_text, "application/json"
+        return f"data:{mime};base64,{base64.b64encode(text.encode()).decode()}"

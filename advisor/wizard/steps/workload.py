@@ -1,0 +1,140 @@
+"""Step 3: how fast training consumes data, typed as strings and parsed field by field."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+
+from advisor.core.bounds import Range, range_of
+from advisor.core.errors import describe
+from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.wizard.context import Topic, WizardContext
+from advisor.wizard.steps.export import ExportStep
+
+STEP = "workload"
+_TRANSFORM = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_][\w.]*$")
+
+
+@dataclass
+class WorkloadForm:
+    """The workload step's fields as typed (strings), parsed by `parse_form`.
+
+    mode: "rate" (samples/s per GPU; empty = unknown) or "step" (step time in s and batch size).
+    """
+
+    mode: str = "rate"
+    samples_per_s: str = ""
+    step_time_s: str = ""
+    batch_size: str = "32"
+    epochs: str = "1"
+    nodes: str = "1"
+    gpus_per_node: str = "1"
+    transform: str = ""
+    data_location: str = ""  # "" = infer from the URI; else one of workload.DATA_LOCATIONS
+
+
+FORM_FIELDS = tuple(f.name for f in dataclasses.fields(WorkloadForm))
+
+
+def parse_form(form: WorkloadForm) -> tuple[Workload | None, dict[str, str]]:
+    """The typed workload, or None with what is wrong, field by field (the whole workload's
+    inconsistency under "workload")."""
+    errors: dict[str, str] = {}
+
+    def number(name: str, text: str, bound: Range, label: str) -> float | None:
+        try:
+            value: float = bound.parse(text, label)
+        except ValueError as exc:
+            errors[name] = str(exc)
+            return None
+        return value
+
+    def whole(name: str, text: str, label: str) -> int | None:
+        value = number(name, text, range_of(Workload, name), label)
+        return None if value is None else int(value)
+
+    batch = whole("batch_size", form.batch_size, "batch size")
+    epochs = whole("epochs", form.epochs, "epochs")
+    nodes = whole("nodes", form.nodes, "nodes")
+    gpus = whole("gpus_per_node", form.gpus_per_node, "GPUs per node")
+    rate: float | None = None
+    step_time: float | None = None
+    if form.mode == "step":
+        step_time = number("step_time_s", form.step_time_s, STEP_TIME_S, "step time")
+    elif form.samples_per_s.strip():
+        rate = number(
+            "samples_per_s",
+            form.samples_per_s,
+            range_of(Workload, "consumer_rate"),
+            "samples/s per GPU",
+        )
+    transform = form.transform.strip() or None
+    if transform is not None and not _TRANSFORM.match(transform):
+        errors["transform"] = f"transform: {transform!r} is not of the form module:callable"
+    if errors:
+        return None, errors
+    assert batch is not None and epochs is not None and nodes is not None and gpus is not None
+    try:
+        if step_time is not None:
+            rate = Workload.from_step_time(step_time, batch).consumer_rate
+        workload = Workload(
+            consumer_rate=rate,
+            batch_size=batch,
+            epochs=epochs,
+            nodes=nodes,
+            gpus_per_node=gpus,
+            transform=transform,
+            data_location=form.data_location or None,
+        )
+    except ValueError as exc:
+        return None, {"workload": describe(exc)}
+    return workload, {}
+
+
+class WorkloadStep:
+    """The form, its live parse, and the workload the session plans with once applied."""
+
+    def __init__(self, context: WizardContext, export: ExportStep) -> None:
+        self.context = context
+        self.export = export
+        self.form = WorkloadForm()
+        self.field_errors: dict[str, str] = {}
+        self.parsed: Workload | None = None  # the form as last parsed, if valid
+
+    @property
+    def applied(self) -> Workload:
+        """The workload the session plans with."""
+        return self.context.session.workload
+
+    def edit(self, field: str, value: str) -> None:
+        """Set one form field as typed and parse the form again (live validation)."""
+        if field not in FORM_FIELDS:
+            raise KeyError(f"the workload form has no field {field!r}")
+        setattr(self.form, field, value)
+        self.parse()
+
+    def parse(self) -> Workload | None:
+        """The typed workload, or None with `field_errors` saying what is wrong, field by field."""
+        self.parsed, self.field_errors = parse_form(self.form)
+        return self.parsed
+
+    def apply(self) -> bool:
+        """Parse the form into the session's workload; False (and inline errors) if invalid."""
+        workload = self.parse()
+        if workload is None:
+            self.context.set_error(STEP, "; ".join(self.field_errors.values()))
+            self.context.notify(Topic.WORKLOAD)
+            return False
+        if workload != self.applied:
+            self.context.session.set_workload(workload)
+            self.export.forget_bundle()
+        self.context.set_error(STEP, None)
+        self.context.notify(Topic.WORKLOAD)
+        return True
+
+    def plan_gpus(self, gpu_count: int) -> None:
+        """Size the job to a machine with `gpu_count` GPUs unless the user chose otherwise."""
+        if gpu_count and self.form.gpus_per_node == "1":
+            most = int(range_of(Workload, "gpus_per_node").high)
+            self.form.gpus_per_node = str(min(gpu_count, most))
