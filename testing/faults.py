@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 from xml.sax.saxutils import escape
 
-from advisor.demo.proxy import Connection, Proxy, ProxyStats, Request, RequestHook
+from advisor.demo.connection import Connection, Request, RequestHook
+from advisor.demo.proxy import Proxy, ProxyStats
 
 __all__ = ["FaultKind", "FaultProxy", "FaultStats", "Faults", "When"]
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from advisor.core.workload import Workload
 from advisor.decide.recommend import DATA_SOURCES, Recommendation, recommend
-from advisor.decide.rules import RULES, Context, Key, rule_by_id
+from advisor.decide.rules import RULES, Context, DecisionKind, Key, evaluate, rule_by_id
 from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.measure.trial.results import (
@@ -123,9 +123,32 @@ def test_30gb_of_150mb_shards_one_epoch_streams() -> None:
         False,
     )
     assert rec.decision("shard_size").value == 150 * MB  # already in the 50-200 MB window
+    assert rec.decision("shard_size").rules == ("SHARD-0",)
     many = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500, epochs=10))
     assert (many.data_source, many.sagemaker_input_mode) == ("copy-local", "File")
     assert any("copy" in n.lower() for n in many.cost_notes)
+
+
+def test_the_kept_layout_comes_from_rules_with_ids() -> None:
+    """No SHARD or PFX rule asks for a change: SHARD-0 and PFX-0 keep the layout, on the path."""
+    rec = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500))
+    shard, prefixes = rec.decision("shard_size"), rec.decision("prefix_layout")
+    assert (shard.value, shard.rules, shard.display) == (150 * MB, ("SHARD-0",), "150 MB")
+    assert shard.rationale.endswith("keep the layout.") and shard.confidence == "medium"
+    assert (prefixes.value, prefixes.rules, rec.prefix_count) == (1, ("PFX-0",), 1)
+    assert {"SHARD-0", "PFX-0"} <= set(rec.path())
+    packed = recommend(SMALL_FILES_2TB, hardware(), Workload(consumer_rate=500))
+    assert packed.decision("shard_size").rules == ("SHARD-2",)
+    assert "SHARD-0" not in packed.path()
+
+
+def test_decisions_follow_the_report_order_and_notes_come_from_flagged_rules() -> None:
+    hw = dataclasses.replace(hardware(gpus=1), shm_bytes=MB)  # far too small for the batches
+    rec = recommend(SHARDS_30GB, hw, Workload(consumer_rate=500))
+    names = [d.name for d in rec.decisions]
+    assert names == [k.value for k in DecisionKind if k.value in names]
+    assert "SHM-1" in rec.path() and any("/dev/shm is" in n for n in rec.notes)
+    assert [r.id for r in RULES if r.shown_in_notes] == ["SHM-1"]
 
 
 def test_data_on_efs() -> None:
@@ -145,9 +168,12 @@ def test_trial_measurements_decide_and_model_is_reported() -> None:
     rec = recommend(big, hardware(cores=16, gpus=1), Workload(consumer_rate=1000), trial(rates))
     # 1.2 x 1,000 is out of reach: the smallest within the measured noise (+-10) of 700
     assert rec.num_workers == 4
-    assert rec.prediction_error is not None
     nw = rec.decision("num_workers")
     assert nw.measured and nw.confidence == "high" and nw.rules == ("NW-3",)
+    # the model's error at the chosen count is NW-3's: what training sees, against the median
+    ctx = Context(big, hardware(cores=16, gpus=1), Workload(consumer_rate=1000), trial(rates))
+    trained = ctx.model(evaluate(ctx).state, 4).trained_samples_per_s
+    assert rec.prediction_error == nw.evidence["prediction_error"] == round(trained / 695 - 1, 3)
     assert rec.measured_samples_per_s == 695.0 == rec.expected_samples_per_s
     assert rec.predicted_samples_per_s > 0
     assert rec.input_bound is True and "COST-3" in rec.path()
@@ -159,7 +185,7 @@ def test_without_trial_everything_is_a_prediction() -> None:
     rec = recommend(SHARDS_30GB, hardware(gpus=1), Workload(consumer_rate=500))
     nw = rec.decision("num_workers")
     assert not nw.measured and nw.confidence == "low"
-    assert rec.measured_samples_per_s is None
+    assert rec.measured_samples_per_s is None and rec.prediction_error is None
     assert rec.expected_samples_per_s == pytest.approx(rec.predicted_samples_per_s, rel=1e-6)
 
 
@@ -305,6 +331,11 @@ def test_zero_and_one_core_machines(cores: int) -> None:
         ("prefix_layout", 4, "4 prefixes"),
         ("num_workers", 3, "3"),
         ("pin_memory", False, "False"),
+        ("requests_in_flight", 96, "96 per process"),
+        ("inflight_bytes", 256 * 2**20, "256 MiB per process"),
+        ("cost", ["$0.40"], "see the notes"),
+        ("throughput", None, "None"),
+        ("not_a_decision", 3, "3"),
     ],
 )
 def test_decision_display_has_units(name: str, value: object, shown: str) -> None:

@@ -21,7 +21,7 @@ from rule_cases import Case
 from rule_cases.common import GB, MB, TB
 
 from advisor.core.workload import Workload
-from advisor.decide.rules import FAMILIES, RULES, Context, Key, evaluate, rule_by_id
+from advisor.decide.rules import FAMILIES, RULES, Context, DecisionKind, Key, evaluate, rule_by_id
 from advisor.decide.rules import doc as rules_doc
 from advisor.decide.rules.workers import core_cap
 from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
@@ -265,8 +265,9 @@ def test_rules_are_well_formed() -> None:
     assert len(ids) == len(set(ids))
     for rule in RULES:
         assert re.fullmatch(r"[A-Z]+-\d+", rule.id)
-        assert rule.name and rule.decision
+        assert rule.name and isinstance(rule.decision, DecisionKind), rule.id
         assert rule.key is None or isinstance(rule.key, Key), rule.id
+        assert rule.advisory or not rule.shown_in_notes, f"{rule.id}: only a note is shown"
         assert rule.condition and rule.recommendation and rule.source, rule.id
 
 

@@ -2,7 +2,8 @@
 
 The rules live in the package advisor/decide/rules/ and are documented, with the same ids, in
 docs/decision-flow.md. This module runs their registry (first rule to set a value wins), groups
-the findings into decisions and adds the plain fields a user copies into a DataLoader. It reads
+the findings into one decision per `DecisionKind` and adds the plain fields a user copies into a
+DataLoader; every value comes from a rule's finding, and every rule is treated alike. It reads
 nothing itself: the caller gives every fact (the session looks up a local path's file system).
 """
 
@@ -18,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 from advisor.core.model import READER_BUDGET_BYTES, READER_INFLIGHT
 from advisor.core.units import size
 from advisor.core.workload import Workload
-from advisor.decide.rules import RULES, Context, Finding, Key, evaluate
-from advisor.decide.rules.layout import (
-    KEPT_PREFIXES,
-    KEPT_SHARDS,
-    kept_prefix_count,
-    kept_shard_size,
+from advisor.decide.rules import (
+    RULES,
+    Confidence,
+    Context,
+    DecisionKind,
+    Finding,
+    Key,
+    evaluate,
 )
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
@@ -47,53 +50,29 @@ SAGEMAKER_INPUT_MODES = {
     "shared-fs": "FSx for Lustre",
     "efs": "EFS",
 }
-# decision name -> the state key holding its value (None: advisory notes), in report order
-DECISIONS: dict[str, Key | None] = {
-    "data_source": Key.DATA_SOURCE,
-    "num_workers": Key.NUM_WORKERS,
-    "requests_in_flight": Key.REQUESTS_IN_FLIGHT,
-    "inflight_bytes": Key.INFLIGHT_BYTES,
-    "prefetch_factor": Key.PREFETCH_FACTOR,
-    "pin_memory": Key.PIN_MEMORY,
-    "shard_size": Key.SHARD_SIZE_BYTES,
-    "prefix_layout": Key.PREFIX_LAYOUT,
-    "throughput": Key.EXPECTED_SAMPLES_PER_S,
-    "preprocess": None,
-    "cost": None,
-}
 
 
 @dataclass(frozen=True)
 class Decision:
-    """One decision: its value, why, which rules fired, the numbers used (units in the keys)."""
+    """One decision: its value, why, which rules fired, the numbers used (units in the keys).
+
+    `name` is a `DecisionKind`'s value (a plain string, as in the JSON).
+    """
 
     name: str
     value: Any
     rationale: str
     rules: tuple[str, ...]
     evidence: dict[str, Any] = field(default_factory=dict)
-    confidence: str = "medium"  # "high" (measured in the trial), "medium", "low" (defaults only)
+    confidence: Confidence = "medium"
     measured: bool = False  # True: measured; False: a prediction or a profile-based choice
 
     @property
     def display(self) -> str:
         """The value for people, with its unit (`value` stays plain for JSON)."""
-        value = self.value
-        if self.name == "cost":
-            return "see the notes"  # several quantities with their own units, in the rationale
-        if isinstance(value, bool) or value is None:
-            return str(value)
-        if self.name == "shard_size" and isinstance(value, (int, float)):
-            return size(value, ("MB", "KB"), digits=0)
-        if self.name == "throughput" and isinstance(value, (int, float)):
-            return f"{value:,.0f} samples/s"
-        if self.name == "requests_in_flight" and isinstance(value, int):
-            return f"{value} per process"
-        if self.name == "inflight_bytes" and isinstance(value, int):
-            return f"{value >> 20} MiB per process"
-        if self.name == "prefix_layout" and isinstance(value, int):
-            return f"{value} prefix{'es' if value != 1 else ''}"
-        return str(value)
+        kind = DecisionKind.named(self.name)
+        # a name no DecisionKind has (a hand-made Decision): no unit known
+        return str(self.value) if kind is None else kind.display(self.value)
 
 
 @dataclass(frozen=True)
@@ -219,50 +198,28 @@ def recommend(
     state = evaluation.state
     findings = [dataclasses.replace(f, evidence=_json_safe(f.evidence)) for f in evaluation.fired]
     by_rule = {rule.id: rule for rule in RULES}
+    decided = {f.key: f for f in findings if f.key is not None}
 
     data_source = state.get(Key.DATA_SOURCE, "stream")
     after = state.get(Key.AFTER_RESHARD)
     mode = SAGEMAKER_INPUT_MODES[ctx.training_source(state) or "stream"]
     num_workers = int(state[Key.NUM_WORKERS])
-    shard = state.get(Key.SHARD_SIZE_BYTES)
-    prefixes = state.get(Key.PREFIX_LAYOUT)
     expected = float(state[Key.EXPECTED_SAMPLES_PER_S])
     predicted = float(ctx.model(state, num_workers).samples_per_s)
     measured = ctx.measured_rates(state).get(num_workers)
-    trained = ctx.model(state, num_workers).trained_samples_per_s
-    error = None if not measured else round(trained / measured - 1, 3)
     input_bound = state.get(Key.INPUT_BOUND, False if ctx.consumer_rate is not None else None)
 
-    decisions = []
-    for name, key in DECISIONS.items():
-        mine = [f for f in findings if by_rule[f.rule_id].decision == name]
-        main = next((f for f in mine if f.key == key), None) if key else next(iter(mine), None)
-        if name == "cost":
-            if mine:
-                decisions.append(_decision(name, [f.value for f in mine], mine, None))
-            continue
-        if name == "shard_size" and main is None:
-            shard = kept_shard_size(ctx)
-            rules = tuple(f.rule_id for f in mine)
-            evidence = {"p50_object_bytes": ctx.p50_bytes}
-            decisions.append(Decision(name, shard, KEPT_SHARDS, rules, evidence))
-            continue
-        if name == "prefix_layout" and main is None:
-            prefixes = kept_prefix_count(ctx)
-            evidence = {"ranks": workload.ranks}
-            decisions.append(Decision(name, prefixes, KEPT_PREFIXES, (), evidence))
-            continue
-        if not mine:
-            continue
-        decisions.append(_decision(name, main.value if main else None, mine, main))
-
+    by_kind = {
+        kind: [f for f in findings if by_rule[f.rule_id].decision is kind] for kind in DecisionKind
+    }
+    decisions = [d for kind, mine in by_kind.items() if (d := _decision(kind, mine)) is not None]
     if data_source == "reshard-first":
         first = decisions[0]
         extra = f" Then: {after} ({mode})."
         decisions[0] = dataclasses.replace(first, rationale=first.rationale + extra)
 
     notes = list(hardware.notes if hardware.planned else ())
-    notes += [f.rationale for f in evaluation.advisories if f.rule_id == "SHM-1"]
+    notes += [f.rationale for f in evaluation.advisories if by_rule[f.rule_id].shown_in_notes]
     return Recommendation(
         data_source=data_source,
         cache_locally=bool(state.get(Key.CACHE_LOCALLY, False)),
@@ -271,8 +228,8 @@ def recommend(
         num_workers=num_workers,
         pin_memory=bool(state[Key.PIN_MEMORY]),
         prefetch_factor=state.get(Key.PREFETCH_FACTOR),
-        shard_size_bytes=int(shard if shard is not None else kept_shard_size(ctx)),
-        prefix_count=int(prefixes if prefixes is not None else kept_prefix_count(ctx)),
+        shard_size_bytes=int(state[Key.SHARD_SIZE_BYTES]),
+        prefix_count=int(state[Key.PREFIX_LAYOUT]),
         expected_samples_per_s=round(expected, 3),
         predicted_samples_per_s=round(predicted, 3),
         measured_samples_per_s=measured,
@@ -280,22 +237,29 @@ def recommend(
         input_bound=input_bound,
         decisions=tuple(decisions),
         fired_rules=evaluation.path,
-        cost_notes=tuple(f.rationale for f in findings if by_rule[f.rule_id].decision == "cost"),
+        cost_notes=tuple(f.rationale for f in by_kind[DecisionKind.COST]),
         notes=tuple(notes),
         data_format=profile.dominant_format,
         requests_in_flight=int(state.get(Key.REQUESTS_IN_FLIGHT, READER_INFLIGHT)),
         inflight_bytes=int(state.get(Key.INFLIGHT_BYTES, READER_BUDGET_BYTES)),
-        prediction_error=error,
+        # NW-3 measured the chosen count and compared the model with it; NW-4 measured nothing
+        prediction_error=decided[Key.NUM_WORKERS].evidence.get("prediction_error"),
     )
 
 
-def _decision(name: str, value: Any, mine: list[Finding], main: Finding | None) -> Decision:
+def _decision(kind: DecisionKind, mine: list[Finding]) -> Decision | None:
+    """The decision `kind` from its rules' findings (`mine`, in flow order); None: none fired.
+    The finding that set the decision's key leads: its value, confidence and measured."""
+    if not mine:
+        return None
+    main = next((f for f in mine if f.key == kind.key), None) if kind.key else mine[0]
+    value = [f.value for f in mine] if kind.collects else (main.value if main else None)
     evidence: dict[str, Any] = {}
     for f in mine:
         evidence.update(f.evidence)
     lead = main or mine[0]
     return Decision(
-        name=name,
+        name=kind.value,
         value=_json_safe(value),
         rationale=" ".join(f.rationale for f in mine),
         rules=tuple(f.rule_id for f in mine),

@@ -28,4 +28,25 @@ CASES: list[Case] = [
         False,
         ...,
     ),
+    # the baseline's 1,000 objects of 150 MB: no SHARD rule fires, the objects stay the shards
+    ("SHARD-0", {}, True, 150 * MB),
+    ("SHARD-0", {"profile": {"size": 80 * MB}}, True, 80 * MB),
+    ("SHARD-0", {"profile": {"count": 10}}, False, ...),  # SHARD-1 decided
+    ("SHARD-0", {"profile": {"count": 1_000_000, "size": 5 * MB}}, False, ...),  # SHARD-2
+    ("SHARD-0", {"profile": {"count": 1000, "size": 1500 * MB}}, False, ...),  # SHARD-3
+    ("PFX-0", {}, True, 1),
+    (
+        "PFX-0",
+        {"workload": {"nodes": 2, "gpus_per_node": 8}, "profile": {"prefixes": 16}},
+        True,
+        16,
+    ),
+    ("PFX-0", {"profile": {**SMALL_SET, "spo": 1}, "workload": {"epochs": 5, "nodes": 4}}, True, 1),
+    ("PFX-0", PFX_BY_RATE, False, ...),  # PFX-1 decided
+    (
+        "PFX-0",
+        {"workload": {"nodes": 2, "gpus_per_node": 8}, "hardware": {"cores": 96}},
+        False,
+        ...,
+    ),
 ]

@@ -1,9 +1,10 @@
 """The decision rules, one small class per rule, grouped by family, in the order of
 docs/decision-flow.md.
 
-- `base`: `Key` (the decided values), `Finding`, `Rule` (a rule's text is its docstring);
-- `context`: `Context`, the facts every rule may read; `sweep`: the trial's sweep as evidence;
-- `thresholds`: every threshold with its source; `units`: units and size formatting;
+- `keys`: `Key` (the decided values), `DecisionKind` (the reported decisions, their units and
+  formats), `Finding` and its `Confidence`; `base`: `Rule` (a rule's text is its docstring);
+- `context`: `Context`, the facts every rule may read; `evidence`: the trial's sweep as evidence;
+- `thresholds`: every threshold with its source;
 - the families, each importing only those shared modules: `source` (data source), `reader`
   (native reader settings), `workers` (num_workers), `batches` (prefetch, /dev/shm, pinning),
   `layout` (shards and prefixes), `throughput`, `cost`;
@@ -13,7 +14,7 @@ docs/decision-flow.md.
 
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import Confidence, DecisionKind, Finding, Key, State
 from advisor.decide.rules.registry import FAMILIES, RULES, Evaluation, evaluate, rule_by_id
 from advisor.decide.rules.thresholds import HEADROOM, SHARD_MAX_BYTES, SHARD_MIN_BYTES, TOLERANCE
 
@@ -24,7 +25,9 @@ __all__ = [
     "SHARD_MAX_BYTES",
     "SHARD_MIN_BYTES",
     "TOLERANCE",
+    "Confidence",
     "Context",
+    "DecisionKind",
     "Evaluation",
     "Finding",
     "Key",

@@ -1,4 +1,4 @@
-"""What every rule is made of: the decision keys, a Finding, and the Rule base class.
+"""The Rule base class: what every rule is made of (its vocabulary is in `keys`).
 
 A rule's text lives once, in its docstring: a title line, then ``Condition:``,
 ``Recommendation:`` and ``Source:`` (docs/decision-flow.md's table is generated from them by
@@ -12,7 +12,7 @@ import re
 from typing import Any, ClassVar
 
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import Confidence, DecisionKind, Finding, Key, State
 
 FIELDS = ("Condition", "Recommendation", "Source")
 
@@ -21,14 +21,25 @@ class Rule:
     """Base of all rules: an id, the decision it feeds, its key, and a pure `evaluate`."""
 
     id: ClassVar[str]
-    decision: ClassVar[str]  # the Recommendation decision this rule contributes to
+    decision: ClassVar[DecisionKind]  # the Recommendation decision this rule contributes to
     key: ClassVar[Key | None]  # the state value it sets; None: advisory, it only adds a note
+    # advisory rules only: the note is also one of the Recommendation's `notes`, the warnings a
+    # user should read before training (the CLI prints them, the wizard shows them on top)
+    shown_in_notes: ClassVar[bool] = False
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         raise NotImplementedError
 
-    def finding(self, value: Any, rationale: str, **kwargs: Any) -> Finding:
-        return Finding(self.id, self.key, value, rationale, **kwargs)
+    def finding(
+        self,
+        value: Any,
+        rationale: str,
+        *,
+        evidence: dict[str, Any] | None = None,
+        measured: bool = False,
+        confidence: Confidence = "medium",
+    ) -> Finding:
+        return Finding(self.id, self.key, value, rationale, evidence or {}, measured, confidence)
 
     @property
     def advisory(self) -> bool:

@@ -10,7 +10,7 @@ from typing import Any
 from advisor.core.units import GB, gb
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import PINNED_GAIN, PREFETCH_MAX, PREFETCH_MIN, SHM_FRACTION
 
 
@@ -23,7 +23,7 @@ class NoPrefetchWithoutWorkers(Rule):
     """
 
     id = "PF-1"
-    decision = "prefetch_factor"
+    decision = DecisionKind.PREFETCH_FACTOR
     key = Key.PREFETCH_FACTOR
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -43,7 +43,7 @@ class PrefetchHidesLatency(Rule):
     """
 
     id = "PF-2"
-    decision = "prefetch_factor"
+    decision = DecisionKind.PREFETCH_FACTOR
     key = Key.PREFETCH_FACTOR
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -80,8 +80,9 @@ class SharedMemoryTooSmall(Rule):
     """
 
     id = "SHM-1"
-    decision = "prefetch_factor"
+    decision = DecisionKind.PREFETCH_FACTOR
     key = None  # advisory: adds a note, sets no value
+    shown_in_notes = True  # workers dying with a bus error: a warning, not a detail
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         w, pf, shm = (
@@ -120,7 +121,7 @@ class NoGpuNoPin(Rule):
     """
 
     id = "PIN-1"
-    decision = "pin_memory"
+    decision = DecisionKind.PIN_MEMORY
     key = Key.PIN_MEMORY
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -144,7 +145,7 @@ class PinnedNotFaster(Rule):
     """
 
     id = "PIN-2"
-    decision = "pin_memory"
+    decision = DecisionKind.PIN_MEMORY
     key = Key.PIN_MEMORY
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -170,7 +171,7 @@ class LowRamNoPin(Rule):
     """
 
     id = "PIN-3"
-    decision = "pin_memory"
+    decision = DecisionKind.PIN_MEMORY
     key = Key.PIN_MEMORY
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -199,7 +200,7 @@ class PinForGpu(Rule):
     """
 
     id = "PIN-4"
-    decision = "pin_memory"
+    decision = DecisionKind.PIN_MEMORY
     key = Key.PIN_MEMORY
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.core.units import MB, TB, gb
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import (
     FASTFILE_LIST_OBJECTS_S,
     FILE_MODE_MB_S,
@@ -26,7 +26,7 @@ class GetRequestCost(Rule):
     """
 
     id = "COST-1"
-    decision = "cost"
+    decision = DecisionKind.COST
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -58,7 +58,7 @@ class StartupTime(Rule):
     """
 
     id = "COST-2"
-    decision = "cost"
+    decision = DecisionKind.COST
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -91,7 +91,7 @@ class IdleGpuCost(Rule):
     """
 
     id = "COST-3"
-    decision = "cost"
+    decision = DecisionKind.COST
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -118,7 +118,7 @@ class SharedFsStorageCost(Rule):
     """
 
     id = "COST-4"
-    decision = "cost"
+    decision = DecisionKind.COST
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:

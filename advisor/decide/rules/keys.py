@@ -1,12 +1,19 @@
-"""The values the rules decide (`Key`), the state they build (`State`) and what one rule
-concludes (`Finding`): the vocabulary below `context` and `base`."""
+"""The values the rules decide (`Key`), the decisions a recommendation reports (`DecisionKind`),
+the state the rules build (`State`) and what one rule concludes (`Finding`, with its
+`Confidence`): the vocabulary below `context` and `base`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
+
+from advisor.core.units import size
+
+# "high": a trial measurement or a hard fact; "medium": a rule on the profile, or the model fed
+# with measured inputs; "low": the model with default numbers only (docs/decision-flow.md)
+Confidence = Literal["high", "medium", "low"]
 
 
 class Key(str, Enum):
@@ -28,6 +35,100 @@ class Key(str, Enum):
     INPUT_BOUND = "input_bound"
 
 
+# How a decision's value reads for people, given the decision's unit.
+Format = Callable[[Any, str], str]
+
+
+def _plain(value: Any, unit: str) -> str:
+    return str(value)
+
+
+def _numbers(show: Format, kinds: tuple[type, ...] = (int, float)) -> Format:
+    """`show` for numbers of `kinds` (never a bool); anything else (None, a bool) as it is."""
+
+    def format_value(value: Any, unit: str) -> str:
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            return str(value)
+        return show(value, unit)
+
+    return format_value
+
+
+class DecisionKind(str, Enum):
+    """The decisions a Recommendation reports, in report order. Each names the state key that
+    holds its value (None: its rules only add notes), the unit of that value, and how the value
+    reads for people (`display`); `collects`: the value lists every finding's (one per rule),
+    not the deciding finding's alone."""
+
+    key: Key | None
+    unit: str
+    show: Format
+    collects: bool
+
+    def __new__(
+        cls,
+        name: str,
+        key: Key | None,
+        unit: str = "",
+        show: Format = _plain,
+        collects: bool = False,
+    ) -> DecisionKind:
+        member = str.__new__(cls, name)
+        member._value_ = name
+        member.key = key
+        member.unit = unit
+        member.show = show
+        member.collects = collects
+        return member
+
+    DATA_SOURCE = "data_source", Key.DATA_SOURCE
+    NUM_WORKERS = "num_workers", Key.NUM_WORKERS, "processes"
+    REQUESTS_IN_FLIGHT = (
+        "requests_in_flight",
+        Key.REQUESTS_IN_FLIGHT,
+        "per process",
+        _numbers(lambda n, unit: f"{n} {unit}", (int,)),
+    )
+    INFLIGHT_BYTES = (
+        "inflight_bytes",
+        Key.INFLIGHT_BYTES,
+        "MiB per process",
+        _numbers(lambda n, unit: f"{n >> 20} {unit}", (int,)),
+    )
+    PREFETCH_FACTOR = "prefetch_factor", Key.PREFETCH_FACTOR, "batches per worker"
+    PIN_MEMORY = "pin_memory", Key.PIN_MEMORY
+    SHARD_SIZE = (
+        "shard_size",
+        Key.SHARD_SIZE_BYTES,
+        "bytes",  # shown in MB, or KB below 1 MB
+        _numbers(lambda n, unit: size(n, ("MB", "KB"), digits=0)),
+    )
+    PREFIX_LAYOUT = (
+        "prefix_layout",
+        Key.PREFIX_LAYOUT,
+        "prefixes",
+        _numbers(lambda n, unit: f"{n} prefix{'es' if n != 1 else ''}", (int,)),
+    )
+    THROUGHPUT = (
+        "throughput",
+        Key.EXPECTED_SAMPLES_PER_S,
+        "samples/s",
+        _numbers(lambda n, unit: f"{n:,.0f} {unit}"),
+    )
+    PREPROCESS = "preprocess", None
+    # several quantities, each with its own unit, in the rationale
+    COST = "cost", None, "", lambda value, unit: "see the notes", True
+
+    @classmethod
+    def named(cls, name: str) -> DecisionKind | None:
+        """The decision called `name`, or None."""
+        return next((kind for kind in cls if kind.value == name), None)
+
+    def display(self, value: Any) -> str:
+        """`value` for people, with its unit."""
+        return self.show(value, self.unit)
+
+
 State = Mapping[Key, Any]
 
 
@@ -44,4 +145,4 @@ class Finding:
     rationale: str
     evidence: dict[str, Any] = field(default_factory=dict)
     measured: bool = False
-    confidence: str = "medium"  # "high" (trial measurement), "medium", "low" (defaults only)
+    confidence: Confidence = "medium"

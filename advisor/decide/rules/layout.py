@@ -1,4 +1,5 @@
-"""Data layout: shard size (SHARD-1..3) and S3 prefixes (PFX-1); the layout kept when none fires."""
+"""Data layout: shard size (SHARD-1..3) and S3 prefixes (PFX-1); the layout as it is (SHARD-0,
+PFX-0) when none of those fires."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import math
 from advisor.core.units import gb
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import (
     MANY_RANKS,
     PREFIX_GET_RATE,
@@ -32,7 +33,7 @@ class FewShardsPerReader(Rule):
     """
 
     id = "SHARD-1"
-    decision = "shard_size"
+    decision = DecisionKind.SHARD_SIZE
     key = Key.SHARD_SIZE_BYTES
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -57,7 +58,7 @@ class PackSmallObjects(Rule):
     """
 
     id = "SHARD-2"
-    decision = "shard_size"
+    decision = DecisionKind.SHARD_SIZE
     key = Key.SHARD_SIZE_BYTES
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -80,7 +81,7 @@ class SplitHugeObjects(Rule):
     """
 
     id = "SHARD-3"
-    decision = "shard_size"
+    decision = DecisionKind.SHARD_SIZE
     key = Key.SHARD_SIZE_BYTES
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -104,7 +105,7 @@ class SpreadPrefixes(Rule):
     """
 
     id = "PFX-1"
-    decision = "prefix_layout"
+    decision = DecisionKind.PREFIX_LAYOUT
     key = Key.PREFIX_LAYOUT
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -130,15 +131,43 @@ class SpreadPrefixes(Rule):
         )
 
 
-KEPT_SHARDS = "Objects are already 50-200 MB and numerous enough: keep the layout."
-KEPT_PREFIXES = "The request rate per prefix stays well under S3's limits: keep the layout."
+class KeepShardSize(Rule):
+    """Keep the objects as shards.
+
+    Condition: otherwise (no other SHARD rule fired: the objects are 50-200 MB and numerous
+    enough for every reader)
+    Recommendation: the objects as they are: shards of the median object size, within 50-200 MB
+    Source: [CPP] 1: 50-200 MB; [SRC] 3: ~150 MB containers
+    """
+
+    id = "SHARD-0"
+    decision = DecisionKind.SHARD_SIZE
+    key = Key.SHARD_SIZE_BYTES
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        return self.finding(
+            int(min(max(ctx.p50_bytes, SHARD_MIN_BYTES), SHARD_MAX_BYTES)),
+            "Objects are already 50-200 MB and numerous enough: keep the layout.",
+            evidence={"p50_object_bytes": ctx.p50_bytes},
+        )
 
 
-def kept_shard_size(ctx: Context) -> int:
-    """The shard size when no SHARD rule fires: the objects as they are, within 50-200 MB."""
-    return int(min(max(ctx.p50_bytes, SHARD_MIN_BYTES), SHARD_MAX_BYTES))
+class KeepPrefixes(Rule):
+    """Keep the prefix layout.
 
+    Condition: otherwise (PFX-1 did not fire: the training does not stream from S3, or the
+    request rate per prefix stays under S3's limits)
+    Recommendation: the prefixes the data already uses (at least 1)
+    Source: [CPP] 1: shard across buckets and prefixes; expected GET/s
+    """
 
-def kept_prefix_count(ctx: Context) -> int:
-    """The prefix count when PFX-1 does not fire: the prefixes the data already uses."""
-    return max(ctx.profile.distinct_prefixes, 1)
+    id = "PFX-0"
+    decision = DecisionKind.PREFIX_LAYOUT
+    key = Key.PREFIX_LAYOUT
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        return self.finding(
+            max(ctx.profile.distinct_prefixes, 1),
+            "The request rate per prefix stays well under S3's limits: keep the layout.",
+            evidence={"ranks": ctx.ranks},
+        )

@@ -14,7 +14,7 @@ from advisor.core.model import (
 from advisor.core.units import MB, gb
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import HEADROOM
 
 
@@ -33,7 +33,7 @@ class ReaderRequestsInFlight(Rule):
     """
 
     id = "RD-1"
-    decision = "requests_in_flight"
+    decision = DecisionKind.REQUESTS_IN_FLIGHT
     key = Key.REQUESTS_IN_FLIGHT
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -105,7 +105,7 @@ class ReaderBytesInFlight(Rule):
     """
 
     id = "RD-2"
-    decision = "inflight_bytes"
+    decision = DecisionKind.INFLIGHT_BYTES
     key = Key.INFLIGHT_BYTES
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:

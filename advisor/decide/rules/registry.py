@@ -44,6 +44,8 @@ RULES: tuple[Rule, ...] = (
     layout.PackSmallObjects(),
     layout.SplitHugeObjects(),
     layout.SpreadPrefixes(),
+    layout.KeepShardSize(),
+    layout.KeepPrefixes(),
     throughput.MeasuredThroughput(),
     throughput.ModelThroughput(),
     throughput.InputBound(),

@@ -5,7 +5,7 @@ from __future__ import annotations
 from advisor.core.units import MB, TB, gb
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import (
     EFS_BASELINE_MB_S_PER_TB,
     FASTFILE_LIST_OBJECTS_S,
@@ -29,7 +29,7 @@ class DataAlreadyOnSharedFs(Rule):
     """
 
     id = "SRC-1"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = Key.DATA_SOURCE
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -56,7 +56,7 @@ class DataAlreadyLocal(Rule):
     """
 
     id = "SRC-2"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = Key.DATA_SOURCE
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -78,7 +78,7 @@ class VeryLargeSharedSet(Rule):
     """
 
     id = "ORC-1"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = Key.DATA_SOURCE
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -110,7 +110,7 @@ class ManySmallFiles(Rule):
     """
 
     id = "SRC-3"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = Key.DATA_SOURCE
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -141,7 +141,7 @@ class SmallSetCopyLocal(Rule):
     """
 
     id = "SRC-4"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = Key.DATA_SOURCE
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -174,7 +174,7 @@ class StreamFromS3(Rule):
     """
 
     id = "SRC-5"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = Key.DATA_SOURCE
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -207,7 +207,7 @@ class AfterReshard(Rule):
     """
 
     id = "SRC-6"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = Key.AFTER_RESHARD
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -237,7 +237,7 @@ class EfsThroughput(Rule):
     """
 
     id = "SRC-7"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -265,7 +265,7 @@ class CacheAfterFirstEpoch(Rule):
     """
 
     id = "CACHE-1"
-    decision = "data_source"
+    decision = DecisionKind.DATA_SOURCE
     key = Key.CACHE_LOCALLY
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:

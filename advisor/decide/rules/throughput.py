@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import NOISE_CAP
 
 
@@ -17,7 +17,7 @@ class MeasuredThroughput(Rule):
     """
 
     id = "MEAS-1"
-    decision = "throughput"
+    decision = DecisionKind.THROUGHPUT
     key = Key.EXPECTED_SAMPLES_PER_S
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -49,7 +49,7 @@ class ModelThroughput(Rule):
     """
 
     id = "MEAS-2"
-    decision = "throughput"
+    decision = DecisionKind.THROUGHPUT
     key = Key.EXPECTED_SAMPLES_PER_S
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -83,7 +83,7 @@ class InputBound(Rule):
     """
 
     id = "MEAS-3"
-    decision = "throughput"
+    decision = DecisionKind.THROUGHPUT
     key = Key.INPUT_BOUND
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -107,7 +107,7 @@ class CpuBoundDecode(Rule):
     """
 
     id = "MEAS-4"
-    decision = "preprocess"
+    decision = DecisionKind.PREPROCESS
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:

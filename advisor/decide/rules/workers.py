@@ -13,7 +13,7 @@ from advisor.core.model import choose_workers
 from advisor.core.units import MB, gb, per_s
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key, State
+from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import (
     HEADROOM,
     MAX_SEARCH_WORKERS,
@@ -124,7 +124,7 @@ class WorkersCappedByCores(Rule):
     """
 
     id = "NW-1"
-    decision = "num_workers"
+    decision = DecisionKind.NUM_WORKERS
     key = Key.WORKERS_CAP_CORES
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -159,7 +159,7 @@ class WorkersCappedByRam(Rule):
     """
 
     id = "NW-2"
-    decision = "num_workers"
+    decision = DecisionKind.NUM_WORKERS
     key = Key.WORKERS_CAP_RAM
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -202,7 +202,7 @@ class WorkersFromSweep(Rule):
     """
 
     id = "NW-3"
-    decision = "num_workers"
+    decision = DecisionKind.NUM_WORKERS
     key = Key.NUM_WORKERS
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
@@ -253,7 +253,7 @@ class WorkersFromModel(Rule):
     """
 
     id = "NW-4"
-    decision = "num_workers"
+    decision = DecisionKind.NUM_WORKERS
     key = Key.NUM_WORKERS
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
