@@ -12,9 +12,10 @@
 //   engine.cpp            construction, close, and the tickets as callers see them (submit,
 //                         wait, take, cancel)
 //   engine_scheduler.cpp  the part scheduler: admission under the budgets, retries and
-//                         backoff, completion of tickets
+//                         backoff, cancellation, completion of tickets
 //   engine_loop.cpp       the curl loop: perform, poll, finished transfers, timeouts
-//   engine_attempt.cpp    one attempt of one part: start, header and body callbacks, outcome
+//   engine_attempt.cpp    the request lifecycle of one attempt of one part: start, header
+//                         and body callbacks, applying how it ended
 // and two pure pieces, testable without curl: request.hpp (building a request) and
 // classify.hpp (how an attempt ended).
 #pragma once
