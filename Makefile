@@ -39,9 +39,12 @@ $(VENV)/.deps-installed: pyproject.toml | $(VENV)/bin/python
 	@touch $@
 
 # The native module: rebuilt incrementally (build/{wheel_tag} is kept) when a C++ source changes.
+# Its build tree is named by the wheel tag scikit-build-core computes for this Python (pyproject's
+# build-dir), resolved once here: a second tree (another Python) never hands over its stub.
+NATIVE_BUILD_DIR = build/$(shell $(PY) -c "from scikit_build_core.builder.wheel_tag import WheelTag; print(WheelTag.compute_best([]))")
 $(VENV)/.native-built: $(VENV)/.deps-installed $(NATIVE_SOURCES)
 	$(PIP) install -q --no-build-isolation --no-deps -e .
-	@cp build/*/_native.pyi native_loader/_native.pyi
+	@cp $(NATIVE_BUILD_DIR)/_native.pyi native_loader/_native.pyi
 	@touch $@
 
 build: setup

@@ -13,6 +13,7 @@ engine always signs with a set that has more than 5 minutes left.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import threading
 import time
@@ -56,6 +57,33 @@ def resolve_endpoint(config: ReaderConfig, region: str) -> tuple[str, bool]:
         if os.environ.get(name):
             return os.environ[name], True
     return f"https://s3.{region}.amazonaws.com", False
+
+
+# ReaderConfig fields that do not cross to the engine as they are. Every other field is copied
+# by name (`engine_config`), so a new field must be bound in csrc/module.cpp or listed here.
+PYTHON_ONLY_FIELDS = frozenset(
+    {
+        "endpoint_url",  # resolved with the environment: EngineConfig.endpoint
+        "region",  # resolved with the environment and profile: EngineConfig.region
+        "addressing_style",  # resolved with the endpoint: EngineConfig.path_style
+        "profile",  # credentials and region lookup only
+    }
+)
+
+
+def engine_config(
+    config: ReaderConfig, *, endpoint: str, region: str, path_style: bool, ca_bundle: str
+) -> _native.EngineConfig:
+    """The engine's settings: every crossing ReaderConfig field, plus what Python resolved."""
+    native = _native.EngineConfig()
+    for f in dataclasses.fields(ReaderConfig):
+        if f.name not in PYTHON_ONLY_FIELDS:
+            setattr(native, f.name, getattr(config, f.name))
+    native.endpoint = endpoint
+    native.region = region
+    native.path_style = path_style
+    native.ca_bundle = ca_bundle
+    return native
 
 
 class EngineSession:
@@ -134,20 +162,13 @@ class EngineSession:
             config.addressing_style == "auto" and custom
         )
         engine = _native.Engine(
-            endpoint=endpoint,
-            region=region,
-            path_style=path_style,
-            unsigned_requests=config.unsigned,
-            max_inflight_requests=config.max_inflight_requests,
-            max_inflight_bytes=config.max_inflight_bytes,
-            part_size=config.part_size,
-            connect_timeout_s=config.connect_timeout_s,
-            first_byte_timeout_s=config.first_byte_timeout_s,
-            stall_timeout_s=config.stall_timeout_s,
-            max_attempts=config.max_attempts,
-            backoff_base_s=config.backoff_base_s,
-            backoff_max_s=config.backoff_max_s,
-            ca_bundle=_ca_bundle(session),
+            engine_config(
+                config,
+                endpoint=endpoint,
+                region=region,
+                path_style=path_style,
+                ca_bundle=_ca_bundle(session),
+            )
         )
         self._pushed = None
         self._checked_at = 0.0

@@ -1,4 +1,5 @@
-"""S3 failures as Python built-in exceptions: one table, originals kept as `__cause__`.
+"""S3 failures as Python built-in exceptions: one table from the engine's `ErrorKind`
+(`_RAISE`), originals kept as `__cause__`.
 
 | what happened                                    | raised                    |
 |--------------------------------------------------|---------------------------|
@@ -15,7 +16,11 @@ the S3 code and request id, never a credential or signature.
 from __future__ import annotations
 
 import errno
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
+
+from native_loader._native import ErrorKind
 
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "NoSuchVersion"})
 _DENIED_CODES = frozenset(
@@ -65,39 +70,65 @@ def _rebuild_s3_error(message: str, code: str, status: int, request_id: str, uri
     return S3Error(message, code=code, status=status, request_id=request_id, uri=uri)
 
 
+@dataclass(frozen=True)
+class _Failed:
+    """A failed native request, as the exception builders below read it."""
+
+    status: int
+    code: str
+    message: str
+    request_id: str
+    attempts: int
+    uri: str
+
+    @property
+    def tries(self) -> str:
+        n = self.attempts
+        return f" after {n} attempt{'s' if n != 1 else ''}" if n > 1 else ""
+
+
+def _http_error(f: _Failed) -> BaseException:
+    detail = f"{f.code} (HTTP {f.status}"
+    detail += f", request id {f.request_id})" if f.request_id else ")"
+    if f.message:
+        detail += f": {f.message}"
+    cause = S3Error(detail, code=f.code, status=f.status, request_id=f.request_id, uri=f.uri)
+    exc: OSError
+    if f.status == 404 or f.code in _NOT_FOUND_CODES:
+        exc = FileNotFoundError(errno.ENOENT, detail, f.uri)
+    elif f.status == 403 or f.code in _DENIED_CODES:
+        exc = PermissionError(errno.EACCES, detail, f.uri)
+    else:
+        return S3Error(
+            f"{f.uri}: {detail}{f.tries}",
+            code=f.code,
+            status=f.status,
+            request_id=f.request_id,
+            uri=f.uri,
+        )
+    exc.__cause__ = cause
+    exc.__suppress_context__ = True
+    return exc
+
+
+# The one table from the engine's error kinds to exceptions.
+_RAISE: dict[ErrorKind, Callable[[_Failed], BaseException]] = {
+    ErrorKind.HTTP: _http_error,
+    ErrorKind.TIMEOUT: lambda f: TimeoutError(errno.ETIMEDOUT, f"{f.message}{f.tries}", f.uri),
+    ErrorKind.CONNECT: lambda f: ConnectionError(
+        errno.ECONNREFUSED, f"cannot reach the endpoint{f.tries}: {f.message}", f.uri
+    ),
+    ErrorKind.NETWORK: lambda f: ConnectionError(errno.ECONNRESET, f"{f.message}{f.tries}", f.uri),
+    ErrorKind.MEMORY: lambda f: MemoryError(f"{f.uri}: {f.message}"),
+    ErrorKind.CLOSED: lambda f: ValueError(f"{f.uri}: the reader was closed during the request"),
+    ErrorKind.PROTOCOL: lambda f: S3Error(
+        f"{f.uri}: {f.message}", code="ProtocolError", status=f.status, uri=f.uri
+    ),
+}
+
+
 def error_from_outcome(
-    kind: str, status: int, code: str, message: str, request_id: str, attempts: int, uri: str
+    kind: ErrorKind, status: int, code: str, message: str, request_id: str, attempts: int, uri: str
 ) -> BaseException:
     """The exception to raise for a failed native request (its `__cause__` set when useful)."""
-    tries = f" after {attempts} attempt{'s' if attempts != 1 else ''}" if attempts > 1 else ""
-    if kind == "http":
-        detail = f"{code} (HTTP {status}"
-        detail += f", request id {request_id})" if request_id else ")"
-        if message:
-            detail += f": {message}"
-        cause = S3Error(detail, code=code, status=status, request_id=request_id, uri=uri)
-        exc: OSError
-        if status == 404 or code in _NOT_FOUND_CODES:
-            exc = FileNotFoundError(errno.ENOENT, detail, uri)
-        elif status == 403 or code in _DENIED_CODES:
-            exc = PermissionError(errno.EACCES, detail, uri)
-        else:
-            return S3Error(
-                f"{uri}: {detail}{tries}", code=code, status=status, request_id=request_id, uri=uri
-            )
-        exc.__cause__ = cause
-        exc.__suppress_context__ = True
-        return exc
-    if kind == "timeout":
-        return TimeoutError(errno.ETIMEDOUT, f"{message}{tries}", uri)
-    if kind == "connect":
-        return ConnectionError(
-            errno.ECONNREFUSED, f"cannot reach the endpoint{tries}: {message}", uri
-        )
-    if kind == "network":
-        return ConnectionError(errno.ECONNRESET, f"{message}{tries}", uri)
-    if kind == "memory":
-        return MemoryError(f"{uri}: {message}")
-    if kind == "closed":
-        return ValueError(f"{uri}: the reader was closed during the request")
-    return S3Error(f"{uri}: {message}", code="ProtocolError", status=status, uri=uri)
+    return _RAISE[kind](_Failed(status, code, message, request_id, attempts, uri))

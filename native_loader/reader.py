@@ -25,6 +25,10 @@ _WAIT_SLICE_S = 0.2
 # slower one for their turn (in-order delivery), which otherwise idled most of the slots.
 READ_AHEAD_FACTOR = 4
 _LIST_PAGE = 1000
+# The engine's counters, as the native EngineStats binds them (read-only properties, in order).
+STAT_NAMES = tuple(
+    name for name, value in vars(_native.EngineStats).items() if isinstance(value, property)
+)
 
 
 @dataclass(frozen=True)
@@ -286,7 +290,7 @@ class S3Reader:
             engine.cancel(ticket)
             raise
         outcome = engine.take(ticket)
-        if outcome.error_kind:
+        if outcome.error_kind is not _native.ErrorKind.NONE:
             raise error_from_outcome(
                 outcome.error_kind,
                 outcome.status,
@@ -306,22 +310,8 @@ class S3Reader:
         opened; the other requests reused kept-alive connections), ``retries``,
         ``bytes_received``, ``open_tickets`` (all zero before the first request)."""
         engine = self._session.current()
-        if engine is None:
-            return dict.fromkeys(
-                (
-                    "active_requests",
-                    "peak_active_requests",
-                    "inflight_bytes",
-                    "peak_inflight_bytes",
-                    "requests",
-                    "connections",
-                    "retries",
-                    "bytes_received",
-                    "open_tickets",
-                ),
-                0,
-            )
-        return {str(k): int(v) for k, v in engine.stats().items()}
+        stats = engine.stats() if engine is not None else _native.EngineStats()
+        return {name: getattr(stats, name) for name in STAT_NAMES}
 
     def close(self) -> None:
         """Cancel everything in flight and stop the engine. Idempotent."""

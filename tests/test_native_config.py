@@ -9,7 +9,13 @@ import pickle
 import pytest
 
 from native_loader import Credentials, ReaderConfig, S3Error, parse_uri
+from native_loader._client import PYTHON_ONLY_FIELDS, engine_config
+from native_loader._native import EngineConfig, EngineStats, ErrorKind
 from native_loader.errors import error_from_outcome
+from native_loader.reader import STAT_NAMES
+
+# EngineConfig fields Python resolves from ReaderConfig and the environment (not copied by name).
+RESOLVED_FIELDS = {"endpoint", "region", "path_style", "ca_bundle"}
 
 
 def test_defaults() -> None:
@@ -97,19 +103,22 @@ def test_parse_uri_errors(uri: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (("http", 404, "NoSuchKey", "gone", "r1", 1), FileNotFoundError),
-        (("http", 404, "NoSuchBucket", "", "", 1), FileNotFoundError),
-        (("http", 403, "SignatureDoesNotMatch", "bad sig", "r2", 1), PermissionError),
-        (("http", 403, "AccessDenied", "", "", 1), PermissionError),
-        (("http", 416, "InvalidRange", "past the end", "r3", 1), S3Error),
-        (("http", 503, "SlowDown", "slow", "r4", 5), S3Error),
-        (("timeout", 0, "", "transfer stalled", "", 5), TimeoutError),
-        (("connect", 0, "", "Connection refused", "", 5), ConnectionError),
-        (("network", 0, "", "truncated body", "", 5), ConnectionError),
+        ((ErrorKind.HTTP, 404, "NoSuchKey", "gone", "r1", 1), FileNotFoundError),
+        ((ErrorKind.HTTP, 404, "NoSuchBucket", "", "", 1), FileNotFoundError),
+        ((ErrorKind.HTTP, 403, "SignatureDoesNotMatch", "bad sig", "r2", 1), PermissionError),
+        ((ErrorKind.HTTP, 403, "AccessDenied", "", "", 1), PermissionError),
+        ((ErrorKind.HTTP, 416, "InvalidRange", "past the end", "r3", 1), S3Error),
+        ((ErrorKind.HTTP, 503, "SlowDown", "slow", "r4", 5), S3Error),
+        ((ErrorKind.TIMEOUT, 0, "", "transfer stalled", "", 5), TimeoutError),
+        ((ErrorKind.CONNECT, 0, "", "Connection refused", "", 5), ConnectionError),
+        ((ErrorKind.NETWORK, 0, "", "truncated body", "", 5), ConnectionError),
+        ((ErrorKind.PROTOCOL, 200, "", "response had no usable body", "", 1), S3Error),
+        ((ErrorKind.MEMORY, 0, "", "cannot allocate 5 bytes", "", 1), MemoryError),
+        ((ErrorKind.CLOSED, 0, "", "the reader was closed", "", 1), ValueError),
     ],
 )
 def test_error_table_and_pickling(
-    args: tuple[str, int, str, str, str, int], expected: type
+    args: tuple[ErrorKind, int, str, str, str, int], expected: type
 ) -> None:
     exc = error_from_outcome(*args, uri="s3://b/k")
     assert type(exc) is expected
@@ -125,9 +134,16 @@ def test_error_table_and_pickling(
             exc.request_id,
             exc.uri,
         )
-    if args[0] == "http" and expected is not S3Error:
+    if args[0] is ErrorKind.HTTP and expected is not S3Error:
         assert isinstance(exc.__cause__, S3Error)
         assert exc.__cause__.code == args[2]
+
+
+def test_every_error_kind_raises() -> None:
+    failures = [kind for kind in ErrorKind if kind is not ErrorKind.NONE]
+    assert len(failures) == 7
+    for kind in failures:
+        assert isinstance(error_from_outcome(kind, 0, "", "m", "", 1, "s3://b/k"), Exception)
 
 
 def test_s3_error_is_an_oserror() -> None:
@@ -144,3 +160,57 @@ def test_reader_argument_types() -> None:
         S3Reader({"region": "us-east-1"})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="Credentials"):
         S3Reader(credentials=("key", "secret"))  # type: ignore[arg-type]
+
+
+def test_every_reader_config_field_crosses_or_is_python_only() -> None:
+    """A new ReaderConfig field must be bound on EngineConfig or listed as Python-only."""
+    bound = {name for name in vars(EngineConfig) if not name.startswith("_")}
+    fields = {f.name for f in dataclasses.fields(ReaderConfig)}
+    neither = {name for name in fields - PYTHON_ONLY_FIELDS if name not in bound}
+    assert not neither, f"ReaderConfig fields neither bound nor Python-only: {sorted(neither)}"
+    assert PYTHON_ONLY_FIELDS.issubset(fields)
+    # Every bound field is filled: copied from ReaderConfig or resolved in Python.
+    assert bound == (fields - PYTHON_ONLY_FIELDS) | RESOLVED_FIELDS
+
+
+def test_engine_config_carries_every_field() -> None:
+    config = ReaderConfig(
+        unsigned=True,
+        max_inflight_requests=7,
+        max_inflight_bytes=3 * 2**20,
+        part_size=2**20,
+        connect_timeout_s=1.5,
+        first_byte_timeout_s=2.5,
+        stall_timeout_s=3.5,
+        max_attempts=9,
+        backoff_base_s=0.25,
+        backoff_max_s=4.5,
+    )
+    native = engine_config(
+        config, endpoint="http://h:1", region="eu-west-1", path_style=True, ca_bundle="/ca.pem"
+    )
+    for f in dataclasses.fields(ReaderConfig):
+        if f.name not in PYTHON_ONLY_FIELDS:
+            assert getattr(native, f.name) == getattr(config, f.name), f.name
+    resolved = {name: getattr(native, name) for name in RESOLVED_FIELDS}
+    assert resolved == {
+        "endpoint": "http://h:1",
+        "region": "eu-west-1",
+        "path_style": True,
+        "ca_bundle": "/ca.pem",
+    }
+
+
+def test_stats_names_are_the_bound_counters() -> None:
+    assert STAT_NAMES == (
+        "active_requests",
+        "peak_active_requests",
+        "inflight_bytes",
+        "peak_inflight_bytes",
+        "requests",
+        "connections",
+        "retries",
+        "bytes_received",
+        "open_tickets",
+    )
+    assert all(getattr(EngineStats(), name) == 0 for name in STAT_NAMES)

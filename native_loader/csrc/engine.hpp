@@ -7,6 +7,17 @@
 // does not hold while curl moves bytes: the body callbacks touch only their own part and its
 // ticket's result storage (neither can go away while the part is active), and take the lock
 // for the rest, so callers collect results and submit while transfers run.
+//
+// One class, implemented along its seams:
+//   engine.cpp            construction, close, and the tickets as callers see them (submit,
+//                         wait, take, cancel)
+//   engine_scheduler.cpp  the part scheduler: admission under the budgets, retries and
+//                         backoff, cancellation, completion of tickets
+//   engine_loop.cpp       the curl loop: perform, poll, finished transfers, timeouts
+//   engine_attempt.cpp    the request lifecycle of one attempt of one part: start, header
+//                         and body callbacks, applying how it ended
+// and two pure pieces, testable without curl: request.hpp (building a request) and
+// classify.hpp (how an attempt ended).
 #pragma once
 
 #include <curl/curl.h>
@@ -23,61 +34,12 @@
 #include <thread>
 #include <vector>
 
-#include "buffer.hpp"
-#include "s3.hpp"
+#include "engine_types.hpp"
+#include "request.hpp"
 #include "sigv4.hpp"
 #include "url.hpp"
 
 namespace nl {
-
-using Clock = std::chrono::steady_clock;
-
-struct EngineConfig {
-    std::string endpoint;  // scheme://host[:port][/base]
-    std::string region = "us-east-1";
-    bool path_style = true;
-    bool unsigned_requests = false;
-    int max_inflight_requests = 32;
-    int64_t max_inflight_bytes = 256LL << 20;
-    int64_t part_size = 8LL << 20;
-    double connect_timeout_s = 5.0;
-    double first_byte_timeout_s = 30.0;
-    double stall_timeout_s = 30.0;
-    int max_attempts = 5;
-    double backoff_base_s = 0.05;
-    double backoff_max_s = 5.0;
-    std::string ca_bundle;  // PEM file of trusted CAs; empty: the system's
-};
-
-// What a finished ticket produced. error_kind is empty on success, else one of
-// "http" (S3 answered with an error), "timeout", "connect", "network", "protocol", "memory"
-// (the result could not be allocated), "closed".
-struct Outcome {
-    std::shared_ptr<Storage> data;  // GET
-    int64_t object_size = -1;       // GET, HEAD
-    std::string etag;               // GET, HEAD
-    ListPage list;                  // LIST
-    std::string error_kind;
-    int status = 0;
-    std::string code;
-    std::string message;
-    std::string request_id;
-    int attempts = 0;
-    double first_byte_s = 0.0;
-    double elapsed_s = 0.0;
-};
-
-struct EngineStats {
-    int64_t active_requests = 0;
-    int64_t peak_active_requests = 0;
-    int64_t inflight_bytes = 0;  // bytes reserved by unfinished or not yet collected results
-    int64_t peak_inflight_bytes = 0;
-    int64_t requests = 0;
-    int64_t connections = 0;  // new connections opened (the rest reused kept-alive ones)
-    int64_t retries = 0;
-    int64_t bytes_received = 0;
-    int64_t open_tickets = 0;
-};
 
 class Engine {
 public:
@@ -108,7 +70,6 @@ public:
     void close();
 
 private:
-    enum class Kind { Get, Head, List };
     enum class PartState { Queued, Active, Waiting, Done };
 
     struct Ticket;
@@ -130,7 +91,7 @@ private:
         curl_slist *headers = nullptr;
         char errbuf[CURL_ERROR_SIZE] = {0};
         int status = 0;
-        std::map<std::string, std::string> response_headers;
+        ResponseHeaders response_headers;
         bool got_first_byte = false;
         bool writing = false;        // body bytes go to the ticket's storage
         int64_t stream_pos = 0;      // absolute object offset of the next body byte
@@ -139,7 +100,7 @@ private:
         int64_t copied = 0;
         int64_t received = 0;
         std::string body;            // error or listing body
-        std::string abort_kind;      // set when a callback or a timeout aborts the attempt
+        ErrorKind abort_kind = ErrorKind::None;  // set when a callback or a timeout aborts it
         std::string abort_message;
         Clock::time_point started;
         Clock::time_point last_progress;
@@ -148,12 +109,12 @@ private:
 
     struct Ticket {
         uint64_t id = 0;
-        Kind kind = Kind::Get;
+        RequestKind kind = RequestKind::Get;
         std::string bucket;
         std::string key;
         int64_t offset = 0;
         int64_t length = -1;
-        std::vector<std::pair<std::string, std::string>> query;  // LIST
+        Query query;  // LIST
         std::vector<std::unique_ptr<Part>> parts;
         int parts_pending = 0;
         bool layout_known = false;
@@ -167,15 +128,6 @@ private:
         int attempts = 0;
     };
 
-    struct Failure {
-        std::string kind;
-        int status = 0;
-        std::string code;
-        std::string message;
-        std::string request_id;
-        bool retryable = false;
-    };
-
     // Marks a ticket as waited on (exempt from the byte budget) while a caller blocks on it.
     struct WaitMark {
         WaitMark(Engine &e, uint64_t id);
@@ -184,29 +136,32 @@ private:
         uint64_t ticket;
     };
 
+    // engine.cpp
     uint64_t submit(std::unique_ptr<Ticket> ticket, int64_t size_hint = -1);
+    void wake_engine();  // with mu_ held
+    // engine_scheduler.cpp
     void add_part(Ticket &t, int64_t start, int64_t len, bool first);
-    void run();
-    void admit();
-    void start_part(Ticket &t, Part &p);
-    void drain_messages();
-    void check_timeouts(Clock::time_point now);
-    void promote_retries(Clock::time_point now);
-    void reap_cancelled();
-    void detach(Part &p);
-    void on_done(Ticket &t, Part &p, CURLcode rc);
-    void finish_part(Ticket &t, Part &p);
-    void fail(Ticket &t, Part &p, Failure f);
-    void fail_ticket(Ticket &t, const Failure &f);
-    void complete(Ticket &t);
+    uint64_t head_ticket() const;
     void charge(Ticket &t, Part &p, int64_t bytes);
     void release(Ticket &t);
-    bool prepare_get(Ticket &t, Part &p);
-    uint64_t head_ticket() const;
+    void admit();
+    void reap_cancelled();
+    void promote_retries(Clock::time_point now);
     double backoff_s(int attempt);
+    void fail(Ticket &t, Part &p, Failure f);
+    void fail_ticket(Ticket &t, const Failure &f);
+    void finish_part(Ticket &t, Part &p);
+    void complete(Ticket &t);
+    // engine_loop.cpp
+    void run();
     int poll_timeout_ms(Clock::time_point now) const;
-    void wake_engine();  // with mu_ held
-
+    void detach(Part &p);
+    void check_timeouts(Clock::time_point now);
+    void drain_messages();
+    // engine_attempt.cpp
+    void start_part(Ticket &t, Part &p);
+    void on_done(Ticket &t, Part &p, CURLcode rc);
+    bool prepare_get(Ticket &t, Part &p);
     static size_t header_cb(char *data, size_t size, size_t n, void *user);
     static size_t write_cb(char *data, size_t size, size_t n, void *user);
 
@@ -215,7 +170,7 @@ private:
     SigningCredentials creds_;
     CURLM *multi_ = nullptr;
     // Finished easy handles kept for the next request: no curl_easy_init per object, and each
-    // keeps its 256 KiB receive buffer (allocating it per request cost ~0.05 ms per object).
+    // keeps its receive buffer (CURLOPT_BUFFERSIZE) instead of allocating one per request.
     std::vector<CURL *> idle_easy_;
     std::mutex mu_;
     std::unique_ptr<std::condition_variable> done_cv_;  // leaked in a forked child

@@ -143,6 +143,48 @@ NB_MODULE(_native, m) {
         "path"_a, "offset"_a, "length"_a,
         "(Buffer | None, errno, file size) for a byte range of a local file.");
 
+    // Bound field by field, once: Python fills it in one loop over ReaderConfig's fields
+    // (native_loader/_client.py: engine_config).
+    nb::class_<nl::EngineConfig>(m, "EngineConfig", "Settings of an Engine.")
+        .def(nb::init<>())
+        .def_rw("endpoint", &nl::EngineConfig::endpoint)
+        .def_rw("region", &nl::EngineConfig::region)
+        .def_rw("path_style", &nl::EngineConfig::path_style)
+        .def_rw("unsigned", &nl::EngineConfig::unsigned_requests)  // a C++ keyword
+        .def_rw("max_inflight_requests", &nl::EngineConfig::max_inflight_requests)
+        .def_rw("max_inflight_bytes", &nl::EngineConfig::max_inflight_bytes)
+        .def_rw("part_size", &nl::EngineConfig::part_size)
+        .def_rw("connect_timeout_s", &nl::EngineConfig::connect_timeout_s)
+        .def_rw("first_byte_timeout_s", &nl::EngineConfig::first_byte_timeout_s)
+        .def_rw("stall_timeout_s", &nl::EngineConfig::stall_timeout_s)
+        .def_rw("max_attempts", &nl::EngineConfig::max_attempts)
+        .def_rw("backoff_base_s", &nl::EngineConfig::backoff_base_s)
+        .def_rw("backoff_max_s", &nl::EngineConfig::backoff_max_s)
+        .def_rw("ca_bundle", &nl::EngineConfig::ca_bundle);
+
+    nb::enum_<nl::ErrorKind>(m, "ErrorKind", "Why a request failed (NONE: it did not).")
+        .value("NONE", nl::ErrorKind::None)
+        .value("HTTP", nl::ErrorKind::Http, "S3 answered with an error status.")
+        .value("TIMEOUT", nl::ErrorKind::Timeout, "Connect, first-byte or stall timeout.")
+        .value("CONNECT", nl::ErrorKind::Connect, "The endpoint could not be reached.")
+        .value("NETWORK", nl::ErrorKind::Network, "Reset, empty reply, truncated body, ...")
+        .value("PROTOCOL", nl::ErrorKind::Protocol, "An answer the reader cannot use.")
+        .value("MEMORY", nl::ErrorKind::Memory, "The result could not be allocated.")
+        .value("CLOSED", nl::ErrorKind::Closed, "The reader was closed during the request.");
+
+    // S3Reader.stats() returns these fields as a dict, in this order.
+    nb::class_<nl::EngineStats>(m, "EngineStats", "Counters of an Engine.")
+        .def(nb::init<>())
+        .def_ro("active_requests", &nl::EngineStats::active_requests)
+        .def_ro("peak_active_requests", &nl::EngineStats::peak_active_requests)
+        .def_ro("inflight_bytes", &nl::EngineStats::inflight_bytes)
+        .def_ro("peak_inflight_bytes", &nl::EngineStats::peak_inflight_bytes)
+        .def_ro("requests", &nl::EngineStats::requests)
+        .def_ro("connections", &nl::EngineStats::connections)
+        .def_ro("retries", &nl::EngineStats::retries)
+        .def_ro("bytes_received", &nl::EngineStats::bytes_received)
+        .def_ro("open_tickets", &nl::EngineStats::open_tickets);
+
     nb::class_<nl::Outcome>(m, "Outcome", "What a finished ticket produced.")
         .def_prop_ro("data",
                      [](const nl::Outcome &o) -> std::optional<Buffer> {
@@ -170,34 +212,7 @@ NB_MODULE(_native, m) {
         .def_ro("elapsed_s", &nl::Outcome::elapsed_s);
 
     nb::class_<nl::Engine>(m, "Engine", "Background libcurl multi loop for one process.")
-        .def(
-            "__init__",
-            [](nl::Engine *self, const std::string &endpoint, const std::string &region,
-               bool path_style, bool unsigned_requests, int max_inflight_requests,
-               int64_t max_inflight_bytes, int64_t part_size, double connect_timeout_s,
-               double first_byte_timeout_s, double stall_timeout_s, int max_attempts,
-               double backoff_base_s, double backoff_max_s, const std::string &ca_bundle) {
-                nl::EngineConfig c;
-                c.endpoint = endpoint;
-                c.region = region;
-                c.path_style = path_style;
-                c.unsigned_requests = unsigned_requests;
-                c.max_inflight_requests = max_inflight_requests;
-                c.max_inflight_bytes = max_inflight_bytes;
-                c.part_size = part_size;
-                c.connect_timeout_s = connect_timeout_s;
-                c.first_byte_timeout_s = first_byte_timeout_s;
-                c.stall_timeout_s = stall_timeout_s;
-                c.max_attempts = max_attempts;
-                c.backoff_base_s = backoff_base_s;
-                c.backoff_max_s = backoff_max_s;
-                c.ca_bundle = ca_bundle;
-                new (self) nl::Engine(c);
-            },
-            "endpoint"_a, "region"_a, "path_style"_a, "unsigned_requests"_a,
-            "max_inflight_requests"_a, "max_inflight_bytes"_a, "part_size"_a,
-            "connect_timeout_s"_a, "first_byte_timeout_s"_a, "stall_timeout_s"_a,
-            "max_attempts"_a, "backoff_base_s"_a, "backoff_max_s"_a, "ca_bundle"_a = "")
+        .def(nb::init<nl::EngineConfig>(), "config"_a)
         .def(
             "set_credentials",
             [](nl::Engine &e, const std::string &access_key, const std::string &secret_key,
@@ -217,18 +232,5 @@ NB_MODULE(_native, m) {
         .def("take", &nl::Engine::take, "ticket"_a)
         .def("cancel", &nl::Engine::cancel, "ticket"_a)
         .def("close", &nl::Engine::close, nb::call_guard<nb::gil_scoped_release>())
-        .def("stats", [](nl::Engine &e) {
-            nl::EngineStats s = e.stats();
-            nb::dict d;
-            d["active_requests"] = s.active_requests;
-            d["peak_active_requests"] = s.peak_active_requests;
-            d["inflight_bytes"] = s.inflight_bytes;
-            d["peak_inflight_bytes"] = s.peak_inflight_bytes;
-            d["requests"] = s.requests;
-            d["connections"] = s.connections;
-            d["retries"] = s.retries;
-            d["bytes_received"] = s.bytes_received;
-            d["open_tickets"] = s.open_tickets;
-            return d;
-        });
+        .def("stats", &nl::Engine::stats);
 }
