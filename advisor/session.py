@@ -6,6 +6,7 @@ are raised as Python built-ins (see `advisor.core.errors.describe` for the one-l
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,7 +17,7 @@ from advisor.core.location import DatasetLocation
 from advisor.core.workload import Workload
 from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.measure.profile import Progress as ProfileProgress
-from advisor.measure.trial.results import TrialResult
+from advisor.measure.trial.results import TrialResult, TrialSetup
 from native_loader import Credentials, S3Reader
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ class AdvisorSession:
     trial: TrialResult | None = None
     recommendation: Recommendation | None = None
     demo_layout: str | None = None
+    # why the last trial was dropped (its setup no longer matches); None: nothing dropped
+    trial_dropped: str | None = None
 
     # --- step 1: dataset ---------------------------------------------------------------------
     def set_location(
@@ -51,6 +54,7 @@ class AdvisorSession:
         location = DatasetLocation(uri, endpoint_url=endpoint_url or None, profile=profile or None)
         self.location, self.credentials, self.demo_layout = location, credentials, None
         self.profile = self.trial = self.recommendation = None
+        self.trial_dropped = None
         return location
 
     def use_demo(
@@ -118,13 +122,32 @@ class AdvisorSession:
             hardware = hardware.with_target_gpu(target_gpu, gpu_count)
         self.hardware = hardware
         self.recommendation = None
+        self._drop_stale_trial()
         return hardware
 
     # --- step 3: workload --------------------------------------------------------------------
     def set_workload(self, workload: Workload) -> Workload:
+        """The job to advise for; a trial measured under another setup is dropped (and
+        `trial_dropped` says why): its sweep ran with the old batch size, consumer or transform."""
         self.workload = workload
         self.recommendation = None
+        self._drop_stale_trial()
         return workload
+
+    def _drop_stale_trial(self) -> None:
+        """Drop the trial when the workload's or the machine's setup no longer matches the one
+        it measured under; `trial_dropped` says what changed."""
+        setup = self.trial.setup if self.trial is not None else None
+        if setup is None or self.hardware is None:
+            return
+        now = TrialSetup.of(self.workload, self.hardware.usable_cores, setup.read_path)
+        changes = setup.differences(now)
+        if changes:
+            self.trial = None
+            self.trial_dropped = (
+                f"the trial's results were dropped: {'; '.join(changes)} since it ran. "
+                "Run the trial again to measure this setup."
+            )
 
     # --- step 4: live trial ------------------------------------------------------------------
     def run_trial(
@@ -133,12 +156,15 @@ class AdvisorSession:
         progress: TrialProgress | None = None,
         cancel: threading.Event | None = None,
     ) -> TrialResult:
+        from advisor.decide.recommend import read_paths
         from advisor.measure.trial.run import run_trial
 
         TrialBudget(seconds)  # a bad budget is refused before profiling starts
         location = self._need_location()
         profile = self.profile or self.run_profile()
         hardware = self.hardware or self.run_hardware()
+        paths = read_paths(profile, hardware, self.workload, data_fs=self._data_fs(profile))
+        self.trial_dropped = None
         self.trial = run_trial(
             location,
             profile,
@@ -148,6 +174,7 @@ class AdvisorSession:
             seconds=seconds,
             progress=progress,
             cancel=cancel,
+            read_paths=paths,
         )
         self.recommendation = None
         return self.trial
@@ -155,18 +182,26 @@ class AdvisorSession:
     # --- step 5: recommendation --------------------------------------------------------------
     def run_recommend(self) -> Recommendation:
         from advisor.decide.recommend import recommend
-        from advisor.measure.hardware import filesystem_type
 
         profile = self.profile or self.run_profile()
         hardware = self.hardware or self.run_hardware()
-        # a local path's file system (an NFS/EFS mount is read where it is): looked up here, so
-        # that recommend() reads nothing itself
-        local = profile.storage == "local"
-        data_fs = filesystem_type(profile.uri.removeprefix("file://")) if local else None
-        self.recommendation = recommend(
-            profile, hardware, self.workload, self.trial, data_fs=data_fs
+        recommendation = recommend(
+            profile, hardware, self.workload, self.trial, data_fs=self._data_fs(profile)
         )
-        return self.recommendation
+        if self.trial_dropped is not None:
+            notes = (*recommendation.notes, self.trial_dropped)
+            recommendation = dataclasses.replace(recommendation, notes=notes)
+        self.recommendation = recommendation
+        return recommendation
+
+    @staticmethod
+    def _data_fs(profile: DatasetProfile) -> str | None:
+        """A local path's file system (an NFS/EFS mount is read where it is): looked up here,
+        so that recommend() reads nothing itself."""
+        from advisor.measure.hardware import filesystem_type
+
+        local = profile.storage == "local"
+        return filesystem_type(profile.uri.removeprefix("file://")) if local else None
 
     # --- step 6: export ----------------------------------------------------------------------
     def export(self) -> ExportBundle:

@@ -32,6 +32,7 @@ from advisor.measure.trial.results import (
     LoaderPoint,
     StorageProbe,
     TrialResult,
+    TrialSetup,
     summarise,
 )
 
@@ -95,6 +96,8 @@ def make_trial(
     budget: int | None = None,
     unsteady: tuple[int, ...] = (),
     spin: dict[int, tuple[float, ...]] | None = None,
+    prefetch: int = 2,
+    setup: dict[str, Any] | None = None,
 ) -> TrialResult:
     """A trial whose training-loop sweep measured `rates` per num_workers (a tuple: one slice
     each); with `spin`, those are the blocking step's slices and `spin` the spinning step's."""
@@ -106,7 +109,7 @@ def make_trial(
             LoaderPoint(
                 w,
                 False,
-                None if w == 0 else 2,
+                None if w == 0 else prefetch,
                 2000,
                 2000 / r,
                 r,
@@ -132,6 +135,7 @@ def make_trial(
         host_to_device=HostToDevice(32 * 150_000, pinned, pageable),
         requests_in_flight=inflight,
         inflight_bytes=budget,
+        setup=None if setup is None else TrialSetup(**setup),
     )
 
 
@@ -201,7 +205,7 @@ def test_workers_show_the_measured_table_beside_the_model() -> None:
     state, findings = evaluation.state, evaluation.fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
     assert nw3.value == 1
-    assert "within the measured noise of the best, 2 worker(s)" in nw3.rationale
+    assert "within the measured noise of 2 worker(s) (±4%)" in nw3.rationale
     assert "425 samples/s median (405-445 over 2 slices)" in nw3.rationale
     table = nw3.evidence["sweep_table"]
     assert set(table) == {"0", "1", "2"}

@@ -138,11 +138,13 @@ class Prediction:
     trained_samples_per_s: float = 0.0
 
 
-def loading_cores(num_workers: int, usable_cores: int) -> int:
-    """Cores that decode: the main process alone when num_workers == 0, else usable - 1 (>= 1)."""
+def loading_cores(num_workers: int, usable_cores: int, training_share: float = 1.0) -> float:
+    """Cores that decode: the main process alone when num_workers == 0, else the usable cores
+    less the training process's share of a core (`training_share`: 1 while its step spins on a
+    core, the hand-over's fraction when it only takes batches), at least 1."""
     if num_workers == 0:
         return 1
-    return min(num_workers, max(usable_cores - 1, 1))
+    return min(num_workers, max(usable_cores - training_share, 1.0))
 
 
 def predict(
@@ -157,6 +159,7 @@ def predict(
     overhead_s_per_sample: float | None = None,
     main_s_per_sample: float | None = None,
     machine_s_per_sample: float | None = None,
+    training_share: float = 1.0,
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
     loop consuming `consumer_rate` samples/s sees of it (see module docstring).
@@ -169,7 +172,8 @@ def predict(
     taking their batches, which takes turns with the step; `machine_s_per_sample`, the busy CPU
     of the usable cores per sample with this kind of count (the readers' threads, the network
     stack, a storage server on the same machine, the hand-over between processes), which bounds
-    the loader at usable cores / machine_s."""
+    the loader at usable cores / machine_s. `training_share`: the cores' share the training
+    process keeps (`loading_cores`)."""
     if num_workers < 0:
         raise ValueError(f"num_workers={num_workers} must be >= 0")
     if object_bytes < 0 or samples_per_object <= 0 or cpu_s_per_sample < 0:
@@ -190,7 +194,7 @@ def predict(
     elif k > 1:  # the reader pipelines requests; the process still hands over one at a time
         per_process_s = max(per_process_s, 1 / process_objects_per_s(object_bytes))
     latency = math.inf if per_process_s <= 0 else spo * processes / per_process_s
-    cores = loading_cores(num_workers, usable_cores)
+    cores = loading_cores(num_workers, usable_cores, training_share)
     loading_s = thread_s if thread_s is not None else cpu_s_per_sample
     cpu = math.inf if loading_s <= 0 else cores / loading_s
     if machine_s_per_sample is not None and machine_s_per_sample > 0:

@@ -30,6 +30,8 @@ from advisor.decide.rules import (
 )
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
+from advisor.measure.trial.results import READ_LISTED, READ_LOCAL_COPY
+from native_loader.loader import LoaderSettings
 
 if TYPE_CHECKING:
     from advisor.measure.trial.results import TrialResult
@@ -115,11 +117,17 @@ class Recommendation:
         raise KeyError(name)
 
     def dataloader_kwargs(self) -> dict[str, Any]:
-        """The torch.utils.data.DataLoader arguments this recommendation sets."""
-        kwargs: dict[str, Any] = {"num_workers": self.num_workers, "pin_memory": self.pin_memory}
-        if self.num_workers > 0:
-            kwargs["prefetch_factor"] = self.prefetch_factor
-            kwargs["persistent_workers"] = True
+        """The torch.utils.data.DataLoader arguments this recommendation sets, as the runtime's
+        factory (`native_loader.loader.LoaderSettings`) builds them: the trial's sweep and the
+        exported module build their loaders there too."""
+        settings = LoaderSettings(
+            batch_size=1,  # the workload's; the recommendation sets none
+            num_workers=self.num_workers,
+            pin_memory=self.pin_memory,
+            prefetch_factor=self.prefetch_factor,
+        )
+        kwargs = settings.dataloader_kwargs(cuda_available=True)
+        del kwargs["batch_size"]
         return kwargs
 
     def summary(self) -> str:
@@ -219,6 +227,12 @@ def recommend(
         decisions[0] = dataclasses.replace(first, rationale=first.rationale + extra)
 
     notes = list(hardware.notes if hardware.planned else ())
+    if ctx.trial_setup_changes:
+        notes.append(
+            "The trial was measured under another setup ("
+            + "; ".join(ctx.trial_setup_changes)
+            + "): its measured rates are not used; run the trial again to measure this one."
+        )
     notes += [f.rationale for f in evaluation.advisories if by_rule[f.rule_id].shown_in_notes]
     return Recommendation(
         data_source=data_source,
@@ -267,3 +281,25 @@ def _decision(kind: DecisionKind, mine: list[Finding]) -> Decision | None:
         confidence=lead.confidence,
         measured=lead.measured,
     )
+
+
+def read_paths(
+    profile: DatasetProfile,
+    hardware: HardwareProfile,
+    workload: Workload,
+    *,
+    data_fs: str | None = None,
+) -> tuple[str, ...]:
+    """What training will read, in epoch order, as the trial should measure it
+    (`advisor.measure.trial.run.run_trial`'s `read_paths`): the data source rules decide it
+    without a trial. A local copy from S3 reads local files every epoch; a cache over several
+    epochs streams the first and reads local files after; packed shards and file systems the
+    trial cannot make read as listed (the model then decides for them)."""
+    ctx = Context(profile, hardware, workload, None, data_fs=data_fs)
+    state = evaluate(ctx).state
+    steady = ctx.read_path(state)
+    if steady != READ_LOCAL_COPY:
+        return (READ_LISTED,)
+    if state.get(Key.DATA_SOURCE) == "copy-local":
+        return (READ_LOCAL_COPY,)
+    return (READ_LISTED, READ_LOCAL_COPY)

@@ -3,11 +3,23 @@
 from rule_cases import Case
 from rule_cases.common import GB, MB
 
+OTHER_SETUP = {
+    "batch_size": 64,
+    "consumer_rate": 1000.0,
+    "gpus_per_node": 1,
+    "transform": None,
+    "usable_cores": 16,
+}
+
 CASES: list[Case] = [
     ("PF-1", {"hardware": {"cores": 1}}, True, None),
     ("PF-1", {}, False, ...),
     ("PF-2", {}, True, 2),
-    ("PF-2", {"workload": {"batch_size": 1}, "trial": {}}, True, 8),  # 60 ms at 190/s: 12 batches
+    # the prefetch the trial measured the chosen count with, where its rates hold
+    ("PF-2", {"trial": {"prefetch": 5}}, True, 5),
+    # a trial under another setup (batch 64): its rates do not hold, the formula with the
+    # measured first-byte p95: 60 ms at the predicted rate per worker spans many batches of 1
+    ("PF-2", {"workload": {"batch_size": 1}, "trial": {"setup": OTHER_SETUP}}, True, 8),
     ("PF-2", {"hardware": {"cores": 1}}, False, ...),
     (
         "SHM-1",

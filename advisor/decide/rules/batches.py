@@ -11,7 +11,8 @@ from advisor.core.units import GB, gb
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.thresholds import PINNED_GAIN, PREFETCH_MAX, PREFETCH_MIN, SHM_FRACTION
+from advisor.decide.rules.thresholds import PINNED_GAIN, SHM_FRACTION
+from native_loader.loader import prefetch_for
 
 
 class NoPrefetchWithoutWorkers(Rule):
@@ -38,7 +39,9 @@ class PrefetchHidesLatency(Rule):
     """Prefetch covers first-byte latency.
 
     Condition: num_workers > 0
-    Recommendation: `ceil(first-byte p95 x samples/s per worker / batch size) + 1`, clamped to 2..8
+    Recommendation: the prefetch the trial's sweep measured the chosen count with, when training
+    reads what the trial read; else `ceil(first-byte p95 x samples/s per worker / batch size) + 1`,
+    clamped to 2..8 (`native_loader.loader.prefetch_for`, the formula the trial used)
     Source: measured first-byte p95 (default 2 x model latency) x expected rate
     """
 
@@ -50,12 +53,22 @@ class PrefetchHidesLatency(Rule):
         w = state.get(Key.NUM_WORKERS, 0)
         if w <= 0:
             return None
+        measured = ctx.measured_prefetch(state, w)
+        if measured is not None:
+            return self.finding(
+                measured,
+                f"{measured} batches in flight per worker: the prefetch the trial measured "
+                f"{w} worker(s) with, so its measured rate holds.",
+                evidence={"measured_prefetch_factor": measured, "num_workers": w},
+                measured=True,
+                confidence="high",
+            )
         storage = ctx.storage_for(ctx.training_source(state))
         probe = ctx.trial.storage if ctx.trial is not None and storage.measured else None
         latency = probe.first_byte_p95_s if probe else 2 * storage.first_byte_s
         per_worker = ctx.expected_rate(state) / w
         batches = latency * per_worker / ctx.workload.batch_size
-        value = min(max(math.ceil(batches) + 1, PREFETCH_MIN), PREFETCH_MAX)
+        value = prefetch_for(latency, per_worker, ctx.workload.batch_size)
         return self.finding(
             value,
             f"A worker produces {per_worker:,.0f} samples/s; a {latency * 1e3:,.0f} ms stall "

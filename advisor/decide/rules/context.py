@@ -17,6 +17,7 @@ from advisor.core.model import (
     HDD_DEFAULTS,
     LOCAL_NVME_DEFAULTS,
     LOCAL_SSD_DEFAULTS,
+    PROCESS_OBJECTS_S,
     S3_DEFAULTS,
     SHARED_FS_DEFAULTS,
     Prediction,
@@ -35,7 +36,13 @@ from advisor.decide.rules.thresholds import (
 )
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
-from advisor.measure.trial.results import CountRate, TrialResult
+from advisor.measure.trial.results import (
+    READ_LISTED,
+    READ_LOCAL_COPY,
+    CountRate,
+    TrialResult,
+    TrialSetup,
+)
 from native_loader.uri import uri_scheme
 
 
@@ -226,9 +233,19 @@ class Context:
     ) -> dict[int, float]:
         return {w: self.model(state, w, cores).samples_per_s for w in workers}
 
-    def model(self, state: State, num_workers: int, cores: int | None = None) -> Prediction:
-        """The model's Prediction for `num_workers` (cores per rank unless `cores` is given)."""
+    def model(
+        self,
+        state: State,
+        num_workers: int,
+        cores: int | None = None,
+        training_share: float | None = None,
+    ) -> Prediction:
+        """The model's Prediction for `num_workers` (cores per rank unless `cores` is given;
+        the training process's share of a core as `training_share` says, unless given)."""
         object_bytes, spo = self.layout(state)
+        share = training_share
+        if share is None:
+            share = self.training_share(state, num_workers)
         storage = self.storage_for(self.training_source(state))
         if storage.requests_in_flight > 1 and Key.REQUESTS_IN_FLIGHT in state:
             storage = dataclasses.replace(
@@ -242,6 +259,7 @@ class Context:
             usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
             storage=storage,
             consumer_rate=self.consumer_rate,
+            training_share=share,
             **self.measured_costs(state, num_workers),
         )
 
@@ -259,16 +277,63 @@ class Context:
             costs["machine_s_per_sample"] = self.trial.machine_s(num_workers)
         return costs
 
-    def reads_as_trialled(self, state: State) -> bool:
-        """True when training reads the objects where (and as) the trial read them."""
+    def read_path(self, state: State) -> str | None:
+        """What training reads in its steady state (every epoch, or every epoch after the first
+        where a cache fills then): the listed objects (`READ_LISTED`), a local copy
+        (`READ_LOCAL_COPY`: copy-local from S3, or a cache over several epochs), or None where
+        the trial makes no such thing (packed shards, a shared file system not mounted here)."""
         source = state.get(Key.DATA_SOURCE)
         if source == "reshard-first":
-            return False  # other objects (packed shards)
+            return None
         if source == "copy-local":
-            return self.profile.storage == "local"  # a local set read in place
+            return READ_LISTED if self.profile.storage == "local" else READ_LOCAL_COPY
         if source == "shared-fs":
-            return self.on_fsx
-        return True  # stream / efs: the data stays where the trial read it
+            return READ_LISTED if self.on_fsx else None
+        if state.get(Key.CACHE_LOCALLY) and self.workload.epochs > 1:
+            return READ_LOCAL_COPY
+        return READ_LISTED  # stream / efs: the data stays where the trial read it
+
+    @cached_property
+    def trial_setup_changes(self) -> list[str]:
+        """How the workload and machine now differ from the trial's setup (empty: the same, or
+        a result that recorded none)."""
+        setup = self.trial.setup if self.trial is not None else None
+        if setup is None:
+            return []
+        now = TrialSetup.of(self.workload, self.hardware.usable_cores, setup.read_path)
+        return setup.differences(now)
+
+    def reads_as_trialled(self, state: State) -> bool:
+        """True when training reads what the trial's sweep read (the same read path), under the
+        setup the trial measured."""
+        if self.trial is None or self.trial_setup_changes:
+            return False
+        trialled = self.trial.setup.read_path if self.trial.setup is not None else READ_LISTED
+        return self.read_path(state) == trialled
+
+    def measured_prefetch(self, state: State, num_workers: int) -> int | None:
+        """The prefetch_factor the sweep measured `num_workers` with, where its rates hold."""
+        if num_workers not in self.measured_counts(state):
+            return None
+        assert self.trial is not None
+        return next(
+            (p.prefetch_factor for p in self.trial.sweep if p.num_workers == num_workers), None
+        )
+
+    def training_share(self, state: State, num_workers: int) -> float:
+        """The share of a core the training process keeps while `num_workers` workers load:
+        a whole core with a consumer (its step may spin on the core, CUDA's default; the choice
+        must hold with that step too), else taking the batches: the training thread's CPU per
+        sample (measured by the sweep, else the model's hand-over cost) x the loader's rate
+        with every core loading, at most 1."""
+        if self.consumer_rate is not None or num_workers == 0:
+            return 1.0
+        trial = self.trial if self.reads_as_trialled(state) else None
+        main_s = trial.main_thread_s(num_workers) if trial is not None else None
+        if main_s is None:
+            main_s = 1 / PROCESS_OBJECTS_S
+        rate = self.model(state, num_workers, training_share=0.0).samples_per_s
+        return min(1.0, main_s * rate)
 
     @cached_property
     def sweep(self) -> SweepEvidence:

@@ -34,7 +34,6 @@ TOLERANCE = 0.05  # "within 5% of the best"
 MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
 DEFAULT_WORKER_RSS_BYTES = 400 * MB  # a forked worker holding torch and the dataset object
 RAM_FRACTION_FOR_WORKERS = 0.75  # leave a quarter of available RAM for the main process
-PREFETCH_MIN, PREFETCH_MAX = 2, 8
 PINNED_GAIN = 1.1  # pinned copies must be >= 10% faster to be worth the locked memory
 SHM_FRACTION = 0.5  # in-flight batches may use at most half of /dev/shm
 

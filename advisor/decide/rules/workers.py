@@ -6,6 +6,7 @@ context (the context itself holds only facts; the measured counts are `SweepEvid
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,16 +22,40 @@ from advisor.decide.rules.thresholds import (
     RAM_FRACTION_FOR_WORKERS,
     TOLERANCE,
 )
-from advisor.measure.trial.results import CountRate, StepRate
+from advisor.measure.trial.results import READ_LOCAL_COPY, CountRate, StepRate
 
 
 def core_cap(ctx: Context, state: State) -> int:
     """Workers up to the cores per rank when the trial measured what training reads (it
     measured every count up to them, so the measurements decide whether the last core is
-    worth a worker); else [IO] CPU count - 1: one core stays with the training process."""
+    worth a worker); else the cores the training process's share of a core leaves
+    (`Context.training_share`: a whole one when its step may spin), rounded up."""
+    cores = ctx.cores_per_rank
     if ctx.measured_rates(state):
-        return ctx.cores_per_rank
-    return max(ctx.cores_per_rank - 1, 0)
+        return cores
+    return max(math.ceil(cores - ctx.training_share(state, cores) - 1e-9), 0)
+
+
+def why_model(ctx: Context, state: State) -> str:
+    """Why the model decides num_workers (NW-4) rather than the trial's measurements."""
+    if ctx.trial is None:
+        return "no trial ran"
+    if ctx.hardware.planned:
+        return "the job runs on a planned machine (--target-gpu), not this one"
+    if ctx.trial_setup_changes:
+        return (
+            "the trial was measured under another setup ("
+            + "; ".join(ctx.trial_setup_changes)
+            + ")"
+        )
+    if ctx.read_path(state) is None:
+        return "training reads packed shards or a file system the trial could not make here"
+    if not ctx.trial.counts:
+        return "the trial measured no count"
+    return (
+        f"training reads {ctx.read_path(state)} objects, and the trial could not measure that "
+        "read path (its notes say why)"
+    )
 
 
 def ram_cap(ctx: Context) -> int:
@@ -62,7 +87,8 @@ def workers_cap(ctx: Context, state: State) -> int:
 def choose_measured(
     counts: Mapping[int, CountRate], consumer: float | None
 ) -> tuple[int, int, str]:
-    """(the count NW-3 chooses, the best-scoring count, why: "headroom", "noise" or "best").
+    """(the count NW-3 chooses, the best-scoring count, why: "headroom", "best", or "noise:T"
+    with T the tolerance the choice was within, as a share of the best).
 
     A count's score is the lowest, over the step models, of its median over that model's best
     median: a count good with a blocking step but not with a spinning one (or the reverse)
@@ -92,7 +118,9 @@ def choose_measured(
         if consumer is not None and all(s.median >= consumer * HEADROOM for s in c.steps):
             return w, top, "headroom"
         if score(c) >= score(counts[top]) - tolerance(c):
-            return w, top, "best" if w == top else "noise"
+            if w == top:
+                return w, top, "best"
+            return w, top, f"noise:{tolerance(c):.3f}"
     return top, top, "best"
 
 
@@ -118,9 +146,11 @@ class WorkersCappedByCores(Rule):
     Condition: the workers the throughput asks for exceed the cap
     Recommendation: cap num_workers at the cores per rank when the trial measured what the training
     reads (it measured every count up to them, so its measurements decide whether the last core is
-    worth a worker); else, for the model (NW-4), at max(cores per rank - 1, 0): one core stays with
-    the training process
-    Source: [IO] 2: "scale up to (CPU count - 1)"; measured: the training-loop sweep up to the cores
+    worth a worker); else, for the model (NW-4), at the cores the training process's share of a
+    core leaves, rounded up: a whole core when a consumer's step may spin on it, else the training
+    thread's CPU per sample (measured by the sweep, or the model's hand-over) x the rate
+    Source: [IO] 2: "scale up to (CPU count - 1)"; measured: the training-loop sweep up to the
+    cores, the training thread's CPU per sample
     """
 
     id = "NW-1"
@@ -134,8 +164,8 @@ class WorkersCappedByCores(Rule):
             return None
         why = (
             "the trial measured counts up to them"
-            if cap == ctx.cores_per_rank
-            else "one core stays with the training process"
+            if ctx.measured_rates(state)
+            else "the training process keeps its share of a core"
         )
         return self.finding(
             cap,
@@ -183,7 +213,8 @@ class WorkersFromSweep(Rule):
     """Workers from the measured sweep.
 
     Condition: the trial's training-loop sweep has counts within the caps (and training reads what
-    the trial read, on this machine)
+    the trial read: the same read path, a local copy included, under the trial's setup, on this
+    machine)
     Recommendation: among the measured counts within the caps, the smallest whose score is within
     the measured noise of the best score, or the smallest that already delivers >= 1.2 x the
     consumer rate with every step model. A count's score is the lowest, over the two step models
@@ -215,6 +246,7 @@ class WorkersFromSweep(Rule):
         predicted = ctx.model(state, w).trained_samples_per_s
         rationale = _measured_rationale(w, top, counts, reason, ctx.consumer_rate)
         rationale += f" {_spread(chosen)}; the model predicted {per_s(predicted)}."
+        rationale += _read_path_rationale(ctx, state)
         unsteady = ctx.lower_bounds_left_out()
         if unsteady:
             rationale += (
@@ -236,6 +268,8 @@ class WorkersFromSweep(Rule):
                 "prediction_error": round(predicted / chosen.median - 1, 3),
                 "consumer_rate_samples_per_s": ctx.consumer_rate,
                 "cap": cap,
+                "read_path": ctx.read_path(state),
+                "first_epoch_samples_per_s": _first_epoch_rates(ctx),
             },
             measured=True,
             confidence="medium" if lower or unsteady else "high",
@@ -245,10 +279,11 @@ class WorkersFromSweep(Rule):
 class WorkersFromModel(Rule):
     """Workers from the throughput model.
 
-    Condition: otherwise (no trial, a target machine, or training reads a copy or new shards)
+    Condition: otherwise (no trial, a target machine, a trial under another setup, or training reads
+    something the trial could not make: packed shards, or a local copy it had no room for)
     Recommendation: smallest num_workers (from 1 when a core is free) whose predicted loader rate >=
-    1.2 x consumer, else smallest within 5% of the best prediction, within cores - 1 (NW-1); the
-    rationale says it is a prediction
+    1.2 x consumer, else smallest within 5% of the best prediction, within NW-1's cap (the cores the
+    training process's share leaves); the rationale says it is a prediction and why
     Source: model (below)
     """
 
@@ -264,7 +299,7 @@ class WorkersFromModel(Rule):
         measured_inputs = storage.measured or ctx.cpu_measured
         return self.finding(
             w,
-            "A prediction of the throughput model (no trial measured how training reads this): "
+            f"A prediction of the throughput model ({why_model(ctx, state)}): "
             + _workers_rationale(w, rates, ctx.consumer_rate),
             evidence={
                 "predicted_samples_per_s": {str(k): round(v, 1) for k, v in rates.items()},
@@ -272,6 +307,7 @@ class WorkersFromModel(Rule):
                 "first_byte_s": storage.first_byte_s,
                 "per_connection_mb_s": storage.per_connection_mb_s,
                 "cpu_s_per_sample": ctx.cpu_s_per_sample,
+                "training_core_share": round(ctx.training_share(state, max(w, 1)), 3),
                 "cap": cap,
             },
             confidence="medium" if measured_inputs else "low",
@@ -289,10 +325,11 @@ def _measured_rationale(
             f"{w} worker(s) deliver at least 1.2x the {consumer or 0:,.0f} samples/s the GPU "
             f"consumes, as training sees it {how}; more workers would only cost memory."
         )
-    if reason == "noise":
+    if reason.startswith("noise"):
+        noise = float(reason.partition(":")[2] or 0)
         return (
-            f"{w} worker(s): within the measured noise of the best, {top} worker(s), as "
-            f"training sees it {how}; fewer processes and less memory."
+            f"{w} worker(s): within the measured noise of {top} worker(s) (±{noise:.0%}), as "
+            f"training sees it {how}: fewer processes and less memory."
         )
     return f"{w} worker(s): the best measured as training sees it {how}."
 
@@ -319,4 +356,29 @@ def _workers_rationale(w: int, rates: Mapping[int, float], consumer: float | Non
     return (
         f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), within 5% of the best "
         f"{best:,.0f} samples/s over {min(rates)}-{max(rates)} workers."
+    )
+
+
+def _first_epoch_rates(ctx: Context) -> dict[str, float] | None:
+    """Median samples/s per num_workers the trial measured on what the first epoch reads, where
+    that differs from the later epochs (S3 before the cache fills); None otherwise."""
+    first = ctx.trial.first_epoch if ctx.trial is not None else None
+    if first is None:
+        return None
+    return {str(c.num_workers): round(c.median, 1) for c in first.counts}
+
+
+def _read_path_rationale(ctx: Context, state: State) -> str:
+    """What the measured count optimises: the read path of the job's steady state."""
+    first = ctx.trial.first_epoch if ctx.trial is not None else None
+    if ctx.read_path(state) != READ_LOCAL_COPY:
+        return ""
+    if first is None:
+        return " Measured on a local copy of a sample: what training reads after the copy."
+    best = first.best_count()
+    first_rate = f"; the first epoch streams: {per_s(best.median)} samples/s" if best else ""
+    return (
+        f" Measured on a local copy of a sample: it optimises the steady state, the "
+        f"{ctx.workload.epochs - 1} of {ctx.workload.epochs} epochs that read the local cache"
+        f"{first_rate} at best ({best.num_workers if best else '-'} worker(s), measured)."
     )

@@ -15,7 +15,8 @@ from typing import Any
 
 from advisor.core.location import DatasetLocation
 from advisor.measure.trial.results import LoaderPoint
-from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3Reader
+from native_loader import Credentials, ObjectInfo, ReaderConfig, S3Reader
+from native_loader.loader import make_dataset
 from native_loader.uri import is_metadata
 
 SAMPLE_KEYS = 4000  # keys listed to draw trial objects from
@@ -139,7 +140,7 @@ class TrialData:
             objects = [o for o in objects if o.uri.endswith(".tar")] or objects
         if len(objects) < min_objects:
             objects = objects * -(-min_objects // len(objects))
-        return S3IterableDataset(
+        return make_dataset(
             objects,
             config=self.config,
             credentials=self.credentials,

@@ -9,7 +9,12 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from advisor.core.workload import Workload
+
 STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
+# What the trial's loaders read: the objects where the profile listed them, or a local copy of a
+# sample (what training reads after a copy-local, and what a local cache serves later epochs).
+READ_LISTED, READ_LOCAL_COPY = "listed", "local-copy"
 
 
 @dataclass(frozen=True)
@@ -192,9 +197,62 @@ class HostToDevice:
     pageable_gb_s: float
 
 
+SETUP_FIELDS = ("batch_size", "consumer_rate", "gpus_per_node", "transform", "usable_cores")
+
+
+@dataclass(frozen=True)
+class TrialSetup:
+    """What shaped the training-loop measurement: the workload fields the sweep ran with, the
+    cores it swept up to, and what its loaders read (`read_path`). A rule uses the trial's
+    measured rates only for a workload and machine with the same setup."""
+
+    batch_size: int
+    consumer_rate: float | None
+    gpus_per_node: int
+    transform: str | None
+    usable_cores: int
+    read_path: str = READ_LISTED
+
+    @classmethod
+    def of(cls, workload: Workload, usable_cores: int, read_path: str = READ_LISTED) -> TrialSetup:
+        return cls(
+            batch_size=workload.batch_size,
+            consumer_rate=workload.consumer_rate,
+            gpus_per_node=workload.gpus_per_node,
+            transform=workload.transform,
+            usable_cores=usable_cores,
+            read_path=read_path,
+        )
+
+    def differences(self, other: TrialSetup) -> list[str]:
+        """The fields (other than the read path) where `other` differs, as "name: mine -> its"."""
+        return [
+            f"{name} {getattr(self, name)} -> {getattr(other, name)}"
+            for name in SETUP_FIELDS
+            if getattr(self, name) != getattr(other, name)
+        ]
+
+
+@dataclass(frozen=True)
+class ReadPathSweep:
+    """A training-loop measurement on one read path (`read_path`): the first epoch's, where the
+    later epochs read something else (S3, then the local cache)."""
+
+    read_path: str
+    sweep: tuple[LoaderPoint, ...] = ()
+    counts: tuple[CountRate, ...] = ()
+
+    def best_count(self) -> CountRate | None:
+        return max(self.counts, key=lambda c: c.median, default=None)
+
+
 @dataclass(frozen=True)
 class TrialResult:
-    """Everything the trial measured; a part is None when the budget ran out or it was cancelled."""
+    """Everything the trial measured; a part is None when the budget ran out or it was cancelled.
+
+    `sweep` and `counts` are the training-loop measurement on the read path `setup.read_path`
+    (the steady state: what every epoch, or every epoch after the first, reads); `first_epoch`
+    the one on what the first epoch reads, where that differs (S3 before the cache fills)."""
 
     uri: str
     seconds_budget: float
@@ -208,6 +266,8 @@ class TrialResult:
     notes: tuple[str, ...] = field(default=())
     requests_in_flight: int | None = None  # per process, as the decode and the sweep read
     inflight_bytes: int | None = None  # the byte budget per process the sweep read with
+    setup: TrialSetup | None = None  # None: a result from before setups were recorded
+    first_epoch: ReadPathSweep | None = None
 
     def best_count(self) -> CountRate | None:
         """The count with the highest median as training saw it (not the luckiest slice)."""

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
+import tempfile
 import threading
+from pathlib import Path
 
 import torch
 
 from advisor.core.bounds import TrialBudget, range_of
 from advisor.core.location import DatasetLocation
 from advisor.core.model import (
+    LOCAL_SSD_DEFAULTS,
     StorageParams,
     inflight_bytes,
     predict,
@@ -20,21 +24,28 @@ from advisor.core.workload import Workload
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
+from advisor.measure.trial.localcopy import CopyUnavailable, copy_sample
 from advisor.measure.trial.probes import host_to_device, measure_decode, probe_storage
 from advisor.measure.trial.results import (
+    READ_LISTED,
+    READ_LOCAL_COPY,
     CountRate,
     DecodeCost,
     LoaderPoint,
+    ReadPathSweep,
     StorageProbe,
     TrialResult,
+    TrialSetup,
     summarise,
 )
 from advisor.measure.trial.sweep import MIN_SLICE_SECONDS, candidate_counts, measure_counts
 from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
+from native_loader.loader import prefetch_for
 
-# The sweep also takes what the storage probe and the decode timing left over.
-BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "sweep": 0.65, "h2d": 0.05}
+# The sweep also takes what the storage probe, the decode timing and the sample copy (when the
+# training reads a local copy; at most its share) left over.
+BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "copy": 0.15, "sweep": 0.65, "h2d": 0.05}
 SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
 SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 MAX_SECONDS = range_of(TrialBudget, "seconds").high
@@ -60,10 +71,18 @@ def run_trial(
     seconds: float = 30.0,
     progress: TrialProgress | None = None,
     cancel: threading.Event | None = None,
+    read_paths: tuple[str, ...] = (READ_LISTED,),
+    scratch_dir: Path | None = None,
 ) -> TrialResult:
     """Measure storage, per-sample CPU cost and a DataLoader sweep within `seconds`.
 
-    Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
+    `read_paths` are what training reads, in epoch order: the listed objects (`READ_LISTED`),
+    a local copy of a sample (`READ_LOCAL_COPY`: after a copy-local, or a cache that later
+    epochs read), or both (the first epoch streams, the later ones read the cache). The sweep
+    runs on each, the budget split evenly; the last is the steady state (`TrialResult.counts`).
+    A copy that cannot be made (no room, no permission, no time) is named in the notes, and the
+    sweep reads the listed objects only. Returns what was measured before the budget ran out or
+    `cancel` was set (`cancelled` then).
     """
     TrialBudget(seconds)  # raises ValueError naming the range
     clock = TrialClock(seconds, cancel, progress)
@@ -73,11 +92,12 @@ def run_trial(
     storage = decode = None
     inflight: int | None = None
     budget: int | None = None
-    sweep: tuple[LoaderPoint, ...] = ()
-    counts: tuple[CountRate, ...] = ()
+    measured: list[ReadPathSweep] = []
     h2d = None
     notes: list[str] = []
     cancelled = False
+    scratch: Path | None = None
+    paths = tuple(dict.fromkeys(read_paths)) or (READ_LISTED,)
     try:
         clock.report("storage", "listing objects for the trial")
         data = TrialData.sample(location, fmt, transform, credentials)
@@ -88,35 +108,58 @@ def run_trial(
         inflight = _inflight_for(storage, data, decode)
         budget = _budget_for(data, hardware, workload)
         data = data.with_inflight(inflight, budget)
+        sources = {READ_LISTED: data}
+        if READ_LOCAL_COPY in paths:
+            try:
+                scratch = Path(tempfile.mkdtemp(prefix="loader-advisor-trial-", dir=scratch_dir))
+                copy_s = seconds * BUDGET_SHARES["copy"]
+                sources[READ_LOCAL_COPY] = copy_sample(data, scratch, clock, copy_s)
+            except (CopyUnavailable, OSError) as exc:
+                notes.append(
+                    f"the trial could not make the local copy training reads ({exc}); it "
+                    "measured the listed objects, and the model predicts the local reads"
+                )
+                paths = (READ_LISTED,)
         clock.report(
             "sweep",
             f"the sweep reads with {inflight} requests and {budget >> 20} MiB in flight "
             "per process",
         )
-        sweep, counts = _sweep(data, hardware, workload, clock, storage, decode)
-        notes += [
-            _lower_bound_note(c.num_workers, c.median, seconds) for c in counts if c.lower_bound
-        ]
+        for index, path in enumerate(paths):
+            share = 1.0 / (len(paths) - index)  # of what is left for the sweep
+            sweep, counts = _sweep(
+                sources[path], hardware, workload, clock, storage, decode, path, share
+            )
+            measured.append(ReadPathSweep(path, sweep, counts))
+            notes += [
+                _lower_bound_note(c.num_workers, c.median, seconds) for c in counts if c.lower_bound
+            ]
         h2d = host_to_device(workload, decode, clock)
         if h2d is None:
             notes.append("no CUDA device: host-to-device copy and pin_memory not measured")
     except TrialCancelled:
         cancelled = True
         notes.append(f"cancelled after {clock.used():.1f} s")
+    finally:
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
     clock.report("done", "trial cancelled" if cancelled else "trial done")
+    steady = measured[-1] if measured else ReadPathSweep(paths[-1])
     return TrialResult(
         uri=location.uri,
         seconds_budget=seconds,
         seconds_used=clock.used(),
         storage=storage,
         decode=decode,
-        sweep=sweep,
-        counts=counts,
+        sweep=steady.sweep,
+        counts=steady.counts,
         host_to_device=h2d,
         cancelled=cancelled,
         notes=tuple(notes),
         requests_in_flight=inflight,
         inflight_bytes=budget,
+        setup=TrialSetup.of(workload, hardware.usable_cores, steady.read_path),
+        first_epoch=measured[0] if len(measured) > 1 else None,
     )
 
 
@@ -162,6 +205,8 @@ def _sweep(
     clock: TrialClock,
     storage: StorageProbe,
     decode: DecodeCost,
+    read_path: str = READ_LISTED,
+    share: float = 1.0,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
     """num_workers 0 and 1 up to the rank's cores, measured as training sees them
     (`advisor.measure.trial.sweep.measure_counts`); when the budget holds fewer at MIN_SLICE_SECONDS
@@ -170,7 +215,7 @@ def _sweep(
     cores = max(hardware.usable_cores // max(workload.gpus_per_node, 1), 1)
     # what the earlier phases left, less the copy test's share and the loaders' shutdown
     seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
-    seconds = max(seconds, clock.seconds * BUDGET_SHARES["sweep"] / 4)
+    seconds = max(seconds * share, clock.seconds * BUDGET_SHARES["sweep"] * share / 4)
     modes = 2 if workload.consumer_rate else 1
     limit = int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * modes))
     spo = max(1.0, data.mean_object_bytes / max(decode.bytes_per_sample, 1.0))
@@ -179,16 +224,29 @@ def _sweep(
         max(storage.per_connection_mb_s, 1e-3), data.config.max_inflight_requests,
         storage.aggregate_mb_s, measured=True,
     )  # fmt: skip
-    predicted = {
+    stall_s = storage.first_byte_p95_s
+    if read_path == READ_LOCAL_COPY:  # the copy on local disk: the model's local numbers
+        params, stall_s = LOCAL_SSD_DEFAULTS, 2 * LOCAL_SSD_DEFAULTS.first_byte_s
+    predictions = {
         w: predict(
             w, object_bytes=data.mean_object_bytes, samples_per_object=spo,
             cpu_s_per_sample=decode.cpu_s_per_sample, usable_cores=cores, storage=params,
             consumer_rate=workload.consumer_rate, overhead_s_per_sample=decode.overhead_s,
-        ).trained_samples_per_s
+        )
         for w in range(cores + 1)
     }  # fmt: skip
+    predicted = {w: p.trained_samples_per_s for w, p in predictions.items()}
     counts = candidate_counts(cores, predicted, limit)
-    clock.report("sweep", f"measuring num_workers {', '.join(map(str, counts))} as training sees")
+    # each count reads with the prefetch the advice would export for it (PF-2's formula)
+    prefetch = {
+        w: prefetch_for(stall_s, predictions[w].samples_per_s / w, workload.batch_size)
+        for w in counts
+        if w > 0
+    }
+    on = "a local copy" if read_path == READ_LOCAL_COPY else "the listed objects"
+    clock.report(
+        "sweep", f"measuring num_workers {', '.join(map(str, counts))} on {on} as training sees"
+    )
 
     measured: list[LoaderPoint] = []
 
@@ -204,7 +262,7 @@ def _sweep(
         return measure_counts(
             data, workload.batch_size, counts, workload.consumer_rate, seconds=seconds,
             slices_per_mode=SLICES_PER_MODE, pin=torch.cuda.is_available(), check=clock.check,
-            on_slice=on_slice,
+            on_slice=on_slice, prefetch=prefetch,
         )  # fmt: skip
     except TimeoutError as exc:  # what was measured before the stall still stands
         clock.report("sweep", f"the sweep stopped: {exc}")

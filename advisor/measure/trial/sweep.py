@@ -35,7 +35,7 @@ from advisor.measure.trial.results import (
     summarise,
 )
 from advisor.measure.trial.steady import StageGauge, SteadyWindow, tensor_bytes
-from native_loader.decoders import collate_list
+from native_loader.loader import LoaderSettings, make_dataloader
 
 CYCLE_OBJECTS = 20_000  # the loaders cycle a small sample up to this many objects
 # A slice shorter than this rarely holds a steady window (it opens a third of the way in, past
@@ -83,7 +83,8 @@ def spin_step(seconds: float) -> None:
 
 class LiveLoader:
     """A DataLoader over `data` with persistent workers, kept iterating between slices (what a
-    training loop's loader does between epochs' batches)."""
+    training loop's loader does between epochs' batches). Built by the runtime's factory
+    (`native_loader.loader.make_dataloader`) with the settings the export writes."""
 
     def __init__(
         self,
@@ -92,24 +93,23 @@ class LiveLoader:
         workers: int,
         pin: bool,
         batch_timeout_s: float = BATCH_TIMEOUT_S,
+        prefetch: int | None = None,
     ) -> None:
+        # A batch of `batch_size` samples: fewer items where one item holds many (a text shard).
+        self.samples_per_item = data.samples_per_item
+        self.settings = LoaderSettings(
+            batch_size=data.items_per_batch(batch_size), num_workers=workers, pin_memory=pin,
+            prefetch_factor=prefetch if workers > 0 else None,
+        )  # fmt: skip
         self.workers = workers
         self.batch_size = batch_size
         self.pin = pin
-        self.prefetch = 2 if workers > 0 else None
-        # A batch of `batch_size` samples: fewer items where one item holds many (a text shard).
-        self.samples_per_item = data.samples_per_item
-        items = data.items_per_batch(batch_size)
+        self.prefetch = self.settings.dataloader_kwargs(cuda_available=True).get("prefetch_factor")
         self.stages = StageGauge(max(workers, 1))
         dataset = data.dataset(data.transform, min_objects=CYCLE_OBJECTS)
-        self.loader: torch.utils.data.DataLoader[Any] = torch.utils.data.DataLoader(
+        self.loader: torch.utils.data.DataLoader[Any] = make_dataloader(
             self.stages.publishing(dataset),
-            batch_size=items,
-            num_workers=workers,
-            pin_memory=pin,
-            prefetch_factor=self.prefetch,
-            collate_fn=collate_list,
-            persistent_workers=workers > 0,
+            self.settings,
             multiprocessing_context="fork" if workers > 0 else None,
             # a batch that never comes must not hold the trial far past its budget
             timeout=batch_timeout_s if workers > 0 else 0,
@@ -282,8 +282,11 @@ def measure_counts(
     min_samples: int = 0,
     check: Callable[[], None] | None = None,
     on_slice: Callable[[LoaderPoint], None] | None = None,
+    prefetch: Mapping[int, int] | None = None,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
     """Measure `counts` in interleaved slices as training sees them: the slices and per count.
+    `prefetch` gives each count's prefetch_factor (the one that would be exported for it;
+    default torch's 2).
 
     Rounds of one slice per count (0, 1, 2, 0, 1, 2, ...), `slices_per_mode` per step mode,
     the step mode alternating from round to round. Either within `seconds` in all (the trial:
@@ -312,7 +315,9 @@ def measure_counts(
             else:
                 break
             if workers not in loaders:
-                loaders[workers] = LiveLoader(data, batch_size, workers, pin)
+                loaders[workers] = LiveLoader(
+                    data, batch_size, workers, pin, prefetch=(prefetch or {}).get(workers)
+                )
             point = measure_slice(
                 loaders[workers], target, consumer_rate=consumer_rate, step=mode,
                 check=check, max_seconds=stop, min_samples=min_samples, ignore_pids=ignore,

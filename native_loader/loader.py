@@ -1,0 +1,105 @@
+"""One DataLoader factory: the advisor's trial, its recommendation and the module it exports all
+build the loader here, so that what was measured is what runs.
+
+    from native_loader.loader import LoaderSettings, make_dataloader, make_dataset
+    dataset = make_dataset("s3://bucket/train/", config=ReaderConfig(max_inflight_requests=64))
+    settings = LoaderSettings(batch_size=64, num_workers=4, prefetch_factor=3)
+    loader = make_dataloader(dataset, settings)
+
+A batch is a list of `batch_size` samples as the transform returns them (`collate_list`): the
+default image decoders give uint8 HWC tensors of differing sizes, which cannot be stacked.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from native_loader.config import Credentials, ReaderConfig
+
+if TYPE_CHECKING:  # torch loads on first use: the advisor's rules read the settings alone
+    import torch
+
+    from native_loader.datasets import S3IterableDataset, Source
+
+DEFAULT_PREFETCH = 2  # torch's own default: batches in flight per worker
+PREFETCH_MIN, PREFETCH_MAX = 2, 8
+
+
+def prefetch_for(stall_s: float, samples_per_s_per_worker: float, batch_size: int) -> int:
+    """Batches in flight per worker that cover a stall of `stall_s` (a first-byte p95): the
+    batches one worker produces meanwhile, plus the one being consumed, within 2..8."""
+    batches = max(stall_s, 0.0) * max(samples_per_s_per_worker, 0.0) / max(batch_size, 1)
+    return min(max(math.ceil(batches) + 1, PREFETCH_MIN), PREFETCH_MAX)
+
+
+@dataclass(frozen=True)
+class LoaderSettings:
+    """The DataLoader arguments the advice sets: what the trial measures with and what is
+    exported. `pin_memory` takes effect only where CUDA is available."""
+
+    batch_size: int
+    num_workers: int = 0
+    pin_memory: bool = False
+    prefetch_factor: int | None = None  # per worker; None = DEFAULT_PREFETCH with workers
+
+    def dataloader_kwargs(self, cuda_available: bool | None = None) -> dict[str, Any]:
+        """The `torch.utils.data.DataLoader` arguments (without the dataset and collate_fn).
+
+        With workers, they persist across epochs (no restart cost per epoch) and keep
+        `prefetch_factor` batches each in flight; torch refuses a prefetch without workers."""
+        cuda = cuda_available
+        if cuda is None:
+            import torch
+
+            cuda = torch.cuda.is_available()
+        kwargs: dict[str, Any] = {
+            "batch_size": self.batch_size,
+            "num_workers": self.num_workers,
+            "pin_memory": self.pin_memory and cuda,
+        }
+        if self.num_workers > 0:
+            kwargs["prefetch_factor"] = self.prefetch_factor or DEFAULT_PREFETCH
+            kwargs["persistent_workers"] = True
+        return kwargs
+
+
+def make_dataset(
+    source: Source,
+    *,
+    config: ReaderConfig | None = None,
+    credentials: Credentials | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
+    **options: Any,
+) -> S3IterableDataset:
+    """The streaming dataset over `source` read with `config` (the reader settings the advice
+    sets: requests and bytes in flight per process). `cache_dir` keeps a local copy that later
+    epochs read (`~` expanded); other `options` (transform, shuffle, seed, tar_samples, rank,
+    world_size, cache_max_bytes, ...) pass through to `S3IterableDataset`."""
+    from native_loader.datasets import S3IterableDataset
+
+    if cache_dir is not None:
+        cache_dir = os.path.expanduser(os.fspath(cache_dir))
+    return S3IterableDataset(
+        source, config=config, credentials=credentials, cache_dir=cache_dir, **options
+    )
+
+
+def make_dataloader(
+    dataset: Any, settings: LoaderSettings, **overrides: Any
+) -> torch.utils.data.DataLoader[Any]:
+    """A DataLoader over `dataset` with `settings`; keyword `overrides` (any DataLoader
+    argument: collate_fn, timeout, multiprocessing_context, ...) win. Batches are lists
+    (`collate_list`) unless a collate_fn is given."""
+    import torch
+
+    from native_loader.decoders import collate_list
+
+    kwargs = {"collate_fn": collate_list, **settings.dataloader_kwargs(), **overrides}
+    if kwargs.get("num_workers", 0) == 0:
+        # torch refuses these without workers, whoever set them
+        kwargs.pop("prefetch_factor", None)
+        kwargs["persistent_workers"] = False
+    return torch.utils.data.DataLoader(dataset, **kwargs)
