@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor.core.bounds import ListingLimits, TrialBudget, arg_type, range_of
+from advisor.core.bounds import ListingLimits, TrialBudget, arg_type, module_path_type, range_of
 from advisor.core.errors import EXIT_INTERRUPTED, report_error
 from advisor.core.units import any_size
 from advisor.core.workload import STEP_TIME_S, Workload
@@ -100,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     rec.add_argument(
         "--export",
         metavar="PATH",
-        type=Path,
+        type=module_path_type("--export"),
         help="also write the DataLoader module to PATH (and .json beside it)",
     )
     exp = sub.add_parser(
@@ -110,7 +110,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exp.add_argument(
         "--output",
-        type=Path,
+        type=module_path_type("--output"),
         default=Path("dataloader_config.py"),
         help="module path (default ./dataloader_config.py)",
     )

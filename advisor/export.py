@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from advisor.core.bounds import check_module_name
 from advisor.core.location import DatasetLocation
 from advisor.core.workload import Workload
 from native_loader.cache import DEFAULT_CACHE_BYTES
@@ -66,9 +67,8 @@ class ExportBundle:
     sagemaker_snippet: str | None
 
     def save(self, directory: Path, stem: str = "dataloader_config") -> tuple[Path, Path]:
-        """Write `<stem>.py` and `<stem>.json`; refuses names that are not Python identifiers."""
-        if not stem.isidentifier():
-            raise ValueError(f"export name {stem!r} must be a valid Python module name")
+        """Write `<stem>.py` and `<stem>.json`; refuses names no one could import."""
+        check_module_name(stem)
         directory.mkdir(parents=True, exist_ok=True)
         module_path = directory / f"{stem}.py"
         json_path = directory / f"{stem}.json"

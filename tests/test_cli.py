@@ -139,6 +139,26 @@ def test_absurd_numbers_exit_2(capsys: pytest.CaptureFixture[str], argv: list[st
     assert "error:" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("argv", "why"),
+    [
+        (["recommend", "--export", "class.py"], "not a Python keyword"),
+        (["export", "--output", "out/my-loader.py"], "valid Python module name"),
+        (["recommend", "--export", "2fast.py"], "valid Python module name"),
+    ],
+)
+def test_export_name_refused_before_any_work(
+    capsys: pytest.CaptureFixture[str], argv: list[str], why: str
+) -> None:
+    """The name is checked while parsing: a URI no one can read proves no listing or trial ran."""
+    with pytest.raises(SystemExit) as info:
+        main([*argv, "s3://no-such-bucket/x/", "--endpoint-url", "http://127.0.0.1:9"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert why in err and argv[-1].rsplit("/", 1)[-1][:-3] in err
+    assert "Traceback" not in err and "cannot reach" not in err
+
+
 def test_module_entry_point() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "advisor", "hardware", "--json"],

@@ -122,3 +122,6 @@ def test_sagemaker_snippet_and_bad_name(session: AdvisorSession, tmp_path: Path)
         )
     with pytest.raises(ValueError, match="module name"):
         bundle.save(tmp_path, "not-a-module")
+    with pytest.raises(ValueError, match="not a Python keyword"):
+        bundle.save(tmp_path, "class")
+    assert not list(tmp_path.glob("class.*"))
