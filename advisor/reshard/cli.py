@@ -91,7 +91,7 @@ class _Bar:
             f"{event.shards_done}/{event.shards_total} shards  {event.samples_per_s:.0f} samples/s "
             f"{event.mb_per_s:.1f} MB/s  {eta}  retries {event.retries} throttled {event.throttled}"
         )
-        if event.kind in ("listing", "plan", "finalized", "skip", "verify"):
+        if event.kind in ("listing", "plan", "finalized", "skip", "verify", "wait", "cleanup"):
             line = event.message
         if self.tty:
             filled = int(event.fraction * 24)
@@ -201,6 +201,8 @@ def _print_result(result: dict[str, Any]) -> None:
             f"in {r['seconds']:.1f} s; "
             f"{r['shards_skipped']} already committed; {r['retries']} retries"
         )
+        if r["cleaned"]:
+            print(f"cleaned up {r['cleaned']} leftovers of an interrupted run")
         if r["index_url"]:
             print(f"index: {r['index_url']}")
         else:
