@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -166,3 +167,66 @@ def test_module_entry_point() -> None:
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert "usable_cores" in result.stdout
+
+
+def _cli(tmp_path: Path, *argv: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """`python -m advisor ARGV` with AWS config files of its own (and no AWS_* from outside)."""
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    clean.update(
+        AWS_CONFIG_FILE=str(tmp_path / "config"),
+        AWS_SHARED_CREDENTIALS_FILE=str(tmp_path / "credentials"),
+        AWS_EC2_METADATA_DISABLED="true",
+        **env,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "advisor", *argv],
+        capture_output=True, text=True, timeout=60, env=clean, check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["--profile", "AWS_PROFILE"])
+@pytest.mark.parametrize("command", ["profile", "reshard"])
+def test_a_missing_profile_is_one_line_naming_the_setting(
+    tmp_path: Path, s3_endpoint: S3Endpoint, how: str, command: str
+) -> None:
+    (tmp_path / "config").write_text("[profile real]\nregion = us-east-1\n")
+    uri = "s3://some-bucket/x/"
+    argv = [command, uri] + ([str(tmp_path / "out")] if command == "reshard" else [])
+    argv += ["--endpoint-url", s3_endpoint.url, "--quiet"]
+    if command == "reshard":
+        argv[1:3] = [str(tmp_path), uri]  # a local source, the S3 destination opens the profile
+    flag = ["--profile", "nope"] if how == "--profile" else []
+    env = {"AWS_PROFILE": "nope"} if how == "AWS_PROFILE" else {}
+    done = _cli(tmp_path, *argv, *flag, **env)
+    assert done.returncode == 2, done.stderr
+    setting = "profile= / --profile" if how == "--profile" else "AWS_PROFILE"
+    assert done.stderr.splitlines() == [
+        f"error: invalid input: the AWS profile 'nope' (from {setting}) is not in the AWS config "
+        "files (~/.aws/config, ~/.aws/credentials, or AWS_CONFIG_FILE / "
+        "AWS_SHARED_CREDENTIALS_FILE): check the name"
+    ]
+
+
+def test_credentials_still_expired_after_a_refresh_are_one_line(
+    tmp_path: Path, s3_endpoint: S3Endpoint
+) -> None:
+    expired = json.dumps(
+        {"Version": 1, "AccessKeyId": "AKIDSTALE", "SecretAccessKey": "stale-secret",
+         "SessionToken": "t", "Expiration": "2020-01-01T00:00:00Z"}
+    )  # fmt: skip
+    helper = tmp_path / "creds.py"
+    helper.write_text(f"print({expired!r})\n")
+    (tmp_path / "config").write_text(
+        f"[profile stale]\ncredential_process = {sys.executable} {helper}\n"
+    )
+    done = _cli(
+        tmp_path, "profile", "s3://some-bucket/x/", "--endpoint-url", s3_endpoint.url,
+        "--profile", "stale", "--quiet",
+    )  # fmt: skip
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.splitlines() == [
+        "error: access denied: the AWS credentials from the AWS profile 'stale' (from profile= / "
+        "--profile) are still expired after a refresh: renew them (e.g. `aws sso login`, or fix "
+        "the profile's credential_process) and retry"
+    ]
+    assert "stale-secret" not in done.stderr

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from advisor.reshard.config import ReshardConfig
 from native_loader import Credentials
+from native_loader.errors import credential_errors
 from native_loader.uri import local_path, parse_uri
 
 if TYPE_CHECKING:
@@ -183,12 +184,13 @@ class S3Store:
         self.throttled = 0
         self.retries = 0
         self._lock = threading.Lock()
-        session = boto3.session.Session(
-            profile_name=profile,
-            aws_access_key_id=credentials.access_key if credentials else None,
-            aws_secret_access_key=credentials.secret_key if credentials else None,
-            aws_session_token=credentials.session_token if credentials else None,
-        )
+        with credential_errors(profile):
+            session = boto3.session.Session(
+                profile_name=profile,
+                aws_access_key_id=credentials.access_key if credentials else None,
+                aws_secret_access_key=credentials.secret_key if credentials else None,
+                aws_session_token=credentials.session_token if credentials else None,
+            )
         self.client: S3Client = session.client(
             "s3",
             endpoint_url=endpoint_url,
