@@ -20,13 +20,14 @@ from advisor.core.bounds import check_module_name
 from advisor.core.location import DatasetLocation
 from advisor.core.workload import Workload
 from native_loader.cache import DEFAULT_CACHE_BYTES
+from native_loader.sample_errors import SamplePolicy
 from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
     from advisor.measure.profile import DatasetProfile
 
-SCHEMA_VERSION = 2  # 2: max_inflight_bytes
+SCHEMA_VERSION = 3  # 2: max_inflight_bytes; 3: on_error, max_skipped_share
 CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 
 
@@ -56,6 +57,10 @@ class LoaderConfig:
     cache_max_bytes: int | None
     # samples mixed in each worker on top of the per-epoch shard order (tar shards; 0 = off)
     shuffle_buffer: int = 0
+    # a sample that fails to read or decode: "raise" naming the object, or "skip" and count it
+    # until more than max_skipped_share of the samples seen failed (native_loader.sample_errors)
+    on_error: str = "raise"
+    max_skipped_share: float = 0.01
     schema_version: int = SCHEMA_VERSION
 
 
@@ -82,7 +87,11 @@ def build_export(
     recommendation: Recommendation,
     workload: Workload,
     profile: DatasetProfile | None = None,
+    on_error: SamplePolicy | None = None,
 ) -> ExportBundle:
+    """The module and JSON for `recommendation`; `on_error` is what the loader does with a
+    sample that fails (default: raise naming the object)."""
+    policy = on_error if on_error is not None else SamplePolicy()
     fmt = recommendation.data_format or "binary"
     cache_dir = cache_max = None
     if recommendation.cache_locally:
@@ -112,6 +121,8 @@ def build_export(
         cache_dir=cache_dir,
         cache_max_bytes=cache_max,
         shuffle_buffer=shuffle_buffer(profile) if fmt == "tar" else 0,
+        on_error=policy.on_error,
+        max_skipped_share=policy.max_skipped_share,
     )
     data = dataclasses.asdict(config)
     json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -187,6 +198,7 @@ Usage:
     loader = make_dataloader(rank=RANK, world_size=WORLD_SIZE)
     for batch in loader:
         batch = to_device(batch, "cuda")  # non_blocking: overlaps the copy when pin_memory is on
+    print(loader_stats(loader))  # samples seen and skipped (on_error="skip")
 
 No credentials are stored here: they are resolved at run time from the standard AWS chain
 (environment variables, AWS_PROFILE / profile, SSO, web identity, instance or container role).
@@ -210,6 +222,7 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
     """The native_loader dataset for this data set, sharded for `rank` of `world_size`."""
     from native_loader.decoders import default_decoder, load_transform
     from native_loader import ReaderConfig, S3IterableDataset
+    from native_loader.sample_errors import SamplePolicy
 
     settings = {{**CONFIG, **overrides}}
     transform = settings["transform"]
@@ -236,6 +249,9 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
         world_size=world_size,
         cache_dir=settings["cache_dir"] and os.path.expanduser(settings["cache_dir"]),
         cache_max_bytes=settings["cache_max_bytes"] or 100 * 2**30,
+        on_error=SamplePolicy(
+            settings.get("on_error", "raise"), settings.get("max_skipped_share", 0.01)
+        ),
     )
     dataset.uris()  # list the prefix once here; forked DataLoader workers share the listing
     return dataset
@@ -245,7 +261,8 @@ def make_dataloader(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any
     """A torch DataLoader with the recommended settings; keyword overrides win.
 
     Overrides may be DataLoader arguments (batch_size, num_workers, pin_memory, prefetch_factor,
-    collate_fn, ...) or dataset settings (transform, shuffle, seed, uri, endpoint_url, ...).
+    collate_fn, ...) or dataset settings (transform, shuffle, seed, uri, endpoint_url, on_error,
+    max_skipped_share, ...).
     """
     import torch
 
@@ -269,11 +286,18 @@ def make_dataloader(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any
     return torch.utils.data.DataLoader(dataset, **kwargs)
 
 
+def loader_stats(loader: Any) -> dict[str, int]:
+    """Samples the loader's dataset has seen and skipped so far, in every worker."""
+    return dict(loader.dataset.sample_stats())
+
+
 if __name__ == "__main__":
     import itertools
     import time
 
     started = time.monotonic()
-    batches = list(itertools.islice(make_dataloader(), 3))
+    loader = make_dataloader()
+    batches = list(itertools.islice(loader, 3))
     print(f"read {{len(batches)}} batches in {{time.monotonic() - started:.2f}} s")
+    print(loader_stats(loader))
 '''

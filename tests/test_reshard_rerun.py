@@ -135,3 +135,14 @@ def test_rank_1_says_once_that_it_waits_for_rank_0_and_for_how_long(
         reshard(str(src), str(tmp_path / "dst"), config, rank=1, world_size=2, progress=both)
     assert [e.kind for e in events] == ["wait"]
     assert "rank 1: waiting up to 1.5 s for rank 0's plan" in capsys.readouterr().err
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_before_anything_is_written(
+    tmp_path: Path,
+) -> None:
+    src = write_local(tmp_path / "src", make_files(12))
+    with open(os.path.join(os.fsencode(src / "class_0"), b"caf\xe9.jpg"), "wb") as f:
+        f.write(b"x" * 100)
+    with pytest.raises(ValueError, match=r"caf\\xe9\.jpg failed: its file name is not valid UTF-8"):
+        reshard(str(src), str(tmp_path / "dst"), CONFIG)
+    assert not (tmp_path / "dst").exists()
