@@ -130,6 +130,8 @@ def test_empty_prefix(
         ["recommend", "/tmp", "--batch-size", "1e9"],
         ["recommend", "/tmp", "--seconds", "nan"],
         ["recommend", "/tmp", "--step-time", "abc"],
+        ["export", "/tmp", "--max-skipped-share", "1.5"],
+        ["export", "/tmp", "--on-error", "ignore"],
     ],
 )
 def test_absurd_numbers_exit_2(capsys: pytest.CaptureFixture[str], argv: list[str]) -> None:
@@ -230,3 +232,17 @@ def test_credentials_still_expired_after_a_refresh_are_one_line(
         "the profile's credential_process) and retry"
     ]
     assert "stale-secret" not in done.stderr
+
+
+def test_export_carries_the_failure_policy(
+    capsys: pytest.CaptureFixture[str], s3_endpoint: S3Endpoint, demo_bucket: str, tmp_path: Path
+) -> None:
+    output = tmp_path / "skipping_loader.py"
+    code, _, err = _run(
+        capsys, "export", f"s3://{demo_bucket}/small-images/", "--endpoint-url", s3_endpoint.url,
+        "--no-trial", "--quiet", "--on-error", "skip", "--max-skipped-share", "0.02",
+        "--output", str(output),
+    )  # fmt: skip
+    assert code == 0, err
+    exported = json.loads(output.with_suffix(".json").read_text())
+    assert exported["on_error"] == "skip" and exported["max_skipped_share"] == 0.02
