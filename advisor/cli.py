@@ -24,6 +24,7 @@ from advisor.core.bounds import (
     range_of,
 )
 from advisor.core.errors import EXIT_INTERRUPTED, report_error
+from advisor.core.location import check_answers, first_contact_s
 from advisor.core.units import any_size
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.export import ExportBundle, build_export
@@ -331,7 +332,13 @@ def run(args: argparse.Namespace) -> int:
             result: dict[str, Any] = {"hardware": _to_json(session.hardware)}
             printers = [_print_hardware]
         else:
-            session.set_location(args.uri, endpoint_url=args.endpoint_url, profile=args.aws_profile)
+            location = session.set_location(
+                args.uri, endpoint_url=args.endpoint_url, profile=args.aws_profile
+            )
+            if location.is_s3:
+                where = location.endpoint_url or "S3"
+                progress(f"contacting {where} (an answer within {first_contact_s():g} s)", 0.0)
+                check_answers(location, session.credentials)
             if args.command != "profile":
                 session.set_workload(_workload(args))
             session.run_profile(progress=progress, max_keys=args.max_keys)

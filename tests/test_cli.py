@@ -6,13 +6,16 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from advisor.cli import main
+from advisor.core.location import first_contact_s
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint, free_ports
+from testing import FaultProxy, Faults, When
 
 SPEC = DemoSpec(images=30, image_kb=(10, 20), classes=3, shard_mb=0.2, large_files=1, large_mb=1)
 
@@ -246,3 +249,30 @@ def test_export_carries_the_failure_policy(
     assert code == 0, err
     exported = json.loads(output.with_suffix(".json").read_text())
     assert exported["on_error"] == "skip" and exported["max_skipped_share"] == 0.02
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("command", ["profile", "reshard"])
+def test_an_endpoint_that_never_answers_is_given_up_on_within_seconds(
+    s3_endpoint: S3Endpoint, demo_bucket: str, tmp_path: Path, command: str
+) -> None:
+    """The fault proxy accepts every connection and holds every answer back for two minutes."""
+    faults = Faults(stall_head=When(after_n=0, methods=None), stall_s=120)
+    with FaultProxy(s3_endpoint.url, faults=faults) as proxy:
+        url, uri = proxy.url, f"s3://{demo_bucket}/small-images/"
+        argv = [uri] if command == "profile" else [uri, str(tmp_path / "out")]
+        started = time.monotonic()
+        done = subprocess.run(
+            [sys.executable, "-m", "advisor", command, *argv, "--endpoint-url", url],
+            capture_output=True, text=True, timeout=60, check=False,
+        )  # fmt: skip
+        elapsed = time.monotonic() - started
+    assert done.returncode == 1, done.stderr
+    assert elapsed < first_contact_s() + 5, elapsed
+    lines = done.stderr.splitlines()
+    assert lines[-1] == (
+        f"error: timed out: {url} accepted the connection but did not answer a listing of "
+        f"{uri} in 2 x 4 s: check that it is an S3 endpoint and that it is up"
+    )
+    if command == "profile":  # says what it waits for, and for how long, before it waits
+        assert lines[0] == f"... contacting {url} (an answer within 8 s)"

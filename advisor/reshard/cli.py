@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from advisor.core.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, report_error
+from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.units import any_size
 from advisor.reshard import (
     Estimate,
@@ -150,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
             read_concurrency=args.read_concurrency,
             max_memory_bytes=args.max_memory,
         )
+        for uri in dict.fromkeys((args.source, args.destination)):
+            location = DatasetLocation(uri, args.endpoint_url, args.aws_profile)
+            if location.is_s3:  # an endpoint that never answers: seconds, not minutes
+                check_answers(location)
         if args.dry_run:
             est = dry_run(args.source, args.destination, config, progress=bar, **where)
             bar.done()
