@@ -4,8 +4,10 @@ the object, within the budget."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -13,7 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from PIL import Image
 from torch.utils.data import DataLoader
 
 from advisor.core.errors import describe
@@ -69,6 +73,13 @@ def transforms(tmp_path: Path) -> Iterator[Path]:
     sys.path.remove(str(tmp_path))
     for name in ("user_transforms", "broken_at_import"):
         sys.modules.pop(name, None)
+
+
+def _jpeg(seed: int) -> bytes:
+    pixels = np.random.default_rng(seed).integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    buffer = io.BytesIO()
+    Image.fromarray(pixels).save(buffer, "JPEG")
+    return buffer.getvalue()
 
 
 def _setup(endpoint: S3Endpoint, uri: str) -> tuple[DatasetLocation, DatasetProfile]:
@@ -189,3 +200,38 @@ def test_a_file_name_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
         f"error: reading {folder}/caf\\xe9.bin failed: its file name is not valid UTF-8; "
         "rename the file"
     ]
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("marker", ["the sweep reads with", "num_workers=2"])
+def test_ctrl_c_during_the_trial_unwinds_it_and_leaves_no_process(
+    tmp_path: Path, marker: str
+) -> None:
+    """The measurements run in a watched thread: Ctrl-C must still close their loaders before
+    the process exits (a thread left reading at exit aborted the interpreter)."""
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    for i in range(200):
+        (folder / f"{i:03d}.jpg").write_bytes(_jpeg(i))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    argv = [sys.executable, "-m", "advisor", "trial", str(folder), "--seconds", "30"]
+    with subprocess.Popen(
+        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+    ) as proc:
+        assert proc.stderr is not None
+        seen = []
+        for line in proc.stderr:
+            seen.append(line)
+            if marker in line:
+                break
+        workers = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True, check=False
+        ).stdout.split()
+        started = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        rest = proc.stderr.read()
+        assert proc.wait(timeout=10) == 130, [*seen, rest]
+        assert time.monotonic() - started < 2.0
+    assert rest.strip().splitlines()[-1] == "error: interrupted", rest
+    time.sleep(0.5)
+    assert not [pid for pid in workers if os.path.exists(f"/proc/{pid}")]

@@ -60,32 +60,36 @@ class TrialWatch:
     ) -> T:
         """`measure()` in a thread; `stop` is set on `cancel`, on Ctrl-C and at the deadline."""
         outcome: list[tuple[bool, object]] = []
+        # Waited on instead of Thread.join: a join that Ctrl-C interrupts marks the thread
+        # stopped while it still runs (CPython's bpo-45274 handling), and the unwind below
+        # would not wait for it.
+        done = threading.Event()
 
         def body() -> None:
             try:
                 outcome.append((True, measure()))
             except BaseException as exc:  # handed to the caller's thread
                 outcome.append((False, exc))
+            finally:
+                done.set()
 
         thread = threading.Thread(target=body, name="loader-advisor-trial", daemon=True)
         thread.start()
         deadline = self.started + self.seconds + overrun_s(self.seconds)
         try:
-            while thread.is_alive():
-                thread.join(_TICK_S)
+            while not done.wait(_TICK_S):
                 if cancel is not None and cancel.is_set():
                     stop.set()
                 now = time.monotonic()
                 if now > deadline:
                     stop.set()
-                    thread.join(1.0)  # a loop that checks the clock ends now
-                    if thread.is_alive():
+                    if not done.wait(1.0):  # a loop that checks the clock ends now
                         raise TimeoutError(self._stuck(now))
                 elif now - self.last_event > HEARTBEAT_S:
                     self._heartbeat(now)
         except BaseException:
             stop.set()  # Ctrl-C in the caller: let the measurements close their loaders
-            thread.join(UNWIND_S)
+            done.wait(UNWIND_S)
             raise
         ok, value = outcome[0]
         if not ok:
