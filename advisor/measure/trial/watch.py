@@ -105,9 +105,10 @@ class TrialWatch:
         used, label = now - self.started, transform_label(self.transform)
         running = self._running(now)
         if running is not None and running[1] > HEARTBEAT_S:
+            left = self.started + self.seconds + overrun_s(self.seconds) - now
             message = (
-                f"{label} has run for {running[1]:.0f} s on {running[0]}; the trial stops at "
-                f"{self.seconds + overrun_s(self.seconds):.0f} s"
+                f"{label} has run for {running[1]:.0f} s on {running[0]}; the trial gives up "
+                f"on it in {max(left, 0):.0f} s"
             )
         else:
             message = f"still measuring, {used:.0f} of {self.seconds:g} s: {self.last.message}"
