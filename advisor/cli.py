@@ -315,8 +315,9 @@ def _export(session: AdvisorSession, args: argparse.Namespace) -> ExportBundle:
     assert session.location is not None and session.recommendation is not None
     on_error = SamplePolicy(args.on_error, args.max_skipped_share)
     return build_export(
-        session.location, session.recommendation, session.workload, session.profile, on_error
-    )
+        session.location, session.recommendation, session.workload, session.profile, on_error,
+        demo=session.demo_layout is not None,
+    )  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:

@@ -11,6 +11,7 @@ import dataclasses
 import hashlib
 import json
 import pprint
+import textwrap
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
     from advisor.measure.profile import DatasetProfile
 
-SCHEMA_VERSION = 3  # 2: max_inflight_bytes; 3: on_error, max_skipped_share
+SCHEMA_VERSION = 4  # 2: max_inflight_bytes; 3: on_error, max_skipped_share; 4: local_copy_dir
 CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 
 
@@ -61,6 +62,9 @@ class LoaderConfig:
     # until more than max_skipped_share of the samples seen failed (native_loader.sample_errors)
     on_error: str = "raise"
     max_skipped_share: float = 0.01
+    # copy-local from S3: the folder `prepare()` copies the set into before the first epoch, and
+    # every epoch reads; None = read where the data is (or through cache_dir)
+    local_copy_dir: str | None = None
     schema_version: int = SCHEMA_VERSION
 
 
@@ -88,14 +92,19 @@ def build_export(
     workload: Workload,
     profile: DatasetProfile | None = None,
     on_error: SamplePolicy | None = None,
+    demo: bool = False,
 ) -> ExportBundle:
     """The module and JSON for `recommendation`; `on_error` is what the loader does with a
-    sample that fails (default: raise naming the object)."""
+    sample that fails (default: raise naming the object). A copy-local recommendation for data
+    on S3 exports a `prepare()` step that makes the local copy every epoch reads; `demo`: the
+    data is the advisor's demo endpoint (the module says which credentials it takes)."""
     policy = on_error if on_error is not None else SamplePolicy()
     fmt = recommendation.data_format or "binary"
-    cache_dir = cache_max = None
+    digest = hashlib.sha256(location.uri.encode()).hexdigest()[:12]
+    cache_dir = cache_max = local_copy_dir = None
+    if recommendation.data_source == "copy-local" and uri_scheme(location.uri) == "s3":
+        local_copy_dir = f"{CACHE_ROOT}/{digest}/copy"
     if recommendation.cache_locally:
-        digest = hashlib.sha256(location.uri.encode()).hexdigest()[:12]
         cache_dir = f"{CACHE_ROOT}/{digest}"
         total = profile.total_bytes if profile else DEFAULT_CACHE_BYTES
         cache_max = min(DEFAULT_CACHE_BYTES, int(total * 1.1) + 2**20)
@@ -123,11 +132,13 @@ def build_export(
         shuffle_buffer=shuffle_buffer(profile) if fmt == "tar" else 0,
         on_error=policy.on_error,
         max_skipped_share=policy.max_skipped_share,
+        local_copy_dir=local_copy_dir,
     )
     data = dataclasses.asdict(config)
     json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
     snippet = sagemaker_snippet(config)
-    return ExportBundle(config, render_module(config, recommendation, snippet), json_text, snippet)
+    module = render_module(config, recommendation, snippet, demo)
+    return ExportBundle(config, module, json_text, snippet)
 
 
 SHUFFLE_BUFFER_BYTES = 64 * 2**20  # per DataLoader worker
@@ -175,7 +186,36 @@ def _rationale_lines(recommendation: Recommendation) -> list[str]:
     return lines
 
 
-def render_module(config: LoaderConfig, recommendation: Recommendation, snippet: str | None) -> str:
+def _reads_note(config: LoaderConfig) -> str:
+    """What later epochs read, for the module's docstring."""
+    if config.local_copy_dir:
+        return (
+            f"Every epoch reads a local copy in {config.local_copy_dir} (copy-local): "
+            "`make_dataloader` makes it on first use with one process; with several ranks, run "
+            "this module with `--prepare` once per node first. The copy is resumable and "
+            "checks each object's size and ETag against the listing."
+        )
+    if config.cache_dir:
+        return (
+            f"The first epoch streams from {config.uri} and fills a local cache in "
+            f"{config.cache_dir}; later epochs read the cached files."
+        )
+    return f"Every epoch reads {config.uri} where it is."
+
+
+def _demo_note(demo: bool) -> str:
+    if not demo:
+        return ""
+    return (
+        "\nThe data is the Loader Advisor demo endpoint: it takes the access key "
+        "`loader-advisor-demo` and its secret\n(`python -m advisor.demo` prints both), or the "
+        "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY it was started with.\n"
+    )
+
+
+def render_module(
+    config: LoaderConfig, recommendation: Recommendation, snippet: str | None, demo: bool = False
+) -> str:
     data = pprint.pformat(dataclasses.asdict(config), indent=4, sort_dicts=True, width=96)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rationale = "\n".join(_rationale_lines(recommendation)) or "#   (none recorded)"
@@ -185,9 +225,11 @@ def render_module(config: LoaderConfig, recommendation: Recommendation, snippet:
         if snippet
         else ""
     )
+    reads = textwrap.fill(_reads_note(config), width=96)
     return _TEMPLATE.format(
-        uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker
-    )
+        uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker,
+        reads=reads, demo=_demo_note(demo),
+    )  # fmt: skip
 
 
 _TEMPLATE = '''"""DataLoader for {uri}, generated by Loader Advisor on {stamp}.
@@ -200,13 +242,20 @@ Usage:
         batch = to_device(batch, "cuda")  # non_blocking: overlaps the copy when pin_memory is on
     print(loader_stats(loader))  # samples seen and skipped (on_error="skip")
 
+A batch is a list of `batch_size` samples as the transform returns them, not a stacked tensor:
+the default image decoders (jpeg, png) give uint8 tensors of shape (H, W, C) whose sizes differ.
+Pass collate_fn=... to make_dataloader to stack samples your transform makes equal in size.
+
+{reads}
+
 No credentials are stored here: they are resolved at run time from the standard AWS chain
 (environment variables, AWS_PROFILE / profile, SSO, web identity, instance or container role).
-"""
+{demo}"""
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 CONFIG: dict[str, Any] = {config}
@@ -216,12 +265,59 @@ CONFIG: dict[str, Any] = {config}
 {sagemaker}
 
 DATASET_KEYS = ("transform", "shuffle", "seed")
+LOADER_KEYS = ("batch_size", "num_workers", "pin_memory", "prefetch_factor")
+
+
+def _reader_config(settings: dict[str, Any]) -> Any:
+    from native_loader import ReaderConfig
+
+    return ReaderConfig(
+        endpoint_url=settings["endpoint_url"],
+        region=settings["region"],
+        profile=settings["profile"],
+        max_inflight_requests=settings["max_inflight_requests"],
+        max_inflight_bytes=settings["max_inflight_bytes"],
+    )
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def prepare(progress: Any = _say) -> str | None:
+    """Make the local copy every epoch reads (copy-local), before the first epoch: resumable,
+    each object checked against its listed size and ETag. None: this loader reads in place."""
+    from native_loader.loader import copy_to_local
+
+    if not CONFIG.get("local_copy_dir"):
+        return None
+    return copy_to_local(
+        CONFIG["uri"], CONFIG["local_copy_dir"], config=_reader_config(CONFIG), progress=progress
+    )
+
+
+def _source(settings: dict[str, Any], world_size: int) -> str:
+    """Where the dataset reads: the local copy once made (made here with one process), else
+    the data set's URI."""
+    from native_loader.loader import local_copy_complete
+
+    copy_dir = settings.get("local_copy_dir")
+    if not copy_dir or settings["uri"] != CONFIG["uri"]:
+        return settings["uri"]
+    if not local_copy_complete(copy_dir):
+        if world_size > 1:
+            raise RuntimeError(
+                f"the local copy in {{copy_dir}} is not made yet: run "
+                f"`python {{os.path.basename(__file__)}} --prepare` once per node first"
+            )
+        prepare()
+    return os.path.join(os.path.expanduser(copy_dir), "")
 
 
 def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
     """The native_loader dataset for this data set, sharded for `rank` of `world_size`."""
     from native_loader.decoders import default_decoder, load_transform
-    from native_loader import ReaderConfig, S3IterableDataset
+    from native_loader.loader import make_dataset as build_dataset
     from native_loader.sample_errors import SamplePolicy
 
     settings = {{**CONFIG, **overrides}}
@@ -230,16 +326,9 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
         transform = default_decoder(settings["data_format"])
     elif isinstance(transform, str):
         transform = load_transform(transform)
-    reader_config = ReaderConfig(
-        endpoint_url=settings["endpoint_url"],
-        region=settings["region"],
-        profile=settings["profile"],
-        max_inflight_requests=settings["max_inflight_requests"],
-        max_inflight_bytes=settings["max_inflight_bytes"],
-    )
-    dataset = S3IterableDataset(
-        settings["uri"],
-        config=reader_config,
+    dataset = build_dataset(
+        _source(settings, world_size),
+        config=_reader_config(settings),
         transform=transform,
         shuffle=settings["shuffle"],
         seed=settings["seed"],
@@ -247,7 +336,7 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
         tar_samples=settings["tar_samples"],
         rank=rank,
         world_size=world_size,
-        cache_dir=settings["cache_dir"] and os.path.expanduser(settings["cache_dir"]),
+        cache_dir=settings["cache_dir"],
         cache_max_bytes=settings["cache_max_bytes"] or 100 * 2**30,
         on_error=SamplePolicy(
             settings.get("on_error", "raise"), settings.get("max_skipped_share", 0.01)
@@ -258,32 +347,29 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
 
 
 def make_dataloader(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
-    """A torch DataLoader with the recommended settings; keyword overrides win.
+    """A torch DataLoader with the recommended settings (native_loader.loader's factory, the
+    one the advisor's trial measured with); keyword overrides win.
 
     Overrides may be DataLoader arguments (batch_size, num_workers, pin_memory, prefetch_factor,
     collate_fn, ...) or dataset settings (transform, shuffle, seed, uri, endpoint_url, on_error,
     max_skipped_share, ...).
     """
-    import torch
+    from native_loader.loader import LoaderSettings
+    from native_loader.loader import make_dataloader as build_loader
 
-    from native_loader.decoders import collate_list
-
+    loader_keys = [k for k in overrides if k in LOADER_KEYS]
+    loader_settings = {{k: overrides.pop(k) for k in loader_keys}}
     dataset_overrides = {{k: v for k, v in overrides.items() if k in CONFIG or k in DATASET_KEYS}}
     loader_overrides = {{k: v for k, v in overrides.items() if k not in dataset_overrides}}
     dataset = make_dataset(rank, world_size, **dataset_overrides)
-    settings = {{**CONFIG, **dataset_overrides}}
-    num_workers = loader_overrides.pop("num_workers", settings["num_workers"])
-    kwargs: dict[str, Any] = dict(
+    settings = {{**CONFIG, **loader_settings}}
+    loader = LoaderSettings(
         batch_size=settings["batch_size"],
-        num_workers=num_workers,
-        pin_memory=settings["pin_memory"] and torch.cuda.is_available(),
-        collate_fn=collate_list,
+        num_workers=settings["num_workers"],
+        pin_memory=settings["pin_memory"],
+        prefetch_factor=settings["prefetch_factor"],
     )
-    if num_workers > 0:
-        kwargs["prefetch_factor"] = settings["prefetch_factor"] or 2
-        kwargs["persistent_workers"] = True
-    kwargs.update(loader_overrides)
-    return torch.utils.data.DataLoader(dataset, **kwargs)
+    return build_loader(dataset, loader, **loader_overrides)
 
 
 def loader_stats(loader: Any) -> dict[str, int]:
@@ -295,6 +381,9 @@ if __name__ == "__main__":
     import itertools
     import time
 
+    if "--prepare" in sys.argv[1:]:
+        print(prepare() or "nothing to prepare: this loader reads the data where it is")
+        sys.exit(0)
     started = time.monotonic()
     loader = make_dataloader()
     batches = list(itertools.islice(loader, 3))

@@ -208,7 +208,10 @@ class AdvisorSession:
         from advisor.export import build_export
 
         recommendation = self.recommendation or self.run_recommend()
-        return build_export(self._need_location(), recommendation, self.workload, self.profile)
+        return build_export(
+            self._need_location(), recommendation, self.workload, self.profile,
+            demo=self.demo_layout is not None,
+        )  # fmt: skip
 
     def save_export(self, directory: Path, stem: str = "dataloader_config") -> tuple[Path, Path]:
         """Write `<stem>.py` and `<stem>.json` into `directory`; returns their paths."""

@@ -73,10 +73,83 @@ def test_exported_module_yields_batches(session: AdvisorSession, tmp_path: Path)
     assert 0 < half < total
     main = subprocess.run(
         [sys.executable, "loader_cfg.py"], cwd=tmp_path, capture_output=True, text=True,
-        timeout=120, check=False, env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120, check=False,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
     )  # fmt: skip
     assert main.returncode == 0, main.stderr
     assert "read" in main.stdout and "batches" in main.stdout
+
+
+def test_copy_local_exports_a_resumable_prepare_step(
+    session: AdvisorSession, tmp_path: Path
+) -> None:
+    """A copy-local recommendation for S3 data exports the copy: prepare() makes it (size and
+    ETag recorded), a second run keeps every object, and the loader reads the local files."""
+    assert session.recommendation is not None
+    assert session.recommendation.data_source == "copy-local"
+    module, _ = session.save_export(tmp_path, "copy_cfg")
+    text = module.read_text()
+    assert "A batch is a list of `batch_size` samples" in text
+    assert "Every epoch reads a local copy" in text
+    code = (
+        "import copy_cfg\n"
+        "print(copy_cfg.prepare(progress=print))\n"
+        "print(copy_cfg.prepare(progress=print))\n"
+        "batches = list(copy_cfg.make_dataloader(num_workers=0))\n"
+        "print('samples', sum(len(b) for b in batches))\n"
+    )
+    result = _run(tmp_path, code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    count = session.profile.object_count  # type: ignore[union-attr]
+    assert f"copying {count} of {count} objects" in result.stdout
+    assert f"copying 0 of {count} objects" in result.stdout  # resumed: every object kept
+    copy_dir = Path(result.stdout.splitlines()[-2])
+    manifest = json.loads((copy_dir / "_manifest.json").read_text())
+    assert len(manifest) == count and all(len(v) == 2 and v[1] for v in manifest.values())
+    assert f"samples {SPEC.images}" in result.stdout
+
+
+def test_the_loader_is_built_one_way(
+    session: AdvisorSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The trial's sweep, Recommendation.dataloader_kwargs() and the exported module build the
+    same DataLoader (native_loader.loader): workers, prefetch, persistence, pinning, batching,
+    collation and the reader's settings."""
+    import importlib
+
+    from advisor.measure.trial.data import TrialData
+    from advisor.measure.trial.sweep import LiveLoader
+    from native_loader.decoders import default_decoder
+
+    assert session.recommendation is not None and session.location is not None
+    rec = dataclasses.replace(
+        session.recommendation, num_workers=2, prefetch_factor=5, pin_memory=False,
+        requests_in_flight=48, inflight_bytes=300 * 2**20,
+    )  # fmt: skip
+    bundle = build_export(session.location, rec, session.workload, session.profile)
+    bundle.save(tmp_path, "one_way_cfg")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    exported = importlib.import_module("one_way_cfg").make_dataloader()
+
+    data = TrialData.sample(session.location, "tar", default_decoder("tar"))
+    data = data.with_inflight(rec.requests_in_flight, rec.inflight_bytes)
+    live = LiveLoader(data, session.workload.batch_size, 2, False, prefetch=rec.prefetch_factor)
+    kwargs = rec.dataloader_kwargs()
+    try:
+        for loader in (exported, live.loader):
+            assert loader.num_workers == kwargs["num_workers"] == 2
+            assert loader.prefetch_factor == kwargs["prefetch_factor"] == 5
+            assert loader.persistent_workers is kwargs["persistent_workers"] is True
+            assert loader.pin_memory is kwargs["pin_memory"] is False
+            assert loader.batch_size == session.workload.batch_size
+            assert loader.collate_fn is exported.collate_fn
+        reader_configs = [exported.dataset.config, live.loader.dataset.dataset.config]
+        for config in reader_configs:
+            assert config.max_inflight_requests == 48
+            assert config.max_inflight_bytes == 300 * 2**20
+    finally:
+        live.close()
 
 
 def test_multi_epoch_stream_exports_a_cache(session: AdvisorSession, tmp_path: Path) -> None:
@@ -150,10 +223,11 @@ def test_the_failure_policy_is_exported_and_counts_in_the_loader_stats(
         tmp_path, "import strict_cfg\nlist(strict_cfg.make_dataloader(num_workers=0))\n", tmp_path
     )
     assert strict.returncode != 0
+    # a copy-local export reads its local copy: the error names the copied file
     assert (
-        f"SampleError: the default decoder (decode_image) failed on s3://{s3_bucket}/{corrupt}: "
-        "UnidentifiedImageError"
+        f"SampleError: the default decoder (decode_image) failed on {tmp_path}/.cache/"
     ) in strict.stderr
+    assert f"/copy/{corrupt.split('/', 1)[1]}: UnidentifiedImageError" in strict.stderr
     bundle = build_export(*args, on_error=SamplePolicy("skip", max_skipped_share=0.1))
     assert json.loads(bundle.json_text)["on_error"] == "skip"
     bundle.save(tmp_path, "skip_cfg")
