@@ -12,17 +12,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from advisor.core.workload import Workload
-from advisor.decide.recommend import DATA_SOURCES, Recommendation, recommend
+from advisor.decide.recommend import DATA_SOURCES, Recommendation, read_paths, recommend
 from advisor.decide.rules import RULES, Context, DecisionKind, Key, evaluate, rule_by_id
 from advisor.decide.rules.workers import core_cap
 from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.measure.trial.results import (
+    READ_LISTED,
+    READ_LOCAL_COPY,
     DecodeCost,
     HostToDevice,
     LoaderPoint,
+    ReadPathSweep,
     StorageProbe,
     TrialResult,
+    TrialSetup,
 )
 
 MB, GB, TB = 10**6, 10**9, 10**12
@@ -381,3 +385,85 @@ def test_a_probe_curve_still_rising_sets_no_bandwidth_ceiling() -> None:
     ceiling = 565 * MB / (150 * MB) * 1000  # samples/s the saturated curve lets through
     assert capped.predicted_samples_per_s <= ceiling * 1.001
     assert free.predicted_samples_per_s > ceiling
+
+
+def _with_counts(result: TrialResult, **fields: Any) -> TrialResult:
+    from advisor.measure.trial.results import summarise
+
+    return dataclasses.replace(result, counts=summarise(result.sweep), **fields)
+
+
+def test_a_copy_local_set_is_decided_by_the_trials_local_copy() -> None:
+    """SRC-4 copies a small S3 set: a trial that swept a local copy decides num_workers
+    (NW-3, measured); one that read S3 only leaves it to the model (NW-4), which says why."""
+    small = profile(2000, 150_000, "jpeg")
+    hw, wl = hardware(cores=4), Workload(batch_size=32)
+    assert read_paths(small, hw, wl) == (READ_LOCAL_COPY,)
+    rates = {0: 300.0, 1: 320.0, 2: 600.0, 3: 610.0, 4: 612.0}
+    local = _with_counts(trial(rates), setup=TrialSetup.of(wl, 4, READ_LOCAL_COPY))
+    rec = recommend(small, hw, wl, local)
+    assert rec.data_source == "copy-local" and "NW-3" in rec.path()
+    assert rec.measured_samples_per_s is not None
+    assert "local copy" in rec.decision("num_workers").rationale
+    listed = _with_counts(trial(rates), setup=TrialSetup.of(wl, 4, READ_LISTED))
+    model = recommend(small, hw, wl, listed)
+    assert "NW-4" in model.path() and model.measured_samples_per_s is None
+    assert "could not measure that read path" in model.decision("num_workers").rationale
+
+
+def test_a_cached_stream_measures_both_epochs_and_optimises_the_steady_state() -> None:
+    big = profile(400, 300 * MB, "tar", 1000.0)  # 120 GB: streamed, and cached on 200 GB free
+    hw, wl = hardware(cores=4, disk_free=200 * GB), Workload(batch_size=32, epochs=4)
+    assert read_paths(big, hw, wl) == (READ_LISTED, READ_LOCAL_COPY)
+    first = ReadPathSweep(READ_LISTED, counts=_with_counts(trial({1: 100.0, 2: 190.0})).counts)
+    steady = _with_counts(
+        trial({0: 500.0, 1: 900.0, 2: 910.0}),
+        setup=TrialSetup.of(wl, 4, READ_LOCAL_COPY),
+        first_epoch=first,
+    )
+    rec = recommend(big, hw, wl, steady)
+    nw = rec.decision("num_workers")
+    assert "NW-3" in nw.rules and nw.evidence["first_epoch_samples_per_s"] == {
+        "1": 100.0,
+        "2": 190.0,
+    }
+    assert "steady state" in nw.rationale and "first epoch streams" in nw.rationale
+
+
+def test_a_trial_under_another_setup_is_not_used_and_says_so() -> None:
+    wl = Workload(batch_size=32, consumer_rate=500.0)
+    measured = _with_counts(
+        trial({0: 200.0, 1: 400.0, 2: 480.0}), setup=TrialSetup.of(wl, 8, READ_LISTED)
+    )
+    changed = dataclasses.replace(wl, batch_size=64)
+    rec = recommend(SHARDS_30GB, hardware(cores=8), changed, measured)
+    assert "NW-3" not in rec.path() and rec.measured_samples_per_s is None
+    assert any("batch_size 32 -> 64" in n for n in rec.notes)
+    assert "another setup" in rec.decision("num_workers").rationale
+
+
+def test_the_session_drops_a_trial_whose_setup_changed() -> None:
+    from advisor.session import AdvisorSession
+
+    wl = Workload(batch_size=32, consumer_rate=500.0)
+    session = AdvisorSession(workload=wl, hardware=hardware(cores=8), profile=SHARDS_30GB)
+    session.trial = _with_counts(trial({0: 200.0, 1: 400.0}), setup=TrialSetup.of(wl, 8))
+    session.set_workload(dataclasses.replace(wl, epochs=3))  # the sweep's setup is the same
+    assert session.trial is not None and session.trial_dropped is None
+    session.set_workload(dataclasses.replace(wl, consumer_rate=300.0))
+    assert session.trial is None
+    assert session.trial_dropped is not None and "consumer_rate 500.0 -> 300.0" in (
+        session.trial_dropped
+    )
+    rec = session.run_recommend()
+    assert any("dropped" in n for n in rec.notes)
+
+
+def test_dataloader_kwargs_are_the_factorys() -> None:
+    from native_loader.loader import LoaderSettings
+
+    rec = recommend(SHARDS_30GB, hardware(cores=8), Workload(consumer_rate=500))
+    settings = LoaderSettings(1, rec.num_workers, rec.pin_memory, rec.prefetch_factor)
+    expected = settings.dataloader_kwargs(cuda_available=True)
+    del expected["batch_size"]
+    assert rec.dataloader_kwargs() == expected

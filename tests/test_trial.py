@@ -8,6 +8,7 @@ import os
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -20,7 +21,15 @@ from advisor.measure.hardware import probe_hardware
 from advisor.measure.hardware.host import child_pids
 from advisor.measure.profile import profile_dataset
 from advisor.measure.trial.data import TrialData, TrialEvent
-from advisor.measure.trial.results import LoaderPoint, StorageProbe, saturated, summarise
+from advisor.measure.trial.results import (
+    READ_LISTED,
+    READ_LOCAL_COPY,
+    LoaderPoint,
+    StorageProbe,
+    TrialSetup,
+    saturated,
+    summarise,
+)
 from advisor.measure.trial.run import _lower_bound_note, run_trial
 from advisor.measure.trial.sweep import candidate_counts, measure_loader, spin_step
 from native_loader import ReaderConfig, S3Reader
@@ -281,3 +290,44 @@ def test_only_a_saturated_concurrency_curve_is_a_storage_ceiling() -> None:
     assert not rising.saturated and rising.aggregate_mb_s is None  # a lower bound, not a ceiling
     flat = StorageProbe(5, 5_000_000, 0.02, 0.03, 1.0, ((8, 300, 1), (16, 320, 1), (32, 310, 1)))
     assert flat.saturated and flat.aggregate_mb_s == 320
+
+
+@pytest.mark.timeout(90)
+def test_trial_sweeps_the_local_copy_training_reads(
+    s3_endpoint: S3Endpoint, demo: str, tmp_path: Path
+) -> None:
+    """With the first epoch streaming and the later ones reading the cache, the trial copies a
+    sample into a scratch folder (in the progress, removed afterwards) and sweeps both; the
+    steady state is the local copy's, and the setup records it."""
+    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    events: list[TrialEvent] = []
+    workload = Workload(batch_size=8, epochs=3)
+    hardware = probe_hardware()
+    result = run_trial(
+        location, profile, hardware, workload, seconds=12, progress=events.append,  # type: ignore[arg-type]
+        read_paths=(READ_LISTED, READ_LOCAL_COPY), scratch_dir=tmp_path,
+    )  # fmt: skip
+    assert any(e.phase == "copy" and "copied" in e.message for e in events)
+    assert list(tmp_path.iterdir()) == []  # the scratch copy is gone
+    assert result.setup == TrialSetup.of(workload, hardware.usable_cores, READ_LOCAL_COPY)
+    assert result.counts and result.first_epoch is not None
+    assert result.first_epoch.read_path == READ_LISTED and result.first_epoch.counts
+    # the loaders read the copy at local-disk speed: far above the endpoint's (the demo server
+    # adds first-byte latency), with no consumer to bound them
+    assert result.best_count() is not None
+
+
+def test_a_copy_with_no_room_says_so_and_reads_the_listed_objects(
+    s3_endpoint: S3Endpoint, demo: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from advisor.measure.trial import localcopy
+
+    monkeypatch.setattr(localcopy, "COPY_QUOTA_BYTES", 10)  # no sampled object fits
+    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    result = run_trial(
+        location, profile, probe_hardware(), Workload(batch_size=8), seconds=6,  # type: ignore[arg-type]
+        read_paths=(READ_LOCAL_COPY,), scratch_dir=tmp_path,
+    )  # fmt: skip
+    assert result.setup is not None and result.setup.read_path == READ_LISTED
+    assert any("could not make the local copy" in n and "quota" in n for n in result.notes)
+    assert list(tmp_path.iterdir()) == []
