@@ -81,6 +81,7 @@ class FakeSession:
         self.hardware: HardwareProfile | None = None
         self.trial: Any = None
         self.recommendation: Any = None
+        self.trial_dropped: str | None = None  # AdvisorSession: why a stale trial was dropped
         self.fail, self.step_s = fail, step_s
         self.saved: list[tuple[Path, str]] = []
 

@@ -127,8 +127,13 @@ class WorkloadStep:
             self.context.notify(Topic.WORKLOAD)
             return False
         if workload != self.applied:
+            had_trial = self.context.session.trial is not None
             self.context.session.set_workload(workload)
             self.export.forget_bundle()
+            dropped = self.context.session.trial_dropped
+            if had_trial and dropped is not None:  # its sweep ran under the old setup
+                self.context.report(dropped)
+                self.context.notify(Topic.TRIAL)
         self.context.set_error(STEP, None)
         self.context.notify(Topic.WORKLOAD)
         return True
