@@ -1,7 +1,9 @@
 """Check the advice as an outsider would: scenarios the matrix does not hold, scored on the
 exported loader.
 
-For each scenario: run the advisor's trial and recommendation, export the loader module, then
+For each scenario: run the advisor's trial (on what training reads: a set that fits the disk is
+copied, so the trial sweeps a local copy) and recommendation, export the loader module (making
+its local copy where it has one), then
 sweep the module's own `make_dataloader(num_workers=w)` for w in 0..cores, each run a fresh
 loader in a training loop whose step takes `batch / consumer_rate` seconds, as a blocking wait
 (sleep) and as a spinning core (a Python busy loop in the main thread, as a naive harness would
@@ -33,7 +35,7 @@ from typing import Any
 
 from advisor.core.location import DatasetLocation
 from advisor.core.workload import Workload
-from advisor.decide.recommend import recommend
+from advisor.decide.recommend import read_paths, recommend
 from advisor.demo.datasets import DemoSpec, iter_samples
 from advisor.demo.server import S3Server
 from advisor.export import build_export
@@ -60,6 +62,9 @@ class Scenario:
     consumer_rate: float | None
     local: bool = False  # a local folder instead of S3
     jpeg: bool = False  # Pillow-made JPEGs (of `object_bytes` on average), not random bytes
+    # the set fits the local disk (SRC-4 copies it from S3; the trial sweeps a local copy and
+    # the exported module prepares one); False: no room, the training streams
+    fits_disk: bool = False
 
 
 SCENARIOS = (
@@ -71,7 +76,17 @@ SCENARIOS = (
     # the default decoder: a full Pillow decode of every JPEG, as a CV pipeline's first step
     Scenario("jpeg-100KB-15ms-fast", 100_000, 600, 15, "", None, jpeg=True),
     Scenario("jpeg-100KB-15ms-150", 100_000, 600, 15, "", 150.0, jpeg=True),
-)
+    # sets that fit the disk: copied before training, so the loader reads local files
+    Scenario("fit-400KB-5ms-6ms-120", 400_000, 300, 5, "bench.transforms:burn_6ms", 120.0,
+             fits_disk=True),
+    Scenario("fit-20KB-20ms-raw-fast", 20_000, 2000, 20, "bench.transforms:raw", None,
+             fits_disk=True),
+    Scenario("fit-8MB-0ms-raw-fast", 8_000_000, 40, 0, "bench.transforms:raw", None,
+             fits_disk=True),
+    Scenario("fit-jpeg-100KB-15ms-150", 100_000, 600, 15, "", 150.0, jpeg=True, fits_disk=True),
+    Scenario("fit-local-100KB-0.3ms-fast", 100_000, 1000, 0, "bench.transforms:burn_0_3ms", None,
+             True, fits_disk=True),
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -85,6 +100,9 @@ class CheckResult:
     score_ranges: dict[str, tuple[float, float]]  # rec's worst run vs best's best, and back
     best: dict[str, int]  # per step model: the best count within the cores
     trial_counts: dict[str, tuple[float, float, float]]  # the trial's median, low, high
+    data_source: str
+    decided_by: str  # the rule that set num_workers: "NW-3 (measured)" or "NW-4 (model)"
+    read_path: str | None  # what the trial's steady-state sweep read
     prediction_error: float | None
     trial_seconds: tuple[float, float]  # used, budget
     # the advice's evidence: per measured count its median, range and the model's prediction;
@@ -137,7 +155,8 @@ def check(
     trial_seconds: float, run_seconds: float, workdir: Path,
 ) -> CheckResult:  # fmt: skip
     hardware = probe_hardware()
-    if not scenario.local and hardware.disk is not None:  # stream, as the matrix does
+    no_room = not scenario.local and not scenario.fits_disk
+    if no_room and hardware.disk is not None:  # stream, as the matrix does
         hardware = dataclasses.replace(
             hardware, disk=dataclasses.replace(hardware.disk, free_bytes=0)
         )
@@ -147,18 +166,22 @@ def check(
         consumer_rate=scenario.consumer_rate, batch_size=BATCH, transform=scenario.transform or None
     )
     trial = run_trial(
-        location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds
-    )
+        location, profile, hardware, workload, credentials=credentials, seconds=trial_seconds,
+        read_paths=read_paths(profile, hardware, workload),
+    )  # fmt: skip
     rec = recommend(profile, hardware, workload, trial)
+    nw_rules = rec.decision("num_workers").rules
+    decided_by = "NW-3 (measured)" if "NW-3" in nw_rules else "NW-4 (model)"
     measured = [(c.num_workers, round(c.median), round(c.low), round(c.high)) for c in trial.counts]
     print(f"  trial {trial.seconds_used:.1f} of {trial.seconds_budget:g} s: {measured} "
-          f"-> {rec.num_workers} workers", flush=True)  # fmt: skip
+          f"-> {rec.num_workers} workers, {decided_by}", flush=True)  # fmt: skip
     bundle = build_export(location, rec, workload, profile)
     path, _ = bundle.save(workdir, f"loader_{scenario.name.replace('-', '_').replace('.', '_')}")
     spec = importlib.util.spec_from_file_location(path.stem, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
+    module.prepare()  # a copy-local export makes its local copy before the first epoch
     cores = max(hardware.usable_cores, 1)
     modes = ("sleep", "spin") if scenario.consumer_rate else ("none",)
     runs: dict[str, dict[str, list[float]]] = {
@@ -185,7 +208,8 @@ def check(
     return CheckResult(
         scenario.name, consumer, rec.num_workers, runs, min(scores.values()), scores, ranges,
         best, {str(c.num_workers): (round(c.median, 1), round(c.low, 1), round(c.high, 1))
-               for c in trial.counts}, rec.prediction_error,
+               for c in trial.counts}, rec.data_source, decided_by,
+        trial.setup.read_path if trial.setup else None, rec.prediction_error,
         (round(trial.seconds_used, 1), trial.seconds_budget),
         rec.decision("num_workers").evidence.get("sweep_table", {}), _model_inputs(trial),
     )  # fmt: skip
@@ -242,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
     remote = [s for s in scenarios if not s.local]
     with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as stack:
         workdir = Path(tmp)
+        os.environ["HOME"] = str(workdir)  # the exported modules' local copies land in here
         endpoints: dict[int, str] = {}
         creds = None
         if remote:
@@ -271,7 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {json.dumps(dataclasses.asdict(result))}", flush=True)
     print()
     print(
-        "| scenario | recommended | best within the cores (per step) "
+        "| scenario | recommended (decided by) | best within the cores (per step) "
         "| score (per step, range) | trial medians (range) | model error |"
     )
     print("|---|---|---|---|---|---|")
@@ -286,7 +311,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         error = "-" if r.prediction_error is None else f"{r.prediction_error:+.0%}"
         score = f"**{r.score:.2f}**: {per_step}"
-        print(f"| {r.scenario} | {r.recommended} | {best} | {score} | {trial} | {error} |")
+        rec = f"{r.recommended} ({r.decided_by}; {r.data_source}, read {r.read_path})"
+        print(f"| {r.scenario} | {rec} | {best} | {score} | {trial} | {error} |")
     scores = [r.score for r in results]
     if scores:
         errors = [abs(r.prediction_error) for r in results if r.prediction_error is not None]
