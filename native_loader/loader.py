@@ -167,7 +167,7 @@ def copy_to_local(
         step, next_report = max(total // 20, 1), done
         if progress is not None:
             progress(
-                f"copying {len(todo):,} of {len(listed):,} objects ({total / 1e9:,.2f} GB in all)"
+                f"copying {len(todo):,} of {len(listed):,} objects ({total / 1e6:,.1f} MB in all)"
             )
         for info, result in zip(todo, reader.read_many(todo), strict=True):
             path = target(info)
