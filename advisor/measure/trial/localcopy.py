@@ -21,7 +21,9 @@ COPY_QUOTA_BYTES = 2 * 2**30  # the most the sample copy writes
 DISK_SHARE = 0.25  # of the scratch folder's free space: the copy leaves the rest alone
 ENOUGH_BYTES = 512 * 2**20  # a sample this large holds every count's read-ahead many times over
 ENOUGH_OBJECTS = 1000
-MIN_OBJECTS = 4  # fewer than this and the sweep would cycle one object: no copy, say why
+# fewer than this (unless the sample has no more) and the sweep would cycle one or two objects
+# where training reads many: no copy, say why
+MIN_OBJECTS = 4
 
 
 class CopyUnavailable(Exception):
@@ -74,7 +76,7 @@ def copy_sample(data: TrialData, directory: Path, clock: TrialClock, seconds: fl
                     break
     except OSError as exc:
         raise CopyUnavailable(f"writing the sample copy failed: {exc}") from exc
-    if len(copied) < MIN_OBJECTS:
+    if len(copied) < min(MIN_OBJECTS, len(objects)):  # the whole sample copied is enough
         raise CopyUnavailable(
             f"only {len(copied)} object(s) copied within {seconds:.1f} s and "
             f"{quota >> 20} MiB: too few to measure local reads"

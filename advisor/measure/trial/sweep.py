@@ -263,6 +263,14 @@ def measure_loader(
         live.close()
 
 
+def _one_batch_s(points: Sequence[LoaderPoint], batch_size: int) -> float:
+    """Seconds one batch took at the slowest rate measured so far (0 before any): a slice
+    with less time left than that measures nothing, and holds the trial past its budget
+    waiting for the batch."""
+    slowest = min((p.samples_per_s for p in points if p.samples_per_s > 0), default=None)
+    return 0.0 if slowest is None else batch_size / slowest
+
+
 def _close_all(loaders: Mapping[int, LiveLoader]) -> None:
     for live in loaders.values():
         live.close()
@@ -311,11 +319,11 @@ def measure_counts(
             left = deadline - time.monotonic()
             if slice_seconds is not None:
                 target, stop = slice_seconds, max_slice_seconds
-            elif left > 0.2:
+            elif left > max(0.2, _one_batch_s(points, batch_size)):
                 target = left / (len(order) - index)
                 stop = min(SLICE_STRETCH * target, left)
             else:
-                break
+                break  # what is left cannot hold a batch at the slowest rate measured so far
             if workers not in loaders:
                 loaders[workers] = LiveLoader(
                     data, batch_size, workers, pin, batch_timeout_s,
