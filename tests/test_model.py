@@ -73,6 +73,9 @@ def test_zero_workers_loads_in_the_main_process() -> None:
     assert loading_cores(0, 16) == 1
     assert loading_cores(4, 16) == 4
     assert loading_cores(8, 2) == 1  # one core stays with the main process, but never 0
+    # a training process that only takes batches keeps its share of a core, not a whole one
+    assert loading_cores(4, 4, training_share=0.25) == pytest.approx(3.75)
+    assert loading_cores(4, 4, training_share=1.0) == 3
     kw = {"object_bytes": 1e5, "cpu_s_per_sample": 0.002, "usable_cores": 8}
     assert predict(0, **kw).samples_per_s == pytest.approx(predict(1, **kw).samples_per_s)
 
