@@ -467,3 +467,21 @@ def test_dataloader_kwargs_are_the_factorys() -> None:
     expected = settings.dataloader_kwargs(cuda_available=True)
     del expected["batch_size"]
     assert rec.dataloader_kwargs() == expected
+
+
+def test_the_wizard_forgets_the_points_of_a_dropped_trial() -> None:
+    """Back to the workload step, a new consumer rate: the wizard's trial step shows no stale
+    sweep, and the status says why the trial was dropped."""
+    from advisor.session import AdvisorSession
+    from advisor.wizard.controller import WizardController
+
+    wl = Workload(batch_size=32, consumer_rate=500.0)
+    session = AdvisorSession(workload=wl, hardware=hardware(cores=8), profile=SHARDS_30GB)
+    session.trial = _with_counts(trial({0: 200.0, 1: 400.0}), setup=TrialSetup.of(wl, 8))
+    controller = WizardController(session)
+    controller.trial_step.points = list(session.trial.sweep)
+    controller.workload_form.batch_size = "32"
+    controller.workload_form.samples_per_s = "300"
+    assert controller.apply_workload()
+    assert session.trial is None and controller.trial_step.points == []
+    assert "consumer_rate 500.0 -> 300.0" in controller.message

@@ -25,7 +25,19 @@ class TrialStep:
         self.context = context
         self.export = export
         self.seconds = DEFAULT_TRIAL_SECONDS
-        self.points: list[LoaderPoint] = []
+        self._points: list[LoaderPoint] = []
+
+    @property
+    def points(self) -> list[LoaderPoint]:
+        """The sweep's points so far; none once the session dropped the trial they came from
+        (its setup changed: a chart of them would show a stale sweep)."""
+        if self.context.session.trial is None and self.context.session.trial_dropped:
+            return []
+        return self._points
+
+    @points.setter
+    def points(self, points: list[LoaderPoint]) -> None:
+        self._points = points
 
     @property
     def result(self) -> TrialResult | None:
