@@ -17,12 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.core.location import DatasetLocation
+from advisor.core.units import data_size
 from advisor.core.workload import Workload
 from native_loader.cache import DEFAULT_CACHE_BYTES
 from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:
-    from advisor.decide.recommend import Recommendation
+    from advisor.decide.recommend import Decision, Recommendation
     from advisor.measure.profile import DatasetProfile
 
 SCHEMA_VERSION = 2  # 2: max_inflight_bytes
@@ -155,12 +156,36 @@ def sagemaker_snippet(config: LoaderConfig) -> str | None:
     )
 
 
+# How people read a decision's name; DataLoader arguments keep theirs (they are what to type).
+_DECISION_LABELS = {
+    "data_source": "read from", "requests_in_flight": "requests in flight",
+    "inflight_bytes": "bytes in flight", "shard_size": "shard size",
+    "prefix_layout": "key prefixes", "throughput": "expected throughput",
+    "preprocess": "preprocessing", "cost": "cost",
+}  # fmt: skip
+_BYTE_DECISIONS = frozenset({"shard_size", "inflight_bytes"})
+
+
+def decision_label(decision: Decision) -> str:
+    return _DECISION_LABELS.get(decision.name, decision.name)
+
+
+def decision_value(decision: Decision) -> str:
+    """The decided value for people, its size in the one unit system (advisor.core.units)."""
+    value = decision.value
+    if decision.name in _BYTE_DECISIONS and isinstance(value, int) and not isinstance(value, bool):
+        return data_size(value) + (" per process" if decision.name == "inflight_bytes" else "")
+    return decision.display
+
+
 def _rationale_lines(recommendation: Recommendation) -> list[str]:
     lines = []
     for decision in recommendation.decisions:
         rules = ", ".join(decision.rules)
         rationale = " ".join(decision.rationale.split())
-        lines.append(f"#   {decision.name} = {decision.value} [{rules}]: {rationale}")
+        lines.append(
+            f"#   {decision_label(decision)}: {decision_value(decision)} [{rules}]: {rationale}"
+        )
     return lines
 
 

@@ -51,7 +51,8 @@ def test_size_with_chosen_units_and_digits() -> None:
         (64 * 2**20, "64 MiB"),
         (252.9e6, "241 MiB"),  # the demo's images: the same figure in the CLI and the wizard
         (3 * 2**40, "3.0 TiB"),
-        (1500 * 2**30, "1.5 TiB"), (20.3 * 2**20, "20 MiB"),
+        (1500 * 2**30, "1.5 TiB"),
+        (20.3 * 2**20, "20 MiB"),
     ],
 )
 def test_data_size_is_binary_and_rounded_for_people(value: float, shown: str) -> None:
@@ -61,7 +62,13 @@ def test_data_size_is_binary_and_rounded_for_people(value: float, shown: str) ->
 
 @pytest.mark.parametrize(
     ("bytes_per_s", "shown"),
-    [(2_180.4e6, "2,180 MB/s"), (12.44e6, "12 MB/s"), (4.44e6, "4.4 MB/s"), (4e5, "0.4 MB/s"), (25e9, "25 GB/s")],
+    [
+        (2_180.4e6, "2,180 MB/s"),
+        (12.44e6, "12 MB/s"),
+        (4.44e6, "4.4 MB/s"),
+        (4e5, "0.4 MB/s"),
+        (25e9, "25 GB/s"),
+    ],
 )
 def test_data_rate_is_decimal_mb_per_s(bytes_per_s: float, shown: str) -> None:
     assert data_rate(bytes_per_s) == shown

@@ -6,17 +6,17 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from advisor.core.units import binary_size
+from advisor.core.units import binary_size, duration
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import (
-    LABEL,
     StepPanel,
     button,
     html_area,
     on_value,
     output,
     set_outputs,
+    status_slot,
     table,
     text,
 )
@@ -46,8 +46,7 @@ def profile_rows(profile: DatasetProfile) -> list[tuple[str, str]]:
         ),
         ("formats", formats or "unknown"),
         ("samples (estimate)", f"{profile.samples_estimate:,}"),
-        ("first-level prefixes", f"{profile.distinct_prefixes:,}"),
-        ("listing took", f"{profile.list_seconds:.1f} s"),
+        ("listing took", duration(profile.list_seconds)),
     ]
     rows += [("note", note) for note in profile.notes]
     return rows
@@ -69,7 +68,7 @@ class DatasetPanel(StepPanel):
         self.aws_profile = text("AWS profile", "la-input-profile", "optional", step.aws_profile)
         self.profile_button = button("Profile", "la-btn-profile", "primary", "list and sniff")
         self.demo_layout = widgets.Dropdown(
-            options=list(LAYOUTS), value=step.demo_layout, description="Demo layout", style=LABEL
+            options=list(LAYOUTS), value=step.demo_layout, layout=widgets.Layout(width="140px")
         )
         self.demo_layout.add_class("la-input-demo-layout")
         self.demo_button = button(
@@ -77,17 +76,22 @@ class DatasetPanel(StepPanel):
         )
         self.profile_summary = html_area("la-profile-summary")
         self.size_chart = output("la-chart-sizes")
+        self.status_slot = status_slot()
         self.box = widgets.VBox(
             [
                 widgets.HTML("<b>1. Where is the training data?</b>"),
                 self.uri,
                 self.endpoint,
                 self.aws_profile,
-                widgets.HBox([self.profile_button]),
-                widgets.HTML(
-                    "<span class='la-hint'>No data set at hand? Try the local demo:</span>"
+                widgets.HBox(
+                    [
+                        self.profile_button,
+                        widgets.HTML("<span class='la-hint'>or, with no data at hand:</span>"),
+                        self.demo_layout,
+                        self.demo_button,
+                    ]
                 ),
-                widgets.HBox([self.demo_layout, self.demo_button]),
+                self.status_slot,
                 self.profile_summary,
                 self.size_chart,
             ]
