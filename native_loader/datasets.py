@@ -4,6 +4,8 @@
 torch.distributed ranks and DataLoader workers so that every object is read exactly once per
 epoch; `S3MapDataset` gives random access by index. Both hand `transform` the object's bytes
 (a `ReadResult`, buffer protocol) or, for tar shards, ``{"__key__": ..., "<ext>": bytes}``.
+A sample that fails to read or decode is raised naming the object, or skipped and counted, as
+their `SamplePolicy` says (`native_loader.sample_errors`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,15 @@ import torch.utils.data
 from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
+from native_loader.sample_errors import (
+    SampleCounts,
+    SampleError,
+    SampleGuard,
+    SamplePolicy,
+    failure,
+    readable_name,
+    unreadable_name,
+)
 from native_loader.tar import iter_samples
 from native_loader.uri import is_metadata
 
@@ -67,6 +78,9 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         cache_dir, cache_max_bytes: keep a copy of every object read in this local directory
             (at most cache_max_bytes, least recently used evicted), so that later epochs read
             from disk; the workers of a job share it. Default: no cache.
+        on_error: a `SamplePolicy` for samples that fail to read or decode. Default: raise
+            `SampleError` naming the object; ``SamplePolicy("skip")`` skips and counts them
+            (`sample_stats`), up to a share of the samples seen.
 
     Objects are split between ranks and DataLoader workers round-robin after shuffling, so
     each object is read exactly once per epoch across all of them. Call `set_epoch` before
@@ -88,6 +102,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         world_size: int | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int = DEFAULT_CACHE_BYTES,
+        on_error: SamplePolicy | None = None,
     ) -> None:
         if shuffle_buffer < 0:
             raise ValueError(f"{shuffle_buffer=} must be >= 0")
@@ -109,6 +124,12 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self._reader: S3Reader | None = None
         self._objects: list[str | ObjectInfo] | None = None
         self._cache = CacheSpec(cache_dir, cache_max_bytes)
+        self.on_error = on_error if on_error is not None else SamplePolicy()
+        self.counts = SampleCounts()
+
+    def sample_stats(self) -> dict[str, int]:
+        """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
+        return self.counts.totals()
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose shuffle order the next iteration uses."""
@@ -149,38 +170,88 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         return rank * workers + worker, world * workers
 
     def __iter__(self) -> Iterator[Any]:
+        guard = SampleGuard(self.on_error, self.counts)
+        for name, item in self.named_items(guard):
+            if self.transform is None:
+                guard.ok()
+                yield item
+                continue
+            done, out = guard.apply(self.transform, name, item)
+            if done:
+                yield out
+
+    def named_items(self, guard: SampleGuard | None = None) -> Iterator[tuple[str, Any]]:
+        """This process's share of the epoch, untransformed, each with the name of the object
+        it came from (``<shard uri>#<key>`` for a tar sample). Reads that fail go to `guard`
+        (default: this dataset's policy)."""
+        guard = guard if guard is not None else SampleGuard(self.on_error, self.counts)
         objects = list(self._resolved())
         if self.shuffle:
             random.Random(f"{self.seed}/{self.epoch}").shuffle(objects)
         index, count = self.shard()
-        mine = objects[index::count]
-        items = self._items(mine)
+        mine = []
+        for item in objects[index::count]:
+            if readable_name(_uri(item)):
+                mine.append(item)
+            else:
+                error = unreadable_name(_uri(item))
+                guard.failed(str(error), error)
+        items = self._items(mine, guard)
         if self.shuffle_buffer > 0:
             rng = random.Random(f"{self.seed}/{self.epoch}/{index}")
             items = _buffered_shuffle(items, self.shuffle_buffer, rng)
-        for item in items:
-            yield self.transform(item) if self.transform is not None else item
+        yield from items
 
-    def _items(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
+    def _items(
+        self, objects: list[str | ObjectInfo], guard: SampleGuard
+    ) -> Iterator[tuple[str, Any]]:
+        """Read `objects` in order; a failed read is raised as it is (it names the object), or
+        skipped, and the reads go on after it."""
         cache = self._cache.get()
-        stream = (
-            read_through(self.reader, objects, cache)
-            if cache is not None
-            else self.reader.read_many(objects)
-        )
-        try:
-            for result in stream:
-                if self.tar_samples:
-                    yield from iter_samples(result)
-                else:
-                    yield result
-        finally:
-            stream.close()  # type: ignore[attr-defined]
+        position = 0
+        while position < len(objects):
+            stream = (
+                read_through(self.reader, objects[position:], cache)
+                if cache is not None
+                else self.reader.read_many(objects[position:])
+            )
+            try:
+                for result in stream:
+                    position += 1
+                    if self.tar_samples:
+                        yield from _tar_samples(result.uri, result, guard)
+                    else:
+                        yield result.uri, result
+                return
+            except SampleError:
+                raise
+            except Exception as exc:
+                failed, position = _uri(objects[position]), position + 1
+                if self.on_error.on_error == "raise":
+                    raise
+                guard.failed(failure("reading", failed, exc), exc)
+            finally:
+                stream.close()  # type: ignore[attr-defined]
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_reader"] = None  # each process makes its own
         return state
+
+
+def _tar_samples(uri: str, shard: Any, guard: SampleGuard) -> Iterator[tuple[str, Any]]:
+    """A shard's samples, named ``<uri>#<key>``; a corrupt shard goes to `guard` (its samples
+    not yet read are skipped with it)."""
+    samples = iter_samples(shard)
+    while True:
+        try:
+            sample = next(samples)
+        except StopIteration:
+            return
+        except Exception as exc:
+            guard.failed(failure("reading the tar shard", uri, exc), exc)
+            return
+        yield f"{uri}#{sample['__key__']}", sample
 
 
 def _buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> Iterator[Any]:
@@ -208,6 +279,7 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         transform: Transform | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int = DEFAULT_CACHE_BYTES,
+        on_error: SamplePolicy | None = None,
     ) -> None:
         self._config = config if config is not None else ReaderConfig()
         self._credentials = credentials
@@ -216,6 +288,13 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         self._objects = _resolve(source, self.reader)
         self.uris = [_uri(item) for item in self._objects]
         self._cache = CacheSpec(cache_dir, cache_max_bytes)
+        self.on_error = on_error if on_error is not None else SamplePolicy()
+        self.counts = SampleCounts()
+        self._guard: SampleGuard | None = None
+
+    def sample_stats(self) -> dict[str, int]:
+        """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
+        return self.counts.totals()
 
     @property
     def config(self) -> ReaderConfig:
@@ -232,15 +311,33 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         return len(self.uris)
 
     def __getitem__(self, index: int) -> Any:
+        """The item at `index`; None for a sample skipped by ``SamplePolicy("skip")``
+        (`collate_list` leaves it out of the batch)."""
         item = self._objects[index]
+        if self._guard is None:  # per process: each DataLoader worker counts its own share
+            self._guard = SampleGuard(self.on_error, self.counts)
+        guard, uri = self._guard, _uri(item)
+        if not readable_name(uri):
+            error = unreadable_name(uri)
+            guard.failed(str(error), error)
+            return None
         cache = self._cache.get()
-        if cache is not None:
-            result = next(read_through(self.reader, [item], cache))
-        else:
-            result = self.reader.read(_uri(item))
-        return self.transform(result) if self.transform is not None else result
+        try:
+            if cache is not None:
+                result = next(read_through(self.reader, [item], cache))
+            else:
+                result = self.reader.read(uri)
+        except Exception as exc:
+            if self.on_error.on_error == "raise":
+                raise
+            guard.failed(failure("reading", uri, exc), exc)
+            return None
+        if self.transform is None:
+            guard.ok()
+            return result
+        return guard.apply(self.transform, uri, result)[1]
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_reader"] = None
+        state["_reader"] = state["_guard"] = None
         return state

@@ -320,3 +320,29 @@ def make_loader():
     comparison = result["comparison"]
     assert len(comparison["before"]) == len(comparison["after"]) == 2
     assert all(r > 0 for r in comparison["ratios"])
+
+
+def test_what_a_sample_policy_skipped_is_in_the_diagnosis(tmp_path: Path) -> None:
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from native_loader import S3IterableDataset
+    from native_loader.decoders import collate_list, decode_image
+    from native_loader.sample_errors import SamplePolicy
+
+    for i in range(40):
+        buffer = io.BytesIO()
+        pixels = np.random.default_rng(i).integers(0, 255, (8, 8, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(buffer, "JPEG")
+        data = b"this is no jpeg" if i == 7 else buffer.getvalue()
+        (tmp_path / f"img_{i:02d}.jpg").write_bytes(data)
+    dataset = S3IterableDataset(
+        f"{tmp_path}/", transform=decode_image, on_error=SamplePolicy("skip", 0.5)
+    )
+    loader = torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collate_list)
+    result = diagnose(loader, seconds_per_batch=0.001, limits=QUICK)
+    assert result.summary.ended == "epoch"
+    assert "skipped: 1 of 40" in " ".join(result.summary.notes)
+    assert any("skipped: 1 of 40" in line for line in result.lines())
