@@ -64,15 +64,15 @@ class AdvisorSession:
             raise ValueError(f"unknown demo layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
         report = None
         if progress is not None:
-            weights = expected_bytes(DemoSpec())
+            weights = {layout: expected_bytes(DemoSpec())[layout]}
             fractions = dict.fromkeys(weights, 0.0)
 
             def report(name: str, done: int, total: int) -> None:
                 fractions[name] = min(1.0, done / max(total, 1))
                 overall = sum(fractions[k] * w for k, w in weights.items()) / sum(weights.values())
-                progress(f"generating demo data: {name} {done}/{total}", overall)
+                progress(f"preparing the demo data: {name} {done}/{total}", overall)
 
-        demo = ensure_demo(progress=report)
+        demo = ensure_demo(progress=report, layouts=(layout,))  # only the layout asked for
         creds = demo.endpoint.credentials
         self.set_location(
             demo.uris[layout],

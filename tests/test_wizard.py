@@ -775,7 +775,7 @@ def test_no_s3_only_cards_for_a_local_folder() -> None:
 
 
 def test_headline_gives_the_measured_wait_at_the_recommended_count() -> None:
-    from advisor.wizard.headline import headline_lines
+    from advisor.headline import headline_lines
 
     rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
                           expected_samples_per_s=400.0)  # fmt: skip
@@ -794,7 +794,7 @@ def test_headline_gives_the_measured_wait_at_the_recommended_count() -> None:
 
 
 def test_headline_with_the_users_loader_measured() -> None:
-    from advisor.wizard.headline import headline_lines
+    from advisor.headline import headline_lines
 
     rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
                           expected_samples_per_s=400.0)  # fmt: skip

@@ -12,11 +12,11 @@ import plotly.graph_objects as go
 from advisor.core.units import per_s, rate
 from advisor.decide.recommend import Decision, Recommendation
 from advisor.export import decision_label, decision_value
+from advisor.headline import headline_lines
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.evidence import evidence_rows
 from advisor.wizard.flow import flow_bundle
-from advisor.wizard.headline import headline_lines
 from advisor.wizard.panels.base import StepPanel, html_area, output, set_outputs, status_slot
 from advisor.wizard.panels.reshard import ReshardPanel
 from advisor.wizard.steps.recommendation import RecommendationStep
