@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.core.bounds import ListingLimits, TrialBudget
-from advisor.core.location import DatasetLocation
+from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.workload import Workload
 from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.measure.profile import Progress as ProfileProgress
@@ -81,6 +81,11 @@ class AdvisorSession:
         )
         self.demo_layout = layout
         return demo.uris[layout]
+
+    def check_location(self) -> None:
+        """Before any listing: an endpoint that is not there or never answers is said so first,
+        then missing credentials (`advisor.core.location.check_answers`)."""
+        check_answers(self._need_location(), self.credentials)
 
     def reader(self) -> S3Reader:
         location = self._need_location()

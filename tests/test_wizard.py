@@ -96,6 +96,9 @@ class FakeSession:
         self.set_location(uri, endpoint_url="http://127.0.0.1:9")
         return uri
 
+    def check_location(self) -> None:
+        """The scripted endpoint always answers (the real check: tests/test_wizard.py's own)."""
+
     def run_profile(self, progress: Any = None, cancel: threading.Event | None = None) -> Any:
         for i in range(10):
             if self.fail is not None:
@@ -822,3 +825,46 @@ def test_workload_names_the_users_loader_and_step(wizard: Any) -> None:
     assert c.workload_step.field_errors == {}
     wizard.workload_panel.loader.value = ""
     assert "give your loader too" in c.workload_step.field_errors["loader_step"]
+
+
+def test_missing_credentials_say_what_to_set() -> None:
+    from advisor.core.errors import describe
+
+    message = describe(
+        PermissionError(
+            "no AWS credentials found (environment, profile, SSO or instance role); "
+            "pass credentials=Credentials(...) or ReaderConfig(unsigned=True)"
+        )
+    )
+    assert "access denied" not in message and "Credentials(" not in message
+    for setting in ("AWS_PROFILE", "AWS profile field", "anonymous access"):
+        assert setting in message
+    assert describe(PermissionError("AccessDenied on s3://b/k")).startswith("access denied")
+
+
+def test_an_absent_endpoint_is_reported_before_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No credentials anywhere and an endpoint nobody listens on: the wizard says the endpoint
+    cannot be reached, not that credentials are missing."""
+    from advisor.demo.server import free_ports
+    from advisor.session import AdvisorSession
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    c = WizardController(AdvisorSession())
+    c.uri, c.endpoint_url = "s3://bucket/data/", f"http://127.0.0.1:{free_ports(1)[0]}"
+    assert c.run_profile() and c.wait(20)
+    assert c.errors["dataset"].startswith("cannot reach the endpoint http://127.0.0.1:")
+    assert "credentials" not in c.errors["dataset"]
+
+
+def test_anonymous_access_sends_unsigned_requests(wizard: Any) -> None:
+    location = DatasetLocation("s3://public-bucket/data/", anonymous=True)
+    assert location.reader_config().unsigned
+    assert not DatasetLocation("s3://public-bucket/data/").reader_config().unsigned
+    wizard.dataset_panel.anonymous.value = True
+    assert wizard.controller.dataset_step.anonymous

@@ -64,6 +64,7 @@ _lock = threading.Lock()
 _demo: Demo | None = None
 _server: S3Server | None = None
 _data_dir: Path | None = None  # the server's data folder, made here and handed to it
+_janitor: subprocess.Popen[bytes] | None = None  # deletes that folder if this process is killed
 
 
 def _from_env() -> Demo | None:
@@ -83,7 +84,7 @@ def ensure_demo(
     """The demo endpoint with the datasets of `layouts`, started on first use in this process;
     a layout asked for later is put in then. `cache`: where generated data is kept across
     processes (default: `default_cache_root()`)."""
-    global _demo, _server, _data_dir
+    global _demo, _server, _data_dir, _janitor
     with _lock:
         if _demo is None:
             _demo = _from_env()
@@ -95,9 +96,9 @@ def ensure_demo(
             except BaseException:
                 shutil.rmtree(data_dir, ignore_errors=True)
                 raise
-            _watch_data_dir(server, data_dir)
-            atexit.register(_stop, server, data_dir)
-            _server, _data_dir = server, data_dir
+            janitor = _watch_data_dir(server, data_dir)
+            atexit.register(_stop, server, data_dir, janitor)
+            _server, _data_dir, _janitor = server, data_dir, janitor
             _demo = Demo(endpoint, {}, set())
         missing = [x for x in layouts if _demo.uploaded is not None and x not in _demo.uploaded]
         if missing:
@@ -135,25 +136,31 @@ shutil.rmtree(folder, ignore_errors=True)
 """
 
 
-def _watch_data_dir(server: S3Server, data_dir: Path) -> None:
+def _watch_data_dir(server: S3Server, data_dir: Path) -> subprocess.Popen[bytes]:
     """Start the janitor that deletes `data_dir` once this process and `server` are gone."""
-    subprocess.Popen(
+    return subprocess.Popen(
         [sys.executable, "-c", _JANITOR, str(os.getpid()), str(server.pid), str(data_dir)],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, close_fds=True,
     )  # fmt: skip
 
 
-def _stop(server: S3Server, data_dir: Path) -> None:
+def _stop(server: S3Server, data_dir: Path, janitor: subprocess.Popen[bytes] | None) -> None:
     server.stop()
     shutil.rmtree(data_dir, ignore_errors=True)
+    if janitor is not None:  # it sees the folder gone within half a second and ends
+        try:
+            janitor.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            janitor.kill()
+            janitor.wait(timeout=5)
 
 
 def _stop_locked() -> None:
-    global _demo, _server, _data_dir
+    global _demo, _server, _data_dir, _janitor
     if _server is not None and _data_dir is not None:
-        _stop(_server, _data_dir)
-    _server, _demo, _data_dir = None, None, None
+        _stop(_server, _data_dir, _janitor)
+    _server, _demo, _data_dir, _janitor = None, None, None, None
 
 
 def stop_demo() -> None:

@@ -65,7 +65,14 @@ class DatasetPanel(StepPanel):
         self.endpoint = text(
             "Endpoint URL", "la-input-endpoint", "optional: http://host:port", step.endpoint_url
         )
-        self.aws_profile = text("AWS profile", "la-input-profile", "optional", step.aws_profile)
+        self.aws_profile = text(
+            "AWS profile", "la-input-profile", "optional: else the standard chain", step.aws_profile
+        )
+        self.anonymous = widgets.Checkbox(
+            value=step.anonymous, description="anonymous access (a public bucket: no credentials)",
+            indent=False, layout=widgets.Layout(width="auto", margin="0 0 0 154px"),
+        )  # fmt: skip
+        self.anonymous.add_class("la-input-anonymous")
         self.profile_button = button("Profile", "la-btn-profile", "primary", "list and sniff")
         self.demo_layout = widgets.Dropdown(
             options=list(LAYOUTS), value=step.demo_layout, layout=widgets.Layout(width="140px")
@@ -83,6 +90,7 @@ class DatasetPanel(StepPanel):
                 self.uri,
                 self.endpoint,
                 self.aws_profile,
+                self.anonymous,
                 widgets.HBox(
                     [
                         self.profile_button,
@@ -113,10 +121,14 @@ class DatasetPanel(StepPanel):
         def demo_layout(value: str) -> None:
             step.demo_layout = value
 
+        def anonymous(value: bool) -> None:
+            step.anonymous = bool(value)
+
         on_value(self.uri, uri)
         on_value(self.endpoint, endpoint_url)
         on_value(self.aws_profile, aws_profile)
         on_value(self.demo_layout, demo_layout)
+        on_value(self.anonymous, anonymous)
         self.profile_button.on_click(lambda _: step.run_profile())
         self.demo_button.on_click(lambda _: step.use_demo(self.demo_layout.value))
 
