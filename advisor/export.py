@@ -184,8 +184,17 @@ def decision_label(decision: Decision) -> str:
 def decision_value(decision: Decision) -> str:
     """The decided value for people, its size in the one unit system (advisor.core.units)."""
     value = decision.value
-    if decision.name in _BYTE_DECISIONS and isinstance(value, int) and not isinstance(value, bool):
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if decision.name in _BYTE_DECISIONS and whole:
         return data_size(value) + (" per process" if decision.name == "inflight_bytes" else "")
+    if decision.name == "num_workers" and whole:
+        return (
+            f"{value} (loading in the training process)"
+            if value == 0
+            else (f"{value} worker process{'es' if value != 1 else ''}")
+        )
+    if decision.name == "prefetch_factor" and whole:
+        return f"{value} batches per worker"
     return decision.display
 
 

@@ -193,11 +193,30 @@ def test_wizard_end_to_end_in_jupyterlab(
             recommendation.locator(".la-card").first.wait_for()
             recommendation.locator(".la-chart-supply .js-plotly-plot").wait_for()
             assert recommendation.locator(".la-card", has_text="num_workers").count() >= 1
-            # JupyterLab's Mermaid renderer draws the flow; the taken path has the "taken" class.
+            # the rules and the flow sit behind Details; JupyterLab's Mermaid renderer draws the
+            # flow when opened, at a readable size, the taken path with the "taken" class.
+            assert not recommendation.locator(".la-flow .jp-RenderedMermaid").count()
+            recommendation.locator("button.la-btn-details").click()
             diagram = recommendation.locator(".la-flow .jp-RenderedMermaid :is(svg, img)").first
             diagram.wait_for()
             drawn = diagram.evaluate("e => e.outerHTML")
             assert "taken" in drawn and "SRC" in drawn  # the highlighted path is in the drawing
+            recommendation.locator(".la-path .la-taken").first.wait_for()
+            scale = diagram.evaluate(
+                "e => { const w = e.getBoundingClientRect().width;"
+                " const natural = e.tagName === 'IMG' ? e.naturalWidth"
+                " : (e.viewBox && e.viewBox.baseVal && e.viewBox.baseVal.width);"
+                " return natural ? w / natural : -1; }"
+            )
+            assert scale > 0.9, scale  # drawn at its own size, not shrunk to unreadable text
+            # the diagram's box scrolls to the path taken: its first node is inside the box
+            page.wait_for_function(
+                "() => { const box = document.querySelector('.la-wizard .la-flow "
+                ".jp-RenderedMermaid figure'); if (!box || !box.dataset.laPathY) return false;"
+                " const y = Number(box.dataset.laPathY) - box.scrollTop;"
+                " return box.scrollTop > 0 && y >= 0 && y < box.clientHeight; }",
+                timeout=10_000,
+            )
             _shot(page, "5-recommendation")
 
             # 6 Export: preview, save next to the notebook, download link.

@@ -170,6 +170,7 @@ class Wizard(widgets.VBox):
         under the step), and only while there is something to say."""
         c = self.controller
         self.status_row.layout.display = "" if (busy or c.message) else "none"
+        self.progress.layout.display = "" if busy else "none"  # once done, its words suffice
         owner = self.panels.get(c.job_step or c.step_name)
         slot = owner.status_slot if owner is not None else None
         if slot is None or c.job_step not in (None, c.step_name):

@@ -121,6 +121,41 @@ def path_html(path: list[str]) -> str:
     )
 
 
+# Run beside the diagram (JupyterLab's JavaScript renderer, `element` the output's node). JupyterLab
+# draws Mermaid as an <img> of the SVG: read the first node of the path taken from that SVG and
+# scroll the diagram's box to it.
+_SHOW_PATH = {
+    "output_type": "display_data",
+    "data": {
+        "application/javascript": """
+let tries = 0;
+const show = () => {
+  const flow = element.closest('.la-flow');
+  const img = flow && flow.querySelector('.jp-RenderedMermaid img');
+  if (!img || !img.complete || !img.getBoundingClientRect().height) {
+    if (tries++ < 50) setTimeout(show, 100);
+    return;
+  }
+  const svg = new DOMParser().parseFromString(
+    decodeURIComponent(img.src.split(',')[1]), 'image/svg+xml').documentElement;
+  const node = svg.querySelector('.taken');
+  const move = node ? node.getAttribute('transform') || '' : '';
+  const at = /translate\\(\\s*([-\\d.]+)[ ,]+([-\\d.]+)/.exec(move);
+  const view = (svg.getAttribute('viewBox') || '').split(/[ ,]+/).map(Number);
+  if (!at || view.length !== 4 || !view[3]) return;
+  const y = (Number(at[2]) - view[1]) * img.getBoundingClientRect().height / view[3];
+  const box = img.closest('figure');
+  box.scrollTop = Math.max(0, y - 60);
+  box.dataset.laPathY = String(y);
+};
+setTimeout(show, 100);
+""",
+        "text/plain": "",
+    },
+    "metadata": {},
+}
+
+
 class RecommendationPanel(StepPanel):
     """The headline, one card per decision that acts on this data, the re-shard offer, supply
     against demand; the rules and the decision flow behind "Details"."""
@@ -172,7 +207,7 @@ class RecommendationPanel(StepPanel):
         self.details.layout.display = "" if opened else "none"
         rec = self.step.recommendation
         if opened and rec is not None:
-            set_outputs(self.flow, flow_bundle(rec.path()))
+            set_outputs(self.flow, flow_bundle(rec.path()), _SHOW_PATH)
         else:
             set_outputs(self.flow)
 

@@ -131,7 +131,9 @@ class WorkloadStep:
         """Parse the form into the session's workload; False (and inline errors) if invalid."""
         workload = self.parse()
         if workload is None:
-            self.context.set_error(STEP, "; ".join(self.field_errors.values()))
+            self.context.set_error(
+                STEP, "please correct the fields marked below"
+            )  # said once, there
             self.context.notify(Topic.WORKLOAD)
             return False
         if workload != self.applied:
