@@ -201,7 +201,7 @@ class Wizard(widgets.VBox):
         busy = c.busy
         self._place_status(busy)
         self.cancel_button.disabled = not busy
-        self.cancel_button.layout.visibility = "visible" if busy else "hidden"
+        self.cancel_button.layout.display = "" if busy else "none"
         for panel in self.panels.values():
             panel.show_busy(busy)
         self.back_button.disabled = busy or c.step == 0
