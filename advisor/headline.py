@@ -52,21 +52,23 @@ def headline_lines(
     lines = [f"Change: {what_to_change(rec, changed)}."]
     count = chosen_count(rec, trial)
     after = count.median if count is not None else None
-    bound = "at least " if count is not None and count.lower_bound else ""
+    lower = count is not None and count.lower_bound  # a rate that is a lower bound...
+    bound = "at least " if lower else ""
+    most = "at most " if lower else ""  # ...makes its waiting share an upper bound
     mine = diagnosis.summary if diagnosis is not None else None
     if mine is not None and mine.samples_per_s is not None and after is not None:
         before_wait = mine.wait_share.median if mine.wait_share is not None else 0.0
         after_wait = wait_share(after, consumer_rate) if consumer_rate else None
         effect = f"Your loader {per_s(mine.samples_per_s.median)} -> {bound}{rate(after)}"
         if after_wait is not None:
-            effect += f", data wait {share(before_wait)} -> {share(after_wait)} of each step"
+            effect += f", data wait {share(before_wait)} -> {most}{share(after_wait)} of each step"
         lines.append(effect + " (your loader in your loop; the recommended settings in the trial).")
     elif after is not None and consumer_rate:
         waits = wait_share(after, consumer_rate)
         lines.append(
             f"Measured at num_workers={rec.num_workers}: {bound}{rate(after)} of the "
             f"{rate(consumer_rate)} one GPU consumes: the training waits for data "
-            f"{share(waits)} of each step."
+            f"{most}{share(waits)} of each step."
         )
     elif after is not None:
         lines.append(f"Measured at num_workers={rec.num_workers}: {bound}{rate(after)}.")

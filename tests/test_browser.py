@@ -505,7 +505,7 @@ def test_walk_at_1280x900_sees_every_step_and_leads_with_the_answer(
             _click(page, "la-btn-next")
             trial = _step(page, "trial")
             _top_in_view(page, "trial")
-            trial.locator(".la-input-trial-seconds input").fill("4")
+            trial.locator(".la-input-trial-seconds input").fill("10")
             trial.locator(".la-input-trial-seconds input").press("Tab")
             _click(page, "la-btn-run-trial")
             trial.locator(".la-status-slot .la-status", has_text="left").wait_for()

@@ -795,6 +795,11 @@ def test_headline_gives_the_measured_wait_at_the_recommended_count() -> None:
         "Measured at num_workers=2: 255 samples/s of the 300 samples/s one GPU consumes: "
         "the training waits for data 15% of each step."
     )
+    bounded = SimpleNamespace(counts=summarise([_slice(2, 150, steady=False)]))
+    assert headline_lines(rec, bounded, 300.0)[1].endswith(  # type: ignore[arg-type]
+        "at least 150 samples/s of the 300 samples/s one GPU consumes: the training waits for "
+        "data at most 50% of each step."
+    )
     untried = headline_lines(rec, None, 300.0)  # type: ignore[arg-type]
     assert "not measured" in untried[1]
 
