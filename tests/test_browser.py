@@ -558,3 +558,41 @@ def test_walk_at_1280x900_sees_every_step_and_leads_with_the_answer(
             page.screenshot(path=str(SHOTS / "walk-last.png"), full_page=True)
             (SHOTS / "walk-console.log").write_text("\n".join(console))
             page.close()
+
+
+@pytest.mark.timeout(240)
+def test_a_local_folder_shows_no_s3_only_cards(browser: Any, tmp_path: Path) -> None:
+    """A folder of JPEGs on this machine: the recommendation shows no card that acts on S3
+    requests or object layout (shard size, key prefixes, requests or bytes in flight)."""
+    from browser_helpers import SMALL_DEMO
+
+    from advisor.demo.datasets import write_folder
+
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    root = tmp_path / "root"
+    (root / "notebooks").mkdir(parents=True)
+    shutil.copy(NOTEBOOK, root / "notebooks" / "advisor.ipynb")
+    folder = write_folder(tmp_path / "data", SMALL_DEMO)["small-images"]
+    log = ARTIFACTS / "jupyterlab-local.log"
+    with jupyter_lab(root, tmp_path / "state", {}, log) as lab, _page(browser, "local-") as page:
+        page.set_viewport_size(WALK_VIEWPORT)
+        page.goto(lab.notebook_url("notebooks/advisor.ipynb"))
+        _wait_kernel_ready(page, 90_000)
+        _run_all(page)
+        dataset = _step(page, "dataset")
+        page.locator(".la-wizard .la-input-uri input").fill(folder)
+        _click(page, "la-btn-profile")
+        dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=60_000)
+        for name in ("hardware", "workload", "trial", "recommendation"):
+            _click(page, "la-btn-next")
+            _step(page, name)
+            _top_in_view(page, name)
+            if name == "workload":
+                page.locator(".la-wizard .la-input-rate input").fill("200")
+        recommendation = _step(page, "recommendation")
+        recommendation.locator(".la-card").first.wait_for()
+        titles = recommendation.locator(".la-card .la-card-title").all_inner_texts()
+        assert any(t.startswith("num_workers") for t in titles), titles
+        for s3_only in ("shard size", "key prefixes", "requests in flight", "bytes in flight"):
+            assert not any(t.startswith(s3_only) for t in titles), titles
+        _view(page, "local-5-recommendation")

@@ -122,7 +122,14 @@ def throughput_chart(
             values.append(round(value, 1))
             colours.append(colour)
     return go.Figure(
-        go.Bar(x=names, y=values, marker_color=colours, text=values, textposition="auto"),
+        go.Bar(
+            x=names,
+            y=values,
+            marker_color=colours,
+            text=[rate(v) for v in values],
+            textposition="auto",
+            hoverinfo="x+text",
+        ),
         layout=_base_layout("Supply and demand per GPU", "", "samples/s"),
     )
 
