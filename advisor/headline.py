@@ -15,6 +15,7 @@ from advisor.core.units import per_s, rate, share
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
     from advisor.diagnosis import Diagnosis
+    from advisor.measure.loop.results import LoopSummary
     from advisor.measure.trial.results import CountRate, TrialResult
 
 
@@ -56,10 +57,10 @@ def headline_lines(
     bound = "at least " if lower else ""
     most = "at most " if lower else ""  # ...makes its waiting share an upper bound
     mine = diagnosis.summary if diagnosis is not None else None
-    if mine is not None and mine.samples_per_s is not None and after is not None:
-        before_wait = mine.wait_share.median if mine.wait_share is not None else 0.0
+    before_rate, before_wait = _whole_run(mine)
+    if before_rate is not None and after is not None:
         after_wait = wait_share(after, consumer_rate) if consumer_rate else None
-        effect = f"Your loader {per_s(mine.samples_per_s.median)} -> {bound}{rate(after)}"
+        effect = f"Your loader {per_s(before_rate)} -> {bound}{rate(after)}"
         if after_wait is not None:
             effect += f", data wait {share(before_wait)} -> {most}{share(after_wait)} of each step"
         lines.append(effect + " (your loader in your loop; the recommended settings in the trial).")
@@ -76,7 +77,21 @@ def headline_lines(
         lines.append(
             f"Expected: {rate(rec.expected_samples_per_s)} (not measured: run the live trial)."
         )
-    if mine is not None and (mine.samples_per_s is None or after is None):
+    if mine is not None and (before_rate is None or after is None):
         verdict = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
         lines.append(f"Your loader: {verdict or 'measured, see below'}.")
     return lines
+
+
+def _whole_run(summary: LoopSummary | None) -> tuple[float | None, float]:
+    """The user's loop's rate and waiting share over the whole run (the windows' medians where
+    a summary has no whole-run figures)."""
+    if summary is None:
+        return None, 0.0
+    rate_ = getattr(summary, "overall_samples_per_s", None)
+    if rate_ is None and summary.samples_per_s is not None:
+        rate_ = summary.samples_per_s.median
+    waits = getattr(summary, "overall_wait_share", None)
+    if waits is None:
+        waits = summary.wait_share.median if summary.wait_share is not None else 0.0
+    return rate_, waits

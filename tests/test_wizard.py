@@ -812,7 +812,12 @@ def test_headline_with_the_users_loader_measured() -> None:
     trial = SimpleNamespace(counts=summarise([_slice(2, 290)]))
     spread = SimpleNamespace
     diagnosis = SimpleNamespace(
-        summary=SimpleNamespace(samples_per_s=spread(median=31.0), wait_share=spread(median=0.78)),
+        summary=SimpleNamespace(  # the whole run's figures lead; the windows give the range
+            overall_samples_per_s=31.0,
+            overall_wait_share=0.78,
+            samples_per_s=spread(median=35.0),
+            wait_share=spread(median=0.7),
+        ),  # fmt: skip
         verdict=None,
     )
     lines = headline_lines(
