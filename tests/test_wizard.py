@@ -817,7 +817,7 @@ def test_headline_with_the_users_loader_measured() -> None:
             overall_wait_share=0.78,
             samples_per_s=spread(median=35.0),
             wait_share=spread(median=0.7),
-        ),  # fmt: skip
+        ),
         verdict=None,
     )
     lines = headline_lines(
