@@ -36,7 +36,7 @@ class WorkloadPanel(StepPanel):
             options=[("samples/s per GPU", "rate"), ("step time and batch size", "step")],
             value=form.mode,
             description="Consumption",
-            style=LABEL,
+            style={**LABEL, "button_width": "auto"},  # the options' words in full
         )
         self.rate_mode.add_class("la-input-rate-mode")
         self.samples_per_s = text(
@@ -53,6 +53,7 @@ class WorkloadPanel(StepPanel):
             value=form.data_location,
             description="Data already on",
             style=LABEL,
+            layout=widgets.Layout(width="360px"),
         )
         self.data_location.add_class("la-input-data-location")
         self.loader = text(
