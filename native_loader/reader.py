@@ -6,7 +6,7 @@ import collections
 import itertools
 import os
 import stat as stat_module
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -15,6 +15,7 @@ from native_loader import _native
 from native_loader._client import EngineSession
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.errors import S3Error, error_from_outcome
+from native_loader.stream import ObjectStream, PartPipeline, StreamSource, iter_streams
 from native_loader.uri import local_path, parse_uri
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
@@ -276,6 +277,36 @@ class S3Reader:
                 if item.ticket is not None and engine is not None:
                     engine.cancel(item.ticket)
 
+    def open(self, source: str | ObjectInfo) -> ObjectStream:
+        """The object (or file) as a stream: a binary file-like object (``read``, ``readinto``,
+        ``readline``, iteration over lines, ``chunks()``). Parts of ``part_size`` are fetched
+        by ranged GETs up to ``read_ahead_bytes`` ahead of the consumer, so memory does not
+        grow with the object's size. Close it (or use ``with``) to cancel what is in flight."""
+        sources = [self._stream_source(source)]
+        return ObjectStream(self._pipeline(sources), 0, sources[0].uri, owns=True)
+
+    def open_many(self, sources: Iterable[str | ObjectInfo]) -> Iterator[ObjectStream]:
+        """One stream per object, in order; the next object's first parts are fetched while
+        the current one is read (within the same ``read_ahead_bytes``). Read each stream before
+        taking the next: one left unfinished is skipped. Leaving the loop cancels the rest."""
+        items = [self._stream_source(s) for s in sources]
+        return iter_streams(self._pipeline(items), items)
+
+    def _stream_source(self, source: str | ObjectInfo) -> StreamSource:
+        uri, size = (source.uri, source.size) if isinstance(source, ObjectInfo) else (source, -1)
+        scheme, bucket, key = parse_uri(uri)
+        if scheme == "file":
+            return StreamSource(uri, path=local_path(bucket, key), size=size)
+        _require_key(uri, key)
+        return StreamSource(uri, bucket=bucket, key=key, size=size)
+
+    def _pipeline(self, sources: Sequence[StreamSource]) -> PartPipeline:
+        config = self.config
+        budget = min(config.read_ahead_bytes, config.max_inflight_bytes)
+        return PartPipeline(
+            self._session.engine, sources, config.part_size, budget // config.part_size, _raise
+        )
+
     def _finish(self, engine: _native.Engine | None, item: _Pending) -> ReadResult:
         if item.ticket is None:
             return _read_local(item.uri, item.path, 0, -1)
@@ -291,15 +322,7 @@ class S3Reader:
             raise
         outcome = engine.take(ticket)
         if outcome.error_kind is not _native.ErrorKind.NONE:
-            raise error_from_outcome(
-                outcome.error_kind,
-                outcome.status,
-                outcome.code,
-                outcome.message,
-                outcome.request_id,
-                outcome.attempts,
-                uri,
-            )
+            _raise(outcome, uri)
         return outcome
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -331,6 +354,18 @@ class S3Reader:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+def _raise(outcome: _native.Outcome, uri: str) -> None:
+    raise error_from_outcome(
+        outcome.error_kind,
+        outcome.status,
+        outcome.code,
+        outcome.message,
+        outcome.request_id,
+        outcome.attempts,
+        uri,
+    )
 
 
 def _require_key(uri: str, key: str) -> None:
