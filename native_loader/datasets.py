@@ -18,7 +18,8 @@ import torch.utils.data
 from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
-from native_loader.tar import iter_samples
+from native_loader.records import RECORD_FORMATS, RecordFormat, iter_records
+from native_loader.tar import iter_samples, iter_samples_stream
 from native_loader.uri import is_metadata
 
 Transform = Callable[[Any], Any]
@@ -62,12 +63,19 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         shuffle: shuffle the object order each epoch (seeded by ``seed`` and the epoch).
         seed: base seed for shuffling.
         shuffle_buffer: with N > 0, items also pass through an N-item shuffle buffer.
-        tar_samples: objects are WebDataset tar shards; yield their samples.
+        tar_samples: objects are WebDataset tar shards; yield their samples, each as soon as its
+            members have arrived (the shard is streamed, not read whole).
+        records: objects are text shards; yield their records as they arrive: ``"lines"``
+            (``str``), ``"jsonl"`` (parsed JSON) or ``"csv"`` (a ``dict`` per row). See
+            `native_loader.records`.
         rank, world_size: this process's share; default from torch.distributed (or 0 of 1).
         cache_dir, cache_max_bytes: keep a copy of every object read in this local directory
             (at most cache_max_bytes, least recently used evicted), so that later epochs read
             from disk; the workers of a job share it. Default: no cache.
 
+    Streamed shards (``tar_samples`` or ``records``) hold at most ``config.read_ahead_bytes``
+    of each worker's shards in memory, not whole shards; the next shard's first parts are
+    fetched while the current one is read. With a cache they are read whole (to be cached).
     Objects are split between ranks and DataLoader workers round-robin after shuffling, so
     each object is read exactly once per epoch across all of them. Call `set_epoch` before
     each epoch to reshuffle.
@@ -84,6 +92,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         seed: int = 0,
         shuffle_buffer: int = 0,
         tar_samples: bool = False,
+        records: RecordFormat | None = None,
         rank: int | None = None,
         world_size: int | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
@@ -95,6 +104,10 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and rank is not None and not 0 <= rank < world_size:
             raise ValueError(f"{rank=} must be in [0, {world_size=})")
+        if records is not None and records not in RECORD_FORMATS:
+            raise ValueError(f"{records=} must be one of {RECORD_FORMATS} or None")
+        if records is not None and tar_samples:
+            raise ValueError("records and tar_samples exclude each other")
         self._source: str | list[Any] = source if isinstance(source, str) else list(source)
         self._config = config if config is not None else ReaderConfig()
         self._credentials = credentials
@@ -103,6 +116,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self.seed = seed
         self.shuffle_buffer = shuffle_buffer
         self.tar_samples = tar_samples
+        self.records = records
         self._rank = rank
         self._world_size = world_size
         self.epoch = 0
@@ -163,6 +177,9 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
 
     def _items(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
         cache = self._cache.get()
+        if cache is None and (self.tar_samples or self.records is not None):
+            yield from self._streamed(objects)
+            return
         stream = (
             read_through(self.reader, objects, cache)
             if cache is not None
@@ -172,10 +189,25 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             for result in stream:
                 if self.tar_samples:
                     yield from iter_samples(result)
+                elif self.records is not None:
+                    yield from iter_records([result], self.records)
                 else:
                     yield result
         finally:
             stream.close()  # type: ignore[attr-defined]
+
+    def _streamed(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
+        """Samples or records of each shard as its parts arrive (`S3Reader.open_many`)."""
+        streams = self.reader.open_many(objects)
+        try:
+            for stream in streams:
+                if self.tar_samples:
+                    yield from iter_samples_stream(stream)
+                else:
+                    assert self.records is not None
+                    yield from iter_records(stream.chunks(), self.records)
+        finally:
+            streams.close()  # type: ignore[attr-defined]
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
