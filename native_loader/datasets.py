@@ -15,7 +15,7 @@ from typing import Any
 
 import torch.utils.data
 
-from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through
+from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through, stream_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
 from native_loader.records import RECORD_FORMATS, RecordFormat, iter_records
@@ -75,7 +75,8 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
 
     Streamed shards (``tar_samples`` or ``records``) hold at most ``config.read_ahead_bytes``
     of each worker's shards in memory, not whole shards; the next shard's first parts are
-    fetched while the current one is read. With a cache they are read whole (to be cached).
+    fetched while the current one is read. With a cache, they are copied to it as they stream
+    and later epochs stream the local copy.
     Objects are split between ranks and DataLoader workers round-robin after shuffling, so
     each object is read exactly once per epoch across all of them. Call `set_epoch` before
     each epoch to reshuffle.
@@ -177,7 +178,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
 
     def _items(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
         cache = self._cache.get()
-        if cache is None and (self.tar_samples or self.records is not None):
+        if self.tar_samples or self.records is not None:
             yield from self._streamed(objects)
             return
         stream = (
@@ -198,11 +199,18 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
 
     def _streamed(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
         """Samples or records of each shard as its parts arrive (`S3Reader.open_many`)."""
-        streams = self.reader.open_many(objects)
+        cache = self._cache.get()
+        streams = (
+            stream_through(self.reader, objects, cache)
+            if cache is not None
+            else self.reader.open_many(objects)
+        )
         try:
             for stream in streams:
                 if self.tar_samples:
                     yield from iter_samples_stream(stream)
+                    for _ in stream.chunks():  # the end-of-archive padding: a cached copy is whole
+                        pass
                 else:
                     assert self.records is not None
                     yield from iter_records(stream.chunks(), self.records)

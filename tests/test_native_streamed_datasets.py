@@ -142,21 +142,46 @@ def test_text_shards_yield_every_record_once_across_ranks_and_workers(
     assert collections.Counter(map(key, seen)) == collections.Counter(map(key, expected))
 
 
-def test_records_from_local_files_and_the_cache_path(tmp_path: Any) -> None:
+def test_records_from_local_files_and_through_the_cache(tmp_path: Any) -> None:
     folder = tmp_path / "data"
     folder.mkdir()
     for shard in range(3):
-        (folder / f"{shard}.jsonl").write_text(
-            "".join(f'{{"n": {shard * 100 + i}}}\n' for i in range(100))
-        )
+        body = "".join(f'{{"n": {shard * 100 + i}}}\n' for i in range(100))
+        (folder / f"{shard}.jsonl").write_text(body)
     config = ReaderConfig(part_size=PART, read_ahead_bytes=PART)
     streamed = S3IterableDataset(f"{folder}/", config=config, records="jsonl")
-    cached = S3IterableDataset(
-        f"{folder}/", config=config, records="jsonl", cache_dir=tmp_path / "cache"
-    )
-    assert [r["n"] for r in streamed] == [r["n"] for r in cached] == list(range(300))
+    cache_dir = tmp_path / "cache"
+    cached = S3IterableDataset(f"{folder}/", config=config, records="jsonl", cache_dir=cache_dir)
+    assert [r["n"] for r in streamed] == list(range(300))
+    assert [r["n"] for r in cached] == list(range(300))  # a first epoch fills the cache
+    assert len(list(cache_dir.glob("*.obj"))) == 3 and not list(cache_dir.glob("*.tmp"))
+    cache = cached._cache.get()
+    assert cache is not None and (cache.hits, cache.misses) == (0, 3)
+    assert [r["n"] for r in cached] == list(range(300))  # later epochs stream the copies
+    assert (cache.hits, cache.misses) == (3, 3)
+    items = iter(cached)
+    next(items)
+    items.close()  # a shard left unfinished is not cached half
+    assert not list(cache_dir.glob("*.tmp"))
     with pytest.raises(ValueError, match="exclude"):
         S3IterableDataset(f"{folder}/", records="lines", tar_samples=True)
+
+
+def test_a_tar_shard_streamed_into_the_cache(tmp_path: Any) -> None:
+    folder = tmp_path / "tars"
+    folder.mkdir()
+    samples = {f"s{i:03d}": {"bin": os.urandom(3000), "cls": b"%d" % i} for i in range(40)}
+    (folder / "a.tar").write_bytes(_tar(samples))
+    config = ReaderConfig(part_size=PART, read_ahead_bytes=PART)
+    dataset = S3IterableDataset(
+        f"{folder}/", config=config, tar_samples=True, cache_dir=tmp_path / "cache"
+    )
+    for _ in range(2):
+        got = {s["__key__"]: {k: v for k, v in s.items() if k != "__key__"} for s in dataset}
+        assert got == samples
+    cache = dataset._cache.get()
+    assert cache is not None and (cache.hits, cache.misses) == (1, 1)
+    assert len(list((tmp_path / "cache").glob("*.obj"))) == 1
 
 
 @pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
