@@ -34,6 +34,10 @@ from native_loader.errors import S3Error
 _WAIT_SLICE_S = 0.2
 # Local parts are read by this many threads per process (pread releases the GIL).
 _LOCAL_THREADS = 4
+# A stream starts with this many parts in flight and opens its window by one per part handed
+# over; an object's first part is at most FIRST_PART_BYTES (see PartPipeline._fill).
+INITIAL_WINDOW = 2
+FIRST_PART_BYTES = 2**20
 _local_pool: ThreadPoolExecutor | None = None
 _local_pool_lock = threading.Lock()
 
@@ -104,12 +108,17 @@ class PartPipeline:
         self._etags: list[str | None] = [None] * len(sources)
         self._queue: collections.deque[_Part] = collections.deque()
         self._cursor = (0, 0)  # (source, offset) of the next part to submit
+        self._delivered = 0  # parts handed over
         self._closed = False
 
     # -- submission --------------------------------------------------------------------------
 
     def _fill(self) -> None:
-        while len(self._queue) < self._window and not self._closed:
+        # The window opens gradually (INITIAL_WINDOW parts, one more per part handed over):
+        # parts in flight share the bandwidth, so a full window at the start would make the
+        # first part wait for all of them.
+        window = min(self._window, INITIAL_WINDOW + self._delivered)
+        while len(self._queue) < window and not self._closed:
             index, offset = self._cursor
             if index >= len(self._sources):
                 return
@@ -119,15 +128,21 @@ class PartPipeline:
             if size >= 0 and offset >= size and not (size == 0 and offset == 0):
                 self._cursor = (index + 1, 0)
                 continue
-            self._submit(index, offset)
-            self._cursor = (index, offset + self._part_size)
-            if size == 0:
-                self._cursor = (index + 1, 0)
+            length = self._part_length(offset)
+            if size >= 0:
+                length = max(0, min(length, size - offset))
+            self._submit(index, offset, length)
+            self._cursor = (index + 1, 0) if size == 0 else (index, offset + length)
 
-    def _submit(self, index: int, offset: int) -> None:
+    def _part_length(self, offset: int) -> int:
+        """An object's first part is small, so that its first bytes come quickly; the others
+        are `part_size`, aligned after it."""
+        first = min(self._part_size, FIRST_PART_BYTES)
+        return first if offset == 0 else self._part_size
+
+    def _submit(self, index: int, offset: int, length: int) -> None:
         source = self._sources[index]
         size = self._sizes[index]
-        length = self._part_size if size < 0 else max(0, min(self._part_size, size - offset))
         if source.path:
             future = _pool().submit(_native.read_file, source.path, offset, length)
             self._queue.append(_Part(index, offset, None, future))
@@ -152,6 +167,7 @@ class PartPipeline:
         except BaseException:
             self.close()
             raise
+        self._delivered += 1
         self._fill()
         return part.index, part.offset, data
 

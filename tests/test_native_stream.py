@@ -246,3 +246,10 @@ def test_streams_work_from_threads(s3_endpoint: S3Endpoint, s3_client: Any, s3_b
         for thread in threads:
             thread.join(30)
     assert not errors
+
+
+def test_the_documented_example_runs() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "native-loader.md").read_text()
+    section = doc[doc.index("## Streams") :]
+    example = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    exec(compile(example, "docs/native-loader.md", "exec"), {})
