@@ -62,7 +62,7 @@ class _Part:
     future: Future[tuple[Any, int, int]] | None  # local
 
 
-def _pool() -> ThreadPoolExecutor:
+def local_pool() -> ThreadPoolExecutor:
     global _local_pool
     with _local_pool_lock:
         if _local_pool is None:
@@ -144,7 +144,7 @@ class PartPipeline:
         source = self._sources[index]
         size = self._sizes[index]
         if source.path:
-            future = _pool().submit(_native.read_file, source.path, offset, length)
+            future = local_pool().submit(_native.read_file, source.path, offset, length)
             self._queue.append(_Part(index, offset, None, future))
             return
         if self._engine is None:

@@ -253,3 +253,35 @@ def test_the_documented_example_runs() -> None:
     section = doc[doc.index("## Streams") :]
     example = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
     exec(compile(example, "docs/native-loader.md", "exec"), {})
+
+
+def test_local_reads_start_ahead_within_the_budget(tmp_path: Path) -> None:
+    from native_loader.local import LocalRead, start_local_reads
+
+    started: list[str] = []
+
+    class Recorded(LocalRead):
+        def start(self) -> None:
+            started.append(self.path)
+            self.future = object()  # type: ignore[assignment]
+
+    reads = [Recorded(f"u{i}", f"p{i}", 40) for i in range(10)]
+    start_local_reads(iter(reads), max_reads=4, max_bytes=100)
+    assert started == ["p0", "p1"]  # 3 x 40 B would pass 100 B
+    start_local_reads(iter(reads), max_reads=4, max_bytes=1000)
+    assert started == ["p0", "p1", "p2", "p3"]  # at most 4 at once
+    huge = [Recorded("u", "big", 10**9)]
+    start_local_reads(iter(huge), max_reads=4, max_bytes=100)
+    assert started[-1] == "big"  # the oldest read always starts
+    files = {tmp_path / f"{i:02d}": os.urandom(1000 * i) for i in range(30)}
+    for path, data in files.items():
+        path.write_bytes(data)
+    with S3Reader(ReaderConfig(max_inflight_requests=4)) as reader:
+        got = [bytes(r) for r in reader.read_many(str(p) for p in files)]
+        assert got == list(files.values())
+        unordered = {
+            r.uri: bytes(r) for r in reader.read_many(reader.list(f"{tmp_path}/"), ordered=False)
+        }
+        assert unordered == {str(p): d for p, d in files.items()}
+        with pytest.raises(FileNotFoundError):
+            list(reader.read_many([str(tmp_path / "missing")]))
