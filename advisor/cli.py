@@ -17,15 +17,25 @@ from pathlib import Path
 from typing import Any
 
 from advisor import diagnose_cli
-from advisor.core.bounds import ListingLimits, TrialBudget, arg_type, range_of
+from advisor.core.bounds import (
+    ListingLimits,
+    Range,
+    TrialBudget,
+    arg_type,
+    module_path_type,
+    range_of,
+)
 from advisor.core.errors import EXIT_INTERRUPTED, report_error
+from advisor.core.location import check_answers, first_contact_s
 from advisor.core.units import any_size
 from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.export import ExportBundle, build_export
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
 from advisor.measure.trial.data import TrialEvent
 from advisor.reshard import cli as reshard_cli
 from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.session import AdvisorSession
+from native_loader.sample_errors import ON_ERROR, SamplePolicy
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +95,22 @@ def build_parser() -> argparse.ArgumentParser:
         f"(default {TrialBudget.seconds:g})",
     )
 
+    policy = argparse.ArgumentParser(add_help=False)
+    policy.add_argument(
+        "--on-error",
+        choices=ON_ERROR,
+        default=SamplePolicy.on_error,
+        help="the exported loader, on a sample that fails to read or decode: raise naming the "
+        "object (default), or skip it and count it",
+    )
+    policy.add_argument(
+        "--max-skipped-share",
+        type=arg_type(Range(0, 1), "--max-skipped-share"),
+        default=SamplePolicy.max_skipped_share,
+        help="with --on-error skip: raise once more than this share of the samples seen failed, "
+        f"in [0, 1] (default {SamplePolicy.max_skipped_share:g})",
+    )
+
     sub.add_parser("profile", parents=[common, data], help="object count, sizes, formats")
     hw = sub.add_parser("hardware", parents=[common], help="GPUs, cores, RAM, disk")
     hw.add_argument("--target-gpu", help="plan for this GPU instead of probing")
@@ -96,23 +122,25 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub.add_parser("trial", parents=[common, data, work, trial], help="time-bounded live trial")
     rec = sub.add_parser(
-        "recommend", parents=[common, data, work, trial], help="decision-flow recommendation"
+        "recommend",
+        parents=[common, data, work, trial, policy],
+        help="decision-flow recommendation",
     )
     rec.add_argument("--no-trial", action="store_true", help="answer from the model only")
     rec.add_argument(
         "--export",
         metavar="PATH",
-        type=Path,
+        type=module_path_type("--export"),
         help="also write the DataLoader module to PATH (and .json beside it)",
     )
     exp = sub.add_parser(
         "export",
-        parents=[common, data, work, trial],
+        parents=[common, data, work, trial, policy],
         help="write a runnable DataLoader module and JSON",
     )
     exp.add_argument(
         "--output",
-        type=Path,
+        type=module_path_type("--output"),
         default=Path("dataloader_config.py"),
         help="module path (default ./dataloader_config.py)",
     )
@@ -283,6 +311,14 @@ def _nvml_recorder() -> RecordingNvml:
     return RecordingNvml(module)
 
 
+def _export(session: AdvisorSession, args: argparse.Namespace) -> ExportBundle:
+    assert session.location is not None and session.recommendation is not None
+    on_error = SamplePolicy(args.on_error, args.max_skipped_share)
+    return build_export(
+        session.location, session.recommendation, session.workload, session.profile, on_error
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     if args.command == "reshard":
         return reshard_cli.run(args)
@@ -301,7 +337,13 @@ def run(args: argparse.Namespace) -> int:
             result: dict[str, Any] = {"hardware": _to_json(session.hardware)}
             printers = [_print_hardware]
         else:
-            session.set_location(args.uri, endpoint_url=args.endpoint_url, profile=args.aws_profile)
+            location = session.set_location(
+                args.uri, endpoint_url=args.endpoint_url, profile=args.aws_profile
+            )
+            if location.is_s3:
+                where = location.endpoint_url or "S3"
+                progress(f"contacting {where} (an answer within {first_contact_s():g} s)", 0.0)
+                check_answers(location, session.credentials)
             if args.command != "profile":
                 session.set_workload(_workload(args))
             session.run_profile(progress=progress, max_keys=args.max_keys)
@@ -326,7 +368,7 @@ def run(args: argparse.Namespace) -> int:
                 printers.append(_print_recommendation)
                 export_path = args.export if args.command == "recommend" else args.output
                 if export_path is not None:
-                    module, data = session.save_export(export_path.parent, export_path.stem)
+                    module, data = _export(session, args).save(export_path.parent, export_path.stem)
                     result["exported"] = {"module": str(module), "json": str(data)}
     except KeyboardInterrupt:
         cancel.set()

@@ -82,7 +82,11 @@ class Diagnosis:
         """The diagnosis as a person reads it, one figure a line, spreads in brackets."""
         s = self.summary
         out = [self.verdict.line if self.verdict else "one batch only: nothing to judge"]
-        out.append(f"samples/s in the loop: {_spread(s.samples_per_s, per_s)}")
+        rate = s.overall_samples_per_s
+        windows = f" (windows {_spread(s.samples_per_s, per_s)})" if s.samples_per_s else ""
+        out.append(
+            "samples/s in the loop: " + ("not measured" if rate is None else per_s(rate)) + windows
+        )
         out.append(f"wait per batch: {_spread(s.wait_per_batch_s, _seconds)}")
         out.append(f"step per batch: {_spread(s.step_s, _seconds)}")
         out.append(f"first batch after: {_seconds(s.time_to_first_batch_s)}")
@@ -150,8 +154,12 @@ def diagnose(
         cancel=cancel,
     )  # fmt: skip
     summary = LoopSummary.of(run)
-    verdict = input_bound(summary.wait_share) if summary.wait_share is not None else None
-    return Diagnosis(summary, verdict)
+    return Diagnosis(summary, _verdict(summary))
+
+
+def _verdict(summary: LoopSummary) -> Verdict | None:
+    share = summary.overall_wait_share
+    return None if share is None else input_bound(share, summary.wait_share)
 
 
 @dataclass(frozen=True)
@@ -165,9 +173,9 @@ class Comparison:
         """After over before, samples/s, per round (the rounds' medians)."""
         out = []
         for b, a in zip(self.before, self.after, strict=True):
-            rb, ra = b.summary.samples_per_s, a.summary.samples_per_s
-            if rb is not None and ra is not None and rb.median > 0:
-                out.append(ra.median / rb.median)
+            rb, ra = b.summary.overall_samples_per_s, a.summary.overall_samples_per_s
+            if rb is not None and ra is not None and rb > 0:
+                out.append(ra / rb)
         return out
 
     @property
@@ -175,31 +183,32 @@ class Comparison:
         return Spread.of(self.ratios())
 
     def pooled(self, which: str, name: str) -> Spread | None:
-        """One figure of `which` loader ("before" or "after") over all its rounds: the median
-        of the rounds' medians, from the lowest to the highest value any round saw."""
+        """A whole-run figure (`overall_wait_share` or `overall_samples_per_s`) of `which`
+        loader ("before" or "after") over its rounds: their median, lowest and highest."""
         runs: tuple[Diagnosis, ...] = getattr(self, which)
-        spreads = [v for d in runs if (v := getattr(d.summary, name)) is not None]
-        if not spreads:
-            return None
-        medians = sorted(s.median for s in spreads)
-        return Spread(
-            medians[len(medians) // 2], min(s.low for s in spreads),
-            max(s.high for s in spreads), sum(s.n for s in spreads),
-        )  # fmt: skip
+        return Spread.of([v for d in runs if (v := getattr(d.summary, name)) is not None])
 
     def verdicts(self) -> tuple[Verdict | None, Verdict | None]:
-        """The verdict on each loader's waiting share over all its rounds."""
-        before, after = self.pooled("before", "wait_share"), self.pooled("after", "wait_share")
+        """The verdict on each loader's waiting share, the median of its rounds' (their range
+        beside it)."""
+        before = self.pooled("before", "overall_wait_share")
+        after = self.pooled("after", "overall_wait_share")
         return (
-            input_bound(before) if before is not None else None,
-            input_bound(after) if after is not None else None,
+            input_bound(before.median, before) if before is not None else None,
+            input_bound(after.median, after) if after is not None else None,
         )
 
     def headline(self, change: str = "") -> str:
         """ "num_workers 0 -> 2: 31 -> 130 samples/s (4.2x, 3.9-4.5x over the rounds), data wait
         78% -> 3% of each step"; without `change` it starts at the rates."""
-        rates = self.pooled("before", "samples_per_s"), self.pooled("after", "samples_per_s")
-        waits = self.pooled("before", "wait_share"), self.pooled("after", "wait_share")
+        rates = (
+            self.pooled("before", "overall_samples_per_s"),
+            self.pooled("after", "overall_samples_per_s"),
+        )
+        waits = (
+            self.pooled("before", "overall_wait_share"),
+            self.pooled("after", "overall_wait_share"),
+        )
         before, after = (r.median if r else 0.0 for r in rates)
         wait_b, wait_a = (w.median if w else 0.0 for w in waits)
         speedup = self.speedup
@@ -253,6 +262,5 @@ def compare(
                 progress=progress, cancel=cancel,
             )  # fmt: skip
             summary = LoopSummary.of(run)
-            verdict = input_bound(summary.wait_share) if summary.wait_share else None
-            results[which].append(Diagnosis(summary, verdict))
+            results[which].append(Diagnosis(summary, _verdict(summary)))
     return Comparison(tuple(results[0]), tuple(results[1]))

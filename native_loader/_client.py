@@ -22,6 +22,7 @@ from typing import Any
 
 from native_loader import _native
 from native_loader.config import Credentials, ReaderConfig
+from native_loader.errors import credential_errors
 
 _CREDENTIAL_CHECK_S = 30.0
 _ABANDONED: list[_native.Engine] = []
@@ -110,11 +111,12 @@ class EngineSession:
         with self._lock:
             if self._closed:
                 raise ValueError("I/O operation on a closed S3Reader")
-            if self._engine is None or self._pid != os.getpid():
-                self._abandon()
-                self._engine = self._create()
-                self._pid = os.getpid()
-            self._refresh(self._engine)
+            with credential_errors(self._config.profile):
+                if self._engine is None or self._pid != os.getpid():
+                    self._abandon()
+                    self._engine = self._create()
+                    self._pid = os.getpid()
+                self._refresh(self._engine)
             return self._engine
 
     def current(self) -> _native.Engine | None:

@@ -4,6 +4,8 @@
 torch.distributed ranks and DataLoader workers so that every object is read exactly once per
 epoch; `S3MapDataset` gives random access by index. Both hand `transform` the object's bytes
 (a `ReadResult`, buffer protocol) or, for tar shards, ``{"__key__": ..., "<ext>": bytes}``.
+A sample that fails to read or decode is raised naming the object, or skipped and counted, as
+their `SamplePolicy` says (`native_loader.sample_errors`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,21 @@ from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through, st
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
 from native_loader.records import RECORD_FORMATS, RecordFormat, iter_records
-from native_loader.tar import iter_samples, iter_samples_stream
+from native_loader.sample_errors import (
+    SampleCounts,
+    SampleError,
+    SampleGuard,
+    SamplePolicy,
+    failure,
+    readable_name,
+    unreadable_name,
+)
+from native_loader.tar import iter_samples_stream
 from native_loader.uri import is_metadata
 
 Transform = Callable[[Any], Any]
+# An iteration adds its samples to the shared counts this many at a time (and at its end).
+_COUNT_FLUSH = 256
 Source = str | Iterable[str] | Iterable[ObjectInfo]
 
 
@@ -72,6 +85,9 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         cache_dir, cache_max_bytes: keep a copy of every object read in this local directory
             (at most cache_max_bytes, least recently used evicted), so that later epochs read
             from disk; the workers of a job share it. Default: no cache.
+        on_error: a `SamplePolicy` for samples that fail to read or decode. Default: raise
+            `SampleError` naming the object; ``SamplePolicy("skip")`` skips and counts them
+            (`sample_stats`), up to a share of the samples seen.
 
     Streamed shards (``tar_samples`` or ``records``) hold at most ``config.read_ahead_bytes``
     of each worker's shards in memory, not whole shards; the next shard's first parts are
@@ -98,6 +114,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         world_size: int | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int = DEFAULT_CACHE_BYTES,
+        on_error: SamplePolicy | None = None,
     ) -> None:
         if shuffle_buffer < 0:
             raise ValueError(f"{shuffle_buffer=} must be >= 0")
@@ -124,6 +141,12 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self._reader: S3Reader | None = None
         self._objects: list[str | ObjectInfo] | None = None
         self._cache = CacheSpec(cache_dir, cache_max_bytes)
+        self.on_error = on_error if on_error is not None else SamplePolicy()
+        self.counts = SampleCounts()
+
+    def sample_stats(self) -> dict[str, int]:
+        """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
+        return self.counts.totals()
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose shuffle order the next iteration uses."""
@@ -164,63 +187,135 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         return rank * workers + worker, world * workers
 
     def __iter__(self) -> Iterator[Any]:
+        guard = SampleGuard(self.on_error, self.counts, flush_every=_COUNT_FLUSH)
+        try:
+            for name, item in self.named_items(guard):
+                if self.transform is None:
+                    guard.ok()
+                    yield item
+                    continue
+                done, out = guard.apply(self.transform, name, item)
+                if done:
+                    yield out
+        finally:
+            guard.flush()
+
+    def named_items(self, guard: SampleGuard | None = None) -> Iterator[tuple[str, Any]]:
+        """This process's share of the epoch, untransformed, each with the name of the object
+        it came from (``<shard uri>#<key>`` for a tar sample). Reads that fail go to `guard`
+        (default: this dataset's policy)."""
+        guard = guard if guard is not None else SampleGuard(self.on_error, self.counts)
         objects = list(self._resolved())
         if self.shuffle:
             random.Random(f"{self.seed}/{self.epoch}").shuffle(objects)
         index, count = self.shard()
-        mine = objects[index::count]
-        items = self._items(mine)
+        mine = []
+        for item in objects[index::count]:
+            if readable_name(_uri(item)):
+                mine.append(item)
+            else:
+                error = unreadable_name(_uri(item))
+                guard.failed(str(error), error)
+        items = self._items(mine, guard)
         if self.shuffle_buffer > 0:
             rng = random.Random(f"{self.seed}/{self.epoch}/{index}")
             items = _buffered_shuffle(items, self.shuffle_buffer, rng)
-        for item in items:
-            yield self.transform(item) if self.transform is not None else item
+        yield from items
 
-    def _items(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
+    def _items(
+        self, objects: list[str | ObjectInfo], guard: SampleGuard
+    ) -> Iterator[tuple[str, Any]]:
+        """Read `objects` in order; a failed read is raised as it is (it names the object), or
+        skipped, and the reads go on after it."""
         cache = self._cache.get()
         if self.tar_samples or self.records is not None:
-            yield from self._streamed(objects)
+            yield from self._streamed(objects, guard)
             return
-        stream = (
-            read_through(self.reader, objects, cache)
-            if cache is not None
-            else self.reader.read_many(objects)
-        )
-        try:
-            for result in stream:
-                if self.tar_samples:
-                    yield from iter_samples(result)
-                elif self.records is not None:
-                    yield from iter_records([result], self.records)
-                else:
-                    yield result
-        finally:
-            stream.close()  # type: ignore[attr-defined]
+        position = 0
+        while position < len(objects):
+            stream = (
+                read_through(self.reader, objects[position:], cache)
+                if cache is not None
+                else self.reader.read_many(objects[position:])
+            )
+            try:
+                for result in stream:
+                    position += 1
+                    yield result.uri, result
+                return
+            except SampleError:
+                raise
+            except Exception as exc:
+                failed, position = _uri(objects[position]), position + 1
+                if self.on_error.on_error == "raise":
+                    raise
+                guard.failed(failure("reading", failed, exc), exc)
+            finally:
+                stream.close()  # type: ignore[attr-defined]
 
-    def _streamed(self, objects: list[str | ObjectInfo]) -> Iterator[Any]:
-        """Samples or records of each shard as its parts arrive (`S3Reader.open_many`)."""
+    def _streamed(
+        self, objects: list[str | ObjectInfo], guard: SampleGuard
+    ) -> Iterator[tuple[str, Any]]:
+        """Samples or records of each shard as its parts arrive (`S3Reader.open_many`, or the
+        cache's `stream_through`). A shard that fails to read is raised as it is, or skipped
+        and the reads go on after it; one that fails to parse goes to `guard`."""
         cache = self._cache.get()
-        streams = (
-            stream_through(self.reader, objects, cache)
-            if cache is not None
-            else self.reader.open_many(objects)
-        )
-        try:
-            for stream in streams:
-                if self.tar_samples:
-                    yield from iter_samples_stream(stream)
-                    for _ in stream.chunks():  # the end-of-archive padding: a cached copy is whole
-                        pass
-                else:
-                    assert self.records is not None
-                    yield from iter_records(stream.chunks(), self.records)
-        finally:
-            streams.close()  # type: ignore[attr-defined]
+        position = 0
+        while position < len(objects):
+            rest = objects[position:]
+            streams = (
+                stream_through(self.reader, rest, cache)
+                if cache is not None
+                else self.reader.open_many(rest)
+            )
+            current = position
+            try:
+                for current, stream in enumerate(streams, position):
+                    yield from self._shard_items(_uri(objects[current]), stream, guard)
+                return
+            except SampleError:
+                raise
+            except Exception as exc:
+                position = current + 1
+                if self.on_error.on_error == "raise":
+                    raise
+                guard.failed(failure("reading", _uri(objects[current]), exc), exc)
+            finally:
+                streams.close()  # type: ignore[attr-defined]
+
+    def _shard_items(self, uri: str, stream: Any, guard: SampleGuard) -> Iterator[tuple[str, Any]]:
+        if self.tar_samples:
+            samples = iter_samples_stream(stream)
+            for sample in _parsed(samples, "reading the tar shard", uri, guard):
+                yield f"{uri}#{sample['__key__']}", sample
+            for _ in stream.chunks():  # the end-of-archive padding: a cached copy is whole
+                pass
+            return
+        assert self.records is not None
+        records = iter_records(stream.chunks(), self.records)
+        for record in _parsed(records, f"reading {self.records} records", uri, guard):
+            yield uri, record
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_reader"] = None  # each process makes its own
         return state
+
+
+def _parsed(items: Iterator[Any], what: str, uri: str, guard: SampleGuard) -> Iterator[Any]:
+    """`items` of one shard until one fails to parse: that goes to `guard` (the shard's items
+    not yet read are skipped with it). Read failures (OSError) pass through as they are."""
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except OSError:
+            raise
+        except Exception as exc:
+            guard.failed(failure(what, uri, exc), exc)
+            return
+        yield item
 
 
 def _buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> Iterator[Any]:
@@ -248,6 +343,7 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         transform: Transform | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int = DEFAULT_CACHE_BYTES,
+        on_error: SamplePolicy | None = None,
     ) -> None:
         self._config = config if config is not None else ReaderConfig()
         self._credentials = credentials
@@ -256,6 +352,13 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         self._objects = _resolve(source, self.reader)
         self.uris = [_uri(item) for item in self._objects]
         self._cache = CacheSpec(cache_dir, cache_max_bytes)
+        self.on_error = on_error if on_error is not None else SamplePolicy()
+        self.counts = SampleCounts()
+        self._guard: SampleGuard | None = None
+
+    def sample_stats(self) -> dict[str, int]:
+        """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
+        return self.counts.totals()
 
     @property
     def config(self) -> ReaderConfig:
@@ -272,15 +375,33 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         return len(self.uris)
 
     def __getitem__(self, index: int) -> Any:
+        """The item at `index`; None for a sample skipped by ``SamplePolicy("skip")``
+        (`collate_list` leaves it out of the batch)."""
         item = self._objects[index]
+        if self._guard is None:  # per process: each DataLoader worker counts its own share
+            self._guard = SampleGuard(self.on_error, self.counts)
+        guard, uri = self._guard, _uri(item)
+        if not readable_name(uri):
+            error = unreadable_name(uri)
+            guard.failed(str(error), error)
+            return None
         cache = self._cache.get()
-        if cache is not None:
-            result = next(read_through(self.reader, [item], cache))
-        else:
-            result = self.reader.read(_uri(item))
-        return self.transform(result) if self.transform is not None else result
+        try:
+            if cache is not None:
+                result = next(read_through(self.reader, [item], cache))
+            else:
+                result = self.reader.read(uri)
+        except Exception as exc:
+            if self.on_error.on_error == "raise":
+                raise
+            guard.failed(failure("reading", uri, exc), exc)
+            return None
+        if self.transform is None:
+            guard.ok()
+            return result
+        return guard.apply(self.transform, uri, result)[1]
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
-        state["_reader"] = None
+        state["_reader"] = state["_guard"] = None
         return state

@@ -112,6 +112,12 @@ def load_transform(spec: str) -> Transform:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise ValueError(f"cannot import transform module {module_name!r}: {exc}") from exc
+    except Exception as exc:  # the user's module itself raised while it was imported
+        lines = str(exc).strip().splitlines()
+        detail = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+        raise ValueError(
+            f"your transform module {module_name!r} failed at import: {detail}"
+        ) from exc
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
@@ -123,5 +129,6 @@ def load_transform(spec: str) -> Transform:
 
 
 def collate_list(batch: list[Any]) -> list[Any]:
-    """Keep a batch as a list: decoded images differ in size, so they cannot be stacked."""
-    return batch
+    """Keep a batch as a list: decoded images differ in size, so they cannot be stacked. Samples
+    a map dataset skipped (None, `SamplePolicy("skip")`) are left out."""
+    return [sample for sample in batch if sample is not None]

@@ -15,8 +15,10 @@ the S3 code and request id, never a credential or signature.
 
 from __future__ import annotations
 
+import contextlib
 import errno
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -132,3 +134,45 @@ def error_from_outcome(
 ) -> BaseException:
     """The exception to raise for a failed native request (its `__cause__` set when useful)."""
     return _RAISE[kind](_Failed(status, code, message, request_id, attempts, uri))
+
+
+class CredentialsError(PermissionError):
+    """The AWS credentials were found but cannot be used (still expired after a refresh); the
+    message names where they came from."""
+
+
+class ProfileNotFoundError(ValueError):
+    """The AWS profile named by ``profile=`` / ``--profile`` or ``AWS_PROFILE`` does not exist."""
+
+
+@contextlib.contextmanager
+def credential_errors(profile: str | None) -> Iterator[None]:
+    """Turn botocore's credential-chain failures into one plain error naming the setting at fault
+    (`profile` is the one asked for; None means the environment's)."""
+    try:
+        yield
+    except Exception as exc:
+        known = _credential_error(exc, profile)
+        if known is None:
+            raise
+        raise known from exc
+
+
+def _credential_error(exc: Exception, profile: str | None) -> Exception | None:
+    # botocore's classes are matched by name: this module must not import botocore
+    setting = "profile= / --profile" if profile else "AWS_PROFILE"
+    name = profile or os.environ.get("AWS_PROFILE") or os.environ.get("AWS_DEFAULT_PROFILE")
+    if type(exc).__name__ == "ProfileNotFound":
+        name = getattr(exc, "kwargs", {}).get("profile", name)
+        return ProfileNotFoundError(
+            f"the AWS profile {name!r} (from {setting}) is not in the AWS config files "
+            "(~/.aws/config, ~/.aws/credentials, or AWS_CONFIG_FILE / "
+            "AWS_SHARED_CREDENTIALS_FILE): check the name"
+        )
+    if isinstance(exc, RuntimeError) and "still expired" in str(exc):
+        source = f"the AWS profile {name!r} (from {setting})" if name else "the environment"
+        return CredentialsError(
+            f"the AWS credentials from {source} are still expired after a refresh: renew them "
+            "(e.g. `aws sso login`, or fix the profile's credential_process) and retry"
+        )
+    return None

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import http.server
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,7 +18,7 @@ import boto3
 import pytest
 
 from advisor.demo.__main__ import main
-from advisor.demo.server import free_ports
+from advisor.demo.server import S3Server, ServerError, free_ports
 
 
 def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> list[str]:
@@ -108,3 +111,34 @@ def test_demo_sizes_are_refused_with_the_spec_range(
         main(["serve", flag, value])
     assert info.value.code == 2
     assert f"{flag} must be in {message}, got {value}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("latency_ms", [0, 150])
+def test_a_busy_port_is_refused_before_anything_starts(latency_ms: int) -> None:
+    """Another HTTP server on --port: refused with one line, never printed as our endpoint."""
+    with http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), http.server.BaseHTTPRequestHandler
+    ) as other:
+        port = other.server_address[1]
+        threading.Thread(target=other.serve_forever, daemon=True).start()
+        done = subprocess.run(
+            [sys.executable, "-m", "advisor.demo", "serve", "--port", str(port),
+             "--latency-ms", str(latency_ms)],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        other.shutdown()
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip() == (
+        f"error: port {port} on 127.0.0.1 is already in use (Address already in use): stop what "
+        "holds it, or choose another --port (leave it out for a free one)"
+    )
+    assert "S3 endpoint" not in done.stdout and "generating" not in done.stdout
+
+
+def test_the_server_refuses_a_busy_port_too() -> None:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        with pytest.raises(ServerError, match=f"port {port} on 127.0.0.1 is already in use"):
+            S3Server(port=port).start()

@@ -180,7 +180,8 @@ def test_the_waiting_share_agrees_with_the_loop_timed_from_outside(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:
     """A plain boto3 `__getitem__` dataset (the tutorial loader) over the local S3 server, with
-    a fixed step: the share diagnose reports against the same loop timed around `next()`."""
+    a fixed step. The same loop is timed from outside: a wrapper around the loader times each
+    `next()`, the step times itself; the share diagnose reports must agree with theirs."""
     for i in range(64):
         s3_client.put_object(Bucket=s3_bucket, Key=f"obj/{i:03d}", Body=bytes(50_000))
 
@@ -195,23 +196,33 @@ def test_the_waiting_share_agrees_with_the_loop_timed_from_outside(
             body = self.client.get_object(Bucket=s3_bucket, Key=f"obj/{i % 64:03d}")["Body"]
             return bytes(body.read())
 
-    def loader() -> torch.utils.data.DataLoader[bytes]:
-        return torch.utils.data.DataLoader(Boto3Objects(), batch_size=8, collate_fn=list)
+    loader = torch.utils.data.DataLoader(Boto3Objects(), batch_size=8, collate_fn=list)
+    inside: list[float] = []
+    stepped: list[float] = []
 
-    step_s = 0.02
-    limits = LoopLimits(max_batches=8, max_seconds=10)
-    reported = diagnose(loader(), seconds_per_batch=step_s, limits=limits).summary.wait_share
-    waited = stepped = 0.0
-    iterator = iter(loader())
-    next(iterator)  # the first batch is time to first batch, not a wait
-    for _ in range(7):
-        asked = time.monotonic()
-        next(iterator)
-        waited += time.monotonic() - asked
-        time.sleep(step_s)
-        stepped += step_s
-    outside = waited / (waited + stepped)
-    assert reported is not None and abs(reported.median - outside) < 0.10
+    def timed() -> Iterator[list[bytes]]:
+        iterator = iter(loader)
+        while True:
+            asked = time.monotonic()
+            try:
+                batch = next(iterator)
+            except StopIteration:
+                return
+            inside.append(time.monotonic() - asked)
+            yield batch
+
+    def step(batch: list[bytes]) -> None:
+        started = time.monotonic()
+        time.sleep(0.02)
+        stepped.append(time.monotonic() - started)
+
+    limits = LoopLimits(max_batches=8, max_seconds=10, replay_batches=0)
+    summary = diagnose(timed(), step=step, limits=limits).summary
+    loop_waits, loop_steps = inside[1:8], stepped[1:8]  # after the first batch, as reported
+    outside = sum(loop_waits) / (sum(loop_waits) + sum(loop_steps))
+    assert summary.batches == 8 and len(loop_waits) == 7
+    assert summary.overall_wait_share is not None
+    assert abs(summary.overall_wait_share - outside) < 0.10
 
 
 USER_MODULE = """
@@ -320,3 +331,29 @@ def make_loader():
     comparison = result["comparison"]
     assert len(comparison["before"]) == len(comparison["after"]) == 2
     assert all(r > 0 for r in comparison["ratios"])
+
+
+def test_what_a_sample_policy_skipped_is_in_the_diagnosis(tmp_path: Path) -> None:
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    from native_loader import S3IterableDataset
+    from native_loader.decoders import collate_list, decode_image
+    from native_loader.sample_errors import SamplePolicy
+
+    for i in range(40):
+        buffer = io.BytesIO()
+        pixels = np.random.default_rng(i).integers(0, 255, (8, 8, 3), dtype=np.uint8)
+        Image.fromarray(pixels).save(buffer, "JPEG")
+        data = b"this is no jpeg" if i == 7 else buffer.getvalue()
+        (tmp_path / f"img_{i:02d}.jpg").write_bytes(data)
+    dataset = S3IterableDataset(
+        f"{tmp_path}/", transform=decode_image, on_error=SamplePolicy("skip", 0.5)
+    )
+    loader = torch.utils.data.DataLoader(dataset, batch_size=4, collate_fn=collate_list)
+    result = diagnose(loader, seconds_per_batch=0.001, limits=QUICK)
+    assert result.summary.ended == "epoch"
+    assert "skipped: 1 of 40" in " ".join(result.summary.notes)
+    assert any("skipped: 1 of 40" in line for line in result.lines())

@@ -16,6 +16,7 @@ from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
 from advisor.session import AdvisorSession
+from native_loader.sample_errors import SamplePolicy
 
 SPEC = DemoSpec(images=24, image_kb=(10, 20), classes=2, shard_mb=0.1, large_files=1, large_mb=1)
 ROOT = Path(__file__).resolve().parent.parent
@@ -122,3 +123,47 @@ def test_sagemaker_snippet_and_bad_name(session: AdvisorSession, tmp_path: Path)
         )
     with pytest.raises(ValueError, match="module name"):
         bundle.save(tmp_path, "not-a-module")
+    with pytest.raises(ValueError, match="not a Python keyword"):
+        bundle.save(tmp_path, "class")
+    assert not list(tmp_path.glob("class.*"))
+
+
+def test_the_failure_policy_is_exported_and_counts_in_the_loader_stats(
+    s3_endpoint: S3Endpoint, s3_bucket: str, s3_client: object, tmp_path: Path
+) -> None:
+    """One corrupt JPEG among the images: the default loader raises naming it; exported with
+    on_error="skip" it is left out and counted in loader_stats()."""
+    upload(s3_endpoint, s3_bucket, SPEC)
+    corrupt = "small-images/class_0/corrupt.jpg"
+    s3_client.put_object(Bucket=s3_bucket, Key=corrupt, Body=b"no jpeg")  # type: ignore[attr-defined]
+    session = AdvisorSession()
+    session.set_location(f"s3://{s3_bucket}/small-images/", endpoint_url=s3_endpoint.url)
+    session.set_workload(Workload(batch_size=4))
+    session.run_profile()
+    session.run_hardware()
+    session.run_recommend()
+    assert session.recommendation is not None and session.location is not None
+    args = (session.location, session.recommendation, session.workload, session.profile)
+    build_export(*args).save(tmp_path, "strict_cfg")
+    assert json.loads((tmp_path / "strict_cfg.json").read_text())["on_error"] == "raise"
+    strict = _run(
+        tmp_path, "import strict_cfg\nlist(strict_cfg.make_dataloader(num_workers=0))\n", tmp_path
+    )
+    assert strict.returncode != 0
+    assert (
+        f"SampleError: the default decoder (decode_image) failed on s3://{s3_bucket}/{corrupt}: "
+        "UnidentifiedImageError"
+    ) in strict.stderr
+    bundle = build_export(*args, on_error=SamplePolicy("skip", max_skipped_share=0.1))
+    assert json.loads(bundle.json_text)["on_error"] == "skip"
+    bundle.save(tmp_path, "skip_cfg")
+    code = (
+        "import skip_cfg\nloader = skip_cfg.make_dataloader(num_workers=2)\n"
+        "print(sum(len(batch) for batch in loader), skip_cfg.loader_stats(loader))\n"
+    )
+    result = _run(tmp_path, code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    images = SPEC.images
+    assert result.stdout.strip() == (
+        f"{images} {{'samples_seen': {images + 1}, 'samples_skipped': 1}}"
+    )

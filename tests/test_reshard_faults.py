@@ -112,6 +112,7 @@ def test_a_killed_process_resumes_to_the_same_bytes(
     assert not head.get("Contents"), "no index may be published before every shard is committed"
     result = reshard(src, f"s3://{s3_bucket}/killed/", CONFIG, endpoint_url=s3_endpoint.url)
     assert result.shards_skipped == committed and result.index_url
+    assert not s3_client.list_multipart_uploads(Bucket=s3_bucket).get("Uploads")
     whole = digests(s3_shards(s3_client, s3_bucket, "whole/"))
     assert digests(s3_shards(s3_client, s3_bucket, "killed/")) == whole
 

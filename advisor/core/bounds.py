@@ -10,9 +10,11 @@ with the same words.
 from __future__ import annotations
 
 import argparse
+import keyword
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 
@@ -87,6 +89,40 @@ def arg_type(bound: Range, flag: str) -> Callable[[str], Any]:
             raise argparse.ArgumentTypeError(str(exc)) from None
 
     parse.__name__ = bound.kind.__name__  # argparse names the type in its own messages
+    return parse
+
+
+def check_module_name(stem: str) -> str:
+    """`stem` when it can name an importable Python module, else ValueError saying why.
+
+    An export writes `<stem>.py`; the user imports it by that name, so a keyword (`class`) or a
+    name that is not an identifier (`my-loader`) makes a module nobody can import.
+    """
+    if not stem.isidentifier():
+        raise ValueError(
+            f"export name {stem!r} must be a valid Python module name "
+            "(letters, digits and _, not starting with a digit)"
+        )
+    if keyword.iskeyword(stem):
+        raise ValueError(
+            f"export name {stem!r} must be a valid Python module name, not a Python keyword"
+        )
+    return stem
+
+
+def module_path_type(flag: str) -> Callable[[str], Any]:
+    """An argparse `type=` for `flag`, a path whose stem must be a module name (checked before
+    any work starts, like every other input)."""
+
+    def parse(text: str) -> Path:
+        path = Path(text)
+        try:
+            check_module_name(path.stem)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"{flag}: {exc}") from None
+        return path
+
+    parse.__name__ = "path"
     return parse
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 import sys
 
+from native_loader.sample_errors import SampleError
+
 # The CLIs' exit statuses: bad input, a storage or runtime problem, Ctrl-C (128 + SIGINT).
 EXIT_INPUT, EXIT_RUNTIME, EXIT_INTERRUPTED = 2, 1, 130
 
@@ -21,7 +23,9 @@ def redact(text: str) -> str:
 def describe(exc: BaseException) -> str:
     """A one-line explanation of `exc` in plain words, naming what to check."""
     lines = redact(str(exc)).strip().splitlines()
-    text = _ERRNO.sub("", lines[0]) if lines else ""
+    text = _ERRNO.sub("", _original(lines)) if lines else ""
+    if isinstance(exc, SampleError):
+        return text  # it says what failed on which object in the user's words
     if isinstance(exc, PermissionError):
         return _lead("access denied", text or "the credentials may not read this data")
     if isinstance(exc, FileNotFoundError):
@@ -37,6 +41,22 @@ def describe(exc: BaseException) -> str:
 
 
 _ERRNO = re.compile(r"^\[Errno -?\d+\] ")
+# A DataLoader worker's exception is raised again in the training process as
+# "Caught X in DataLoader worker process N.\nOriginal Traceback ...\nmodule.X: message".
+_WORKER = re.compile(r"^Caught \w+ in DataLoader worker process \d+\.$")
+_RAISED = re.compile(r"^(?:[\w.]+\.)?[A-Z]\w*: (.*)$")
+
+
+def _original(lines: list[str]) -> str:
+    """The message line: the first, or, for a DataLoader worker's exception, the original one
+    at the end of the worker's traceback (the first line names no object)."""
+    if not _WORKER.match(lines[0]):
+        return lines[0]
+    for line in reversed(lines[1:]):
+        match = _RAISED.match(line.strip())
+        if match and not line.startswith(" "):
+            return match.group(1)
+    return lines[0]
 
 
 def report_error(exc: BaseException) -> int:

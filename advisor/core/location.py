@@ -9,11 +9,18 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from native_loader import ReaderConfig, parse_uri
+from native_loader import Credentials, ReaderConfig, S3Reader, parse_uri
 
 # File system types (as /proc/mounts names them) that reach their data over the network. Lustre
 # is one of them; the rules tell it apart because FSx for Lustre is a data source of its own.
 NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "efs", "lustre", "cifs", "smb3", "fuse.s3fs"})
+
+
+# The first request to an S3 endpoint waits at most this long for an answer: an endpoint that
+# accepts connections and never answers is reported in seconds, not after the reads' full
+# bound (ReaderConfig: first_byte_timeout_s 30 s x max_attempts 5, about 150 s).
+FIRST_CONTACT_TIMEOUT_S = 4.0
+FIRST_CONTACT_ATTEMPTS = 2
 
 
 class LocationError(ValueError):
@@ -83,3 +90,31 @@ class DatasetLocation:
             profile=self.profile,
             **overrides,  # type: ignore[arg-type]
         )
+
+
+def first_contact_s() -> float:
+    """The longest `check_answers` waits for an endpoint that never answers."""
+    return FIRST_CONTACT_ATTEMPTS * FIRST_CONTACT_TIMEOUT_S
+
+
+def check_answers(location: DatasetLocation, credentials: Credentials | None = None) -> None:
+    """Fail fast when an S3 location's endpoint accepts connections but never answers: one
+    listing of one key, FIRST_CONTACT_ATTEMPTS times at most FIRST_CONTACT_TIMEOUT_S seconds.
+    Other failures (not found, access denied) are raised as the listing raises them."""
+    if not location.is_s3:
+        return
+    config = location.reader_config(
+        first_byte_timeout_s=FIRST_CONTACT_TIMEOUT_S,
+        stall_timeout_s=FIRST_CONTACT_TIMEOUT_S,
+        max_attempts=FIRST_CONTACT_ATTEMPTS,
+    )
+    with S3Reader(config, credentials=credentials) as reader:
+        try:
+            next(iter(reader.list(location.uri, max_keys=1)), None)
+        except TimeoutError as exc:
+            where = location.endpoint_url or "the S3 endpoint"
+            raise TimeoutError(
+                f"{where} accepted the connection but did not answer a listing of "
+                f"{location.uri} in {FIRST_CONTACT_ATTEMPTS} x {FIRST_CONTACT_TIMEOUT_S:g} s: "
+                "check that it is an S3 endpoint and that it is up"
+            ) from exc

@@ -40,22 +40,26 @@ def _pct(share: float) -> str:
     return f"{share * 100:.0f}%"
 
 
-def input_bound(wait_share: Spread) -> Verdict:
-    """The verdict on the median waiting share, its spread shown beside it."""
-    spread = f"{_pct(wait_share.median)} ({_pct(wait_share.low)}-{_pct(wait_share.high)})"
-    if wait_share.median > HIGHLY_INPUT_BOUND:
+def input_bound(wait_share: float, windows: Spread | None = None) -> Verdict:
+    """The verdict on the loop's waiting share over the whole run; the range its windows
+    spanned is shown beside it."""
+    seen = ""
+    if windows is not None and windows.n > 1:
+        seen = f" (windows {_pct(windows.low)}-{_pct(windows.high)})"
+    share = f"{_pct(wait_share)}{seen}"
+    if wait_share > HIGHLY_INPUT_BOUND:
         return Verdict(
             "highly input-bound",
-            f"input-bound: {spread} of each step waits for data "
+            f"input-bound: {share} of each step waits for data "
             f"(over {_pct(HIGHLY_INPUT_BOUND)}: highly input-bound)",
         )
-    if wait_share.median > INPUT_BOUND:
+    if wait_share > INPUT_BOUND:
         return Verdict(
             "moderately input-bound",
-            f"moderately input-bound: {spread} of each step waits for data "
+            f"moderately input-bound: {share} of each step waits for data "
             f"({_pct(INPUT_BOUND)}-{_pct(HIGHLY_INPUT_BOUND)})",
         )
     return Verdict(
         "not input-bound",
-        f"not input-bound: {spread} of each step waits for data (under {_pct(INPUT_BOUND)})",
+        f"not input-bound: {share} of each step waits for data (under {_pct(INPUT_BOUND)})",
     )

@@ -8,9 +8,9 @@ import sys
 import threading
 from types import FrameType
 
-from advisor.core.bounds import arg_type, range_of
+from advisor.core.bounds import Range, arg_type, range_of
 from advisor.demo.datasets import DEMO_BUCKET, DemoSpec, upload
-from advisor.demo.server import S3Server, ServerError
+from advisor.demo.server import S3Server, ServerError, check_port_free
 
 
 def _positive(kind: type[float] | type[int]):  # type: ignore[no-untyped-def]
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="start SeaweedFS on 127.0.0.1 with the demo datasets")
     serve.add_argument(
-        "--port", type=int, default=None,
+        "--port", type=arg_type(Range(1, 65535, int), "--port"), default=None,
         help="the port clients connect to, with the emulated network when --latency-ms or "
         "--bandwidth-mbps is given (default: a free one)",
     )  # fmt: skip
@@ -64,6 +64,8 @@ def serve(args: argparse.Namespace) -> int:
         large_mb=args.large_mb,
     )  # fmt: skip
     emulate = bool(args.latency_ms or args.bandwidth_mbps)
+    if args.port is not None:
+        check_port_free(args.port)  # before minutes of data generation, whoever binds it
     # --port names what clients connect to: the emulating proxy when there is one, so that
     # nobody who asked for latency gets a direct connection without it.
     with S3Server(port=None if emulate else args.port) as endpoint:

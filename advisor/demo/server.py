@@ -127,6 +127,20 @@ def free_ports(count: int) -> list[int]:
             s.close()
 
 
+def check_port_free(port: int) -> None:
+    """Raise ServerError when `port` on 127.0.0.1 is taken: a client told to use it would reach
+    whatever holds it, not this server."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the servers bind
+        try:
+            probe.bind((HOST, port))
+        except OSError as exc:
+            raise ServerError(
+                f"port {port} on {HOST} is already in use ({exc.strerror}): stop what holds it, "
+                "or choose another --port (leave it out for a free one)"
+            ) from None
+
+
 def answers(url: str, timeout_s: float = 2.0) -> bool:
     """True when an S3 endpoint answers at all: any HTTP status (403 for an unsigned request)."""
     try:
@@ -226,6 +240,8 @@ class S3Server:
             "metricsPort",
         ]  # fmt: skip
         ports = dict(zip(names, free_ports(len(names)), strict=True))
+        if self._requested_port is not None:
+            check_port_free(self._requested_port)
         s3_port = self._requested_port or free_ports(1)[0]
         if self._data_dir is None:
             self._data_dir = Path(tempfile.mkdtemp(prefix="loader-advisor-s3-"))

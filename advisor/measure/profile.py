@@ -17,6 +17,7 @@ from advisor.measure.formats import (
     samples_in_head,
 )
 from native_loader import ObjectInfo, S3Reader, parse_uri
+from native_loader.sample_errors import check_name
 from native_loader.uri import is_metadata
 
 
@@ -185,6 +186,7 @@ def profile_dataset(
         if is_metadata(info.uri, uri):
             hidden += 1
             continue
+        check_name(info.uri)  # a file name that is not UTF-8: no reader can open it
         objects.append(info)
         if len(objects) % 5000 == 0 and progress:
             progress(f"listed {len(objects):,} objects", min(0.8, len(objects) / max_keys))

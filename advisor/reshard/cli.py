@@ -10,6 +10,7 @@ import threading
 from typing import Any
 
 from advisor.core.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, report_error
+from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.units import any_size
 from advisor.reshard import (
     Estimate,
@@ -91,7 +92,7 @@ class _Bar:
             f"{event.shards_done}/{event.shards_total} shards  {event.samples_per_s:.0f} samples/s "
             f"{event.mb_per_s:.1f} MB/s  {eta}  retries {event.retries} throttled {event.throttled}"
         )
-        if event.kind in ("listing", "plan", "finalized", "skip", "verify"):
+        if event.kind in ("listing", "plan", "finalized", "skip", "verify", "wait", "cleanup"):
             line = event.message
         if self.tty:
             filled = int(event.fraction * 24)
@@ -150,6 +151,10 @@ def run(args: argparse.Namespace) -> int:
             read_concurrency=args.read_concurrency,
             max_memory_bytes=args.max_memory,
         )
+        for uri in dict.fromkeys((args.source, args.destination)):
+            location = DatasetLocation(uri, args.endpoint_url, args.aws_profile)
+            if location.is_s3:  # an endpoint that never answers: seconds, not minutes
+                check_answers(location)
         if args.dry_run:
             est = dry_run(args.source, args.destination, config, progress=bar, **where)
             bar.done()
@@ -201,6 +206,8 @@ def _print_result(result: dict[str, Any]) -> None:
             f"in {r['seconds']:.1f} s; "
             f"{r['shards_skipped']} already committed; {r['retries']} retries"
         )
+        if r["cleaned"]:
+            print(f"cleaned up {r['cleaned']} leftovers of an interrupted run")
         if r["index_url"]:
             print(f"index: {r['index_url']}")
         else:

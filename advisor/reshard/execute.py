@@ -69,6 +69,7 @@ class ReshardResult:
     cancelled: bool = False
     retries: int = 0
     throttled: int = 0
+    cleaned: int = 0  # temp files or multipart uploads an interrupted run left, removed
 
 
 def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tuple[int, int]:
@@ -105,16 +106,24 @@ def load_plan(
 ) -> Plan:
     """The plan for `source`: from the manifest at the destination, else listed (by rank 0; the
     other ranks wait for its manifest) and, with `save`, saved there before any data moves."""
-    if store.uri.startswith(source):
-        raise PlanError(f"the destination {store.uri} lies inside the source {source}")
+    _check_apart(source, store.uri)
     saved = store.read(MANIFEST_NAME)
     if saved is None and rank > 0:
+        if progress is not None:
+            progress(
+                ReshardEvent(
+                    "wait",
+                    f"rank {rank}: waiting up to {config.manifest_wait_s:g} s for rank 0's plan "
+                    f"({store.url(MANIFEST_NAME)}); start rank 0 with the same arguments",
+                )
+            )
         saved = _wait_for_manifest(store, config.manifest_wait_s, cancel)
     if saved is not None:
         manifest = Manifest.from_json(saved.decode())
         _check_same_plan(manifest, source, config, store.uri)
         return make_plan(manifest, config)
     if save:
+        store.clean_interrupted([MANIFEST_NAME])  # a run killed while saving the plan
         leftovers = [n for n in store.names() if not n.startswith(".")]
         if leftovers:
             raise PlanError(
@@ -134,6 +143,22 @@ def load_plan(
     if save:
         store.put_small(MANIFEST_NAME, manifest.to_json().encode())
     return plan
+
+
+def _check_apart(source: str, destination: str) -> None:
+    """Refuse a destination inside the source, symlinks resolved: its shards would land in the
+    source, and the next re-shard of that source would pack them as samples."""
+    if source.startswith("s3://") != destination.startswith("s3://"):
+        return
+    src, dst = source, destination
+    if not source.startswith("s3://"):
+        src, dst = os.path.realpath(source) + "/", os.path.realpath(destination) + "/"
+    if dst.startswith(src):
+        shown = destination if dst == destination else f"{destination} (that is, {dst})"
+        raise PlanError(
+            f"the destination {shown} lies inside the source {source}: choose a destination "
+            "outside it"
+        )
 
 
 def _wait_for_manifest(store: Store, wait_s: float, cancel: threading.Event | None) -> bytes:
@@ -189,6 +214,12 @@ def run_shards(
     total_bytes = sum(o.source.size for s in todo for x in s.samples for o in x.members)
     meter = Meter(progress, len(mine), total_bytes)
     meter.shards_done = len(mine) - len(todo)
+    cleaned = store.clean_interrupted(
+        [n for s in todo for n in (s.name, f"{DONE_DIR}{s.name}.json")]
+    )
+    if cleaned:
+        what = "incomplete multipart uploads" if isinstance(store, S3Store) else "temp files"
+        meter.emit("cleanup", f"cleaned up {cleaned} {what} an interrupted run left")
     if meter.shards_done:
         meter.emit("skip", f"{meter.shards_done} of this rank's shards already committed")
 
@@ -240,6 +271,7 @@ def run_shards(
         cancelled=cancelled,
         retries=meter.retries,
         throttled=meter.throttled,
+        cleaned=cleaned,
     )
 
 
@@ -257,7 +289,14 @@ def _build(
             return None
         parts: dict[str, bytes | memoryview] = {}
         for member in sample.members:
-            view = memoryview(next(results))
+            result = next(results)
+            view = memoryview(result)
+            if len(view) != member.source.size:  # S3 reads check this in the engine; files here
+                raise OSError(
+                    f"{result.uri}: the object changed since the plan: its size is {len(view)} "
+                    f"bytes, not the {member.source.size} expected. Re-shard into a new "
+                    "destination to plan again"
+                )
             parts[member.ext] = view
             meter.bytes_done += len(view)
         if sample.label is not None:
@@ -328,6 +367,7 @@ def finalize_if_complete(
                 f"{record.url} is {size} B but was committed with {record.bytes} B: its marker "
                 "is removed; rerun to rewrite it"
             )
+    store.clean_interrupted([CLASSES_NAME, INDEX_NAME])  # a finalizer killed mid-write
     if plan.classes:
         store.put_small(CLASSES_NAME, json.dumps(list(plan.classes), ensure_ascii=False).encode())
     index = {

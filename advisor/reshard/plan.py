@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from advisor.reshard.config import ReshardConfig
 from advisor.reshard.tarwriter import member_bytes, tar_size
 from native_loader import ObjectInfo, S3Reader
+from native_loader.sample_errors import check_name
 from native_loader.uri import is_metadata
 
 MANIFEST_VERSION = 1
@@ -154,6 +155,7 @@ def list_source(
         relative = info.uri[len(prefix) :] if info.uri.startswith(prefix) else info.key
         if not relative or relative.endswith("/") or is_metadata(info.uri, prefix):
             continue  # folder markers, and what the datasets would not read either
+        check_name(info.uri)  # a file name that is not UTF-8: nothing can read or pack it
         objects.append(SourceObject(relative, info.size, info.etag))
         if progress is not None and len(objects) % 1000 == 0:
             progress(len(objects))

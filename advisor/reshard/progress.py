@@ -12,8 +12,10 @@ from dataclasses import dataclass
 class ReshardEvent:
     """A snapshot of a running re-shard.
 
-    kind: "listing", "plan", "shard" (one committed), "skip" (already committed), "progress"
-        (during a shard), "done" (this rank finished), "finalized" (index written).
+    kind: "listing", "wait" (a rank other than 0 waits for rank 0's plan), "plan", "cleanup"
+        (leftovers of an interrupted run removed), "shard" (one committed), "skip" (already
+        committed), "progress" (during a shard), "done" (this rank finished), "finalized" (index
+        written).
     Counts cover this rank's shards; rates are since this rank started moving data; eta_s is
     None until one shard's worth of data has moved.
     """

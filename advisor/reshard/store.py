@@ -10,11 +10,13 @@ import hashlib
 import io
 import os
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from advisor.reshard.config import ReshardConfig
 from native_loader import Credentials
+from native_loader.errors import credential_errors
 from native_loader.uri import local_path, parse_uri
 
 if TYPE_CHECKING:
@@ -39,6 +41,7 @@ class Store(Protocol):
     def size(self, name: str) -> int | None: ...
     def names(self, prefix: str = "") -> list[str]: ...
     def delete(self, name: str) -> None: ...
+    def clean_interrupted(self, names: Iterable[str]) -> int: ...
 
 
 def open_store(
@@ -85,7 +88,7 @@ class LocalStore:
         path = self.url(name)
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
-        temp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}.tmp")
+        temp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}{_TEMP}")
         try:
             with open(temp, "wb") as f:
                 f.write(data)
@@ -121,6 +124,45 @@ class LocalStore:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.url(name))
 
+    def clean_interrupted(self, names: Iterable[str]) -> int:
+        """Remove the temp files that a killed writer of `names` left (``.<name>.<pid>.tmp``,
+        the pid no longer running here); how many were removed."""
+        removed = 0
+        for name in names:
+            folder, base = os.path.split(self.url(name))
+            try:
+                entries = os.listdir(folder)
+            except FileNotFoundError:
+                continue
+            for entry in entries:
+                pid = entry[len(base) + 2 : -len(_TEMP)]
+                if (
+                    entry.startswith(f".{base}.")
+                    and entry.endswith(_TEMP)
+                    and pid.isdigit()
+                    and not _running(int(pid))
+                ):
+                    with contextlib.suppress(FileNotFoundError):
+                        os.unlink(os.path.join(folder, entry))
+                        removed += 1
+        return removed
+
+
+_TEMP = ".tmp"
+
+
+def _running(pid: int) -> bool:
+    """Whether process `pid` runs on this machine (its temp file may still be written)."""
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process
+    return True
+
 
 class S3Store:
     def __init__(
@@ -142,12 +184,13 @@ class S3Store:
         self.throttled = 0
         self.retries = 0
         self._lock = threading.Lock()
-        session = boto3.session.Session(
-            profile_name=profile,
-            aws_access_key_id=credentials.access_key if credentials else None,
-            aws_secret_access_key=credentials.secret_key if credentials else None,
-            aws_session_token=credentials.session_token if credentials else None,
-        )
+        with credential_errors(profile):
+            session = boto3.session.Session(
+                profile_name=profile,
+                aws_access_key_id=credentials.access_key if credentials else None,
+                aws_secret_access_key=credentials.secret_key if credentials else None,
+                aws_session_token=credentials.session_token if credentials else None,
+            )
         self.client: S3Client = session.client(
             "s3",
             endpoint_url=endpoint_url,
@@ -236,6 +279,26 @@ class S3Store:
             self.client.delete_object(Bucket=self.bucket, Key=self.prefix + name)
         except Exception as exc:
             raise _translate(exc, self.url(name)) from exc
+
+    def clean_interrupted(self, names: Iterable[str]) -> int:
+        """Abort the incomplete multipart uploads of `names` that a killed run left (S3 bills
+        their parts until then); how many were aborted."""
+        keys = {self.prefix + name for name in names}
+        aborted = 0
+        try:
+            pages = self.client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.bucket, Prefix=self.prefix
+            )
+            for page in pages:
+                for upload in page.get("Uploads", []):
+                    if upload["Key"] in keys:
+                        self.client.abort_multipart_upload(
+                            Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                        )
+                        aborted += 1
+        except Exception as exc:
+            raise _translate(exc, self.uri) from exc
+        return aborted
 
 
 def s3_etag(data: bytes, part_size: int) -> str:

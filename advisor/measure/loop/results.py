@@ -82,9 +82,12 @@ class LoopRun:
 class LoopSummary:
     """A loop as a person reads it, every rate with its spread over the loop's windows.
 
-    samples_per_s: samples over (waiting + stepping) per window: what training ran at.
-    wait_share: the share of each window's time spent blocked waiting for data ("exposed data
-        loading time"). wait_per_batch_s: per batch, over the batches after the first.
+    overall_samples_per_s: samples over the time spent waiting and stepping, over the whole run
+        after the first batch: the rate training ran at. samples_per_s: the same per window (its
+        spread).
+    overall_wait_share: the share of the loop's time spent blocked waiting for data ("exposed
+        data loading time"), over the whole run after the first batch; wait_share: per window.
+    wait_per_batch_s: per batch, over the batches after the first.
     headspace_samples_per_s: the same step replayed on batches already loaded: the loop's rate
         if loading were free. None: no batch to replay.
     loader_cpu_s_per_sample: the process tree's CPU over the loop less what the step cost in the
@@ -95,6 +98,8 @@ class LoopSummary:
     batches: int
     samples: int
     seconds: float
+    overall_samples_per_s: float | None
+    overall_wait_share: float | None
     samples_per_s: Spread | None
     wait_share: Spread | None
     wait_per_batch_s: Spread | None
@@ -115,11 +120,15 @@ class LoopSummary:
         replay = [
             s / t for s, t in zip(run.replay_samples, run.replay_step_s, strict=True) if t > 0
         ]
+        waited, stepped = sum(run.wait_s), sum(run.step_s)
+        looped = waited + stepped
         return cls(
             label=run.label,
             batches=run.batches,
             samples=run.total_samples,
             seconds=run.time_to_first_batch_s + sum(run.wait_s) + sum(run.step_s),
+            overall_samples_per_s=sum(run.samples) / looped if looped > 0 else None,
+            overall_wait_share=waited / looped if looped > 0 else None,
             samples_per_s=Spread.of(rates),
             wait_share=Spread.of(shares),
             wait_per_batch_s=Spread.of(list(run.wait_s)),

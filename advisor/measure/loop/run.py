@@ -100,6 +100,7 @@ class _Fetcher:
         self._requests: queue.Queue[bool] = queue.Queue()
         self._results: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._waiting = False  # a batch was asked for and has not come (a hung loader)
+        self.made: Iterable[Any] | None = None  # what was iterated (made by a loader function)
         self._thread = threading.Thread(target=self._run, name="diagnose-loader", daemon=True)
         self._thread.start()
 
@@ -108,7 +109,8 @@ class _Fetcher:
         while self._requests.get():
             try:
                 if iterator is None:
-                    iterator = iter(fresh(self._loader))
+                    self.made = fresh(self._loader)
+                    iterator = iter(self.made)
                 self._results.put(("batch", next(iterator)))
             except StopIteration:
                 self._results.put(("end", None))
@@ -230,6 +232,7 @@ def run_loop(
         first_samples = samples_of(first)
     finally:
         fetcher.close()
+    notes = _skipped_note(fetcher.made)
     replay_steps, replay_samples, replay_cpu = _replay(kept, step, len(waits), samples_of, cancel)
     return LoopRun(
         label=label,
@@ -245,7 +248,20 @@ def run_loop(
         replay_step_s=tuple(replay_steps),
         replay_samples=tuple(replay_samples),
         replay_cpu_s=replay_cpu,
+        notes=notes,
     )
+
+
+def _skipped_note(loader: Iterable[Any] | None) -> tuple[str, ...]:
+    """What a loader with a sample policy (`native_loader.sample_errors`, the exported loader's
+    datasets) skipped: samples that failed to read or decode and were left out."""
+    dataset = getattr(loader, "dataset", loader)
+    stats = getattr(dataset, "sample_stats", None)
+    if not callable(stats):
+        return ()
+    counts = dict(stats())
+    seen, skipped = counts.get("samples_seen", 0), counts.get("samples_skipped", 0)
+    return (f"samples that failed to read or decode and were skipped: {skipped:,} of {seen:,}",)
 
 
 def _replay(

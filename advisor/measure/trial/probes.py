@@ -5,15 +5,19 @@ its budget."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import statistics
 import time
-from typing import Any
+from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 import torch
 
 from advisor.core.workload import Workload
 from advisor.measure.trial.data import TrialClock, TrialData
 from advisor.measure.trial.results import DecodeCost, HostToDevice, StorageProbe, saturated
+from native_loader import ObjectInfo, S3IterableDataset
+from native_loader.sample_errors import SampleGuard, SamplePolicy, check_name, sample_name
 
 PROBE_OBJECTS = 12  # sequential reads for first-byte latency and per-connection bandwidth
 PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of this size
@@ -22,6 +26,30 @@ PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of
 # a GET's open time (first byte + bytes / bandwidth) and so asks for too many in flight.
 BANDWIDTH_MIN_BYTES = 256 * 2**10
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
+
+
+class WatchedTransform:
+    """The trial's transform, noting the call in progress in this process (sample, start), so
+    that the trial's watch can name a transform that does not return (`advisor.measure.trial.
+    watch`). `__wrapped__` lets errors name the transform it wraps."""
+
+    def __init__(self, transform: Callable[[Any], Any]) -> None:
+        self.__wrapped__ = transform
+        functools.update_wrapper(self, transform)
+        self.running: tuple[str, float] | None = None
+
+    def __call__(self, item: Any) -> Any:
+        self.running = (sample_name(item), time.monotonic())
+        try:
+            return self.__wrapped__(item)
+        finally:
+            self.running = None
+
+
+def check_names(objects: Iterable[ObjectInfo]) -> None:
+    """Refuse a sampled file whose name is not UTF-8: no reader can open it by that name."""
+    for info in objects:
+        check_name(info.uri)
 
 
 def probe_storage(data: TrialData, clock: TrialClock, share: float) -> StorageProbe:
@@ -110,14 +138,15 @@ def measure_decode(
     sample_bytes = 0
     started = time.monotonic()
     first_arrival = last_arrival = 0.0  # this thread's CPU time as samples arrive
-    for sample in sample_data.dataset():
+    guard = SampleGuard(SamplePolicy())  # a failure is raised naming its object
+    for name, sample in cast(S3IterableDataset, sample_data.dataset()).named_items(guard):
         clock.check()
         last_arrival = time.thread_time()
         if samples == 0:
             first_arrival = last_arrival  # the first includes the dataset's set-up
         sample_bytes += _sample_bytes(sample)
         before = time.thread_time()
-        data.transform(sample)
+        guard.apply(data.transform, name, sample)
         cpu += time.thread_time() - before
         samples += 1
         if time.monotonic() - started > budget and samples >= 3:

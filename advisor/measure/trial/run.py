@@ -20,7 +20,13 @@ from advisor.core.workload import Workload
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
-from advisor.measure.trial.probes import host_to_device, measure_decode, probe_storage
+from advisor.measure.trial.probes import (
+    WatchedTransform,
+    check_names,
+    host_to_device,
+    measure_decode,
+    probe_storage,
+)
 from advisor.measure.trial.results import (
     CountRate,
     DecodeCost,
@@ -30,6 +36,7 @@ from advisor.measure.trial.results import (
     summarise,
 )
 from advisor.measure.trial.sweep import MIN_SLICE_SECONDS, candidate_counts, measure_counts
+from advisor.measure.trial.watch import TrialWatch, overrun_s
 from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
 
@@ -64,12 +71,35 @@ def run_trial(
     """Measure storage, per-sample CPU cost and a DataLoader sweep within `seconds`.
 
     Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
+    The measurements run in a thread of their own, watched from the caller's (`TrialWatch`): a
+    transform that never returns ends the trial with a TimeoutError naming the sample, at most
+    `overrun_s(seconds)` past the budget, with progress reported every few seconds meanwhile.
     """
     TrialBudget(seconds)  # raises ValueError naming the range
-    clock = TrialClock(seconds, cancel, progress)
+    raw = load_transform(workload.transform) if workload.transform else None
+    transform = WatchedTransform(raw or default_decoder(profile.dominant_format))
+    stop = threading.Event()  # the caller's cancel, or the watch calling time
+    watch = TrialWatch(seconds, transform, progress)
+    clock = TrialClock(seconds, stop, watch.report)
+    return watch.run(
+        lambda: _measure(location, profile, hardware, workload, credentials, clock, transform),
+        stop,
+        cancel,
+    )
+
+
+def _measure(
+    location: DatasetLocation,
+    profile: DatasetProfile,
+    hardware: HardwareProfile,
+    workload: Workload,
+    credentials: Credentials | None,
+    clock: TrialClock,
+    transform: WatchedTransform,
+) -> TrialResult:
+    seconds = clock.seconds
     fmt = profile.dominant_format
     transform_name = workload.transform or f"default decoder for {fmt}"
-    transform = load_transform(workload.transform) if workload.transform else default_decoder(fmt)
     storage = decode = None
     inflight: int | None = None
     budget: int | None = None
@@ -81,6 +111,7 @@ def run_trial(
     try:
         clock.report("storage", "listing objects for the trial")
         data = TrialData.sample(location, fmt, transform, credentials)
+        check_names(data.objects)
         data = dataclasses.replace(data, samples_per_item=_samples_per_item(profile, fmt))
         storage = probe_storage(data, clock, seconds * BUDGET_SHARES["storage"])
         clock.check()
@@ -204,7 +235,7 @@ def _sweep(
         return measure_counts(
             data, workload.batch_size, counts, workload.consumer_rate, seconds=seconds,
             slices_per_mode=SLICES_PER_MODE, pin=torch.cuda.is_available(), check=clock.check,
-            on_slice=on_slice,
+            on_slice=on_slice, batch_timeout_s=clock.seconds + overrun_s(clock.seconds),
         )  # fmt: skip
     except TimeoutError as exc:  # what was measured before the stall still stands
         clock.report("sweep", f"the sweep stopped: {exc}")

@@ -282,6 +282,7 @@ def measure_counts(
     min_samples: int = 0,
     check: Callable[[], None] | None = None,
     on_slice: Callable[[LoaderPoint], None] | None = None,
+    batch_timeout_s: float = BATCH_TIMEOUT_S,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
     """Measure `counts` in interleaved slices as training sees them: the slices and per count.
 
@@ -290,6 +291,7 @@ def measure_counts(
     each slice gets an even share of what is left, and may stretch SLICE_STRETCH x that, never
     past the end), or `slice_seconds` each, stretched up to `max_slice_seconds` (the bench).
     Every count's loader stays alive, its workers persistent, from its first slice to the end.
+    A worker batch slower than `batch_timeout_s` ends the measurement (TimeoutError).
     """
     if (seconds is None) == (slice_seconds is None):
         raise ValueError("give either seconds (a budget) or slice_seconds")
@@ -312,7 +314,7 @@ def measure_counts(
             else:
                 break
             if workers not in loaders:
-                loaders[workers] = LiveLoader(data, batch_size, workers, pin)
+                loaders[workers] = LiveLoader(data, batch_size, workers, pin, batch_timeout_s)
             point = measure_slice(
                 loaders[workers], target, consumer_rate=consumer_rate, step=mode,
                 check=check, max_seconds=stop, min_samples=min_samples, ignore_pids=ignore,
