@@ -3,8 +3,9 @@
     python -m bench e2e-large [--quick] [--out bench/results/e2e_large.json]
 
 One SeaweedFS behind the project's latency proxy at 0 ms and at 20 ms to first byte (20 ms also
-caps each connection at 90 MB/s, as S3 does). For each object size (8 MiB to 1 GiB) and
-latency, N reader processes (1, 2, 4) split the same objects between them and stream each one
+caps each connection at 90 MB/s, as S3 does). For each object size (64 x 8 MiB, 8 x 64 MiB,
+2 x 1 GiB) and latency, N reader processes (1, 2, 4; at most one per object) split the same
+objects between them and stream each one
 (`S3Reader.open_many`, default `ReaderConfig`: 8 MiB parts, 64 MiB read-ahead) with a consumer
 that costs no CPU (it takes each chunk and drops it). Every run starts fresh processes, released
 together at one instant; repetitions are interleaved. Reported per (latency, size, processes):
@@ -47,10 +48,11 @@ class Objects:
 
 
 def plan(quick: bool) -> tuple[list[Objects], tuple[int, ...], int]:
-    """(object sets, process counts, repetitions): each set is about 1 GiB."""
+    """(object sets, process counts, repetitions). The counts run up to the objects in a set
+    (two 1 GiB objects: 1 and 2 processes)."""
     if quick:
-        return [Objects(8 * MIB, 32), Objects(256 * MIB, 1)], (1, 4), 1
-    sets = [Objects(8 * MIB, 128), Objects(64 * MIB, 16), Objects(1024 * MIB, 1)]
+        return [Objects(8 * MIB, 32), Objects(256 * MIB, 2)], (1, 2), 1
+    sets = [Objects(8 * MIB, 64), Objects(64 * MIB, 8), Objects(1024 * MIB, 2)]
     return sets, (1, 2, 4), 3
 
 
@@ -217,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
         for latency, url in urls.items():
             for objects in sets:
                 for rep in range(repeats):
-                    for n in counts:
+                    for n in (c for c in counts if c <= objects.count):
                         result = run(url, endpoint.credentials, objects, n)
                         row = {
                             "latency_ms": latency,
