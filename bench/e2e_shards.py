@@ -85,7 +85,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         tar_samples=loader_name == "tar",
     )
     if loader_name == "tar-whole":
-        dataset = _WholeShards(dataset, iter_samples)
+        dataset = _whole_shards(dataset, iter_samples)
     dataset.uris()
     loader = DataLoader(dataset, batch_size=32, num_workers=workers, collate_fn=collate_list)
     first = 0.0
@@ -104,29 +104,20 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class _WholeShards:
-    """Shards read whole by `read_many`, then split: the pre-streaming `tar_samples`."""
+def _whole_shards(dataset: Any, split: Any) -> Any:
+    """The shards read whole by `read_many`, then split: the pre-streaming `tar_samples`."""
+    import torch.utils.data
 
-    def __init__(self, dataset: Any, split: Any) -> None:
-        import torch.utils.data
+    class WholeShards(torch.utils.data.IterableDataset[Any]):
+        def uris(self) -> list[str]:
+            return list(dataset.uris())
 
-        class Whole(torch.utils.data.IterableDataset[Any]):
-            def __iter__(self) -> Iterator[Any]:
-                index, count = dataset.shard()
-                for result in dataset.reader.read_many(dataset.uris()[index::count]):
-                    yield from split(result)
+        def __iter__(self) -> Iterator[Any]:
+            index, count = dataset.shard()
+            for result in dataset.reader.read_many(dataset.uris()[index::count]):
+                yield from split(result)
 
-        self._inner = Whole()
-        self._dataset = dataset
-
-    def uris(self) -> list[str]:
-        return list(self._dataset.uris())
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter(self._inner)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    return WholeShards()
 
 
 def _vm_hwm_mb() -> float:
