@@ -259,12 +259,17 @@ def make_native_stream(spec: Spec) -> tuple[Reader, Callable[[], None]]:
     reader = type(reader)(config, credentials=getattr(reader, "_credentials", None))
 
     def read(feed: Feed) -> tuple[int, int]:
-        items = [(key, size) for key, size in feed]
-        infos = [ObjectInfo(prefix + key, key, size, "") for key, size in items]
+        sizes: dict[str, int] = {}
+
+        def infos() -> Iterator[Any]:  # pulled as the read-ahead reaches them
+            for key, size in feed:
+                sizes[prefix + key] = size
+                yield ObjectInfo(prefix + key, key, size, "")
+
         objects = nbytes = 0
-        for (key, size), stream in zip(items, reader.open_many(infos), strict=True):
+        for stream in reader.open_many(infos()):
             n = sum(len(chunk) for chunk in stream.chunks())
-            _check(n, size, key)
+            _check(n, sizes[stream.uri], stream.uri)
             objects += 1
             nbytes += n
         return objects, nbytes

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import os
 import stat as stat_module
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
@@ -245,8 +245,7 @@ class S3Reader:
         """One stream per object, in order; the next object's first parts are fetched while
         the current one is read (within the same ``read_ahead_bytes``). Read each stream before
         taking the next: one left unfinished is skipped. Leaving the loop cancels the rest."""
-        items = [self._stream_source(s) for s in sources]
-        return iter_streams(self._pipeline(items), items)
+        return iter_streams(self._pipeline(self._stream_source(s) for s in sources))
 
     def _stream_source(self, source: str | ObjectInfo) -> StreamSource:
         uri, size = (source.uri, source.size) if isinstance(source, ObjectInfo) else (source, -1)
@@ -256,7 +255,7 @@ class S3Reader:
         _require_key(uri, key)
         return StreamSource(uri, bucket=bucket, key=key, size=size)
 
-    def _pipeline(self, sources: Sequence[StreamSource]) -> PartPipeline:
+    def _pipeline(self, sources: Iterable[StreamSource]) -> PartPipeline:
         config = self.config
         budget = min(config.read_ahead_bytes, config.max_inflight_bytes)
         return PartPipeline(

@@ -22,7 +22,7 @@ import collections
 import io
 import os
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -93,19 +93,20 @@ class PartPipeline:
     def __init__(
         self,
         engine: Callable[[], _native.Engine],
-        sources: Sequence[StreamSource],
+        sources: Iterable[StreamSource],
         part_size: int,
         window: int,
         raise_outcome: RaiseOutcome,
     ) -> None:
         self._engine_factory = engine
         self._engine: _native.Engine | None = None
-        self._sources = list(sources)
+        self._incoming = iter(sources)  # pulled as the submission cursor reaches them
+        self._sources: list[StreamSource] = []
         self._part_size = part_size
         self._window = max(1, window)
         self._raise = raise_outcome
-        self._sizes = [s.size for s in sources]
-        self._etags: list[str | None] = [None] * len(sources)
+        self._sizes: list[int] = []
+        self._etags: list[str | None] = []
         self._queue: collections.deque[_Part] = collections.deque()
         self._cursor = (0, 0)  # (source, offset) of the next part to submit
         self._delivered = 0  # parts handed over
@@ -120,7 +121,7 @@ class PartPipeline:
         window = min(self._window, INITIAL_WINDOW + self._delivered)
         while len(self._queue) < window and not self._closed:
             index, offset = self._cursor
-            if index >= len(self._sources):
+            if not self.has(index):
                 return
             size = self._sizes[index]
             if size < 0 and offset > 0:
@@ -208,9 +209,23 @@ class PartPipeline:
             elif etag != first:
                 raise _changed(uri, f"ETag {etag} differs from {first} of its earlier parts")
 
+    def has(self, index: int) -> bool:
+        """Whether there is a source `index` (taking sources from the input as needed)."""
+        while len(self._sources) <= index:
+            source = next(self._incoming, None)
+            if source is None:
+                return False
+            self._sources.append(source)
+            self._sizes.append(source.size)
+            self._etags.append(None)
+        return True
+
+    def uri(self, index: int) -> str:
+        return self._sources[index].uri
+
     def size(self, index: int) -> int:
         """The object's size, -1 while unknown."""
-        return self._sizes[index]
+        return self._sizes[index] if self.has(index) else -1
 
     def skip(self, index: int) -> None:
         """Drop every part of sources up to ``index`` (a stream closed before its end)."""
@@ -355,13 +370,15 @@ def _find_newline(view: memoryview) -> int:
     return -1
 
 
-def iter_streams(pipeline: PartPipeline, sources: Sequence[StreamSource]) -> Iterator[ObjectStream]:
-    """One stream per source, in order, over a shared pipeline: the next object's parts are
-    fetched while the current one is consumed. Use each stream before asking for the next; a
-    stream left unfinished is skipped. Leaving the loop cancels everything in flight."""
+def iter_streams(pipeline: PartPipeline) -> Iterator[ObjectStream]:
+    """One stream per source of the pipeline, in order: the next object's parts are fetched
+    while the current one is consumed. Use each stream before asking for the next; a stream
+    left unfinished is skipped. Leaving the loop cancels everything in flight."""
     try:
-        for index, source in enumerate(sources):
-            stream = ObjectStream(pipeline, index, source.uri, owns=False)
+        index = 0
+        while pipeline.has(index):
+            stream = ObjectStream(pipeline, index, pipeline.uri(index), owns=False)
+            index += 1
             try:
                 yield stream
             finally:

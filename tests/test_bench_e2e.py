@@ -96,10 +96,10 @@ def test_large_object_report_shows_one_process_against_the_best() -> None:
 
     def row(n: int, rate: float) -> dict[str, object]:
         return {"latency_ms": 0, "size": 8 * MIB, "processes": n, "mb_per_s": rate,
-                "first_chunk_median_s": 0.01, "peak_rss_mb": 90.0}  # fmt: skip
+                "first_byte_s": 0.01, "first_chunk_max_s": 0.02, "peak_rss_mb": 90.0}  # fmt: skip
 
     text = report([row(1, 90.0), row(1, 100.0), row(4, 100.0), row(4, 110.0)], (1, 4))
-    assert "| 0 ms | 8 MiB | 1 | 95 (90-100) | 90% |" in text
+    assert "| 0 ms | 8 MiB | 1 | 95 (90-100) | 90% | 0.010 (0.010-0.010) | 0.020 |" in text
     assert "| 0 ms | 8 MiB | 4 | 105 (100-110) |  |" in text
 
 
