@@ -63,6 +63,7 @@ class _Part:
 
 
 def local_pool() -> ThreadPoolExecutor:
+    """The threads that read local files ahead (one pool per process, made on first use)."""
     global _local_pool
     with _local_pool_lock:
         if _local_pool is None:
@@ -258,7 +259,8 @@ class ObjectStream(io.RawIOBase):
 
     ``read(n)``, ``readinto(b)``, ``readline()``, ``for line in stream``, `chunks` (the parts as
     they arrive, no copy). ``size`` is the object's size once known (-1 before). Closing it
-    (``with``, ``close()``, or garbage collection) cancels its parts still in flight.
+    (``with``, ``close()``, or garbage collection) cancels its parts still in flight. A stream
+    belongs to one thread at a time; open one per thread to read in parallel.
     """
 
     def __init__(self, pipeline: PartPipeline, index: int, uri: str, *, owns: bool) -> None:
