@@ -163,7 +163,7 @@ def report(rows: list[dict[str, Any]], counts: tuple[int, ...]) -> str:
     lines = [
         "| latency | object | processes | MB/s median (range) | 1 process / best | "
         "first byte s (range) | any first chunk, max s | peak RSS MB per process (range) |",
-        "|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[int, int], dict[int, list[dict[str, Any]]]] = {}
     for row in rows:
