@@ -27,9 +27,10 @@ from advisor.core.bounds import (
 )
 from advisor.core.errors import EXIT_INTERRUPTED, report_error
 from advisor.core.location import check_answers, first_contact_s
-from advisor.core.units import any_size
+from advisor.core.units import MB, any_size, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.export import ExportBundle, build_export
+from advisor.headline import headline_lines
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
 from advisor.measure.trial.data import TrialEvent
 from advisor.reshard import cli as reshard_cli
@@ -256,26 +257,28 @@ def _print_trial(session: AdvisorSession) -> None:
             _table(
                 [
                     (
-                        "first byte p50 / p95",
-                        f"{s.first_byte_p50_s * 1e3:.1f} / {s.first_byte_p95_s * 1e3:.1f} ms",
+                        "first byte median / p95",
+                        f"{duration(s.first_byte_p50_s)} / {duration(s.first_byte_p95_s)}",
                     ),
-                    ("one connection", f"{s.per_connection_mb_s:.0f} MB/s"),
+                    ("one connection", mb_per_s(s.per_connection_mb_s)),
                 ]
             )
         )
         for level, mb_s, ops in s.concurrency_curve:
-            print(f"  {level:>3} in flight  {mb_s:8.1f} MB/s  {ops:8.1f} objects/s")
+            print(f"  {level:>3} in flight  {mb_per_s(mb_s):>12}  {rate(ops, 'objects'):>16}")
     if t.decode:
-        print(f"decode: {t.decode.transform}: {t.decode.cpu_s_per_sample * 1e3:.2f} ms CPU/sample")
+        print(f"decode: {t.decode.transform}: {duration(t.decode.cpu_s_per_sample)} CPU/sample")
     if t.counts:
         # what training saw per num_workers: the slower step model's median and its spread
-        print("num_workers  samples/s (median, spread)       step   slices  worker RSS")
+        print("num_workers  samples/s (median, spread)    step   slices  worker RSS")
         rss = {p.num_workers: p.peak_worker_rss_mb for p in t.sweep}
         for c in t.counts:
             bound = ">=" if c.lower_bound else ""  # no steady state: a lower bound (see notes)
+            spread = f"({per_s(c.low)}-{per_s(c.high)})"
+            memory = data_size(rss.get(c.num_workers, 0.0) * MB)
             print(
-                f"{c.num_workers:>11}  {bound:>2}{c.median:9.1f} ({c.low:9.1f}-{c.high:9.1f})  "
-                f"{c.step:>5}  {c.slices:>6}  {rss.get(c.num_workers, 0.0):7.0f} MB"
+                f"{c.num_workers:>11}  {bound:>2}{per_s(c.median):>7} {spread:<19}  "
+                f"{c.step:>5}  {c.slices:>6}  {memory:>10}"
             )
     for note in t.notes:
         print(f"note: {note}")
@@ -284,6 +287,10 @@ def _print_trial(session: AdvisorSession) -> None:
 def _print_recommendation(session: AdvisorSession) -> None:
     r = session.recommendation
     assert r is not None
+    # the answer first: what to change and its measured effect (advisor.headline)
+    for line in headline_lines(r, session.trial, session.workload.consumer_rate):
+        print(line)
+    print()
     print(r.summary())
     if session.location is not None and advises_reshard(r, session.profile):
         print(f"\nre-shard first:  {_reshard_command(session)}")

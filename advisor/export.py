@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING
 
 from advisor.core.bounds import check_module_name
 from advisor.core.location import DatasetLocation
+from advisor.core.units import data_size
 from advisor.core.workload import Workload
 from native_loader.cache import DEFAULT_CACHE_BYTES
 from native_loader.sample_errors import SamplePolicy
 from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:
-    from advisor.decide.recommend import Recommendation
+    from advisor.decide.recommend import Decision, Recommendation
     from advisor.measure.profile import DatasetProfile
 
 SCHEMA_VERSION = 4  # 2: max_inflight_bytes; 3: on_error, max_skipped_share; 4: local_copy_dir
@@ -177,12 +178,45 @@ def sagemaker_snippet(config: LoaderConfig) -> str | None:
     )
 
 
+# How people read a decision's name; DataLoader arguments keep theirs (they are what to type).
+_DECISION_LABELS = {
+    "data_source": "read from", "requests_in_flight": "requests in flight",
+    "inflight_bytes": "bytes in flight", "shard_size": "shard size",
+    "prefix_layout": "key prefixes", "throughput": "expected throughput",
+    "preprocess": "preprocessing", "cost": "cost",
+}  # fmt: skip
+_BYTE_DECISIONS = frozenset({"shard_size", "inflight_bytes"})
+
+
+def decision_label(decision: Decision) -> str:
+    return _DECISION_LABELS.get(decision.name, decision.name)
+
+
+def decision_value(decision: Decision) -> str:
+    """The decided value for people, its size in the one unit system (advisor.core.units)."""
+    value = decision.value
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    if decision.name in _BYTE_DECISIONS and whole:
+        return data_size(value) + (" per process" if decision.name == "inflight_bytes" else "")
+    if decision.name == "num_workers" and whole:
+        return (
+            f"{value} (loading in the training process)"
+            if value == 0
+            else (f"{value} worker process{'es' if value != 1 else ''}")
+        )
+    if decision.name == "prefetch_factor" and whole:
+        return f"{value} batches per worker"
+    return decision.display
+
+
 def _rationale_lines(recommendation: Recommendation) -> list[str]:
     lines = []
     for decision in recommendation.decisions:
         rules = ", ".join(decision.rules)
         rationale = " ".join(decision.rationale.split())
-        lines.append(f"#   {decision.name} = {decision.value} [{rules}]: {rationale}")
+        lines.append(
+            f"#   {decision_label(decision)}: {decision_value(decision)} [{rules}]: {rationale}"
+        )
     return lines
 
 

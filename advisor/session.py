@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.core.bounds import ListingLimits, TrialBudget
-from advisor.core.location import DatasetLocation
+from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.workload import Workload
 from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.measure.profile import Progress as ProfileProgress
@@ -68,15 +68,15 @@ class AdvisorSession:
             raise ValueError(f"unknown demo layout {layout!r}; choose one of {', '.join(LAYOUTS)}")
         report = None
         if progress is not None:
-            weights = expected_bytes(DemoSpec())
+            weights = {layout: expected_bytes(DemoSpec())[layout]}
             fractions = dict.fromkeys(weights, 0.0)
 
             def report(name: str, done: int, total: int) -> None:
                 fractions[name] = min(1.0, done / max(total, 1))
                 overall = sum(fractions[k] * w for k, w in weights.items()) / sum(weights.values())
-                progress(f"generating demo data: {name} {done}/{total}", overall)
+                progress(f"preparing the demo data: {name} {done}/{total}", overall)
 
-        demo = ensure_demo(progress=report)
+        demo = ensure_demo(progress=report, layouts=(layout,))  # only the layout asked for
         creds = demo.endpoint.credentials
         self.set_location(
             demo.uris[layout],
@@ -85,6 +85,11 @@ class AdvisorSession:
         )
         self.demo_layout = layout
         return demo.uris[layout]
+
+    def check_location(self) -> None:
+        """Before any listing: an endpoint that is not there or never answers is said so first,
+        then missing credentials (`advisor.core.location.check_answers`)."""
+        check_answers(self._need_location(), self.credentials)
 
     def reader(self) -> S3Reader:
         location = self._need_location()

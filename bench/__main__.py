@@ -33,6 +33,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
         "advisor-check", "bench.advisor_check", "the exported loader's sweep, unseen scenarios"
     ),
     Benchmark("e2e", "bench.e2e", "the exported loader vs the loaders people write today"),
+    Benchmark("e2e-large", "bench.e2e_large", "large objects streamed: 1 process vs several"),
+    Benchmark("e2e-shards", "bench.e2e_shards", "150 MB tar shards vs small objects: 1st batch"),
 )
 
 

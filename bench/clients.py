@@ -182,14 +182,18 @@ def measure(name: str, spec: Spec, make: Maker) -> Measurement:
 # --- clients ------------------------------------------------------------------------------------
 
 
-def make_native(spec: Spec, listed: bool = True) -> tuple[Reader, Callable[[], None]]:
-    """native_loader `read_many(..., ordered=True)`. With `listed` (the default, what its
-    datasets do) the items are `ObjectInfo` carrying the size a listing gives, so the reader
-    reserves the right number of bytes and starts every part of a large object at once; without
-    it (`native-uri`) they are plain URIs."""
-    import native_loader
+def _native_reader(spec: Spec) -> tuple[Any, str]:
+    """An S3Reader for the spec and the URI prefix of its keys: ``s3://bucket/`` or, for a
+    ``file://`` endpoint (the local scenario), the folder that holds the bucket's files."""
     from native_loader import Credentials, ReaderConfig, S3Reader
 
+    if spec.endpoint.startswith("file://"):
+        local = ReaderConfig(
+            max_inflight_requests=spec.concurrency,
+            max_inflight_bytes=max(256 * 2**20, 2 * spec.part_size * spec.concurrency),
+            part_size=spec.part_size,
+        )
+        return S3Reader(local), f"{spec.endpoint[len('file://') :]}/{spec.bucket}/"
     config = ReaderConfig(
         endpoint_url=spec.endpoint,
         region=spec.region,
@@ -200,8 +204,17 @@ def make_native(spec: Spec, listed: bool = True) -> tuple[Reader, Callable[[], N
         part_size=spec.part_size,
     )
     creds = Credentials(spec.access_key, spec.secret_key) if spec.signed else None
-    reader = S3Reader(config, credentials=creds)
-    prefix = f"s3://{spec.bucket}/"
+    return S3Reader(config, credentials=creds), f"s3://{spec.bucket}/"
+
+
+def make_native(spec: Spec, listed: bool = True) -> tuple[Reader, Callable[[], None]]:
+    """native_loader `read_many(..., ordered=True)`. With `listed` (the default, what its
+    datasets do) the items are `ObjectInfo` carrying the size a listing gives, so the reader
+    reserves the right number of bytes and starts every part of a large object at once; without
+    it (`native-uri`) they are plain URIs."""
+    import native_loader
+
+    reader, prefix = _native_reader(spec)
     info = getattr(native_loader, "ObjectInfo", None) if listed else None
 
     def read(feed: Feed) -> tuple[int, int]:
@@ -226,6 +239,70 @@ def make_native(spec: Spec, listed: bool = True) -> tuple[Reader, Callable[[], N
 
 def make_native_uri(spec: Spec) -> tuple[Reader, Callable[[], None]]:
     return make_native(spec, listed=False)
+
+
+def make_native_stream(spec: Spec) -> tuple[Reader, Callable[[], None]]:
+    """native_loader `open_many` over listed objects: each object streamed part by part
+    (`read_ahead_bytes` = concurrency parts ahead), its chunks taken and dropped."""
+    import dataclasses
+
+    from native_loader import ObjectInfo
+
+    reader, prefix = _native_reader(spec)
+    window = spec.concurrency * spec.part_size
+    config = dataclasses.replace(
+        reader.config,
+        read_ahead_bytes=window,
+        max_inflight_bytes=max(reader.config.max_inflight_bytes, window),
+    )
+    reader.close()
+    reader = type(reader)(config, credentials=getattr(reader, "_credentials", None))
+
+    def read(feed: Feed) -> tuple[int, int]:
+        sizes: dict[str, int] = {}
+
+        def infos() -> Iterator[Any]:  # pulled as the read-ahead reaches them
+            for key, size in feed:
+                sizes[prefix + key] = size
+                yield ObjectInfo(prefix + key, key, size, "")
+
+        objects = nbytes = 0
+        for stream in reader.open_many(infos()):
+            n = sum(len(chunk) for chunk in stream.chunks())
+            _check(n, sizes[stream.uri], stream.uri)
+            objects += 1
+            nbytes += n
+        return objects, nbytes
+
+    return read, reader.close
+
+
+def make_open(spec: Spec) -> tuple[Reader, Callable[[], None]]:
+    """Local files only: Python's ``open(path, "rb").read()``, in a thread pool of
+    `concurrency` threads (1: in the consumer's thread), results in order."""
+    if not spec.endpoint.startswith("file://"):
+        raise SystemExit("open: local files only (a file:// endpoint)")
+    folder = f"{spec.endpoint[len('file://') :]}/{spec.bucket}/"
+
+    def get(key: str, size: int) -> int:
+        with open(folder + key, "rb") as f:
+            n = len(f.read())
+        _check(n, size, key)
+        return n
+
+    pool = ThreadPoolExecutor(spec.concurrency) if spec.concurrency > 1 else None
+
+    def read(feed: Feed) -> tuple[int, int]:
+        if pool is None:
+            sizes = [get(key, size) for key, size in feed]
+            return len(sizes), sum(sizes)
+        return _windowed(pool, feed, 2 * spec.concurrency, get)
+
+    def close() -> None:
+        if pool is not None:
+            pool.shutdown()
+
+    return read, close
 
 
 def _boto3_client(spec: Spec, pool: int) -> Any:
@@ -608,6 +685,8 @@ def run_wrk(spec: Spec) -> Measurement:
 PYTHON_CLIENTS: dict[str, Maker] = {
     "native": make_native,
     "native-uri": make_native_uri,
+    "native-stream": make_native_stream,
+    "open": make_open,
     "boto3": make_boto3,
     "s3fs": make_s3fs,
     "s3torchconnector": make_s3torch,

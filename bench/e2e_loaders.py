@@ -243,23 +243,22 @@ def _lines_fsspec(spec: RunSpec) -> DataLoader[Any]:
 
 
 def _lines_native(spec: RunSpec) -> DataLoader[Any]:
-    """The exported module's dataset (its reader settings, no shuffle: shards in order, as the
-    fsspec loader reads them), each object read whole and handed to the same line iteration."""
-    module = load_export(spec.export)
-    dataset = module.make_dataset(
-        endpoint_url=spec.endpoint, cache_dir=_cache_dir(), transform=_no_transform, shuffle=False
+    """native_loader's text records: the exported module's reader settings (requests and bytes
+    in flight), each shard streamed by ranged parts and yielded line by line as its parts
+    arrive (``records="lines"``), shards in order (no shuffle, as the fsspec loader reads them)
+    and split between workers by the dataset."""
+    from native_loader import ReaderConfig, S3IterableDataset
+
+    settings = load_export(spec.export).CONFIG
+    config = ReaderConfig(
+        endpoint_url=spec.endpoint,
+        region=settings.get("region") or spec.region,
+        max_inflight_requests=settings["max_inflight_requests"],
+        max_inflight_bytes=settings["max_inflight_bytes"],
     )
-
-    def shards(index: int, count: int) -> Iterator[io.TextIOBase]:
-        # The dataset shards between workers itself (get_worker_info); index, count are its own.
-        for result in dataset:
-            yield io.TextIOWrapper(io.BytesIO(memoryview(result)), encoding="utf-8")
-
-    return DataLoader(Lines(shards), batch_size=spec.batch_size, num_workers=spec.num_workers)
-
-
-def _no_transform(data: Any) -> Any:
-    return data
+    dataset = S3IterableDataset(f"s3://{spec.bucket}/{spec.prefix}", config=config, records="lines")
+    dataset.uris()  # list once here; forked workers share the listing
+    return DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.num_workers)
 
 
 LOADERS: dict[str, Callable[[RunSpec], DataLoader[Any]]] = {

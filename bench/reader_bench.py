@@ -7,7 +7,9 @@ One run, one machine, the same bytes on three endpoints on 127.0.0.1:
   nginx       nginx serving the same files path-style (`bench.nginx`), anonymous requests: a
               fast data plane, so the server is not the bottleneck;
   nginx+30ms  the `advisor.demo.proxy.Proxy` in front of nginx adding 30 ms before every
-              response's first byte (real-S3-like latency).
+              response's first byte (real-S3-like latency);
+  local       the same files on the local disk (page cache warm after the first pass): the
+              reader's `read_many` and `open_many` against Python's ``open().read()``.
 
 Every client runs in its own subprocess (`python -m bench.clients`), so CPU seconds and peak RSS
 are its own. Each (scenario, client) tries a few settings twice; the best setting (by median)
@@ -117,6 +119,7 @@ def _large(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
     cands = [
         Candidate("native", (2,) if quick else (2, 4, 16)),
         Candidate("native-uri", (16,)),
+        Candidate("native-stream", (2, 8)),
         Candidate("boto3", (1,), "boto3-seq"),
         Candidate("boto3", (4,) if quick else (2, 6), "boto3-pool"),
         Candidate("s3fs", (4,) if quick else (2, 6)),
@@ -144,6 +147,18 @@ def _latency(quick: bool) -> tuple[Candidate, ...]:
     )
 
 
+def _local(ds: Dataset, quick: bool) -> tuple[Candidate, ...]:
+    """Candidates for local files: native reads them ahead on its pool (`read_many`) or
+    streams them (`open_many`); Python's open().read() in the consumer's thread or a pool."""
+    large = ds.size >= 8 * MIB
+    return (
+        Candidate("native", (4,) if quick else (4, 16)),
+        Candidate("native-stream", (2, 8) if large else (8,)),
+        Candidate("open", (1,), "open-seq"),
+        Candidate("open", (4,) if quick else (4, 16), "open-pool"),
+    )
+
+
 def make_plan(quick: bool) -> Plan:
     if quick:
         sets = [Dataset("large", 64 * MIB, 4), Dataset("small", 100 * KIB, 1000)]
@@ -160,6 +175,8 @@ def make_plan(quick: bool) -> Plan:
         Scenario("nginx 100KiB", "nginx", d["small"], _small(d["small"], False, quick)),
         Scenario("nginx 64MiB", "nginx", d["large"], _large(d["large"], False, quick)),
         Scenario("nginx+30ms 100KiB", "nginx+30ms", d["small"], _latency(quick)),
+        Scenario("local 100KiB", "local", d["small"], _local(d["small"], quick)),
+        Scenario("local 64MiB", "local", d["large"], _local(d["large"], quick)),
     ]
     if not quick:
         plan.scenarios.insert(
@@ -223,6 +240,7 @@ def endpoints(plan: Plan, verbose: bool) -> Iterator[Endpoints]:
         if "seaweedfs" in needed:
             upload(seaweed, root, datasets)
             urls["seaweedfs"] = seaweed.url
+        urls["local"] = f"file://{root}"
         nginx_url = stack.enter_context(Nginx(root))
         urls["nginx"] = nginx_url
         if "nginx+30ms" in needed:

@@ -68,6 +68,7 @@ PYTHON_ONLY_FIELDS = frozenset(
         "region",  # resolved with the environment and profile: EngineConfig.region
         "addressing_style",  # resolved with the endpoint: EngineConfig.path_style
         "profile",  # credentials and region lookup only
+        "read_ahead_bytes",  # streams (native_loader.stream) size their window in Python
     }
 )
 

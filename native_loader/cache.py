@@ -19,6 +19,7 @@ from typing import Any
 
 from native_loader import _native
 from native_loader.reader import ObjectInfo, ReadResult, S3Reader
+from native_loader.stream import ObjectStream
 
 _SUFFIX = ".obj"
 DEFAULT_CACHE_BYTES = 100 * 2**30
@@ -73,7 +74,11 @@ class LocalCache:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
             return  # a full disk makes the cache useless, not the training
-        self._added_since_scan += len(view)
+        self.note_added(len(view))
+
+    def note_added(self, nbytes: int) -> None:
+        """Count bytes just stored; evict when an eighth of the cap was added since a scan."""
+        self._added_since_scan += nbytes
         if self._added_since_scan >= self.max_bytes // 8:
             self.evict()
 
@@ -120,6 +125,95 @@ def read_through(
             yield result
     finally:
         stream.close()  # type: ignore[attr-defined]
+
+
+def stream_through(
+    reader: S3Reader, objects: Sequence[str | ObjectInfo], cache: LocalCache
+) -> Iterator[ObjectStream | _TeeStream]:
+    """Streams in the order of `objects`: cached ones from their local copy, the rest through
+    one `open_many` (so misses keep their read-ahead), each copied into the cache as its parts
+    arrive and kept once it was read to the end. Use each stream before taking the next."""
+
+    def key(item: str | ObjectInfo) -> tuple[str, str]:
+        return (item.uri, item.etag) if isinstance(item, ObjectInfo) else (item, "")
+
+    cached = [cache.path(*key(item)).exists() for item in objects]
+    misses = reader.open_many([o for o, hit in zip(objects, cached, strict=True) if not hit])
+    try:
+        for item, hit in zip(objects, cached, strict=True):
+            uri, etag = key(item)
+            if hit:
+                try:
+                    os.utime(cache.path(uri, etag))  # most recently used; fails if evicted
+                    cache.hits += 1
+                    with reader.open(str(cache.path(uri, etag))) as local:
+                        yield local
+                    continue
+                except FileNotFoundError:
+                    pass  # evicted since we looked: read it from its source
+                with reader.open(item) as direct:
+                    yield direct
+                continue
+            cache.misses += 1
+            tee = _TeeStream(next(misses), cache, uri, etag)
+            try:
+                yield tee
+            finally:
+                tee.close()
+    finally:
+        misses.close()  # type: ignore[attr-defined]
+
+
+class _TeeStream:
+    """An `ObjectStream` whose bytes are also written to a temporary file, renamed into the
+    cache when the stream was read to its end (and dropped otherwise)."""
+
+    def __init__(self, stream: ObjectStream, cache: LocalCache, uri: str, etag: str) -> None:
+        self.uri = uri
+        self._stream, self._cache, self._etag = stream, cache, etag
+        self._written = 0
+        fd, self._tmp = tempfile.mkstemp(dir=cache.directory, suffix=".tmp")
+        self._file: Any = os.fdopen(fd, "wb")
+
+    def _copy(self, data: Any) -> None:
+        if self._file is not None:
+            try:
+                self._file.write(data)
+                self._written += len(data)
+            except OSError:  # a full disk makes the cache useless, not the training
+                self._discard()
+
+    def read(self, size: int = -1, /) -> bytes:
+        data = self._stream.read(size)
+        self._copy(data)
+        return data
+
+    def chunks(self) -> Iterator[memoryview]:
+        for chunk in self._stream.chunks():
+            self._copy(chunk)
+            yield chunk
+
+    def _discard(self) -> None:
+        if self._file is not None:
+            with contextlib.suppress(OSError):
+                self._file.close()
+            with contextlib.suppress(OSError):
+                os.unlink(self._tmp)
+            self._file = None
+
+    def close(self) -> None:
+        complete = self._stream.size >= 0 and self._written == self._stream.size
+        if self._file is not None and complete and self._written <= self._cache.max_bytes:
+            self._file.close()
+            self._file = None
+            try:
+                os.replace(self._tmp, self._cache.path(self.uri, self._etag))
+                self._cache.note_added(self._written)
+            except OSError:
+                with contextlib.suppress(OSError):
+                    os.unlink(self._tmp)
+        self._discard()
+        self._stream.close()
 
 
 class CacheSpec:

@@ -26,6 +26,9 @@ class ReaderConfig:
         addressing_style: ``"path"`` (``host/bucket/key``), ``"virtual"`` (``bucket.host/key``)
             or ``"auto"`` (default: path for custom endpoints, virtual for AWS). Buckets that are
             not DNS labels (dots, upper case, ``_``) always use path style.
+        read_ahead_bytes: bytes (B) a stream (`S3Reader.open`, `open_many`) fetches ahead of
+            its consumer, in parts of ``part_size`` (at least one part; never more than
+            ``max_inflight_bytes``). Default 64 MiB.
         max_inflight_requests: most HTTP requests in flight at once, and most objects
             `read_many` keeps ahead of the consumer. Default 32.
         max_inflight_bytes: bytes (B) reserved by requests in flight plus results not yet handed
@@ -53,6 +56,7 @@ class ReaderConfig:
     max_inflight_requests: int = 32
     max_inflight_bytes: int = 256 * 2**20
     part_size: int = 8 * 2**20
+    read_ahead_bytes: int = 64 * 2**20
     connect_timeout_s: float = 5.0
     first_byte_timeout_s: float = 30.0
     stall_timeout_s: float = 30.0
@@ -69,7 +73,13 @@ class ReaderConfig:
             raise ValueError(f"{self.region=} must be a region name such as 'us-east-1' or None")
         if self.addressing_style not in _ADDRESSING_STYLES:
             raise ValueError(f"{self.addressing_style=} must be one of {_ADDRESSING_STYLES}")
-        for name in ("max_inflight_requests", "max_inflight_bytes", "part_size", "max_attempts"):
+        for name in (
+            "max_inflight_requests",
+            "max_inflight_bytes",
+            "part_size",
+            "read_ahead_bytes",
+            "max_attempts",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int):
                 raise TypeError(f"{name}={value!r} must be an int")
@@ -81,6 +91,8 @@ class ReaderConfig:
             raise ValueError(
                 f"{self.max_inflight_bytes=} must be >= part_size ({self.part_size} B)"
             )
+        if self.read_ahead_bytes < 0:
+            raise ValueError(f"{self.read_ahead_bytes=} must be >= 0")
         if not 1 <= self.max_attempts <= 100:
             raise ValueError(f"{self.max_attempts=} must be between 1 and 100")
         for name in ("connect_timeout_s", "first_byte_timeout_s", "stall_timeout_s"):

@@ -17,9 +17,10 @@ from typing import Any
 
 import torch.utils.data
 
-from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through
+from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through, stream_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
+from native_loader.records import RECORD_FORMATS, RecordFormat, iter_records
 from native_loader.sample_errors import (
     SampleCounts,
     SampleError,
@@ -29,10 +30,12 @@ from native_loader.sample_errors import (
     readable_name,
     unreadable_name,
 )
-from native_loader.tar import iter_samples
+from native_loader.tar import iter_samples_stream
 from native_loader.uri import is_metadata
 
 Transform = Callable[[Any], Any]
+# An iteration adds its samples to the shared counts this many at a time (and at its end).
+_COUNT_FLUSH = 256
 Source = str | Iterable[str] | Iterable[ObjectInfo]
 
 
@@ -73,7 +76,11 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         shuffle: shuffle the object order each epoch (seeded by ``seed`` and the epoch).
         seed: base seed for shuffling.
         shuffle_buffer: with N > 0, items also pass through an N-item shuffle buffer.
-        tar_samples: objects are WebDataset tar shards; yield their samples.
+        tar_samples: objects are WebDataset tar shards; yield their samples, each as soon as its
+            members have arrived (the shard is streamed, not read whole).
+        records: objects are text shards; yield their records as they arrive: ``"lines"``
+            (``str``), ``"jsonl"`` (parsed JSON) or ``"csv"`` (a ``dict`` per row). See
+            `native_loader.records`.
         rank, world_size: this process's share; default from torch.distributed (or 0 of 1).
         cache_dir, cache_max_bytes: keep a copy of every object read in this local directory
             (at most cache_max_bytes, least recently used evicted), so that later epochs read
@@ -82,6 +89,10 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             `SampleError` naming the object; ``SamplePolicy("skip")`` skips and counts them
             (`sample_stats`), up to a share of the samples seen.
 
+    Streamed shards (``tar_samples`` or ``records``) hold at most ``config.read_ahead_bytes``
+    of each worker's shards in memory, not whole shards; the next shard's first parts are
+    fetched while the current one is read. With a cache, they are copied to it as they stream
+    and later epochs stream the local copy.
     Objects are split between ranks and DataLoader workers round-robin after shuffling, so
     each object is read exactly once per epoch across all of them. Call `set_epoch` before
     each epoch to reshuffle.
@@ -98,6 +109,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         seed: int = 0,
         shuffle_buffer: int = 0,
         tar_samples: bool = False,
+        records: RecordFormat | None = None,
         rank: int | None = None,
         world_size: int | None = None,
         cache_dir: str | os.PathLike[str] | None = None,
@@ -110,6 +122,10 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             raise ValueError("give both rank and world_size, or neither")
         if world_size is not None and rank is not None and not 0 <= rank < world_size:
             raise ValueError(f"{rank=} must be in [0, {world_size=})")
+        if records is not None and records not in RECORD_FORMATS:
+            raise ValueError(f"{records=} must be one of {RECORD_FORMATS} or None")
+        if records is not None and tar_samples:
+            raise ValueError("records and tar_samples exclude each other")
         self._source: str | list[Any] = source if isinstance(source, str) else list(source)
         self._config = config if config is not None else ReaderConfig()
         self._credentials = credentials
@@ -118,6 +134,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self.seed = seed
         self.shuffle_buffer = shuffle_buffer
         self.tar_samples = tar_samples
+        self.records = records
         self._rank = rank
         self._world_size = world_size
         self.epoch = 0
@@ -170,15 +187,18 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         return rank * workers + worker, world * workers
 
     def __iter__(self) -> Iterator[Any]:
-        guard = SampleGuard(self.on_error, self.counts)
-        for name, item in self.named_items(guard):
-            if self.transform is None:
-                guard.ok()
-                yield item
-                continue
-            done, out = guard.apply(self.transform, name, item)
-            if done:
-                yield out
+        guard = SampleGuard(self.on_error, self.counts, flush_every=_COUNT_FLUSH)
+        try:
+            for name, item in self.named_items(guard):
+                if self.transform is None:
+                    guard.ok()
+                    yield item
+                    continue
+                done, out = guard.apply(self.transform, name, item)
+                if done:
+                    yield out
+        finally:
+            guard.flush()
 
     def named_items(self, guard: SampleGuard | None = None) -> Iterator[tuple[str, Any]]:
         """This process's share of the epoch, untransformed, each with the name of the object
@@ -208,6 +228,9 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         """Read `objects` in order; a failed read is raised as it is (it names the object), or
         skipped, and the reads go on after it."""
         cache = self._cache.get()
+        if self.tar_samples or self.records is not None:
+            yield from self._streamed(objects, guard)
+            return
         position = 0
         while position < len(objects):
             stream = (
@@ -218,10 +241,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             try:
                 for result in stream:
                     position += 1
-                    if self.tar_samples:
-                        yield from _tar_samples(result.uri, result, guard)
-                    else:
-                        yield result.uri, result
+                    yield result.uri, result
                 return
             except SampleError:
                 raise
@@ -233,25 +253,69 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             finally:
                 stream.close()  # type: ignore[attr-defined]
 
+    def _streamed(
+        self, objects: list[str | ObjectInfo], guard: SampleGuard
+    ) -> Iterator[tuple[str, Any]]:
+        """Samples or records of each shard as its parts arrive (`S3Reader.open_many`, or the
+        cache's `stream_through`). A shard that fails to read is raised as it is, or skipped
+        and the reads go on after it; one that fails to parse goes to `guard`."""
+        cache = self._cache.get()
+        position = 0
+        while position < len(objects):
+            rest = objects[position:]
+            streams = (
+                stream_through(self.reader, rest, cache)
+                if cache is not None
+                else self.reader.open_many(rest)
+            )
+            current = position
+            try:
+                for current, stream in enumerate(streams, position):
+                    yield from self._shard_items(_uri(objects[current]), stream, guard)
+                return
+            except SampleError:
+                raise
+            except Exception as exc:
+                position = current + 1
+                if self.on_error.on_error == "raise":
+                    raise
+                guard.failed(failure("reading", _uri(objects[current]), exc), exc)
+            finally:
+                streams.close()  # type: ignore[attr-defined]
+
+    def _shard_items(self, uri: str, stream: Any, guard: SampleGuard) -> Iterator[tuple[str, Any]]:
+        if self.tar_samples:
+            samples = iter_samples_stream(stream)
+            for sample in _parsed(samples, "reading the tar shard", uri, guard):
+                yield f"{uri}#{sample['__key__']}", sample
+            for _ in stream.chunks():  # the end-of-archive padding: a cached copy is whole
+                pass
+            return
+        assert self.records is not None
+        records = iter_records(stream.chunks(), self.records)
+        for record in _parsed(records, f"reading {self.records} records", uri, guard):
+            yield uri, record
+
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_reader"] = None  # each process makes its own
         return state
 
 
-def _tar_samples(uri: str, shard: Any, guard: SampleGuard) -> Iterator[tuple[str, Any]]:
-    """A shard's samples, named ``<uri>#<key>``; a corrupt shard goes to `guard` (its samples
-    not yet read are skipped with it)."""
-    samples = iter_samples(shard)
+def _parsed(items: Iterator[Any], what: str, uri: str, guard: SampleGuard) -> Iterator[Any]:
+    """`items` of one shard until one fails to parse: that goes to `guard` (the shard's items
+    not yet read are skipped with it). Read failures (OSError) pass through as they are."""
     while True:
         try:
-            sample = next(samples)
+            item = next(items)
         except StopIteration:
             return
+        except OSError:
+            raise
         except Exception as exc:
-            guard.failed(failure("reading the tar shard", uri, exc), exc)
+            guard.failed(failure(what, uri, exc), exc)
             return
-        yield f"{uri}#{sample['__key__']}", sample
+        yield item
 
 
 def _buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> Iterator[Any]:

@@ -3,18 +3,27 @@
 from __future__ import annotations
 
 import collections
-import itertools
 import os
 import stat as stat_module
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from native_loader import _native
 from native_loader._client import EngineSession
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.errors import S3Error, error_from_outcome
+from native_loader.local import (
+    LocalRead,
+    file_etag,
+    list_local,
+    local_read,
+    read_local,
+    start_local_reads,
+)
+from native_loader.results import ObjectInfo, ReadResult
+from native_loader.stream import ObjectStream, PartPipeline, StreamSource, iter_streams
 from native_loader.uri import local_path, parse_uri
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
@@ -31,68 +40,11 @@ STAT_NAMES = tuple(
 )
 
 
-@dataclass(frozen=True)
-class ObjectInfo:
-    """One listed object: its URI (readable as is), key, size in bytes and ETag.
-
-    With a delimiter, common prefixes are listed too: key ends with the delimiter, size 0,
-    etag "".
-    """
-
-    uri: str
-    key: str
-    size: int
-    etag: str
-
-
-class ReadResult(_native.Buffer):
-    """The bytes of one read, exposed with the buffer protocol (no copy): ``memoryview(r)``,
-    ``bytes(r)``, ``numpy.frombuffer(r, ...)``, ``torch.frombuffer(r, ...)``, ``len(r)``.
-
-    Attributes: ``uri``; ``first_byte_s`` and ``elapsed_s`` (seconds from submission to the
-    first response byte and to completion); ``attempts`` (most attempts any part needed).
-    """
-
-    uri: str
-    first_byte_s: float
-    elapsed_s: float
-    attempts: int
-
-    def __init__(
-        self, data: _native.Buffer, uri: str, first_byte_s: float, elapsed_s: float, attempts: int
-    ) -> None:
-        super().__init__(data)
-        self.uri = uri
-        self.first_byte_s = first_byte_s
-        self.elapsed_s = elapsed_s
-        self.attempts = attempts
-
-    if TYPE_CHECKING:  # the native base implements the buffer protocol in C
-
-        def __buffer__(self, flags: int, /) -> memoryview: ...
-
-    def __repr__(self) -> str:
-        return f"ReadResult(uri={self.uri!r}, size={len(self)}, elapsed_s={self.elapsed_s:.3f})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _rebuild_result,
-            (bytes(memoryview(self)), self.uri, self.first_byte_s, self.elapsed_s, self.attempts),
-        )
-
-
-def _rebuild_result(
-    data: bytes, uri: str, first_byte_s: float, elapsed_s: float, attempts: int
-) -> ReadResult:
-    # Bytes from a pickle (e.g. a DataLoader worker) are copied once into native storage.
-    return ReadResult(_native.buffer_from(data), uri, first_byte_s, elapsed_s, attempts)
-
-
 @dataclass
 class _Pending:
     uri: str
-    ticket: int | None  # None for a local file, read when its turn comes
-    path: str = ""
+    ticket: int | None  # None for a local file
+    local: LocalRead | None = None
 
 
 class S3Reader:
@@ -140,7 +92,7 @@ class S3Reader:
             raise ValueError("delimiter must be a non-empty string or None")
         scheme, bucket, key = parse_uri(uri)
         if scheme == "file":
-            return _list_local(local_path(bucket, key), delimiter, max_keys)
+            return list_local(local_path(bucket, key), delimiter, max_keys)
         self._session.engine()  # fail early (closed reader, no credentials)
         return self._list_s3(bucket, key, delimiter or "", max_keys)
 
@@ -185,7 +137,7 @@ class S3Reader:
             st = os.stat(path)
             if stat_module.S_ISDIR(st.st_mode):
                 raise IsADirectoryError(21, "Is a directory", path)
-            return ObjectInfo(uri, path, st.st_size, _file_etag(st))
+            return ObjectInfo(uri, path, st.st_size, file_etag(st))
         _require_key(uri, key)
         engine = self._session.engine()
         outcome = self._wait(engine, engine.submit_head(bucket, key), uri)
@@ -207,7 +159,7 @@ class S3Reader:
     def _read(self, uri: str, offset: int, length: int) -> ReadResult:
         scheme, bucket, key = parse_uri(uri)
         if scheme == "file":
-            return _read_local(uri, local_path(bucket, key), offset, length)
+            return read_local(uri, local_path(bucket, key), offset, length)
         _require_key(uri, key)
         engine = self._session.engine()
         ticket = engine.submit_get(bucket, key, offset, length)
@@ -234,7 +186,8 @@ class S3Reader:
     def _read_many(self, uris: Iterator[str | ObjectInfo], ordered: bool) -> Iterator[ReadResult]:
         pending: collections.deque[_Pending] = collections.deque()
         engine: _native.Engine | None = None
-        limit = self.config.max_inflight_requests * READ_AHEAD_FACTOR
+        config = self.config
+        limit = config.max_inflight_requests * READ_AHEAD_FACTOR
         exhausted = False
         try:
             while True:
@@ -249,7 +202,8 @@ class S3Reader:
                         uri, size = source, -1
                     scheme, bucket, key = parse_uri(uri)
                     if scheme == "file":
-                        pending.append(_Pending(uri, None, local_path(bucket, key)))
+                        local = local_read(uri, local_path(bucket, key), size)
+                        pending.append(_Pending(uri, None, local))
                         continue
                     _require_key(uri, key)
                     engine = self._session.engine()
@@ -257,14 +211,15 @@ class S3Reader:
                     pending.append(_Pending(uri, ticket))
                 if not pending:
                     return
+                locals_ = (p.local for p in pending if p.local is not None)
+                start_local_reads(locals_, config.max_inflight_requests, config.max_inflight_bytes)
                 if ordered or pending[0].ticket is None:
-                    item = pending.popleft()
-                    yield self._finish(engine, item)
+                    yield self._finish(engine, pending.popleft())
                     continue
-                local = next((p for p in pending if p.ticket is None), None)
-                if local is not None:
-                    pending.remove(local)
-                    yield self._finish(engine, local)
+                first_local = next((p for p in pending if p.ticket is None), None)
+                if first_local is not None:
+                    pending.remove(first_local)
+                    yield self._finish(engine, first_local)
                     continue
                 assert engine is not None
                 done = set(engine.wait_any([p.ticket for p in pending if p.ticket], _WAIT_SLICE_S))
@@ -275,11 +230,42 @@ class S3Reader:
             for item in pending:
                 if item.ticket is not None and engine is not None:
                     engine.cancel(item.ticket)
+                if item.local is not None:
+                    item.local.cancel()
+
+    def open(self, source: str | ObjectInfo) -> ObjectStream:
+        """The object (or file) as a stream: a binary file-like object (``read``, ``readinto``,
+        ``readline``, iteration over lines, ``chunks()``). Parts of ``part_size`` are fetched
+        by ranged GETs up to ``read_ahead_bytes`` ahead of the consumer, so memory does not
+        grow with the object's size. Close it (or use ``with``) to cancel what is in flight."""
+        sources = [self._stream_source(source)]
+        return ObjectStream(self._pipeline(sources), 0, sources[0].uri, owns=True)
+
+    def open_many(self, sources: Iterable[str | ObjectInfo]) -> Iterator[ObjectStream]:
+        """One stream per object, in order; the next object's first parts are fetched while
+        the current one is read (within the same ``read_ahead_bytes``). Read each stream before
+        taking the next: one left unfinished is skipped. Leaving the loop cancels the rest."""
+        return iter_streams(self._pipeline(self._stream_source(s) for s in sources))
+
+    def _stream_source(self, source: str | ObjectInfo) -> StreamSource:
+        uri, size = (source.uri, source.size) if isinstance(source, ObjectInfo) else (source, -1)
+        scheme, bucket, key = parse_uri(uri)
+        if scheme == "file":
+            return StreamSource(uri, path=local_path(bucket, key), size=size)
+        _require_key(uri, key)
+        return StreamSource(uri, bucket=bucket, key=key, size=size)
+
+    def _pipeline(self, sources: Iterable[StreamSource]) -> PartPipeline:
+        config = self.config
+        budget = min(config.read_ahead_bytes, config.max_inflight_bytes)
+        return PartPipeline(
+            self._session.engine, sources, config.part_size, budget // config.part_size, _raise
+        )
 
     def _finish(self, engine: _native.Engine | None, item: _Pending) -> ReadResult:
-        if item.ticket is None:
-            return _read_local(item.uri, item.path, 0, -1)
-        assert engine is not None
+        if item.local is not None:
+            return item.local.result()
+        assert engine is not None and item.ticket is not None
         return _result(self._wait(engine, item.ticket, item.uri), item.uri)
 
     def _wait(self, engine: _native.Engine, ticket: int, uri: str) -> _native.Outcome:
@@ -291,15 +277,7 @@ class S3Reader:
             raise
         outcome = engine.take(ticket)
         if outcome.error_kind is not _native.ErrorKind.NONE:
-            raise error_from_outcome(
-                outcome.error_kind,
-                outcome.status,
-                outcome.code,
-                outcome.message,
-                outcome.request_id,
-                outcome.attempts,
-                uri,
-            )
+            _raise(outcome, uri)
         return outcome
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -333,6 +311,18 @@ class S3Reader:
         self.close()
 
 
+def _raise(outcome: _native.Outcome, uri: str) -> None:
+    raise error_from_outcome(
+        outcome.error_kind,
+        outcome.status,
+        outcome.code,
+        outcome.message,
+        outcome.request_id,
+        outcome.attempts,
+        uri,
+    )
+
+
 def _require_key(uri: str, key: str) -> None:
     if not key or key.endswith("/"):
         raise ValueError(f"{uri!r} names a prefix, not an object (expected s3://bucket/key)")
@@ -342,43 +332,3 @@ def _result(outcome: _native.Outcome, uri: str) -> ReadResult:
     data = outcome.data
     assert data is not None
     return ReadResult(data, uri, outcome.first_byte_s, outcome.elapsed_s, outcome.attempts)
-
-
-def _file_etag(st: os.stat_result) -> str:
-    return f'"{st.st_mtime_ns:x}-{st.st_size:x}"'
-
-
-def _read_local(uri: str, path: str, offset: int, length: int) -> ReadResult:
-    import time
-
-    start = time.perf_counter()
-    data, err, _ = _native.read_file(path, offset, length)
-    if data is None:
-        raise OSError(err, os.strerror(err), path)
-    elapsed = time.perf_counter() - start
-    return ReadResult(data, uri, elapsed, elapsed, 1)
-
-
-def _list_local(path: str, delimiter: str | None, max_keys: int | None) -> Iterator[ObjectInfo]:
-    # Prefix semantics, as on S3: "/d/" lists inside d, "/d/tr" lists d/tr* (files and folders).
-    directory, name_prefix = os.path.split(path)
-
-    def walk(folder: str) -> Iterator[ObjectInfo]:
-        try:
-            entries = sorted(os.scandir(folder), key=lambda e: e.name)
-        except FileNotFoundError:
-            return
-        for entry in entries:
-            full = entry.path
-            if folder == directory and not entry.name.startswith(name_prefix):
-                continue
-            if entry.is_dir(follow_symlinks=True):
-                if delimiter == "/":
-                    yield ObjectInfo(full + "/", full + "/", 0, "")
-                else:
-                    yield from walk(full)
-            elif entry.is_file(follow_symlinks=True):
-                st = entry.stat()
-                yield ObjectInfo(full, full, st.st_size, _file_etag(st))
-
-    yield from itertools.islice(walk(directory or "."), max_keys)

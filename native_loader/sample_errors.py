@@ -128,22 +128,37 @@ class SampleGuard:
     """Applies one policy over one process's pass: reads and transforms that fail are raised as
     `SampleError` or skipped and counted, until the share skipped passes the cap."""
 
-    def __init__(self, policy: SamplePolicy, counts: SampleCounts | None = None) -> None:
+    def __init__(
+        self, policy: SamplePolicy, counts: SampleCounts | None = None, flush_every: int = 1
+    ) -> None:
         self.policy = policy
         self.counts = counts
         self.seen = 0
         self.skipped = 0
+        # Samples that went through are added to the shared counts `flush_every` at a time
+        # (and by `flush`): one shared-memory update per record would cost more than reading
+        # a line of a text shard.
+        self.flush_every = flush_every
+        self._unflushed = 0
 
     def ok(self) -> None:
         """One sample went through."""
         self.seen += 1
-        if self.counts is not None:
-            self.counts.add(1, 0)
+        self._unflushed += 1
+        if self._unflushed >= self.flush_every:
+            self.flush()
+
+    def flush(self) -> None:
+        """Add the samples counted here since the last flush to the shared counts."""
+        if self.counts is not None and self._unflushed:
+            self.counts.add(self._unflushed, 0)
+        self._unflushed = 0
 
     def failed(self, message: str, exc: BaseException) -> None:
         """A sample failed (`message` names it): raise, or count it and return to skip it."""
         if self.policy.on_error == "raise":
             raise SampleError(message) from exc
+        self.flush()
         self.seen += 1
         self.skipped += 1
         if self.counts is not None:

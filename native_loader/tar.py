@@ -8,9 +8,15 @@ pax ``path`` records. The key of ``dir/s0001.seg.png`` is ``dir/s0001`` and its 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol
 
 BLOCK = 512
+
+
+class Readable(Protocol):
+    """What a streamed archive needs: ``read(n)`` returning at most n bytes (fewer at the end)."""
+
+    def read(self, size: int = -1, /) -> bytes: ...
 
 
 def _octal(field: bytes) -> int:
@@ -62,6 +68,48 @@ def iter_members(data: Any) -> Iterator[tuple[str, memoryview]]:
             yield name, body
 
 
+def iter_members_stream(stream: Readable) -> Iterator[tuple[str, bytes]]:
+    """(name, bytes) of each regular file of a tar archive read from a stream, member by member:
+    the first member is ready once its bytes have arrived, not the whole archive."""
+
+    def exactly(n: int, what: str) -> bytes:
+        data = stream.read(n)
+        if len(data) < n:
+            raise ValueError(f"truncated tar archive: {what} is cut short")
+        return data
+
+    long_name: str | None = None
+    pax_path: str | None = None
+    while True:
+        header = stream.read(BLOCK)
+        if len(header) < BLOCK or header == b"\0" * BLOCK:
+            return
+        size = _octal(header[124:136])
+        kind = header[156:157]
+        body = exactly(size, f"member {_cstr(header[0:100])!r}")
+        padding = (BLOCK - size % BLOCK) % BLOCK
+        if padding:
+            stream.read(padding)
+        if kind == b"L":
+            long_name = _cstr(body)
+            continue
+        if kind == b"x":
+            for record in body.decode("utf-8", "surrogateescape").split("\n"):
+                _, _, keyvalue = record.partition(" ")
+                if keyvalue.startswith("path="):
+                    pax_path = keyvalue[5:]
+            continue
+        if kind == b"g":
+            continue
+        name = _cstr(header[0:100])
+        if header[257:262] == b"ustar" and header[345:346] != b"\0":
+            name = _cstr(header[345:500]) + "/" + name
+        name = pax_path or long_name or name
+        long_name = pax_path = None
+        if kind in (b"0", b"\0", b"7"):
+            yield name, body
+
+
 def split_name(name: str) -> tuple[str, str]:
     """WebDataset key and extension: ``a/b.c.d`` -> (``a/b``, ``c.d``)."""
     folder, _, base = name.rpartition("/")
@@ -71,9 +119,18 @@ def split_name(name: str) -> tuple[str, str]:
 
 
 def iter_samples(data: Any) -> Iterator[dict[str, Any]]:
-    """Samples of a WebDataset shard, in archive order."""
+    """Samples of a WebDataset shard held in a buffer, in archive order."""
+    return _group((name, bytes(body)) for name, body in iter_members(data))
+
+
+def iter_samples_stream(stream: Readable) -> Iterator[dict[str, Any]]:
+    """Samples of a WebDataset shard read from a stream, each as soon as its members arrived."""
+    return _group(iter_members_stream(stream))
+
+
+def _group(members: Iterator[tuple[str, bytes]]) -> Iterator[dict[str, Any]]:
     sample: dict[str, Any] = {}
-    for name, body in iter_members(data):
+    for name, body in members:
         key, ext = split_name(name)
         if key.rpartition("/")[2].startswith("__") and not ext:
             continue
@@ -82,6 +139,6 @@ def iter_samples(data: Any) -> Iterator[dict[str, Any]]:
             sample = {}
         if not sample:
             sample["__key__"] = key
-        sample[ext] = bytes(body)
+        sample[ext] = body
     if sample:
         yield sample

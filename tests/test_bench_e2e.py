@@ -89,3 +89,31 @@ def test_tutorial_loader_runs_the_training_loop(s3_endpoint, s3_bucket) -> None:
     assert result.samples == 6 and result.first_batch_samples == 4
     assert 0 < result.first_batch_s <= result.epoch_s
     assert result.cpu_s > 0
+
+
+def test_large_object_report_shows_one_process_against_the_best() -> None:
+    from bench.e2e_large import MIB, report
+
+    def row(n: int, rate: float) -> dict[str, object]:
+        return {"latency_ms": 0, "size": 8 * MIB, "processes": n, "mb_per_s": rate,
+                "first_byte_s": 0.01, "first_chunk_max_s": 0.02, "peak_rss_mb": 90.0}  # fmt: skip
+
+    text = report([row(1, 90.0), row(1, 100.0), row(4, 100.0), row(4, 110.0)], (1, 4))
+    assert "| 0 ms | 8 MiB | 1 | 95 (90-100) | 90% | 0.010 (0.010-0.010) | 0.020 |" in text
+    assert "| 0 ms | 8 MiB | 4 | 105 (100-110) |  |" in text
+
+
+def test_lines_native_streams_text_shards_as_records(s3_endpoint, s3_bucket, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    client = s3_endpoint.boto3_client()
+    keys = [f"shard-{i}.txt" for i in range(2)]
+    for key in keys:
+        client.put_object(Bucket=s3_bucket, Key=f"text/{key}", Body=b"a line\n" * 3000)
+    export = tmp_path / "exported.py"
+    export.write_text(
+        "CONFIG = {'region': None, 'max_inflight_requests': 8, 'max_inflight_bytes': 2**26}\n"
+    )
+    spec = RunSpec(loader="lines-native", endpoint=s3_endpoint.url, bucket=s3_bucket,
+                   prefix="text/", keys=keys, transform="lines", batch_size=512, num_workers=0,
+                   samples=10**9, consumer_rate=None, export=str(export))  # fmt: skip
+    result = run(spec)
+    assert result.samples == 6000

@@ -11,7 +11,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from advisor.demo.datasets import DemoSpec, expected_bytes, iter_objects, upload, write_folder
+from advisor.demo.datasets import (
+    DEMO_DATA_VERSION,
+    DemoCache,
+    DemoSpec,
+    default_cache_root,
+    expected_bytes,
+    iter_objects,
+    upload,
+    write_folder,
+)
 
 SMALL = DemoSpec(images=40, image_kb=(50, 200), shard_mb=1.0, large_files=2, large_mb=1.0)
 
@@ -91,3 +100,42 @@ def test_expected_bytes_match_what_is_generated() -> None:
         actual[layout] = actual.get(layout, 0) + len(obj.data)
     for layout, expected in expected_bytes(SMALL).items():
         assert expected == pytest.approx(actual[layout], rel=0.25), layout
+
+
+def test_only_the_layouts_asked_for_are_generated() -> None:
+    only = {layout for layout, _ in iter_objects(SMALL, ("large",))}
+    assert only == {"large"}
+    images = [o.key for layout, o in iter_objects(SMALL, ("small-images",))]
+    assert {layout for layout, _ in iter_objects(SMALL, ("small-images",))} == {"small-images"}
+    assert images == [o.key for layout, o in iter_objects(SMALL) if layout == "small-images"]
+    with pytest.raises(ValueError, match="unknown demo layout"):
+        list(iter_objects(SMALL, ("huge",)))
+
+
+def test_the_cache_keeps_generated_data_across_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = DemoCache(tmp_path, SMALL)
+    assert cache.folder.name.startswith(f"v{DEMO_DATA_VERSION}-")  # the version stamp
+    first = [(layout, o.key, o.data) for layout, o in cache.objects(("small-images",))]
+    assert cache.has("small-images") and not cache.has("shards")
+    assert not list(cache.folder.glob("*.partial-*"))  # written beside, then renamed
+    # a second process reads the folder: nothing is generated again
+    monkeypatch.setattr(
+        "advisor.demo.datasets.iter_samples",
+        lambda spec: pytest.fail("generated again although cached"),
+    )
+    again = DemoCache(tmp_path, SMALL)
+    assert sorted(
+        (layout, o.key, o.data) for layout, o in again.objects(("small-images",))
+    ) == sorted(first)
+    # another spec (or version) is another folder
+    assert DemoCache(tmp_path, DemoSpec(images=3)).folder != cache.folder
+
+
+def test_default_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", "/tmp/demo-cache")
+    assert default_cache_root() == Path("/tmp/demo-cache")
+    monkeypatch.delenv("LOADER_ADVISOR_DEMO_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", "/tmp/xdg")
+    assert default_cache_root() == Path("/tmp/xdg/loader-advisor/demo")

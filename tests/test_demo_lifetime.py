@@ -202,3 +202,64 @@ def test_python_api_demo_outlives_the_thread_that_started_it() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     counts = [int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("OK ")]
     assert counts and counts[0] > 0, done.stdout
+
+
+_DEMO_THEN_WAIT = """
+import time
+import advisor.demo
+import advisor.demo.datasets as datasets
+from advisor.demo.datasets import DemoSpec
+generated = []
+original = datasets.iter_samples
+datasets.iter_samples = lambda spec: generated.append(1) or original(spec)
+started = time.monotonic()
+spec = DemoSpec(images=30, image_kb=(4, 16), shard_mb=0.1, large_files=1, large_mb=0.1)
+demo = advisor.demo.ensure_demo(spec, layouts=("small-images",))
+print(advisor.demo._data_dir, demo.endpoint.url, bool(generated), sorted(demo.uris),
+      f"{time.monotonic() - started:.1f}", flush=True)
+time.sleep(120)
+"""
+
+
+def _demo_process(cache: Path) -> tuple[subprocess.Popen[str], list[str]]:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _DEMO_THEN_WAIT],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**_user_env(), "LOADER_ADVISOR_DEMO_CACHE": str(cache)},
+    )
+    assert child.stdout is not None
+    return child, child.stdout.readline().split(maxsplit=4)
+
+
+@pytest.mark.timeout(150)
+def test_demo_keeps_its_data_across_processes_and_leaves_no_folder_after_sigkill(
+    tmp_path: Path,
+) -> None:
+    """A kernel killed by Jupyter (SIGKILL, no exit handlers): the server's data folder is
+    gone soon after. A second kernel puts the cached layout in without generating it, and only
+    the layout asked for."""
+    folders = []
+    for attempt in ("first", "second"):
+        child, line = _demo_process(tmp_path / "cache")
+        try:
+            assert len(line) == 5, f"no demo started (child exit {child.poll()})"
+            folder, url, generated = Path(line[0]), line[1], line[2] == "True"
+            assert folder.is_dir() and folder.name.startswith("loader-advisor-s3-")
+            assert line[3] == "['small-images']"  # only the layout asked for
+            assert generated == (attempt == "first"), attempt  # the second reads the cache
+            folders.append(folder)
+            child.send_signal(signal.SIGKILL)
+            child.wait(timeout=10)
+        finally:
+            if child.poll() is None:
+                child.kill()
+                child.wait(timeout=10)
+            assert child.stdout is not None
+            child.stdout.close()
+        deadline = time.monotonic() + 40
+        while folder.exists() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert not folder.exists(), f"the demo's data folder {folder} outlived its process"
+        assert not answers(url)
+    assert folders[0] != folders[1]

@@ -82,3 +82,14 @@ def test_lines_and_tfrecord_counts() -> None:
     record = _tfrecord([b"z" * 100] * 20)
     assert samples_in_head("tfrecord", record, len(record)) == pytest.approx(20)
     assert samples_in_head("npy", _npy(), 100) is None
+
+
+def test_record_format() -> None:
+    from advisor.measure.formats import record_format
+
+    assert record_format("jsonl", "a/b.jsonl", 100.0) == "jsonl"
+    assert record_format("text", "a/b.txt", 100.0) == "lines"
+    assert record_format("text", "a/B.CSV", 100.0) == "csv"
+    assert record_format("text", "a/b.cls", 1.0) is None  # one label per object
+    assert record_format("text", "a/b.txt", None) is None
+    assert record_format("tar", "a/b.tar", 100.0) is None

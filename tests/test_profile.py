@@ -81,3 +81,36 @@ def test_profile_local_folder(tmp_path: Path) -> None:
         profile = profile_dataset(location, reader)
     assert profile.storage == "local" and profile.object_count == 2
     assert profile.dominant_format == "npy"
+
+
+def test_profile_recognises_text_shards_as_records(tmp_path: Path) -> None:
+    lines = tmp_path / "lines"
+    lines.mkdir()
+    for shard in range(3):
+        text = "".join(f"document {shard} {i} " + "w" * 90 + "\n" for i in range(2000))
+        (lines / f"part-{shard}.txt").write_text(text)
+    jsonl = tmp_path / "jsonl"
+    jsonl.mkdir()
+    for shard in range(2):
+        (jsonl / f"part-{shard}.ndjson").write_text('{"text": "abc"}\n' * 500)
+    table = tmp_path / "table"
+    table.mkdir()
+    (table / "rows.csv").write_text("a,b\n" + "1,2\n" * 300)
+    expected = {"lines": ("lines", 2000), "jsonl": ("jsonl", 500), "table": ("csv", 301)}
+    for folder, (records, per_object) in expected.items():
+        location = DatasetLocation(str(tmp_path / folder))
+        with S3Reader(location.reader_config()) as reader:
+            profile = profile_dataset(location, reader)
+        (fmt,) = profile.formats
+        assert profile.record_format == fmt.records == records
+        assert fmt.samples_per_object == pytest.approx(per_object)
+        assert fmt.bytes_per_record == pytest.approx(fmt.bytes / fmt.objects / per_object)
+
+
+def test_label_files_are_not_record_shards(tmp_path: Path) -> None:
+    write_folder(tmp_path, SPEC)
+    location = DatasetLocation(str(tmp_path / "small-images"))
+    with S3Reader(location.reader_config()) as reader:
+        profile = profile_dataset(location, reader)
+    assert profile.record_format is None
+    assert all(f.records is None for f in profile.formats)

@@ -1,10 +1,23 @@
-"""advisor.core.units: the one place sizes and rates are formatted."""
+"""advisor.core.units: the one place sizes, rates and durations are formatted for people."""
 
 from __future__ import annotations
 
 import pytest
 
-from advisor.core.units import any_size, binary_size, gb, per_s, size
+from advisor.core.units import (
+    any_size,
+    binary_size,
+    data_rate,
+    data_size,
+    duration,
+    exact_bytes,
+    gb,
+    mb_per_s,
+    per_s,
+    rate,
+    share,
+    size,
+)
 
 
 @pytest.mark.parametrize(
@@ -21,14 +34,6 @@ def test_gb_is_how_rationales_give_sizes(value: float, shown: str) -> None:
     assert gb(value) == shown
 
 
-@pytest.mark.parametrize(
-    ("value", "shown"),
-    [(3e12, "3.0 TB"), (1.5e9, "1.5 GB"), (2e6, "2.0 MB"), (1500, "1.5 KB"), (999, "999 B")],
-)
-def test_any_size_takes_the_largest_unit(value: float, shown: str) -> None:
-    assert any_size(value) == shown
-
-
 def test_size_with_chosen_units_and_digits() -> None:
     assert size(150e6, ("MB", "KB"), 0) == "150 MB"
     assert size(5e5, ("MB", "KB"), 0) == "500 KB"
@@ -37,7 +42,59 @@ def test_size_with_chosen_units_and_digits() -> None:
         size(1, ())
 
 
-def test_binary_size_and_rates() -> None:
-    assert binary_size(1536) == "1.5 KiB" and binary_size(100 * 2**20) == "100 MiB"
-    assert binary_size(12) == "12 B"
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        (0, "0 B"),
+        (12, "12 B"),
+        (1536, "1.5 KiB"),
+        (64 * 2**20, "64 MiB"),
+        (252.9e6, "241 MiB"),  # the demo's images: the same figure in the CLI and the wizard
+        (3 * 2**40, "3.0 TiB"),
+        (1500 * 2**30, "1.5 TiB"),
+        (20.3 * 2**20, "20 MiB"),
+    ],
+)
+def test_data_size_is_binary_and_rounded_for_people(value: float, shown: str) -> None:
+    assert data_size(value) == shown
+    assert binary_size(value) == any_size(value) == shown  # one formatter under every name
+
+
+@pytest.mark.parametrize(
+    ("bytes_per_s", "shown"),
+    [
+        (2_180.4e6, "2,180 MB/s"),
+        (12.44e6, "12 MB/s"),
+        (4.44e6, "4.4 MB/s"),
+        (4e5, "0.4 MB/s"),
+        (25e9, "25 GB/s"),
+    ],
+)
+def test_data_rate_is_decimal_mb_per_s(bytes_per_s: float, shown: str) -> None:
+    assert data_rate(bytes_per_s) == shown
+    assert mb_per_s(bytes_per_s / 1e6) == shown
+
+
+@pytest.mark.parametrize(
+    ("seconds", "shown"),
+    [
+        (0, "0 s"),
+        (0.0004, "400 µs"),
+        (0.00183, "1.8 ms"),
+        (0.120, "120 ms"),
+        (1.31, "1.3 s"),
+        (42.2, "42 s"),
+        (250, "4 min 10 s"),
+        (720, "12 min"),
+        (7500, "2 h 5 min"),
+    ],
+)
+def test_duration_for_people(seconds: float, shown: str) -> None:
+    assert duration(seconds) == shown
+
+
+def test_rates_shares_and_exact_bytes() -> None:
     assert per_s(1234.5) == "1,234" and per_s(4.33) == "4.3"
+    assert rate(2180.2) == "2,180 samples/s" and rate(3.25, "objects") == "3.2 objects/s"
+    assert share(0.153) == "15%" and share(0.004) == "0.4%" and share(0) == "0%"
+    assert exact_bytes(63_217_510) == "63,217,510 B (60 MiB)" and exact_bytes(12) == "12 B"

@@ -27,7 +27,7 @@ from advisor.decide.recommend import Decision
 from advisor.demo.server import S3Endpoint
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile, FormatInfo, size_stats
-from advisor.measure.trial.results import TrialResult, summarise
+from advisor.measure.trial.results import LoaderPoint, TrialResult, summarise
 from advisor.wizard import charts, flow
 from advisor.wizard.context import Topic
 from advisor.wizard.controller import STEPS, THREAD_PREFIX, WizardController
@@ -97,6 +97,9 @@ class FakeSession:
         self.set_location(uri, endpoint_url="http://127.0.0.1:9")
         return uri
 
+    def check_location(self) -> None:
+        """The scripted endpoint always answers (the real check: tests/test_wizard.py's own)."""
+
     def run_profile(self, progress: Any = None, cancel: threading.Event | None = None) -> Any:
         for i in range(10):
             if self.fail is not None:
@@ -158,6 +161,9 @@ class FakeSession:
             decisions=(decision,),
             path=lambda: ["W-1"],
             expected_samples_per_s=300.0,
+            num_workers=2,
+            pin_memory=False,
+            prefetch_factor=2,
             data_source="stream",
             sagemaker_input_mode="FastFile",
             input_bound=False,
@@ -206,7 +212,7 @@ def _profiled(w: Any) -> None:
 def test_sizes_read_in_binary_units() -> None:
     assert binary_size(0) == "0 B"
     assert binary_size(1536) == "1.5 KiB"
-    assert binary_size(64 * 2**20) == "64 MiB"
+    assert binary_size(64 * 2**20) == "64 MiB"  # the one formatter (tests/test_units.py)
     from advisor.wizard.panels.dataset import profile_rows
 
     rows = dict(profile_rows(_profile()))
@@ -221,16 +227,34 @@ def test_size_histogram_has_one_bar_per_bin() -> None:
     assert bar.x[0].startswith("512 B")
 
 
-def test_trial_chart_splits_pinned_and_pageable() -> None:
-    points = [_point(2, True, 300), _point(0, True, 100), _point(2, False, 250, steady=False)]
-    figure = charts.trial_chart(points, consumer_rate=200)
-    pinned, pageable = figure.data
-    assert list(pinned.x) == [0, 2] and list(pinned.y) == [100, 300]
-    assert list(pageable.x) == [2] and list(pageable.y) == [250]
-    # a lower bound (no steady state) is drawn apart from measured rates
-    assert list(pinned.marker.symbol) == ["circle", "circle"]
-    assert list(pageable.marker.symbol) == ["triangle-up-open"]
-    assert figure.layout.shapes[0].y0 == 200  # the consumption line
+def _slice(workers: int, rate: float, steady: bool = True, step: str = "sleep") -> LoaderPoint:
+    return LoaderPoint(workers, True, 2 if workers else None, 100, 100 / rate, rate, 1.0, 0.1,
+                       10.0, steady=steady, step=step)  # fmt: skip
+
+
+def test_trial_chart_draws_one_point_per_count_with_its_spread() -> None:
+    slices = [_slice(0, 100), _slice(0, 110), _slice(0, 90), _slice(2, 300), _slice(2, 260),
+              _slice(2, 280, step="spin"), _slice(3, 150, steady=False)]  # fmt: skip
+    figure = charts.trial_chart(summarise(slices), consumer_rate=200)
+    medians, bounds, demand = figure.data
+    # one point per count: the median of the slower step model's slices, as the text says
+    assert list(medians.x) == [0, 2] and list(medians.y) == [100, 280]
+    assert list(medians.error_y.array) == [10, 20] and list(medians.error_y.arrayminus) == [10, 20]
+    assert medians.marker.symbol == "circle"
+    # a count with no steady state is a lower bound: an open marker of its own
+    assert list(bounds.x) == [3] and bounds.marker.symbol == "triangle-up-open"
+    assert "lower bound" in bounds.name
+    assert list(demand.y) == [200, 200] and "training consumes 200 samples/s" in demand.name
+    assert figure.layout.showlegend is True
+    best = max(summarise(slices), key=lambda c: c.median)
+    assert best.median == max(medians.y)  # the chart agrees with "best measured"
+
+
+def test_trial_chart_without_demand_or_lower_bounds() -> None:
+    figure = charts.trial_chart(summarise([_slice(1, 50)]))
+    assert [trace.name for trace in figure.data] == [
+        "median of the slices (bar: slowest to fastest)"
+    ]
 
 
 def test_throughput_chart_skips_unknowns() -> None:
@@ -379,7 +403,10 @@ def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> Non
     wizard.samples_per_s.value = "fast"
     assert "must be a number" in wizard.workload_errors.value
     wizard.next_button.click()
-    assert c.step_name == "workload" and "samples/s per GPU" in wizard.error.value
+    assert c.step_name == "workload" and "fields marked below" in wizard.error.value
+    # the field's own error is shown once, beside the fields, not again at the top
+    assert "samples/s per GPU" in wizard.workload_errors.value
+    assert "samples/s per GPU" not in wizard.error.value
     wizard.samples_per_s.value = "250"
     wizard.batch_size.value = "64"
     assert "one GPU consumes 250 samples/s" in wizard.workload_errors.value
@@ -389,13 +416,12 @@ def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> Non
     wizard.trial_seconds.value = 5
     wizard.run_trial_button.click()
     assert c.wait(20)
-    pinned, pageable = wizard.trial_figure.data
-    assert max(pageable.y) == 300
-    assert set(pinned.x) == {0, 2} and max(pinned.y) == 310
-    assert wizard.trial_figure.layout.shapes[0].y0 == 250
+    medians, demand = wizard.trial_figure.data
+    assert list(medians.x) == [0, 2]  # one point per count
+    assert list(demand.y) == [250, 250]
     wizard.next_button.click()
     assert c.step_name == "recommendation"
-    assert "num_workers" in wizard.cards.value and "rules W-1" in wizard.cards.value
+    assert "num_workers" in wizard.cards.value and "<td>W-1</td>" in wizard.cards.value
     assert "DataLoader(dataset, num_workers=2, pin_memory=False)" in wizard.headline.value
     assert "la-taken'>W-1<" in wizard.path_taken.value
     # the best count's median: 2 workers' slices read 300 and 310
@@ -463,7 +489,8 @@ def test_a_second_job_is_refused_while_one_runs(wizard: Any) -> None:
 
 
 def test_step_indicator_and_classes(wizard: Any) -> None:
-    assert "la-current'>1 Dataset" in wizard.steps_bar.value
+    current = [p.description for p in wizard.pills if "la-current" in p._dom_classes]
+    assert current == ["1 Dataset"]
     classes = {box._dom_classes[0] for box in wizard.step_boxes.values()}
     assert classes == {f"la-step-{name}" for name in STEPS}
     buttons = [wizard.demo_button, wizard.profile_button, wizard.next_button, wizard.back_button]
@@ -621,15 +648,18 @@ def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_
     w.run_trial_button.click()
     assert c.wait(60), c.errors
     assert c.trial is not None and c.trial.sweep, c.errors
-    measured = {(p.num_workers, p.pin_memory) for p in c.trial.sweep}
+    measured = {c.num_workers for c in c.trial.counts}
     figure = w.trial_figure
-    plotted = {(x, trace.name == "pin_memory=True") for trace in figure.data for x in trace.x}
-    assert plotted == measured
+    points = [x for trace in figure.data if "consumes" not in trace.name for x in trace.x]
+    assert sorted(points) == sorted(measured)  # one point per count
     w.next_button.click()
     rec = c.recommendation
     assert rec is not None and c.step_name == "recommendation"
+    assert c.session.location is not None and c.session.location.is_s3  # every card applies
     assert w.cards.value.count("class='la-card'") == len(rec.decisions)
     assert w.supply_figure.data[0].y[-1] == 160.0  # training consumes
+    assert not w.flow.outputs  # the diagram waits behind "Details"
+    w.recommendation_panel.details_button.value = True
     assert "classDef taken" in w.flow.outputs[0]["data"]["text/vnd.mermaid"]
     markdown = w.flow.outputs[0]["data"]["text/markdown"]
     assert markdown.startswith("```mermaid") and "classDef taken" in markdown
@@ -669,11 +699,16 @@ def test_headline_names_the_reader_setting_when_streaming() -> None:
         cost_notes=(),
         decisions=(Decision("requests_in_flight", 96, "Little's law", ("RD-1",)),),
         requests_in_flight=96,
+        num_workers=2,
+        pin_memory=True,
+        prefetch_factor=None,
+        expected_samples_per_s=500.0,
         dataloader_kwargs=lambda: {"num_workers": 2},
     )
-    assert "ReaderConfig(max_inflight_requests=96)</code> per worker" in headline(rec)
+    shown = headline(rec, None, None)  # type: ignore[arg-type]
+    assert "ReaderConfig(max_inflight_requests=96)</code> per worker" in shown
     copied = SimpleNamespace(**{**vars(rec), "data_source": "copy-local", "decisions": ()})
-    assert "ReaderConfig" not in headline(copied)
+    assert "ReaderConfig" not in headline(copied, None, None)  # type: ignore[arg-type]
 
 
 def test_the_workers_card_shows_the_measured_table_beside_the_model() -> None:
@@ -695,6 +730,155 @@ def test_the_workers_card_shows_the_measured_table_beside_the_model() -> None:
     )  # fmt: skip
     card = decision_card(decision)
     assert "<table class='la-table la-sweep'>" in card
-    assert "<td>0</td><td>410.0</td><td>400.0-420.0</td><td>450.0</td>" in card
-    assert "<td>1</td><td>&ge; 90.0</td><td>80.0-95.0</td><td>380.0</td>" in card  # a lower bound
-    assert "prediction_error 0.098" in card and "sweep_table" not in card
+    assert "<td>0</td><td>410 samples/s</td><td>400-420</td><td>450 samples/s</td>" in card
+    assert "<td>1</td><td>at least 90.0 samples/s</td><td>80.0-95.0</td>" in card  # a lower bound
+    assert "<th>Prediction error</th><td>10%</td>" in card and "sweep_table" not in card
+    assert "<details class='la-details'><summary>evidence</summary>" in card  # folded
+
+
+def test_pills_revisit_reached_steps_and_stale_status_does_not_follow(wizard: Any) -> None:
+    c = wizard.controller
+    wizard.demo_button.click()
+    assert c.wait(10) and "profile done" in c.message
+    wizard.next_button.click()
+    assert c.step_name == "hardware" and c.message == "" and c.progress == 0.0
+    assert wizard.status_row.layout.display == "none"  # nothing stale beside any button
+    assert wizard.pills[2].disabled is not False or c.furthest == 1
+    wizard.pills[0].click()  # back to the dataset from its pill
+    assert c.step_name == "dataset"
+    wizard.pills[1].click()  # and forward again to a step reached before
+    assert c.step_name == "hardware"
+    assert wizard.pills[3].disabled and not c.visit(3)  # not reached yet
+
+
+def test_every_step_change_scrolls_the_wizard_top_into_view(wizard: Any) -> None:
+    c = wizard.controller
+    wizard.demo_button.click()
+    assert c.wait(10)
+    wizard.next_button.click()
+    script = wizard.scroller.outputs[0]["data"]["application/javascript"]
+    assert "scrollIntoView" in script and "closest('.la-wizard')" in script
+    wizard.back_button.click()
+    assert wizard.scroller.outputs[0]["data"]["application/javascript"] != script  # runs again
+
+
+def test_progress_sits_beside_the_button_that_started_the_work(wizard: Any) -> None:
+    wizard.demo_button.click()
+    assert wizard.controller.wait(10)
+    assert wizard.dataset_panel.status_slot.children == (wizard.status_row,)
+    assert wizard.status_home.children == ()
+
+
+def test_no_s3_only_cards_for_a_local_folder() -> None:
+    from advisor.wizard.panels.recommendation import shown_decisions
+
+    decisions = tuple(
+        Decision(name, 1, "why", ("R-1",))
+        for name in ("num_workers", "shard_size", "requests_in_flight", "prefix_layout")
+    )
+    rec = SimpleNamespace(decisions=decisions)
+    assert [d.name for d in shown_decisions(rec, is_s3=False)] == ["num_workers"]  # type: ignore[arg-type]
+    assert len(shown_decisions(rec, is_s3=True)) == 4  # type: ignore[arg-type]
+
+
+def test_headline_gives_the_measured_wait_at_the_recommended_count() -> None:
+    from advisor.headline import headline_lines
+
+    rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
+                          expected_samples_per_s=400.0)  # fmt: skip
+    trial = SimpleNamespace(counts=summarise([_slice(2, 255), _slice(0, 31)]))
+    lines = headline_lines(rec, trial, 300.0)  # type: ignore[arg-type]
+    assert (
+        lines[0] == "Change: DataLoader(num_workers=2, pin_memory=True, prefetch_factor=2), "
+        "reading from stream."
+    )
+    assert lines[1] == (
+        "Measured at num_workers=2: 255 samples/s of the 300 samples/s one GPU consumes: "
+        "the training waits for data 15% of each step."
+    )
+    bounded = SimpleNamespace(counts=summarise([_slice(2, 150, steady=False)]))
+    assert headline_lines(rec, bounded, 300.0)[1].endswith(  # type: ignore[arg-type]
+        "at least 150 samples/s of the 300 samples/s one GPU consumes: the training waits for "
+        "data at most 50% of each step."
+    )
+    untried = headline_lines(rec, None, 300.0)  # type: ignore[arg-type]
+    assert "not measured" in untried[1]
+
+
+def test_headline_with_the_users_loader_measured() -> None:
+    from advisor.headline import headline_lines
+
+    rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
+                          expected_samples_per_s=400.0)  # fmt: skip
+    trial = SimpleNamespace(counts=summarise([_slice(2, 290)]))
+    spread = SimpleNamespace
+    diagnosis = SimpleNamespace(
+        summary=SimpleNamespace(  # the whole run's figures lead; the windows give the range
+            overall_samples_per_s=31.0,
+            overall_wait_share=0.78,
+            samples_per_s=spread(median=35.0),
+            wait_share=spread(median=0.7),
+        ),
+        verdict=None,
+    )
+    lines = headline_lines(
+        rec, trial, 300.0, diagnosis, ("num_workers 0 -> 2", "the native reader")
+    )  # type: ignore[arg-type]
+    assert lines[0] == "Change: num_workers 0 -> 2, the native reader."
+    assert lines[1].startswith(
+        "Your loader 31.0 -> 290 samples/s, data wait 78% -> 3% of each step"
+    )
+
+
+def test_workload_names_the_users_loader_and_step(wizard: Any) -> None:
+    c = wizard.controller
+    wizard.workload_panel.loader.value = "my loader"
+    assert "neither a notebook variable nor module:function" in wizard.workload_errors.value
+    wizard.workload_panel.loader.value = "tests_loader:make"
+    wizard.workload_panel.loader_step.value = "train_step"
+    assert c.workload_step.field_errors == {}
+    wizard.workload_panel.loader.value = ""
+    assert "give your loader too" in c.workload_step.field_errors["loader_step"]
+
+
+def test_missing_credentials_say_what_to_set() -> None:
+    from advisor.core.errors import describe
+
+    message = describe(
+        PermissionError(
+            "no AWS credentials found (environment, profile, SSO or instance role); "
+            "pass credentials=Credentials(...) or ReaderConfig(unsigned=True)"
+        )
+    )
+    assert "access denied" not in message and "Credentials(" not in message
+    for setting in ("AWS_PROFILE", "AWS profile field", "anonymous access"):
+        assert setting in message
+    assert describe(PermissionError("AccessDenied on s3://b/k")).startswith("access denied")
+
+
+def test_an_absent_endpoint_is_reported_before_credentials(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No credentials anywhere and an endpoint nobody listens on: the wizard says the endpoint
+    cannot be reached, not that credentials are missing."""
+    from advisor.demo.server import free_ports
+    from advisor.session import AdvisorSession
+
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent")
+    monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
+    c = WizardController(AdvisorSession())
+    c.uri, c.endpoint_url = "s3://bucket/data/", f"http://127.0.0.1:{free_ports(1)[0]}"
+    assert c.run_profile() and c.wait(20)
+    assert c.errors["dataset"].startswith("cannot reach the endpoint http://127.0.0.1:")
+    assert "credentials" not in c.errors["dataset"]
+
+
+def test_anonymous_access_sends_unsigned_requests(wizard: Any) -> None:
+    location = DatasetLocation("s3://public-bucket/data/", anonymous=True)
+    assert location.reader_config().unsigned
+    assert not DatasetLocation("s3://public-bucket/data/").reader_config().unsigned
+    wizard.dataset_panel.anonymous.value = True
+    assert wizard.controller.dataset_step.anonymous

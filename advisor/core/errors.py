@@ -26,6 +26,8 @@ def describe(exc: BaseException) -> str:
     text = _ERRNO.sub("", _original(lines)) if lines else ""
     if isinstance(exc, SampleError):
         return text  # it says what failed on which object in the user's words
+    if isinstance(exc, PermissionError) and text.startswith(_NO_CREDENTIALS):
+        return NO_CREDENTIALS_HELP
     if isinstance(exc, PermissionError):
         return _lead("access denied", text or "the credentials may not read this data")
     if isinstance(exc, FileNotFoundError):
@@ -41,6 +43,12 @@ def describe(exc: BaseException) -> str:
 
 
 _ERRNO = re.compile(r"^\[Errno -?\d+\] ")
+_NO_CREDENTIALS = "no AWS credentials found"  # the reader's words when the chain is empty
+NO_CREDENTIALS_HELP = (
+    "no AWS credentials found: set AWS_PROFILE (or the AWS profile field, --profile on the "
+    "command line), or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY; for a public bucket, "
+    "choose anonymous access"
+)
 # A DataLoader worker's exception is raised again in the training process as
 # "Caught X in DataLoader worker process N.\nOriginal Traceback ...\nmodule.X: message".
 _WORKER = re.compile(r"^Caught \w+ in DataLoader worker process \d+\.$")

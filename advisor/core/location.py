@@ -6,6 +6,8 @@ URIs are parsed by the runtime's one parser (`native_loader.parse_uri`), the one
 from __future__ import annotations
 
 import os
+import socket
+import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,6 +42,7 @@ class DatasetLocation:
     endpoint_url: str | None = None
     profile: str | None = None
     region: str | None = None
+    anonymous: bool = False  # unsigned requests, for a public bucket: no credentials needed
 
     def __post_init__(self) -> None:
         uri = self.uri.strip()
@@ -84,6 +87,8 @@ class DatasetLocation:
         return os.fspath(path)
 
     def reader_config(self, **overrides: object) -> ReaderConfig:
+        if self.anonymous:
+            overrides.setdefault("unsigned", True)
         return ReaderConfig(
             endpoint_url=self.endpoint_url,
             region=self.region,
@@ -103,6 +108,7 @@ def check_answers(location: DatasetLocation, credentials: Credentials | None = N
     Other failures (not found, access denied) are raised as the listing raises them."""
     if not location.is_s3:
         return
+    check_reachable(location)  # an endpoint that is not there is said so before credentials
     config = location.reader_config(
         first_byte_timeout_s=FIRST_CONTACT_TIMEOUT_S,
         stall_timeout_s=FIRST_CONTACT_TIMEOUT_S,
@@ -118,3 +124,20 @@ def check_answers(location: DatasetLocation, credentials: Credentials | None = N
                 f"{location.uri} in {FIRST_CONTACT_ATTEMPTS} x {FIRST_CONTACT_TIMEOUT_S:g} s: "
                 "check that it is an S3 endpoint and that it is up"
             ) from exc
+
+
+def check_reachable(location: DatasetLocation, timeout_s: float = FIRST_CONTACT_TIMEOUT_S) -> None:
+    """ConnectionError naming the endpoint when a custom S3 endpoint refuses or cannot be
+    reached at all (a TCP connection, no credentials involved). AWS itself is not checked."""
+    if not location.is_s3 or not location.endpoint_url:
+        return
+    parts = urllib.parse.urlsplit(location.endpoint_url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname or "", port), timeout=timeout_s).close()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConnectionError(
+            f"cannot reach the endpoint {location.endpoint_url} ({reason.lower()}): check the "
+            "endpoint URL and that the server is running"
+        ) from exc

@@ -1,7 +1,13 @@
-"""Units and their formatting: the one home of byte and time units for the whole package.
+"""Units and their formatting: the one home of byte, rate and time units for the whole package.
 
-Sizes are decimal (1 MB = 10**6 bytes) as storage and network rates are quoted, except where a
-setting is binary by nature (the reader's byte budget, in MiB; `binary_size`).
+What people read (the CLI, the wizard, the exported module's comments) goes through one set of
+formatters, rounded for people: `data_size` ("241 MiB"), `data_rate` ("2,180 MB/s"), `duration`
+("1.3 s", "4 min 10 s"), `per_s` and `rate` ("1,234 samples/s"), `share` ("15%"). Sizes of data
+are binary (KiB, MiB, GiB), as operating systems and file browsers show files and memory; transfer
+rates are decimal MB/s, as storage and networks are quoted. So one data set reads "241 MiB"
+everywhere, and one bandwidth "2,180 MB/s" everywhere.
+
+`size`/`gb`/`any_size` are the rules' decimal sizes in their rationales (thresholds quoted in GB).
 """
 
 from __future__ import annotations
@@ -17,6 +23,78 @@ MIB = 2**20
 GIB = 2**30
 
 _DECIMAL = {"TB": TB, "GB": GB, "MB": MB, "KB": KB, "B": 1}
+_BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
+
+
+def _round(value: float) -> str:
+    """As people read figures: one decimal below 10 (1.3), whole numbers above (42, 241, 2,180)."""
+    return f"{value:.1f}" if abs(value) < 10 else f"{value:,.0f}"
+
+
+def data_size(n: float) -> str:
+    """Bytes in binary units: 12 -> "12 B"; 1536 -> "1.5 KiB"; 252.9e6 -> "241 MiB"."""
+    value = float(n)
+    for unit in _BINARY:
+        if abs(value) < 1024 or unit == _BINARY[-1]:
+            if unit == "B":
+                return f"{int(value):,} B"
+            return f"{_round(value)} {unit}"
+        value /= 1024
+    raise AssertionError("unreachable")  # pragma: no cover - the loop always returns
+
+
+def binary_size(n: float) -> str:
+    """The same as `data_size` (its older name)."""
+    return data_size(n)
+
+
+def data_rate(bytes_per_s: float) -> str:
+    """Bytes per second in decimal MB/s (GB/s from 10 GB/s up): "2,180 MB/s", "0.4 MB/s"."""
+    if bytes_per_s >= 10 * GB:
+        return f"{_round(bytes_per_s / GB)} GB/s"
+    return f"{_round(bytes_per_s / MB)} MB/s"
+
+
+def mb_per_s(mb_s: float) -> str:
+    """A rate already in MB/s: 2180.4 -> "2,180 MB/s"."""
+    return data_rate(mb_s * MB)
+
+
+def duration(seconds: float) -> str:
+    """Seconds for people: "0.8 ms", "120 ms", "1.3 s", "42 s", "4 min 10 s", "2 h 5 min"."""
+    s = float(seconds)
+    if s < 0.001:
+        return f"{s * 1e6:.0f} µs" if s else "0 s"
+    if s < 1:
+        return f"{_round(s * 1000)} ms"
+    if s < 60:
+        return f"{_round(s)} s"
+    if s < 3600:
+        minutes, rest = divmod(round(s), 60)
+        return f"{minutes} min {rest} s" if rest else f"{minutes} min"
+    hours, rest = divmod(round(s / 60), 60)
+    return f"{hours} h {rest} min" if rest else f"{hours} h"
+
+
+def per_s(rate: float) -> str:
+    """A rate's number without a wall of digits: whole numbers from 100 up, else one decimal."""
+    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
+
+
+def rate(value: float, what: str = "samples") -> str:
+    """A count per second with its unit: rate(1234.5) -> "1,234 samples/s"."""
+    return f"{per_s(value)} {what}/s"
+
+
+def share(fraction: float) -> str:
+    """A fraction as a percentage: 0.153 -> "15%"; below 1% one decimal."""
+    percent = fraction * 100
+    return f"{percent:.1f}%" if 0 < abs(percent) < 1 else f"{percent:.0f}%"
+
+
+def exact_bytes(n: int) -> str:
+    """A byte count in full, then for people: 63217510 -> "63,217,510 B (60 MiB)"."""
+    return f"{n:,} B" if abs(n) < 1024 else f"{n:,} B ({data_size(n)})"
 
 
 def size(n: float, units: Sequence[str] = ("GB", "MB"), digits: int = 1) -> str:
@@ -36,27 +114,5 @@ def gb(n: float) -> str:
 
 
 def any_size(n: float) -> str:
-    """Bytes in the largest decimal unit from KB to TB that it reaches, else bytes."""
-    return size(n, ("TB", "GB", "MB", "KB", "B"), 1) if n >= KB else f"{n:,.0f} B"
-
-
-def binary_size(n: float) -> str:
-    """1536 -> "1.5 KiB"; powers of 1024, one decimal below 10 units."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            if unit == "B":
-                return f"{int(value)} B"
-            return f"{value:.1f} {unit}" if abs(value) < 10 else f"{value:.0f} {unit}"
-        value /= 1024
-    return f"{value:.0f} TiB"  # pragma: no cover - the loop always returns
-
-
-def per_s(rate: float) -> str:
-    """A rate without a wall of digits: whole numbers from 100 up, else one decimal."""
-    return f"{rate:,.0f}" if rate >= 100 else f"{rate:.1f}"
-
-
-def exact_bytes(n: int) -> str:
-    """A byte count in full, with thousands separators: 1234567 -> "1,234,567 B"."""
-    return f"{n:,} B"
+    """Bytes for people: the same as `data_size` (binary), so the CLI and the wizard agree."""
+    return data_size(n)

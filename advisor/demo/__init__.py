@@ -4,16 +4,35 @@
 `make lab` started (found through LOADER_ADVISOR_DEMO_* variables) or one started on demand in
 this process, from whichever thread asks; it lives until `stop_demo()` or until this process
 exits or is killed (see `advisor.demo.server._Spawner`).
+
+Only the layouts asked for are put in. Generated data is kept across kernels in a versioned cache
+folder (`advisor.demo.datasets.DemoCache`), so a second kernel uploads it without generating it.
+The server's data folder is removed when this process ends, however it ends: a small janitor
+process outlives it, waits for it and the server to be gone, then deletes the folder (a kernel
+shut down by Jupyter may be killed before its own exit handlers run).
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 import threading
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 
-from advisor.demo.datasets import DEMO_BUCKET, LAYOUTS, DemoSpec, Progress, upload
+from advisor.demo.datasets import (
+    DEMO_BUCKET,
+    LAYOUTS,
+    DemoSpec,
+    Progress,
+    default_cache_root,
+    upload,
+)
 from advisor.demo.server import S3Credentials, S3Endpoint, S3Server, answers
 
 ENV_URL = "LOADER_ADVISOR_DEMO_ENDPOINT"
@@ -29,6 +48,8 @@ class Demo:
 
     endpoint: S3Endpoint
     uris: dict[str, str]
+    # layouts put in by this process (None: a demo found through the environment holds them all)
+    uploaded: set[str] | None = field(default=None, compare=False)
 
     def env(self) -> dict[str, str]:
         """Variables that let a child process (the Jupyter kernel) find this demo."""
@@ -42,6 +63,8 @@ class Demo:
 _lock = threading.Lock()
 _demo: Demo | None = None
 _server: S3Server | None = None
+_data_dir: Path | None = None  # the server's data folder, made here and handed to it
+_janitor: subprocess.Popen[bytes] | None = None  # deletes that folder if this process is killed
 
 
 def _from_env() -> Demo | None:
@@ -52,32 +75,95 @@ def _from_env() -> Demo | None:
     return Demo(endpoint, {layout: f"s3://{DEMO_BUCKET}/{layout}/" for layout in LAYOUTS})
 
 
-def ensure_demo(spec: DemoSpec | None = None, progress: Progress | None = None) -> Demo:
-    """The demo endpoint with its datasets, started (and filled) on first use in this process."""
-    global _demo, _server
+def ensure_demo(
+    spec: DemoSpec | None = None,
+    progress: Progress | None = None,
+    layouts: Sequence[str] = LAYOUTS,
+    cache: Path | None = None,
+) -> Demo:
+    """The demo endpoint with the datasets of `layouts`, started on first use in this process;
+    a layout asked for later is put in then. `cache`: where generated data is kept across
+    processes (default: `default_cache_root()`)."""
+    global _demo, _server, _data_dir, _janitor
     with _lock:
-        if _demo is not None:
-            return _demo
-        found = _from_env()
-        if found is not None:
-            _demo = found
-            return _demo
-        server = S3Server(credentials=S3Credentials.from_env_or_dummy())
-        endpoint = server.start()
-        atexit.register(server.stop)
-        try:
-            uris = upload(endpoint, spec=spec, progress=progress)
-        except BaseException:
-            server.stop()
-            raise
-        _server, _demo = server, Demo(endpoint, uris)
+        if _demo is None:
+            _demo = _from_env()
+        if _demo is None:
+            data_dir = Path(tempfile.mkdtemp(prefix="loader-advisor-s3-"))
+            server = S3Server(credentials=S3Credentials.from_env_or_dummy(), data_dir=data_dir)
+            try:
+                endpoint = server.start()
+            except BaseException:
+                shutil.rmtree(data_dir, ignore_errors=True)
+                raise
+            janitor = _watch_data_dir(server, data_dir)
+            atexit.register(_stop, server, data_dir, janitor)
+            _server, _data_dir, _janitor = server, data_dir, janitor
+            _demo = Demo(endpoint, {}, set())
+        missing = [x for x in layouts if _demo.uploaded is not None and x not in _demo.uploaded]
+        if missing:
+            try:
+                uris = upload(_demo.endpoint, spec=spec, progress=progress, layouts=missing,
+                              cache=cache or default_cache_root())  # fmt: skip
+            except BaseException:
+                if not _demo.uris:  # nothing usable yet: do not keep a half-filled endpoint
+                    _stop_locked()
+                raise
+            _demo.uris.update(uris)
+            assert _demo.uploaded is not None
+            _demo.uploaded.update(missing)
         return _demo
+
+
+# Run as a separate process (its own session, so a kill of the kernel's process group spares
+# it): wait until the process that started the demo and then the server are gone, then delete
+# the server's data folder. Polls rather than waits: neither process is its child.
+_JANITOR = """
+import os, shutil, sys, time
+owner, server, folder = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+while alive(owner) and os.path.isdir(folder):
+    time.sleep(0.5)
+deadline = time.monotonic() + 30
+while alive(server) and time.monotonic() < deadline:
+    time.sleep(0.2)
+shutil.rmtree(folder, ignore_errors=True)
+"""
+
+
+def _watch_data_dir(server: S3Server, data_dir: Path) -> subprocess.Popen[bytes]:
+    """Start the janitor that deletes `data_dir` once this process and `server` are gone."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _JANITOR, str(os.getpid()), str(server.pid), str(data_dir)],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, close_fds=True,
+    )  # fmt: skip
+
+
+def _stop(server: S3Server, data_dir: Path, janitor: subprocess.Popen[bytes] | None) -> None:
+    server.stop()
+    shutil.rmtree(data_dir, ignore_errors=True)
+    if janitor is not None:  # it sees the folder gone within half a second and ends
+        try:
+            janitor.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            janitor.kill()
+            janitor.wait(timeout=5)
+
+
+def _stop_locked() -> None:
+    global _demo, _server, _data_dir, _janitor
+    if _server is not None and _data_dir is not None:
+        _stop(_server, _data_dir, _janitor)
+    _server, _demo, _data_dir, _janitor = None, None, None, None
 
 
 def stop_demo() -> None:
     """Stop the demo endpoint this process started (no-op for one found through the env)."""
-    global _demo, _server
     with _lock:
-        if _server is not None:
-            _server.stop()
-        _server, _demo = None, None
+        _stop_locked()

@@ -11,8 +11,8 @@ from pathlib import PurePosixPath
 EXTENSIONS: dict[str, str] = {
     ".jpg": "jpeg", ".jpeg": "jpeg", ".png": "png", ".tar": "tar", ".tfrecord": "tfrecord",
     ".tfrecords": "tfrecord", ".parquet": "parquet", ".npy": "npy", ".npz": "npz", ".mds": "mds",
-    ".rec": "recordio", ".jsonl": "jsonl", ".json": "json", ".txt": "text", ".csv": "text",
-    ".cls": "text", ".gz": "gzip", ".zip": "zip", ".pt": "torch", ".pth": "torch",
+    ".rec": "recordio", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "json", ".txt": "text",
+    ".csv": "text", ".cls": "text", ".gz": "gzip", ".zip": "zip", ".pt": "torch", ".pth": "torch",
 }  # fmt: skip
 CONTAINERS = frozenset({"tar", "tfrecord", "parquet", "mds", "recordio", "jsonl", "text", "npz"})
 RECORDIO_MAGIC = 0xCED7230A
@@ -79,6 +79,18 @@ def by_magic(head: bytes) -> str | None:
         except ValueError:
             pass
     return "text"
+
+
+def record_format(fmt: str, key: str, samples_per_object: float | None) -> str | None:
+    """How `native_loader.S3IterableDataset(records=...)` reads objects of this format as
+    records, streamed: ``"jsonl"`` (parsed JSON lines), ``"csv"`` (rows of a ``.csv`` object) or
+    ``"lines"`` (other text); None for other formats and for text objects that hold one record
+    each (a label file next to an image is a sample's field, not a shard of records)."""
+    if fmt not in ("jsonl", "text") or not samples_per_object or samples_per_object < 2:
+        return None
+    if fmt == "jsonl":
+        return "jsonl"
+    return "csv" if key.lower().endswith(".csv") else "lines"
 
 
 def samples_in_head(fmt: str, head: bytes, object_size: int) -> float | None:

@@ -9,7 +9,13 @@ from dataclasses import dataclass, field
 
 from advisor.core.bounds import ListingLimits
 from advisor.core.location import DatasetLocation
-from advisor.measure.formats import HEAD_BYTES, by_extension, by_magic, samples_in_head
+from advisor.measure.formats import (
+    HEAD_BYTES,
+    by_extension,
+    by_magic,
+    record_format,
+    samples_in_head,
+)
 from native_loader import ObjectInfo, S3Reader, parse_uri
 from native_loader.sample_errors import check_name
 from native_loader.uri import is_metadata
@@ -39,6 +45,15 @@ class FormatInfo:
     objects: int  # objects (in the listed sample) with this format
     bytes: int
     samples_per_object: float | None = None  # tar members / lines / records where it can tell
+    # text shards read as records (`formats.record_format`): "lines", "jsonl", "csv"; else None
+    records: str | None = None
+
+    @property
+    def bytes_per_record(self) -> float | None:
+        """Mean bytes per record (or tar sample) where the samples per object are known."""
+        if not self.samples_per_object or not self.objects:
+            return None
+        return self.bytes / self.objects / self.samples_per_object
 
 
 @dataclass(frozen=True)
@@ -73,6 +88,14 @@ class DatasetProfile:
         if not self.formats:
             return "unknown"
         return max(self.formats, key=lambda f: f.bytes).name
+
+    @property
+    def record_format(self) -> str | None:
+        """How the dominant format is read as records (``"lines"``, ``"jsonl"``, ``"csv"``):
+        a set of text shards, streamed record by record; None for other sets."""
+        if not self.formats:
+            return None
+        return max(self.formats, key=lambda f: f.bytes).records
 
     @property
     def samples_estimate(self) -> int:
@@ -261,12 +284,14 @@ def _formats(
             if per is not None:
                 samples.append(per)
         detected = max(set(sniffed), key=sniffed.count) if sniffed else name
+        per_object = sum(samples) / len(samples) if samples else None
         result.append(
             FormatInfo(
                 name=detected,
                 objects=len(group),
                 bytes=sum(o.size for o in group),
-                samples_per_object=sum(samples) / len(samples) if samples else None,
+                samples_per_object=per_object,
+                records=record_format(detected, group[0].key, per_object),
             )
         )
     return tuple(result)

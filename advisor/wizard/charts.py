@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import plotly.graph_objects as go
 
-from advisor.core.units import binary_size
+from advisor.core.units import binary_size, per_s, rate
 
 if TYPE_CHECKING:
     from advisor.measure.profile import DatasetProfile
-    from advisor.measure.trial.results import LoaderPoint
+    from advisor.measure.trial.results import CountRate
 
 PINNED_COLOUR = "#1f77b4"
 PAGEABLE_COLOUR = "#ff7f0e"
@@ -50,34 +50,60 @@ def size_histogram(profile: DatasetProfile) -> go.Figure:
     return figure
 
 
-def trial_chart(points: Sequence[LoaderPoint], consumer_rate: float | None = None) -> go.Figure:
-    """Measured samples/s against num_workers, one line pinned and one not; demand as a line.
-    Points that reached no steady state (lower bounds) are open triangles."""
+def trial_chart(counts: Sequence[CountRate], consumer_rate: float | None = None) -> go.Figure:
+    """One point per num_workers: the median samples/s training saw over its slices (of the
+    slower step model, as the summary and the tables give it), with the slices' range as an
+    error bar. Counts that reached no steady state are open triangles: lower bounds. The
+    training's demand is a dashed line. Every trace is in the legend."""
     figure = go.Figure(layout=_base_layout("Loader throughput", "num_workers", "samples/s"))
-    for pinned, name, colour in ((True, "pin_memory=True", PINNED_COLOUR),
-                                 (False, "pin_memory=False", PAGEABLE_COLOUR)):  # fmt: skip
-        chosen = sorted((p for p in points if p.pin_memory == pinned), key=lambda p: p.num_workers)
+    figure.update_layout(showlegend=True)
+    for bound, name, symbol in (
+        (False, "median of the slices (bar: slowest to fastest)", "circle"),
+        (True, "lower bound: no steady state", "triangle-up-open"),
+    ):
+        chosen = sorted((c for c in counts if c.lower_bound == bound), key=lambda c: c.num_workers)
+        if not chosen and bound:
+            continue  # a lower-bound entry only where there is one
         figure.add_trace(
             go.Scatter(
-                x=[p.num_workers for p in chosen],
-                y=[round(p.samples_per_s, 1) for p in chosen],
-                mode="lines+markers",
+                x=[c.num_workers for c in chosen],
+                y=[round(c.median, 1) for c in chosen],
+                mode="markers",
                 name=name,
-                marker_color=colour,
-                line_color=colour,
-                # an open triangle: no steady state in the trial, the rate is a lower bound
-                marker_symbol=["circle" if p.steady else "triangle-up-open" for p in chosen],
-                hovertext=["" if p.steady else "lower bound: no steady state" for p in chosen],
+                marker={
+                    "color": PINNED_COLOUR,
+                    "symbol": symbol,
+                    "size": 11,
+                    "line": {"width": 2, "color": PINNED_COLOUR},
+                },
+                error_y={
+                    "type": "data",
+                    "symmetric": False,
+                    "color": PINNED_COLOUR,
+                    "array": [round(c.high - c.median, 1) for c in chosen],
+                    "arrayminus": [round(c.median - c.low, 1) for c in chosen],
+                },
+                hovertext=[
+                    f"num_workers {c.num_workers}: {'>= ' if bound else ''}{rate(c.median)} "
+                    f"(median of {c.slices} slices, {per_s(c.low)}-{per_s(c.high)})"
+                    for c in chosen
+                ],
+                hoverinfo="text",
             )
         )
     if consumer_rate:
-        figure.add_hline(
-            y=consumer_rate,
-            line_dash="dash",
-            line_color=DEMAND_COLOUR,
-            annotation_text=f"training consumes {consumer_rate:,.0f}/s",
+        workers = [c.num_workers for c in counts] or [0]
+        figure.add_trace(
+            go.Scatter(
+                x=[min(workers) - 0.5, max(workers) + 0.5],
+                y=[consumer_rate, consumer_rate],
+                mode="lines",
+                name=f"training consumes {rate(consumer_rate)}",
+                line={"color": DEMAND_COLOUR, "dash": "dash"},
+                hoverinfo="name",
+            )
         )
-    figure.update_xaxes(rangemode="tozero", dtick=1)
+    figure.update_xaxes(dtick=1)
     return figure
 
 
@@ -96,7 +122,14 @@ def throughput_chart(
             values.append(round(value, 1))
             colours.append(colour)
     return go.Figure(
-        go.Bar(x=names, y=values, marker_color=colours, text=values, textposition="auto"),
+        go.Bar(
+            x=names,
+            y=values,
+            marker_color=colours,
+            text=[rate(v) for v in values],
+            textposition="auto",
+            hoverinfo="x+text",
+        ),
         layout=_base_layout("Supply and demand per GPU", "", "samples/s"),
     )
 

@@ -61,6 +61,8 @@ class WizardContext:
     def __init__(self, session: AdvisorSession) -> None:
         self.session = session
         self.step = 0
+        self.furthest = 0  # the furthest step reached: its pill and all before it can be visited
+        self.job_step: str | None = None  # the step whose button started the running job
         self.errors: dict[str, str] = {}
         self.progress = 0.0
         self.message = ""
@@ -113,6 +115,7 @@ class WizardContext:
         An error it raises becomes `step`'s error."""
 
         def started() -> None:
+            self.job_step = step
             self.set_error(step, None)
             self.report(f"{job} ...", 0.0)
 

@@ -56,9 +56,9 @@ class WizardController(WizardContext):
             session = AdvisorSession()
         super().__init__(session)
         self.export_step = ExportStep(self)
-        self.recommendation_step = RecommendationStep(self, self.export_step)
-        self.trial_step = TrialStep(self, self.export_step)
         self.workload_step = WorkloadStep(self, self.export_step)
+        self.recommendation_step = RecommendationStep(self, self.export_step, self.workload_step)
+        self.trial_step = TrialStep(self, self.export_step)
         self.hardware_step = HardwareStep(self, self.workload_step, self.export_step)
         self.dataset_step = DatasetStep(
             self, self.trial_step, self.export_step, uri, endpoint_url, aws_profile
@@ -240,9 +240,26 @@ class WizardController(WizardContext):
         self.go(self.step - 1)
         return True
 
+    def can_visit(self, step: int) -> bool:
+        """True when `step` (0-based) was reached before and nothing runs: its pill opens it."""
+        return not self.busy and 0 <= step <= self.furthest and step != self.step
+
+    def visit(self, step: int) -> bool:
+        """Go back (or forward again) to a step reached before, from its pill."""
+        if not self.can_visit(step):
+            return False
+        if self.step_name == "workload" and step > self.step and not self.apply_workload():
+            return False
+        self.go(step)
+        return True
+
     def go(self, step: int) -> None:
-        """Show `step` (0-based), running what it needs on entry."""
+        """Show `step` (0-based), running what it needs on entry. The last step's finished
+        status ("profile done") and its full progress bar do not follow the user."""
         self.step = max(0, min(len(STEPS) - 1, step))
+        self.furthest = max(self.furthest, self.step)
+        if not self.busy:
+            self.message, self.progress, self.job_step = "", 0.0, None
         self.notify(Topic.STEP)
         name = self.step_name
         if name == "hardware" and self.hardware is None:

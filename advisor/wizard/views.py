@@ -15,7 +15,7 @@ import plotly.graph_objects as go
 from advisor.wizard.context import STEP_TITLES, STEPS, Topic
 from advisor.wizard.controller import WizardController
 from advisor.wizard.package_data import read_package_text
-from advisor.wizard.panels.base import StepPanel, button, html_area
+from advisor.wizard.panels.base import StepPanel, button, html_area, output, set_outputs
 from advisor.wizard.panels.dataset import DatasetPanel
 from advisor.wizard.panels.export import ExportPanel
 from advisor.wizard.panels.hardware import HardwarePanel
@@ -25,6 +25,27 @@ from advisor.wizard.panels.workload import WorkloadPanel
 from advisor.wizard.steps.reshard import ReshardStep
 
 STYLESHEET = "style.css"
+
+# Run by JupyterLab's JavaScript renderer (an Output widget's outputs are trusted), `element`
+# being the output's node: after a step change, bring the wizard's top into view unless it is
+# already in the upper part of the window. The count makes every step change a new output.
+_SCROLL_JS = """// step change {count}
+setTimeout(() => {{
+  const wizard = element.closest('.la-wizard');
+  if (!wizard) return;
+  const top = wizard.getBoundingClientRect().top;
+  if (top < 0 || top > window.innerHeight / 3) wizard.scrollIntoView({{block: 'start'}});
+}}, 80);
+"""
+
+
+def scroll_to_top(count: int) -> dict[str, object]:
+    """An Output entry whose script scrolls the wizard's top into view (step change `count`)."""
+    return {
+        "output_type": "display_data",
+        "data": {"application/javascript": _SCROLL_JS.format(count=count), "text/plain": ""},
+        "metadata": {},
+    }
 
 
 def stylesheet() -> str:
@@ -40,7 +61,16 @@ class Wizard(widgets.VBox):
         c = self.controller
         # -- the chrome around the steps
         self.title = widgets.HTML(f"<style>\n{stylesheet()}</style><h3>Loader Advisor</h3>")
-        self.steps_bar = html_area("la-steps-bar")
+        self.pills = [
+            button(f"{index + 1} {STEP_TITLES[name]}", "la-pill", tooltip=STEP_TITLES[name])
+            for index, name in enumerate(STEPS)
+        ]
+        self.steps_bar = widgets.HBox(self.pills)
+        self.steps_bar.add_class("la-steps-bar")
+        # a hidden output whose script brings the wizard's top into view after a step change
+        self.scroller = output("la-scroller")
+        self.scroller.layout.display = "none"
+        self._step_changes = 0
         self.error = html_area("la-error-box")
         self.progress = widgets.FloatProgress(
             value=0.0, min=0.0, max=1.0, layout={"width": "300px"}
@@ -51,6 +81,7 @@ class Wizard(widgets.VBox):
         self.back_button = button("Back", "la-btn-back", tooltip="previous step")
         self.next_button = button("Next", "la-btn-next", "primary", "next step")
         self.status_row = widgets.HBox([self.progress, self.cancel_button, self.status])
+        self.status_row.add_class("la-status-row")
         self.nav_row = widgets.HBox([self.back_button, self.next_button])
         self.body = widgets.VBox()
         # -- the steps
@@ -91,13 +122,18 @@ class Wizard(widgets.VBox):
         self.save_dir, self.save_stem = export.save_dir, export.save_stem
         self.save_button = export.save_button
         self.saved, self.download = export.saved, export.download
+        # long work reports beside the button that started it (the panel's status slot)
+        self.status_home = widgets.Box()
         super().__init__(
-            [self.title, self.steps_bar, self.body, self.error, self.status_row, self.nav_row]
-        )
+            [self.title, self.steps_bar, self.scroller, self.error, self.body, self.status_home,
+             self.nav_row]
+        )  # fmt: skip
         self.add_class("la-wizard")
         self.cancel_button.on_click(lambda _: c.cancel())
         self.next_button.on_click(lambda _: c.next())
         self.back_button.on_click(lambda _: c.back())
+        for index, pill in enumerate(self.pills):
+            pill.on_click(lambda _, index=index: c.visit(index))
         c.subscribe(self.refresh)
         self.refresh(Topic.ALL)
 
@@ -121,18 +157,41 @@ class Wizard(widgets.VBox):
         everything = topic == Topic.ALL
         if everything or topic == Topic.STEP:
             self.body.children = (self.step_boxes[self.controller.step_name],)
+        if topic == Topic.STEP:
+            self._step_changes += 1
+            set_outputs(self.scroller, scroll_to_top(self._step_changes))
         for panel in self.panels.values():
             if everything or topic in panel.topics:
                 panel.show()
         self._show_chrome()
 
+    def _place_status(self, busy: bool) -> None:
+        """The progress row sits in the slot of the panel whose button started the work (else
+        under the step), and only while there is something to say."""
+        c = self.controller
+        self.status_row.layout.display = "" if (busy or c.message) else "none"
+        self.progress.layout.display = "" if busy else "none"  # once done, its words suffice
+        owner = self.panels.get(c.job_step or c.step_name)
+        slot = owner.status_slot if owner is not None else None
+        if slot is None or c.job_step not in (None, c.step_name):
+            slot = self.status_home
+        for box in (self.status_home, *(p.status_slot for p in self.panels.values())):
+            if box is not None and box is not slot and box.children:
+                box.children = ()
+        if slot.children != (self.status_row,):
+            slot.children = (self.status_row,)
+
     def _show_chrome(self) -> None:
         c = self.controller
-        marks = []
-        for index, name in enumerate(STEPS):
-            css = "la-current" if index == c.step else ("la-done" if index < c.step else "")
-            marks.append(f"<span class='{css}'>{index + 1} {STEP_TITLES[name]}</span>")
-        self.steps_bar.value = f"<div class='la-steps'>{''.join(marks)}</div>"
+        for index, pill in enumerate(self.pills):
+            for css in ("la-current", "la-done"):
+                pill.remove_class(css)
+            if index == c.step:
+                pill.add_class("la-current")
+            elif index <= c.furthest:
+                pill.add_class("la-done")
+            pill.disabled = not c.can_visit(index)
+            pill.tooltip = f"open {STEP_TITLES[STEPS[index]]}" if c.can_visit(index) else ""
         message = c.errors.get(c.step_name)
         self.error.value = (
             f"<div class='la-error' role='alert'>{html.escape(message)}</div>" if message else ""
@@ -140,8 +199,9 @@ class Wizard(widgets.VBox):
         self.progress.value = c.progress
         self.status.value = f"<span class='la-hint'>{html.escape(c.message)}</span>"
         busy = c.busy
+        self._place_status(busy)
         self.cancel_button.disabled = not busy
-        self.cancel_button.layout.visibility = "visible" if busy else "hidden"
+        self.cancel_button.layout.display = "" if busy else "none"
         for panel in self.panels.values():
             panel.show_busy(busy)
         self.back_button.disabled = busy or c.step == 0

@@ -19,6 +19,8 @@ class StepPanel:
 
     topics: ClassVar[frozenset[Topic]] = frozenset()
     box: widgets.VBox
+    # where the progress of this step's long work shows, beside its button (None: no long work)
+    status_slot: widgets.Box | None = None
 
     def show(self) -> None:
         raise NotImplementedError
@@ -31,6 +33,13 @@ def button(text: str, css: str, style: str = "", tooltip: str = "") -> widgets.B
     made = widgets.Button(description=text, button_style=style, tooltip=tooltip or text)
     made.add_class(css)
     return made
+
+
+def status_slot() -> widgets.Box:
+    """An empty box beside a button that starts long work; the wizard puts its progress there."""
+    slot = widgets.Box()
+    slot.add_class("la-status-slot")
+    return slot
 
 
 def text(label: str, css: str, placeholder: str = "", value: str = "") -> widgets.Text:

@@ -6,17 +6,17 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from advisor.core.units import binary_size
+from advisor.core.units import binary_size, duration
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import (
-    LABEL,
     StepPanel,
     button,
     html_area,
     on_value,
     output,
     set_outputs,
+    status_slot,
     table,
     text,
 )
@@ -46,8 +46,7 @@ def profile_rows(profile: DatasetProfile) -> list[tuple[str, str]]:
         ),
         ("formats", formats or "unknown"),
         ("samples (estimate)", f"{profile.samples_estimate:,}"),
-        ("first-level prefixes", f"{profile.distinct_prefixes:,}"),
-        ("listing took", f"{profile.list_seconds:.1f} s"),
+        ("listing took", duration(profile.list_seconds)),
     ]
     rows += [("note", note) for note in profile.notes]
     return rows
@@ -66,10 +65,17 @@ class DatasetPanel(StepPanel):
         self.endpoint = text(
             "Endpoint URL", "la-input-endpoint", "optional: http://host:port", step.endpoint_url
         )
-        self.aws_profile = text("AWS profile", "la-input-profile", "optional", step.aws_profile)
+        self.aws_profile = text(
+            "AWS profile", "la-input-profile", "optional: else the standard chain", step.aws_profile
+        )
+        self.anonymous = widgets.Checkbox(
+            value=step.anonymous, description="anonymous access (a public bucket: no credentials)",
+            indent=False, layout=widgets.Layout(width="auto", margin="0 0 0 154px"),
+        )  # fmt: skip
+        self.anonymous.add_class("la-input-anonymous")
         self.profile_button = button("Profile", "la-btn-profile", "primary", "list and sniff")
         self.demo_layout = widgets.Dropdown(
-            options=list(LAYOUTS), value=step.demo_layout, description="Demo layout", style=LABEL
+            options=list(LAYOUTS), value=step.demo_layout, layout=widgets.Layout(width="140px")
         )
         self.demo_layout.add_class("la-input-demo-layout")
         self.demo_button = button(
@@ -77,17 +83,23 @@ class DatasetPanel(StepPanel):
         )
         self.profile_summary = html_area("la-profile-summary")
         self.size_chart = output("la-chart-sizes")
+        self.status_slot = status_slot()
         self.box = widgets.VBox(
             [
                 widgets.HTML("<b>1. Where is the training data?</b>"),
                 self.uri,
                 self.endpoint,
                 self.aws_profile,
-                widgets.HBox([self.profile_button]),
-                widgets.HTML(
-                    "<span class='la-hint'>No data set at hand? Try the local demo:</span>"
+                self.anonymous,
+                widgets.HBox(
+                    [
+                        self.profile_button,
+                        widgets.HTML("<span class='la-hint'>or, with no data at hand:</span>"),
+                        self.demo_layout,
+                        self.demo_button,
+                    ]
                 ),
-                widgets.HBox([self.demo_layout, self.demo_button]),
+                self.status_slot,
                 self.profile_summary,
                 self.size_chart,
             ]
@@ -109,10 +121,14 @@ class DatasetPanel(StepPanel):
         def demo_layout(value: str) -> None:
             step.demo_layout = value
 
+        def anonymous(value: bool) -> None:
+            step.anonymous = bool(value)
+
         on_value(self.uri, uri)
         on_value(self.endpoint, endpoint_url)
         on_value(self.aws_profile, aws_profile)
         on_value(self.demo_layout, demo_layout)
+        on_value(self.anonymous, anonymous)
         self.profile_button.on_click(lambda _: step.run_profile())
         self.demo_button.on_click(lambda _: step.use_demo(self.demo_layout.value))
 

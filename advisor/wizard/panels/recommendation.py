@@ -4,105 +4,161 @@ and the decision flow with the path taken."""
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
-from advisor.core.units import binary_size
+from advisor.core.units import per_s, rate
 from advisor.decide.recommend import Decision, Recommendation
+from advisor.export import decision_label, decision_value
+from advisor.headline import headline_lines
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
+from advisor.wizard.evidence import evidence_rows
 from advisor.wizard.flow import flow_bundle
-from advisor.wizard.panels.base import StepPanel, html_area, output, set_outputs
+from advisor.wizard.panels.base import StepPanel, html_area, output, set_outputs, status_slot
 from advisor.wizard.panels.reshard import ReshardPanel
 from advisor.wizard.steps.recommendation import RecommendationStep
 from advisor.wizard.steps.reshard import ReshardStep
 from advisor.wizard.steps.trial import TrialStep
 from advisor.wizard.steps.workload import WorkloadStep
 
-
-def _text_of(value: object) -> str:
-    if isinstance(value, dict):
-        return ", ".join(f"{k}: {_text_of(v)}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_text_of(v) for v in value)
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, float):
-        return f"{value:,.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return str(value)
+if TYPE_CHECKING:
+    from advisor.diagnosis import Diagnosis
+    from advisor.measure.trial.results import TrialResult
 
 
-def _evidence_value(key: str, value: object) -> str:
-    if key.endswith("_bytes") and isinstance(value, int) and not isinstance(value, bool):
-        return binary_size(value)
-    return _text_of(value)
+# Decisions that act on S3 requests and object layout: nothing to do for a local folder.
+S3_ONLY = frozenset({"requests_in_flight", "inflight_bytes", "shard_size", "prefix_layout"})
+
+
+def shown_decisions(rec: Recommendation, is_s3: bool) -> list[Decision]:
+    """The decisions that carry an action for this data (no S3-only cards for a folder)."""
+    return [d for d in rec.decisions if is_s3 or d.name not in S3_ONLY]
 
 
 def decision_card(decision: Decision) -> str:
-    """One recommendation decision as an HTML card: value, rationale, evidence, rules."""
-    meta = ["measured" if decision.measured else "predicted", f"confidence {decision.confidence}"]
+    """One decision as an HTML card: the value and why in plain words; the evidence (labelled
+    values with units) and the rules behind a folded "details"."""
+    meta = "measured" if decision.measured else "predicted"
+    rows = evidence_rows(decision.evidence)
     if decision.rules:
-        meta.append("rules " + ", ".join(decision.rules))
-    evidence = {k: v for k, v in decision.evidence.items() if k != "sweep_table"}
-    facts = "; ".join(f"{k} {_evidence_value(k, v)}" for k, v in evidence.items())
+        rows.append(("Rules", ", ".join(decision.rules)))
+    rows.append(("Confidence", str(decision.confidence)))
     table = decision.evidence.get("sweep_table")
+    details = (
+        (sweep_table_html(table) if isinstance(table, dict) and table else "")
+        + "<table class='la-table la-evidence'>"
+        + "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+        + "</table>"
+    )
     return (
-        f"<div class='la-card'><div class='la-card-title'>{html.escape(decision.name)} = "
-        f"<span class='la-value'>{html.escape(decision.display)}</span></div>"
+        f"<div class='la-card'><div class='la-card-title'>{html.escape(decision_label(decision))}"
+        f" <span class='la-value'>{html.escape(decision_value(decision))}</span>"
+        f" <span class='la-meta'>({meta})</span></div>"
         f"<div>{html.escape(decision.rationale)}</div>"
-        + (sweep_table_html(table) if isinstance(table, dict) and table else "")
-        + (f"<div class='la-evidence'>evidence: {html.escape(facts)}</div>" if facts else "")
-        + f"<div class='la-meta'>{html.escape(' · '.join(meta))}</div></div>"
+        f"<details class='la-details'><summary>evidence</summary>{details}</details></div>"
     )
 
 
 def sweep_table_html(table: dict[str, Any]) -> str:
-    """NW-3's measured table: per num_workers the median samples/s training saw, its spread
-    (">=": no steady state, a lower bound) and the model's prediction."""
+    """The measured table: per num_workers the median samples/s training saw, the slices'
+    spread ("at least": no steady state, a lower bound) and the model's prediction."""
     rows = [
-        "<tr><th>num_workers</th><th>measured median</th><th>spread</th><th>predicted</th></tr>"
+        "<tr><th>num_workers</th><th>measured (median)</th><th>slices</th><th>predicted</th></tr>"
     ]
     for workers, row in table.items():
-        bound = "&ge; " if row.get("lower_bound") else ""
+        bound = "at least " if row.get("lower_bound") else ""
         rows.append(
             f"<tr><td>{html.escape(str(workers))}</td>"
-            f"<td>{bound}{float(row['median']):,.1f}</td>"
-            f"<td>{float(row['low']):,.1f}-{float(row['high']):,.1f}</td>"
-            f"<td>{float(row['predicted']):,.1f}</td></tr>"
+            f"<td>{bound}{rate(float(row['median']))}</td>"
+            f"<td>{per_s(float(row['low']))}-{per_s(float(row['high']))}</td>"
+            f"<td>{rate(float(row['predicted']))}</td></tr>"
         )
     return f"<table class='la-table la-sweep'>{''.join(rows)}</table>"
 
 
-def headline(rec: Recommendation) -> str:
-    """The recommendation in two lines: where to read from, and the DataLoader arguments."""
+def headline(
+    rec: Recommendation,
+    trial: TrialResult | None,
+    consumer_rate: float | None,
+    diagnosis: Diagnosis | None = None,
+    changed: tuple[str, ...] = (),
+) -> str:
+    """What to change and its measured effect first; then the DataLoader call to write."""
+    lines = [html.escape(line) for line in headline_lines(rec, trial, consumer_rate,
+                                                          diagnosis, changed)]  # fmt: skip
+    lines[0] = f"<b>{lines[0]}</b>"
     kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.dataloader_kwargs().items())
-    source = f"read from: <b>{html.escape(str(rec.data_source))}</b>"
-    if rec.sagemaker_input_mode:
-        source += f" (SageMaker input mode {html.escape(str(rec.sagemaker_input_mode))})"
-    rows = [source, f"<code>DataLoader(dataset, {html.escape(kwargs)})</code>"]
+    code = f"<code>DataLoader(dataset, {html.escape(kwargs)})</code>"
     if any(d.name == "requests_in_flight" for d in rec.decisions):  # streaming (RD-1, RD-2)
         reader = f"max_inflight_requests={int(rec.requests_in_flight)}"
         if any(d.name == "inflight_bytes" for d in rec.decisions):
             reader += f", max_inflight_bytes={int(rec.inflight_bytes) >> 20} * 2**20"
-        rows.append(f"<code>ReaderConfig({reader})</code> per worker")
+        code += f" with <code>ReaderConfig({reader})</code> per worker"
+    lines.append(code)
     if rec.input_bound is True:
-        rows.append("<span class='la-error'>the loader cannot keep up with the training</span>")
-    elif rec.input_bound is False:
-        rows.append("the loader keeps up with the training")
-    rows += [html.escape(note) for note in (*rec.notes, *rec.cost_notes)]
-    return "".join(f"<div>{row}</div>" for row in rows)
+        lines.append("<span class='la-error'>The loader cannot keep up with the training.</span>")
+    notes = [html.escape(note) for note in (*rec.notes, *rec.cost_notes)]
+    body = "".join(f"<div>{line}</div>" for line in lines)
+    if notes:
+        body += (
+            "<details class='la-details'><summary>notes</summary>"
+            + "".join(f"<div>{n}</div>" for n in notes)
+            + "</details>"
+        )
+    return f"<div class='la-headline-box'>{body}</div>"
 
 
 def path_html(path: list[str]) -> str:
     """The rules the recommendation went through, in order, as highlighted chips."""
     chips = " → ".join(f"<span class='la-taken'>{html.escape(rule)}</span>" for rule in path)
-    return f"<div class='la-steps'>{chips}</div>"
+    return (
+        "<div class='la-hint'>The rules this recommendation went through, in order (in orange "
+        f"in the diagram; docs/decision-flow.md explains each):</div><div class='la-steps'>{chips}"
+        "</div>"
+    )
+
+
+# Run beside the diagram (JupyterLab's JavaScript renderer, `element` the output's node). JupyterLab
+# draws Mermaid as an <img> of the SVG: read the first node of the path taken from that SVG and
+# scroll the diagram's box to it.
+_SHOW_PATH = {
+    "output_type": "display_data",
+    "data": {
+        "application/javascript": """
+let tries = 0;
+const show = () => {
+  const flow = element.closest('.la-flow');
+  const img = flow && flow.querySelector('.jp-RenderedMermaid img');
+  if (!img || !img.complete || !img.getBoundingClientRect().height) {
+    if (tries++ < 50) setTimeout(show, 100);
+    return;
+  }
+  const svg = new DOMParser().parseFromString(
+    decodeURIComponent(img.src.split(',')[1]), 'image/svg+xml').documentElement;
+  const node = svg.querySelector('.taken');
+  const move = node ? node.getAttribute('transform') || '' : '';
+  const at = /translate\\(\\s*([-\\d.]+)[ ,]+([-\\d.]+)/.exec(move);
+  const view = (svg.getAttribute('viewBox') || '').split(/[ ,]+/).map(Number);
+  if (!at || view.length !== 4 || !view[3]) return;
+  const y = (Number(at[2]) - view[1]) * img.getBoundingClientRect().height / view[3];
+  const box = img.closest('figure');
+  box.scrollTop = Math.max(0, y - 60);
+  box.dataset.laPathY = String(y);
+};
+setTimeout(show, 100);
+""",
+        "text/plain": "",
+    },
+    "metadata": {},
+}
 
 
 class RecommendationPanel(StepPanel):
-    """The recommendation, its evidence and the path it took through the decision flow."""
+    """The headline, one card per decision that acts on this data, the re-shard offer, supply
+    against demand; the rules and the decision flow behind "Details"."""
 
     topics = frozenset({Topic.RECOMMENDATION})
 
@@ -121,18 +177,39 @@ class RecommendationPanel(StepPanel):
         self.supply_chart = output("la-chart-supply")
         self.supply_figure: go.Figure | None = None  # the last one shown, for tests and users
         self.reshard = ReshardPanel(reshard)
+        self.status_slot = status_slot()
+        self.details_button = widgets.ToggleButton(
+            value=False, description="Details: rules and decision flow", icon="chevron-right",
+            layout=widgets.Layout(width="auto"),
+        )  # fmt: skip
+        self.details_button.add_class("la-btn-details")
+        self.details = widgets.VBox([self.path_taken, self.flow])
+        self.details.add_class("la-details-box")
+        self.details.layout.display = "none"
         self.box = widgets.VBox(
             [
                 widgets.HTML("<b>5. Recommendation</b>"),
                 self.headline,
-                self.supply_chart,
-                self.reshard.box,
+                self.status_slot,
                 self.cards,
-                widgets.HTML("<b>Decision flow</b> <span class='la-hint'>(path taken in orange)"),
-                self.path_taken,
-                self.flow,
+                self.reshard.box,
+                self.supply_chart,
+                self.details_button,
+                self.details,
             ]
         )
+        self.details_button.observe(lambda _: self._show_details(), names="value")
+
+    def _show_details(self) -> None:
+        """The diagram is drawn when opened (Mermaid cannot lay out text in a hidden box)."""
+        opened = bool(self.details_button.value)
+        self.details_button.icon = "chevron-down" if opened else "chevron-right"
+        self.details.layout.display = "" if opened else "none"
+        rec = self.step.recommendation
+        if opened and rec is not None:
+            set_outputs(self.flow, flow_bundle(rec.path()), _SHOW_PATH)
+        else:
+            set_outputs(self.flow)
 
     def show(self) -> None:
         rec = self.step.recommendation
@@ -141,15 +218,19 @@ class RecommendationPanel(StepPanel):
             set_outputs(self.flow)
             set_outputs(self.supply_chart)
             return
-        self.headline.value = headline(rec)
-        self.cards.value = f"<div>{''.join(decision_card(d) for d in rec.decisions)}</div>"
+        consumer_rate = self.workload.applied.consumer_rate
         trial = self.trial.result
+        self.headline.value = headline(
+            rec, trial, consumer_rate, self.step.diagnosis, self.step.changed
+        )
+        location = self.step.context.session.location
+        is_s3 = location is None or location.is_s3
+        cards = "".join(decision_card(d) for d in shown_decisions(rec, is_s3))
+        self.cards.value = f"<div>{cards}</div>"
         best = trial.best_count() if trial else None
         self.supply_figure = charts.throughput_chart(
-            rec.expected_samples_per_s,
-            self.workload.applied.consumer_rate,
-            best.median if best else None,
+            rec.expected_samples_per_s, consumer_rate, best.median if best else None
         )
         set_outputs(self.supply_chart, charts.figure_bundle(self.supply_figure))
         self.path_taken.value = path_html(rec.path())
-        set_outputs(self.flow, flow_bundle(rec.path()))
+        self._show_details()

@@ -8,6 +8,8 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from advisor.core.bounds import TrialBudget, range_of
+from advisor.core.units import duration, mb_per_s, per_s, rate
+from advisor.measure.trial.results import CountRate, summarise
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import (
@@ -18,6 +20,7 @@ from advisor.wizard.panels.base import (
     on_value,
     output,
     set_outputs,
+    status_slot,
     table,
 )
 from advisor.wizard.steps.trial import TrialStep
@@ -28,30 +31,31 @@ if TYPE_CHECKING:
 
 
 def trial_rows(trial: TrialResult) -> list[tuple[str, str]]:
-    rows = [("time used", f"{trial.seconds_used:.1f} of {trial.seconds_budget:.0f} s")]
+    """The trial in labelled values with units; the best count as the chart shows it."""
+    rows = [("time used", f"{duration(trial.seconds_used)} of {duration(trial.seconds_budget)}")]
     best = trial.best_count()
     if best is not None:
-        bound = ">= " if best.lower_bound else ""
+        bound = "at least " if best.lower_bound else ""
         rows.append(
             (
                 "best measured",
-                f"num_workers={best.num_workers}: {bound}{best.median:,.0f} samples/s median "
-                f"({best.low:,.0f}-{best.high:,.0f}) as training sees it",
+                f"num_workers={best.num_workers}: {bound}{rate(best.median)} "
+                f"(median; slices {per_s(best.low)}-{per_s(best.high)}) as training sees it",
             )
         )
     if trial.storage is not None:
         rows.append(
             (
                 "storage",
-                f"first byte p50 {trial.storage.first_byte_p50_s * 1000:.0f} ms, "
-                f"up to {trial.storage.best_mb_s:,.0f} MB/s",
+                f"first byte in {duration(trial.storage.first_byte_p50_s)} (median), "
+                f"up to {mb_per_s(trial.storage.best_mb_s)}",
             )
         )
     if trial.decode is not None:
         rows.append(
             (
                 "decode",
-                f"{trial.decode.cpu_s_per_sample * 1000:.2f} ms CPU per sample "
+                f"{duration(trial.decode.cpu_s_per_sample)} of CPU per sample "
                 f"({trial.decode.transform})",
             )
         )
@@ -59,6 +63,14 @@ def trial_rows(trial: TrialResult) -> list[tuple[str, str]]:
         rows.append(("note", "cancelled: partial results"))
     rows += [("note", note) for note in trial.notes]
     return rows
+
+
+def chart_counts(step: TrialStep) -> tuple[CountRate, ...]:
+    """The counts to draw: the finished trial's, else those of the slices streamed so far."""
+    trial = step.result
+    if trial is not None and trial.counts and step.points == list(trial.sweep):
+        return trial.counts
+    return summarise(step.points)
 
 
 class TrialPanel(StepPanel):
@@ -83,6 +95,7 @@ class TrialPanel(StepPanel):
         )
         self.trial_chart = output("la-chart-trial")
         self.trial_summary = html_area("la-trial-summary")
+        self.status_slot = status_slot()
         self.figure: go.Figure | None = None  # the last one shown, for tests and users
         self.box = widgets.VBox(
             [
@@ -91,7 +104,7 @@ class TrialPanel(StepPanel):
                     "DataLoader configurations for the time budget (optional: Next skips it)"
                     "</span>"
                 ),
-                widgets.HBox([self.trial_seconds, self.run_trial_button]),
+                widgets.HBox([self.trial_seconds, self.run_trial_button, self.status_slot]),
                 self.trial_chart,
                 self.trial_summary,
             ]
@@ -104,7 +117,8 @@ class TrialPanel(StepPanel):
         self.run_trial_button.on_click(lambda _: step.run(float(self.trial_seconds.value)))
 
     def show(self) -> None:
-        self.figure = charts.trial_chart(self.step.points, self.workload.applied.consumer_rate)
+        consumer_rate = self.workload.applied.consumer_rate
+        self.figure = charts.trial_chart(chart_counts(self.step), consumer_rate)
         set_outputs(self.trial_chart, charts.figure_bundle(self.figure))
         trial = self.step.result
         self.trial_summary.value = table(trial_rows(trial)) if trial is not None else ""

@@ -36,7 +36,7 @@ class WorkloadPanel(StepPanel):
             options=[("samples/s per GPU", "rate"), ("step time and batch size", "step")],
             value=form.mode,
             description="Consumption",
-            style=LABEL,
+            style={**LABEL, "button_width": "auto"},  # the options' words in full
         )
         self.rate_mode.add_class("la-input-rate-mode")
         self.samples_per_s = text(
@@ -53,8 +53,15 @@ class WorkloadPanel(StepPanel):
             value=form.data_location,
             description="Data already on",
             style=LABEL,
+            layout=widgets.Layout(width="360px"),
         )
         self.data_location.add_class("la-input-data-location")
+        self.loader = text(
+            "Your loader", "la-input-loader", "optional: a notebook variable or module:function"
+        )
+        self.loader_step = text(
+            "Your step", "la-input-loader-step", "optional: called with each batch"
+        )
         self.workload_errors = html_area("la-field-errors")
         self.fields: dict[str, widgets.Text] = {
             "samples_per_s": self.samples_per_s,
@@ -64,13 +71,21 @@ class WorkloadPanel(StepPanel):
             "nodes": self.nodes,
             "gpus_per_node": self.gpus_per_node,
             "transform": self.transform,
+            "loader": self.loader,
+            "loader_step": self.loader_step,
         }
         self.box = widgets.VBox(
             [
                 widgets.HTML("<b>3. How fast does training consume data?</b>"),
                 self.rate_mode,
-                *self.fields.values(),
+                *(f for n, f in self.fields.items() if n not in ("loader", "loader_step")),
                 self.data_location,
+                widgets.HTML(
+                    "<span class='la-hint'>Have a loader already? Name it: the recommendation "
+                    "then leads with your loader's numbers beside the recommended ones.</span>"
+                ),
+                self.loader,
+                self.loader_step,
                 self.workload_errors,
             ]
         )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,7 @@ class DatasetStep:
         self.export = export
         self.uri, self.endpoint_url, self.aws_profile = uri, endpoint_url, aws_profile
         self.demo_layout = "small-images"
+        self.anonymous = False  # a public bucket: unsigned requests, no credentials
 
     @property
     def profile(self) -> DatasetProfile | None:
@@ -53,13 +55,16 @@ class DatasetStep:
             and location.uri == self.uri.strip()
             and (location.endpoint_url or "") == self.endpoint_url.strip()
             and (location.profile or "") == self.aws_profile.strip()
+            and location.anonymous == self.anonymous
         ):
             return
-        session.set_location(
+        location = session.set_location(
             self.uri.strip(),
             endpoint_url=self.endpoint_url.strip() or None,
             profile=self.aws_profile.strip() or None,
         )
+        if self.anonymous:
+            session.location = dataclasses.replace(location, anonymous=True)
         self._forget_results()
 
     def run_profile(self) -> bool:
@@ -72,7 +77,10 @@ class DatasetStep:
         return self.context.start("profile", STEP, self._profile)
 
     def _profile(self, cancel: threading.Event) -> None:
-        self.context.session.run_profile(progress=self.context.report, cancel=cancel)
+        session = self.context.session
+        self.context.report("contacting the endpoint ...", 0.0)
+        session.check_location()  # an absent endpoint, then missing credentials, said plainly
+        session.run_profile(progress=self.context.report, cancel=cancel)
         self._forget_results()
         note = " (cancelled: partial listing)" if cancel.is_set() else ""
         self.context.report(f"profile done{note}", 1.0)

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 from advisor.core.bounds import TrialBudget
 from advisor.core.errors import describe
+from advisor.core.units import duration
 from advisor.wizard.context import Topic, WizardContext
 from advisor.wizard.steps.export import ExportStep
 
@@ -67,7 +68,7 @@ class TrialStep:
             self.points = list(result.sweep) or self.points
             self.export.forget_bundle()
             done = "cancelled" if result.cancelled else "done"
-            self.context.report(f"trial {done} in {result.seconds_used:.1f} s", 1.0)
+            self.context.report(f"trial {done} in {duration(result.seconds_used)}", 1.0)
             self.context.notify(Topic.TRIAL)
 
         return self.context.start("trial", STEP, work)
@@ -76,4 +77,5 @@ class TrialStep:
         if event.point is not None:
             self.points = [*self.points, event.point]
             self.context.notify(Topic.TRIAL_POINT)
-        self.context.report(event.message, event.fraction)
+        left = self.seconds * (1.0 - event.fraction)
+        self.context.report(f"{event.message} ({duration(left)} left)", event.fraction)

@@ -32,6 +32,8 @@ class WorkloadForm:
     gpus_per_node: str = "1"
     transform: str = ""
     data_location: str = ""  # "" = infer from the URI; else one of workload.DATA_LOCATIONS
+    loader: str = ""  # optional: the user's loader, a notebook variable or module:function
+    loader_step: str = ""  # optional: the user's step (called with each batch), the same way
 
 
 FORM_FIELDS = tuple(f.name for f in dataclasses.fields(WorkloadForm))
@@ -72,6 +74,12 @@ def parse_form(form: WorkloadForm) -> tuple[Workload | None, dict[str, str]]:
     transform = form.transform.strip() or None
     if transform is not None and not _TRANSFORM.match(transform):
         errors["transform"] = f"transform: {transform!r} is not of the form module:callable"
+    for name, label in (("loader", "loader"), ("loader_step", "step")):
+        spec = getattr(form, name).strip()
+        if spec and not (spec.isidentifier() or _TRANSFORM.match(spec)):
+            errors[name] = f"{label}: {spec!r} is neither a notebook variable nor module:function"
+    if form.loader_step.strip() and not form.loader.strip():
+        errors["loader_step"] = "step: give your loader too (the step runs with its batches)"
     if errors:
         return None, errors
     assert batch is not None and epochs is not None and nodes is not None and gpus is not None
@@ -123,7 +131,9 @@ class WorkloadStep:
         """Parse the form into the session's workload; False (and inline errors) if invalid."""
         workload = self.parse()
         if workload is None:
-            self.context.set_error(STEP, "; ".join(self.field_errors.values()))
+            self.context.set_error(
+                STEP, "please correct the fields marked below"
+            )  # said once, there
             self.context.notify(Topic.WORKLOAD)
             return False
         if workload != self.applied:
@@ -138,8 +148,32 @@ class WorkloadStep:
         self.context.notify(Topic.WORKLOAD)
         return True
 
+    def user_objects(self) -> tuple[object, object | None] | None:
+        """The user's loader and step (None: not given) as named in the form: a variable of the
+        notebook, else module:function. None when no loader is named; ValueError when one
+        cannot be found."""
+        names = self.form.loader.strip(), self.form.loader_step.strip()
+        if not names[0]:
+            return None
+        return _resolve(names[0], "loader"), (_resolve(names[1], "step") if names[1] else None)
+
     def plan_gpus(self, gpu_count: int) -> None:
         """Size the job to a machine with `gpu_count` GPUs unless the user chose otherwise."""
         if gpu_count and self.form.gpus_per_node == "1":
             most = int(range_of(Workload, "gpus_per_node").high)
             self.form.gpus_per_node = str(min(gpu_count, most))
+
+
+def _resolve(spec: str, what: str) -> object:
+    """A notebook variable named `spec`, or the callable "module:function" names."""
+    if spec.isidentifier():
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        namespace = shell.user_ns if shell is not None else {}
+        if spec not in namespace:
+            raise ValueError(f"{what}: no variable named {spec!r} in this notebook")
+        return namespace[spec]
+    from advisor.diagnose_cli import load_object
+
+    return load_object(spec, what)

@@ -1,0 +1,97 @@
+"""The recommendation's first lines: what to change, and its measured effect.
+
+With the user's own loader measured (`diagnose` through the same step), the headline sets its
+rate and data-wait share beside what the trial measured at the recommended settings. Without
+one, it gives the trial's measured waiting share at the recommended settings: at the chosen
+num_workers the loop waits for data 1 - measured rate / consumer rate of each step.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from advisor.core.units import per_s, rate, share
+
+if TYPE_CHECKING:
+    from advisor.decide.recommend import Recommendation
+    from advisor.diagnosis import Diagnosis
+    from advisor.measure.loop.results import LoopSummary
+    from advisor.measure.trial.results import CountRate, TrialResult
+
+
+def what_to_change(rec: Recommendation, changed: tuple[str, ...] = ()) -> str:
+    """The settings in a few words: the changes to the user's loader, else the settings."""
+    if changed:
+        return ", ".join(changed)
+    parts = [f"num_workers={rec.num_workers}", f"pin_memory={rec.pin_memory}"]
+    if rec.num_workers and rec.prefetch_factor:
+        parts.append(f"prefetch_factor={rec.prefetch_factor}")
+    return "DataLoader(" + ", ".join(parts) + f"), reading from {rec.data_source}"
+
+
+def chosen_count(rec: Recommendation, trial: TrialResult | None) -> CountRate | None:
+    """The trial's measurement at the recommended num_workers (None: not measured)."""
+    if trial is None:
+        return None
+    return next((c for c in trial.counts if c.num_workers == rec.num_workers), None)
+
+
+def wait_share(measured: float, consumer_rate: float) -> float:
+    """The share of each step the loop waits for data when the loader delivers `measured` of
+    the `consumer_rate` samples/s the step takes: 1 - measured / consumer, at least 0."""
+    return max(0.0, 1.0 - measured / consumer_rate) if consumer_rate > 0 else 0.0
+
+
+def headline_lines(
+    rec: Recommendation,
+    trial: TrialResult | None,
+    consumer_rate: float | None,
+    diagnosis: Diagnosis | None = None,
+    changed: tuple[str, ...] = (),
+) -> list[str]:
+    """Two or three lines: what to change, and its measured effect."""
+    lines = [f"Change: {what_to_change(rec, changed)}."]
+    count = chosen_count(rec, trial)
+    after = count.median if count is not None else None
+    lower = count is not None and count.lower_bound  # a rate that is a lower bound...
+    bound = "at least " if lower else ""
+    most = "at most " if lower else ""  # ...makes its waiting share an upper bound
+    mine = diagnosis.summary if diagnosis is not None else None
+    before_rate, before_wait = _whole_run(mine)
+    if before_rate is not None and after is not None:
+        after_wait = wait_share(after, consumer_rate) if consumer_rate else None
+        effect = f"Your loader {per_s(before_rate)} -> {bound}{rate(after)}"
+        if after_wait is not None:
+            effect += f", data wait {share(before_wait)} -> {most}{share(after_wait)} of each step"
+        lines.append(effect + " (your loader in your loop; the recommended settings in the trial).")
+    elif after is not None and consumer_rate:
+        waits = wait_share(after, consumer_rate)
+        lines.append(
+            f"Measured at num_workers={rec.num_workers}: {bound}{rate(after)} of the "
+            f"{rate(consumer_rate)} one GPU consumes: the training waits for data "
+            f"{most}{share(waits)} of each step."
+        )
+    elif after is not None:
+        lines.append(f"Measured at num_workers={rec.num_workers}: {bound}{rate(after)}.")
+    else:
+        lines.append(
+            f"Expected: {rate(rec.expected_samples_per_s)} (not measured: run the live trial)."
+        )
+    if mine is not None and (before_rate is None or after is None):
+        verdict = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
+        lines.append(f"Your loader: {verdict or 'measured, see below'}.")
+    return lines
+
+
+def _whole_run(summary: LoopSummary | None) -> tuple[float | None, float]:
+    """The user's loop's rate and waiting share over the whole run (the windows' medians where
+    a summary has no whole-run figures)."""
+    if summary is None:
+        return None, 0.0
+    rate_ = getattr(summary, "overall_samples_per_s", None)
+    if rate_ is None and summary.samples_per_s is not None:
+        rate_ = summary.samples_per_s.median
+    waits = getattr(summary, "overall_wait_share", None)
+    if waits is None:
+        waits = summary.wait_share.median if summary.wait_share is not None else 0.0
+    return rate_, waits

@@ -1,0 +1,71 @@
+"""A decision's evidence for people: each number a labelled value with its unit.
+
+The rules name their evidence with the unit in the key (`p50_object_bytes`, `first_byte_s`,
+`per_connection_mb_s`, `cpu_s_per_sample`); `evidence_rows` reads the unit from the key and
+writes the value with `advisor.core.units`, and the rest of the key becomes its label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from advisor.core.units import GB, data_rate, data_size, duration, mb_per_s, per_s, share
+
+# (key suffix, how the value reads): the first that ends the key wins; the rest is the label
+_UNITS: tuple[tuple[str, Callable[[float], str]], ...] = (
+    ("_per_s_per_process", lambda v: f"{per_s(v)}/s per process"),
+    ("_per_s_per_worker", lambda v: f"{per_s(v)}/s per worker"),
+    ("_s_per_sample", lambda v: f"{duration(v)} per sample"),
+    ("_s_per_epoch", lambda v: f"{duration(v)} per epoch"),
+    ("_samples_per_s", lambda v: f"{per_s(v)} samples/s"),
+    ("_usd_month", lambda v: f"${v:,.2f} per month"),
+    ("_bytes", data_size),
+    ("_mb_s", mb_per_s),
+    ("_gb_s", lambda v: data_rate(v * GB)),
+    ("_per_s", lambda v: f"{per_s(v)}/s"),
+    ("_usd", lambda v: f"${v:,.4f}" if v < 1 else f"${v:,.2f}"),
+    ("_s", duration),
+    ("_error", share),
+    ("_share", share),
+)
+_WORDS = {"p50": "median", "p95": "95th percentile", "cpu": "CPU", "s3": "S3", "rss": "RSS",
+          "ram": "RAM", "gpu": "GPU", "gpus": "GPUs", "fsx": "FSx", "shm": "/dev/shm",
+          "mb": "MB", "nvme": "NVMe", "hdd": "HDD"}  # fmt: skip
+HIDDEN = frozenset({"sweep_table"})  # shown as its own table
+
+
+def _label(key: str) -> str:
+    words = [_WORDS.get(word, word) for word in key.split("_") if word]
+    text = " ".join(words)
+    return text[:1].upper() + text[1:] if text else key
+
+
+def _plain(value: object) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    if isinstance(value, Mapping):
+        return ", ".join(f"{_label(str(k)).lower()} {_plain(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_plain(v) for v in value)
+    return str(value)
+
+
+def evidence_value(key: str, value: object) -> tuple[str, str]:
+    """(label, value with its unit) for one piece of evidence."""
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    for suffix, show in _UNITS:
+        if key.endswith(suffix) and len(key) > len(suffix):
+            whole = suffix in ("_error", "_share")  # the unit is no word of the label there
+            label = _label(key if whole else key[: -len(suffix)])
+            return label, show(float(value)) if number else _plain(value)  # type: ignore[arg-type]
+    return _label(key), _plain(value)
+
+
+def evidence_rows(evidence: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """Every piece of evidence but the sweep table, as (label, value with unit)."""
+    return [evidence_value(k, v) for k, v in evidence.items() if k not in HIDDEN]

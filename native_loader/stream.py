@@ -1,0 +1,389 @@
+"""Objects read as streams: parts fetched by ranged GETs ahead of the consumer, in bounded memory.
+
+`PartPipeline` keeps up to ``window`` parts of a sequence of objects in flight, in (object,
+offset) order, and hands them over in that order; `ObjectStream` is the file-like view of one
+object (``read``, ``readinto``, ``readline``, iteration over lines, `chunks`). Memory for a
+pipeline is its window plus the part being consumed, whatever the objects' sizes: each part is
+one engine ticket, so it is admitted under the process's ``max_inflight_requests`` and
+``max_inflight_bytes`` and its reservation is released when the part is handed over.
+
+A part the engine could not fetch after its retries raises the reader's usual exception. A part
+whose ETag or object size differs from the object's first part (the object was overwritten
+while it was streamed, a retry included) raises `S3Error` with code ``ObjectChanged``. Closing a
+stream (or the pipeline, or leaving the loop that iterates it) cancels its parts in flight.
+
+Local files take the same path: their parts are read with ``pread`` by a small thread pool,
+within the same window, so a local copy is read ahead too.
+"""
+
+from __future__ import annotations
+
+import collections
+import io
+import os
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from native_loader import _native
+from native_loader.errors import S3Error
+
+# Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
+_WAIT_SLICE_S = 0.2
+# Local parts are read by this many threads per process (pread releases the GIL).
+_LOCAL_THREADS = 4
+# A stream starts with this many parts in flight and opens its window by one per part handed
+# over; an object's first part is at most FIRST_PART_BYTES (see PartPipeline._fill).
+INITIAL_WINDOW = 2
+FIRST_PART_BYTES = 2**20
+_local_pool: ThreadPoolExecutor | None = None
+_local_pool_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class StreamSource:
+    """One object to stream: ``bucket``/``key`` for S3, ``path`` for a local file; ``size`` is
+    -1 when unknown (then the first part tells it)."""
+
+    uri: str
+    bucket: str = ""
+    key: str = ""
+    path: str = ""
+    size: int = -1
+
+
+@dataclass
+class _Part:
+    index: int  # which source
+    offset: int
+    ticket: int | None  # S3
+    future: Future[tuple[Any, int, int]] | None  # local
+
+
+def local_pool() -> ThreadPoolExecutor:
+    """The threads that read local files ahead (one pool per process, made on first use)."""
+    global _local_pool
+    with _local_pool_lock:
+        if _local_pool is None:
+            _local_pool = ThreadPoolExecutor(_LOCAL_THREADS, thread_name_prefix="nl-local")
+        return _local_pool
+
+
+def _drop_pool_in_child() -> None:  # a forked child must not use the parent's threads
+    global _local_pool, _local_pool_lock
+    _local_pool = None
+    _local_pool_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_drop_pool_in_child)
+
+
+RaiseOutcome = Callable[[Any, str], None]
+
+
+class PartPipeline:
+    """Parts of ``sources`` in order, at most ``window`` fetched ahead of the consumer.
+
+    The submission cursor never passes an object whose size is unknown beyond its first part:
+    that part's answer gives the size, and only then are the object's later parts (and the next
+    objects' parts) queued.
+    """
+
+    def __init__(
+        self,
+        engine: Callable[[], _native.Engine],
+        sources: Iterable[StreamSource],
+        part_size: int,
+        window: int,
+        raise_outcome: RaiseOutcome,
+    ) -> None:
+        self._engine_factory = engine
+        self._engine: _native.Engine | None = None
+        self._incoming = iter(sources)  # pulled as the submission cursor reaches them
+        self._sources: list[StreamSource] = []
+        self._part_size = part_size
+        self._window = max(1, window)
+        self._raise = raise_outcome
+        self._sizes: list[int] = []
+        self._etags: list[str | None] = []
+        self._queue: collections.deque[_Part] = collections.deque()
+        self._cursor = (0, 0)  # (source, offset) of the next part to submit
+        self._delivered = 0  # parts handed over
+        self._closed = False
+
+    # -- submission --------------------------------------------------------------------------
+
+    def _fill(self) -> None:
+        # The window opens gradually (INITIAL_WINDOW parts, one more per part handed over):
+        # parts in flight share the bandwidth, so a full window at the start would make the
+        # first part wait for all of them.
+        window = min(self._window, INITIAL_WINDOW + self._delivered)
+        while len(self._queue) < window and not self._closed:
+            index, offset = self._cursor
+            if not self.has(index):
+                return
+            size = self._sizes[index]
+            if size < 0 and offset > 0:
+                return  # wait for the first part to tell the size
+            if size >= 0 and offset >= size and not (size == 0 and offset == 0):
+                self._cursor = (index + 1, 0)
+                continue
+            length = self._part_length(offset)
+            if size >= 0:
+                length = max(0, min(length, size - offset))
+            self._submit(index, offset, length)
+            self._cursor = (index + 1, 0) if size == 0 else (index, offset + length)
+
+    def _part_length(self, offset: int) -> int:
+        """An object's first part is small, so that its first bytes come quickly; the others
+        are `part_size`, aligned after it."""
+        first = min(self._part_size, FIRST_PART_BYTES)
+        return first if offset == 0 else self._part_size
+
+    def _submit(self, index: int, offset: int, length: int) -> None:
+        source = self._sources[index]
+        size = self._sizes[index]
+        if source.path:
+            future = local_pool().submit(_native.read_file, source.path, offset, length)
+            self._queue.append(_Part(index, offset, None, future))
+            return
+        if self._engine is None:
+            self._engine = self._engine_factory()
+        ticket = self._engine.submit_get(source.bucket, source.key, offset, length, size_hint=size)
+        self._queue.append(_Part(index, offset, ticket, None))
+
+    # -- delivery ----------------------------------------------------------------------------
+
+    def next_part(self) -> tuple[int, int, _native.Buffer] | None:
+        """(source index, offset, bytes) of the next part, or None after the last one."""
+        if self._closed:
+            raise ValueError("I/O operation on a closed stream")
+        self._fill()
+        if not self._queue:
+            return None
+        part = self._queue.popleft()
+        try:
+            data = self._collect(part)
+        except BaseException:
+            self.close()
+            raise
+        self._delivered += 1
+        self._fill()
+        return part.index, part.offset, data
+
+    def _collect(self, part: _Part) -> _native.Buffer:
+        source = self._sources[part.index]
+        if part.future is not None:
+            data, err, file_size = part.future.result()
+            if data is None:
+                raise OSError(err, os.strerror(err), source.path)
+            self._check(part.index, file_size, None)
+            return data
+        engine = self._engine
+        assert engine is not None and part.ticket is not None
+        try:
+            while not engine.wait(part.ticket, _WAIT_SLICE_S):
+                pass
+        except BaseException:
+            engine.cancel(part.ticket)
+            raise
+        outcome = engine.take(part.ticket)
+        if outcome.error_kind is not _native.ErrorKind.NONE:
+            self._raise(outcome, source.uri)
+        self._check(part.index, outcome.object_size, outcome.etag)
+        data = outcome.data
+        assert data is not None
+        return data
+
+    def _check(self, index: int, size: int, etag: str | None) -> None:
+        known, uri = self._sizes[index], self._sources[index].uri
+        if known >= 0 and size >= 0 and size != known:
+            raise _changed(uri, f"its size is {size} bytes, not the {known} expected")
+        if known < 0:
+            self._sizes[index] = size
+        if etag:
+            first = self._etags[index]
+            if first is None:
+                self._etags[index] = etag
+            elif etag != first:
+                raise _changed(uri, f"ETag {etag} differs from {first} of its earlier parts")
+
+    def has(self, index: int) -> bool:
+        """Whether there is a source `index` (taking sources from the input as needed)."""
+        while len(self._sources) <= index:
+            source = next(self._incoming, None)
+            if source is None:
+                return False
+            self._sources.append(source)
+            self._sizes.append(source.size)
+            self._etags.append(None)
+        return True
+
+    def uri(self, index: int) -> str:
+        return self._sources[index].uri
+
+    def size(self, index: int) -> int:
+        """The object's size, -1 while unknown."""
+        return self._sizes[index] if self.has(index) else -1
+
+    def skip(self, index: int) -> None:
+        """Drop every part of sources up to ``index`` (a stream closed before its end)."""
+        while self._queue and self._queue[0].index <= index:
+            self._cancel(self._queue.popleft())
+        if self._cursor[0] <= index:
+            self._cursor = (index + 1, 0)
+
+    def _cancel(self, part: _Part) -> None:
+        if part.ticket is not None and self._engine is not None:
+            self._engine.cancel(part.ticket)
+        if part.future is not None:
+            part.future.cancel()
+
+    def close(self) -> None:
+        """Cancel every part in flight; idempotent."""
+        self._closed = True
+        while self._queue:
+            self._cancel(self._queue.popleft())
+
+
+def _changed(uri: str, why: str) -> S3Error:
+    return S3Error(
+        f"{uri}: the object changed while it was streamed: {why}", code="ObjectChanged", uri=uri
+    )
+
+
+class ObjectStream(io.RawIOBase):
+    """One object read as a stream (a binary, read-only, non-seekable file).
+
+    ``read(n)``, ``readinto(b)``, ``readline()``, ``for line in stream``, `chunks` (the parts as
+    they arrive, no copy). ``size`` is the object's size once known (-1 before). Closing it
+    (``with``, ``close()``, or garbage collection) cancels its parts still in flight. A stream
+    belongs to one thread at a time; open one per thread to read in parallel.
+    """
+
+    def __init__(self, pipeline: PartPipeline, index: int, uri: str, *, owns: bool) -> None:
+        super().__init__()
+        self.uri = uri
+        self._pipeline = pipeline
+        self._index = index
+        self._owns = owns  # close the pipeline with the stream (a single open())
+        self._view = memoryview(b"")
+        self._loaded = 0  # bytes of the object handed over by the pipeline so far
+        self._parts = 0
+        self._eof = False
+
+    @property
+    def size(self) -> int:
+        return self._pipeline.size(self._index)
+
+    def readable(self) -> bool:
+        return True
+
+    def _advance(self) -> bool:
+        """Load the next part into the view; False at the end of the object."""
+        size = self.size
+        if self._eof or (self._parts and size >= 0 and self._loaded >= size):
+            self._eof = True
+            return False
+        got = self._pipeline.next_part()
+        assert got is not None and got[0] == self._index, "the pipeline lost its order"
+        data: Any = got[2]  # a native Buffer: the buffer protocol in C
+        self._view = memoryview(data).cast("B")
+        self._loaded += len(self._view)
+        self._parts += 1
+        if len(self._view) == 0:
+            self._eof = True
+            return False
+        return True
+
+    def chunks(self) -> Iterator[memoryview]:
+        """The rest of the object as views of its parts, in order (no copy)."""
+        if len(self._view):
+            view, self._view = self._view, memoryview(b"")
+            yield view
+        while self._advance():
+            view, self._view = self._view, memoryview(b"")
+            yield view
+
+    def readinto(self, buffer: Any) -> int:
+        self._check_open()
+        target = memoryview(buffer).cast("B")
+        if not len(self._view) and not self._advance():
+            return 0
+        n = min(len(target), len(self._view))
+        target[:n] = self._view[:n]
+        self._view = self._view[n:]
+        return n
+
+    def read(self, size: int | None = -1) -> bytes:
+        self._check_open()
+        if size is None or size < 0:
+            return b"".join(bytes(v) for v in self.chunks())
+        pieces: list[bytes] = []
+        while size > 0 and (len(self._view) or self._advance()):
+            n = min(size, len(self._view))
+            pieces.append(bytes(self._view[:n]))
+            self._view = self._view[n:]
+            size -= n
+        return b"".join(pieces)
+
+    def readall(self) -> bytes:
+        return self.read(-1)
+
+    def readline(self, size: int | None = -1) -> bytes:
+        self._check_open()
+        limit = -1 if size is None else size
+        pieces: list[bytes] = []
+        while limit != 0 and (len(self._view) or self._advance()):
+            view = self._view if limit < 0 else self._view[:limit]
+            end = bytes(view).find(b"\n") if len(view) < 65536 else _find_newline(view)
+            n = len(view) if end < 0 else end + 1
+            pieces.append(bytes(self._view[:n]))
+            self._view = self._view[n:]
+            if limit > 0:
+                limit -= n
+            if end >= 0:
+                break
+        return b"".join(pieces)
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError("I/O operation on a closed stream")
+
+    def close(self) -> None:
+        if not self.closed:
+            self._view = memoryview(b"")
+            if self._owns:
+                self._pipeline.close()
+            elif not self._eof:
+                self._pipeline.skip(self._index)
+        super().close()
+
+
+def _find_newline(view: memoryview) -> int:
+    # Search in slices so that a long part is not copied whole for one short line.
+    step = 65536
+    for start in range(0, len(view), step):
+        found = bytes(view[start : start + step]).find(b"\n")
+        if found >= 0:
+            return start + found
+    return -1
+
+
+def iter_streams(pipeline: PartPipeline) -> Iterator[ObjectStream]:
+    """One stream per source of the pipeline, in order: the next object's parts are fetched
+    while the current one is consumed. Use each stream before asking for the next; a stream
+    left unfinished is skipped. Leaving the loop cancels everything in flight."""
+    try:
+        index = 0
+        while pipeline.has(index):
+            stream = ObjectStream(pipeline, index, pipeline.uri(index), owns=False)
+            index += 1
+            try:
+                yield stream
+            finally:
+                stream.close()
+    finally:
+        pipeline.close()

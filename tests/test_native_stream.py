@@ -1,0 +1,287 @@
+"""Streamed reads (`S3Reader.open`, `open_many`) through the fault proxy in front of SeaweedFS, and
+of local files: every byte right, no hang, memory bounded by the read-ahead, cancellation frees
+the budget, and an object overwritten mid-stream is a clear error."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.demo.proxy import NetworkProfile
+from advisor.demo.server import S3Endpoint
+from native_loader import Credentials, ReaderConfig, S3Error, S3Reader
+from testing import FaultProxy, Faults, When
+
+PART = 64 * 2**10
+READ_AHEAD = 4 * PART
+NO_FAULTS = Faults()
+PLAIN_NETWORK = NetworkProfile()
+
+
+@contextmanager
+def _through_proxy(
+    endpoint: S3Endpoint,
+    faults: Faults = NO_FAULTS,
+    network: NetworkProfile = PLAIN_NETWORK,
+    **overrides: Any,
+) -> Iterator[tuple[S3Reader, FaultProxy]]:
+    settings: dict[str, Any] = {
+        "region": endpoint.region,
+        "part_size": PART,
+        "read_ahead_bytes": READ_AHEAD,
+        "max_inflight_bytes": 16 * PART,
+        "max_inflight_requests": 8,
+        "max_attempts": 4,
+        "backoff_base_s": 0.01,
+        "backoff_max_s": 0.1,
+    }
+    settings.update(overrides)
+    credentials = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
+    with FaultProxy(endpoint.url, faults=faults, network=network, io_timeout_s=10) as proxy:
+        config = ReaderConfig(endpoint_url=proxy.url, **settings)
+        with S3Reader(config, credentials=credentials) as reader:
+            yield reader, proxy
+
+
+def _idle(reader: S3Reader) -> tuple[int, int, int]:
+    deadline = time.monotonic() + 5
+    while True:
+        stats = reader.stats()
+        state = (stats["active_requests"], stats["open_tickets"], stats["inflight_bytes"])
+        if state == (0, 0, 0) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.02)
+
+
+def test_stream_reads_every_size_in_every_way(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    sizes = [0, 1, PART - 1, PART, PART + 1, 10 * PART + 7]
+    objects = {f"o/{n:08d}": os.urandom(n) for n in sizes}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    with _through_proxy(s3_endpoint) as (reader, _):
+        for key, data in objects.items():
+            uri = f"s3://{s3_bucket}/{key}"
+            with reader.open(uri) as stream:
+                assert stream.read() == data
+                assert stream.size == len(data)
+            with reader.open(uri) as stream:
+                assert b"".join(bytes(c) for c in stream.chunks()) == data
+            with reader.open(uri) as stream:
+                pieces = iter(lambda: stream.read(1000), b"")
+                assert b"".join(pieces) == data
+            with reader.open(uri) as stream:
+                buffer = bytearray(len(data) + 10)
+                view, got = memoryview(buffer), 0
+                while n := stream.readinto(view[got:]):
+                    got += n
+                assert buffer[:got] == data
+        infos = list(reader.list(f"s3://{s3_bucket}/o/"))
+        for info, stream in zip(infos, reader.open_many(infos), strict=True):
+            assert stream.read() == objects[info.key]
+        assert _idle(reader) == (0, 0, 0)
+
+
+def test_lines_and_readline(s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str) -> None:
+    text = b"".join(b"line %d %s\n" % (i, b"x" * (i % 300)) for i in range(3000)) + b"tail"
+    s3_client.put_object(Bucket=s3_bucket, Key="t.txt", Body=text)
+    with _through_proxy(s3_endpoint) as (reader, _):
+        with reader.open(f"s3://{s3_bucket}/t.txt") as stream:
+            assert list(stream) == text.splitlines(keepends=True)
+        with reader.open(f"s3://{s3_bucket}/t.txt") as stream:
+            assert stream.readline() == b"line 0 \n"
+            assert stream.readline(4) == b"line"
+
+
+def test_memory_is_bounded_by_the_read_ahead(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    data = os.urandom(60 * PART)
+    s3_client.put_object(Bucket=s3_bucket, Key="big", Body=data)
+    with _through_proxy(s3_endpoint, max_inflight_bytes=64 * PART) as (reader, _):
+        got = bytearray()
+        with reader.open(f"s3://{s3_bucket}/big") as stream:
+            for chunk in stream.chunks():
+                got += chunk
+                time.sleep(0.002)  # a consumer slower than the network
+        assert got == data
+        # the window (4 parts) plus the first part before the size is known
+        assert reader.stats()["peak_inflight_bytes"] <= READ_AHEAD + PART
+
+
+@pytest.mark.parametrize(
+    "faults",
+    [
+        Faults(reset=When(every_n=3)),
+        Faults(slow_down=When(every_n=4)),
+        Faults(truncate=When(every_n=3), truncate_at=0.3),
+        Faults(reset_mid_body=When(every_n=4), reset_at=0.6),
+    ],
+    ids=["reset", "slow_down", "truncate", "reset_mid_body"],
+)
+def test_failed_parts_are_retried_by_range(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, faults: Faults
+) -> None:
+    objects = {f"f/{i}": os.urandom(5 * PART + 1000 * i) for i in range(4)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    with _through_proxy(s3_endpoint, faults) as (reader, proxy):
+        uris = [f"s3://{s3_bucket}/{k}" for k in objects]
+        got = [stream.read() for stream in reader.open_many(uris)]
+        assert got == list(objects.values())
+        injected = sum(proxy.stats().faults_injected.values())
+        assert injected >= 4
+        # curl itself resends a request whose kept-alive connection was reset before any answer
+        assert 1 <= reader.stats()["retries"] <= injected
+        assert _idle(reader) == (0, 0, 0)
+
+
+def test_a_stalled_part_is_retried_without_a_hang(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    data = os.urandom(8 * PART)
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=data)
+    faults = Faults(stall=When(requests=(3,)), stall_s=8, stall_at=0.5)
+    start = time.monotonic()
+    with (
+        _through_proxy(s3_endpoint, faults, stall_timeout_s=0.5) as (reader, _),
+        reader.open(f"s3://{s3_bucket}/k") as stream,
+    ):
+        assert stream.read() == data
+    assert time.monotonic() - start < 5
+
+
+def test_a_retry_that_sees_another_object_raises_object_changed(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    old, new = os.urandom(6 * PART), os.urandom(6 * PART)
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=old)
+    # The second part's first attempt gets 503; its retry waits at least 0.5 s, by which time
+    # the object has been overwritten (same size, new ETag).
+    faults = Faults(slow_down=When(requests=(2,)))
+    settings = {"read_ahead_bytes": PART, "backoff_base_s": 1.0, "backoff_max_s": 1.0}
+    with _through_proxy(s3_endpoint, faults, **settings) as (reader, _):
+        with reader.open(f"s3://{s3_bucket}/k") as stream:
+            assert stream.read(PART) == old[:PART]
+            s3_client.put_object(Bucket=s3_bucket, Key="k", Body=new)
+            with pytest.raises(S3Error, match="object changed") as info:
+                stream.read()
+            assert info.value.code == "ObjectChanged"
+        assert _idle(reader) == (0, 0, 0)
+
+
+def test_a_changed_size_is_caught_too(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=os.urandom(6 * PART))
+    with _through_proxy(s3_endpoint) as (reader, _):
+        info = reader.stat(f"s3://{s3_bucket}/k")
+        s3_client.put_object(Bucket=s3_bucket, Key="k", Body=os.urandom(7 * PART))
+        with reader.open(info) as stream, pytest.raises(S3Error, match="object changed"):
+            stream.read()
+
+
+def test_breaking_out_cancels_and_frees_the_budget(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    for i in range(3):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"c/{i}", Body=os.urandom(40 * PART))
+    # latency keeps parts in flight when the loop is left
+    with _through_proxy(s3_endpoint, network=NetworkProfile(latency_ms=30)) as (reader, _):
+        uris = [f"s3://{s3_bucket}/c/{i}" for i in range(3)]
+        for stream in reader.open_many(uris):
+            stream.read(PART // 2)
+            break
+        assert _idle(reader) == (0, 0, 0)
+        stream = reader.open(uris[0])
+        stream.read(10)
+        del stream  # abandoned without close: collected, its parts cancelled
+        assert _idle(reader) == (0, 0, 0)
+        requests = reader.stats()["requests"]
+        assert requests < 2 * (READ_AHEAD // PART + 2), "abandoned streams kept fetching"
+
+
+def test_local_files_stream_through_the_same_interface(tmp_path: Path) -> None:
+    files = {tmp_path / f"f{n}": os.urandom(n) for n in (0, 5, PART, 3 * PART + 3)}
+    for path, data in files.items():
+        path.write_bytes(data)
+    config = ReaderConfig(part_size=PART, read_ahead_bytes=READ_AHEAD)
+    with S3Reader(config) as reader:
+        for path, data in files.items():
+            with reader.open(str(path)) as stream:
+                assert stream.read() == data
+        infos = list(reader.list(f"{tmp_path}/"))
+        streams = zip(infos, reader.open_many(infos), strict=True)
+        got = {info.uri: stream.read() for info, stream in streams}
+        assert got == {str(p): d for p, d in files.items()}
+        with pytest.raises(FileNotFoundError):
+            reader.open(str(tmp_path / "missing")).read()
+
+
+def test_streams_work_from_threads(s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str) -> None:
+    objects = {f"p/{i}": os.urandom(3 * PART + i) for i in range(6)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    errors: list[BaseException] = []
+    with _through_proxy(s3_endpoint) as (reader, _):
+
+        def work(key: str) -> None:
+            try:
+                with reader.open(f"s3://{s3_bucket}/{key}") as stream:
+                    assert stream.read() == objects[key]
+            except BaseException as error:  # the main thread reports it
+                errors.append(error)
+
+        threads = [threading.Thread(target=work, args=(k,)) for k in objects]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+    assert not errors
+
+
+def test_the_documented_example_runs() -> None:
+    doc = (Path(__file__).parent.parent / "docs" / "native-loader.md").read_text()
+    section = doc[doc.index("## Streams") :]
+    example = section[section.index("```python\n") + 10 : section.index("```\n", 10)]
+    exec(compile(example, "docs/native-loader.md", "exec"), {})
+
+
+def test_local_reads_start_ahead_within_the_budget(tmp_path: Path) -> None:
+    from native_loader.local import LocalRead, start_local_reads
+
+    started: list[str] = []
+
+    class Recorded(LocalRead):
+        def start(self) -> None:
+            started.append(self.path)
+            self.future = object()  # type: ignore[assignment]
+
+    reads = [Recorded(f"u{i}", f"p{i}", 40) for i in range(10)]
+    start_local_reads(iter(reads), max_reads=4, max_bytes=100)
+    assert started == ["p0", "p1"]  # 3 x 40 B would pass 100 B
+    start_local_reads(iter(reads), max_reads=4, max_bytes=1000)
+    assert started == ["p0", "p1", "p2", "p3"]  # at most 4 at once
+    huge = [Recorded("u", "big", 10**9)]
+    start_local_reads(iter(huge), max_reads=4, max_bytes=100)
+    assert started[-1] == "big"  # the oldest read always starts
+    files = {tmp_path / f"{i:02d}": os.urandom(1000 * i) for i in range(30)}
+    for path, data in files.items():
+        path.write_bytes(data)
+    with S3Reader(ReaderConfig(max_inflight_requests=4)) as reader:
+        got = [bytes(r) for r in reader.read_many(str(p) for p in files)]
+        assert got == list(files.values())
+        unordered = {
+            r.uri: bytes(r) for r in reader.read_many(reader.list(f"{tmp_path}/"), ordered=False)
+        }
+        assert unordered == {str(p): d for p, d in files.items()}
+        with pytest.raises(FileNotFoundError):
+            list(reader.read_many([str(tmp_path / "missing")]))

@@ -1,0 +1,215 @@
+"""Streamed datasets: tar shards yield samples as their members arrive, text shards yield records
+(lines, JSON Lines, CSV rows) split across ranks and workers, and leaving a loader early cancels
+its reads."""
+
+from __future__ import annotations
+
+import collections
+import csv
+import io
+import json
+import os
+import tarfile
+import time
+from typing import Any
+
+import pytest
+from torch.utils.data import DataLoader
+
+from advisor.demo.server import S3Endpoint
+from native_loader import Credentials, ReaderConfig, S3IterableDataset
+from native_loader.records import iter_lines, iter_records
+from native_loader.tar import iter_samples, iter_samples_stream
+
+PART = 64 * 2**10
+
+
+def _tar(samples: dict[str, dict[str, bytes]], fmt: int = tarfile.GNU_FORMAT) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w", format=fmt) as archive:
+        for key, fields in samples.items():
+            for ext, data in fields.items():
+                info = tarfile.TarInfo(f"{key}.{ext}")
+                info.size = len(data)
+                archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _config(endpoint: S3Endpoint, **overrides: Any) -> tuple[ReaderConfig, Credentials]:
+    settings: dict[str, Any] = {"part_size": PART, "read_ahead_bytes": 4 * PART}
+    settings.update(overrides)
+    config = ReaderConfig(endpoint_url=endpoint.url, region=endpoint.region, **settings)
+    return config, Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
+
+
+def _collate(batch: list[Any]) -> list[Any]:
+    return batch
+
+
+@pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT, tarfile.USTAR_FORMAT])
+def test_streamed_tar_samples_match_the_whole_shard(fmt: int) -> None:
+    long_dir = "d" * 90 + "/" + "e" * 60 if fmt != tarfile.USTAR_FORMAT else "d" * 90
+    samples = {
+        f"{long_dir}/s{i:03d}": {"jpg": os.urandom(700 * i), "cls": b"%d" % i} for i in range(9)
+    }
+    samples["short"] = {"seg.png": b"", "json": b"{}"}
+    data = _tar(samples, fmt)
+    assert list(iter_samples_stream(io.BytesIO(data))) == list(iter_samples(data))
+    with pytest.raises(ValueError, match="truncated"):
+        list(iter_samples_stream(io.BytesIO(data[: len(data) // 2])))
+
+
+def test_lines_and_records_across_chunk_boundaries() -> None:
+    text = b"a,b\r\n1,x\n22,yy\n\n333,zzz"
+    for cut in range(len(text) + 1):
+        chunks = [text[:cut], text[cut:]]
+        assert list(iter_lines(chunks)) == [b"a,b", b"1,x", b"22,yy", b"", b"333,zzz"]
+    rows = list(iter_records([text[:7], text[7:]], "csv"))
+    assert rows[0] == {"a": "1", "b": "x"} and rows[-1] == {"a": "333", "b": "zzz"}
+    jsonl = b'{"a": 1}\n\n{"a": [2, 3]}\n'
+    assert list(iter_records([jsonl[:5], jsonl[5:]], "jsonl")) == [{"a": 1}, {"a": [2, 3]}]
+    assert list(iter_records([b"x\ny"], "lines")) == ["x", "y"]
+    with pytest.raises(ValueError):
+        iter_records([], "xml")  # type: ignore[arg-type]
+
+
+def test_first_tar_sample_arrives_before_the_shard(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    samples = {f"s{i:04d}": {"bin": os.urandom(20_000)} for i in range(200)}  # ~4 MiB
+    shard = _tar(samples)
+    s3_client.put_object(Bucket=s3_bucket, Key="tars/a.tar", Body=shard)
+    config, credentials = _config(s3_endpoint)
+    dataset = S3IterableDataset(
+        f"s3://{s3_bucket}/tars/", config=config, credentials=credentials, tar_samples=True
+    )
+    items = iter(dataset)
+    first = next(items)
+    assert first["__key__"] == "s0000" and first["bin"] == samples["s0000"]["bin"]
+    # the first sample came with the first parts, not the whole shard
+    assert dataset.reader.stats()["bytes_received"] <= 6 * PART < len(shard)
+    rest = list(items)
+    assert [s["__key__"] for s in [first, *rest]] == list(samples)
+    assert dataset.reader.stats()["peak_inflight_bytes"] <= 5 * PART
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
+@pytest.mark.parametrize("workers", [0, 2])
+@pytest.mark.parametrize("records", ["lines", "jsonl", "csv"])
+def test_text_shards_yield_every_record_once_across_ranks_and_workers(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, workers: int, records: str
+) -> None:
+    expected: list[Any] = []
+    for shard in range(5):
+        rows = [{"shard": str(shard), "i": str(i), "text": "w" * (i % 97)} for i in range(900)]
+        if records == "lines":
+            body = "".join(f"{r['shard']} {r['i']} {r['text']}\n" for r in rows).encode()
+            expected += [f"{r['shard']} {r['i']} {r['text']}" for r in rows]
+        elif records == "jsonl":
+            body = "".join(json.dumps(r) + "\n" for r in rows).encode()
+            expected += rows
+        else:
+            out = io.StringIO()
+            writer = csv.DictWriter(out, ["shard", "i", "text"], lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(rows)
+            body = out.getvalue().encode()
+            expected += rows
+        s3_client.put_object(Bucket=s3_bucket, Key=f"text/{shard}.txt", Body=body)
+    config, credentials = _config(s3_endpoint)
+    seen: list[Any] = []
+    for rank in range(2):
+        dataset = S3IterableDataset(
+            f"s3://{s3_bucket}/text/",
+            config=config,
+            credentials=credentials,
+            records=records,  # type: ignore[arg-type]
+            shuffle=True,
+            shuffle_buffer=50,
+            rank=rank,
+            world_size=2,
+        )
+        loader = DataLoader(
+            dataset,
+            batch_size=64,
+            num_workers=workers,
+            collate_fn=_collate,
+            multiprocessing_context="fork" if workers else None,
+            timeout=60 if workers else 0,
+        )
+        seen += [record for batch in loader for record in batch]
+    key = json.dumps if records != "lines" else str
+    assert collections.Counter(map(key, seen)) == collections.Counter(map(key, expected))
+
+
+def test_records_from_local_files_and_through_the_cache(tmp_path: Any) -> None:
+    folder = tmp_path / "data"
+    folder.mkdir()
+    for shard in range(3):
+        body = "".join(f'{{"n": {shard * 100 + i}}}\n' for i in range(100))
+        (folder / f"{shard}.jsonl").write_text(body)
+    config = ReaderConfig(part_size=PART, read_ahead_bytes=PART)
+    streamed = S3IterableDataset(f"{folder}/", config=config, records="jsonl")
+    cache_dir = tmp_path / "cache"
+    cached = S3IterableDataset(f"{folder}/", config=config, records="jsonl", cache_dir=cache_dir)
+    assert [r["n"] for r in streamed] == list(range(300))
+    assert [r["n"] for r in cached] == list(range(300))  # a first epoch fills the cache
+    assert len(list(cache_dir.glob("*.obj"))) == 3 and not list(cache_dir.glob("*.tmp"))
+    cache = cached._cache.get()
+    assert cache is not None and (cache.hits, cache.misses) == (0, 3)
+    assert [r["n"] for r in cached] == list(range(300))  # later epochs stream the copies
+    assert (cache.hits, cache.misses) == (3, 3)
+    items = iter(cached)
+    next(items)
+    items.close()  # a shard left unfinished is not cached half
+    assert not list(cache_dir.glob("*.tmp"))
+    with pytest.raises(ValueError, match="exclude"):
+        S3IterableDataset(f"{folder}/", records="lines", tar_samples=True)
+
+
+def test_a_tar_shard_streamed_into_the_cache(tmp_path: Any) -> None:
+    folder = tmp_path / "tars"
+    folder.mkdir()
+    samples = {f"s{i:03d}": {"bin": os.urandom(3000), "cls": b"%d" % i} for i in range(40)}
+    (folder / "a.tar").write_bytes(_tar(samples))
+    config = ReaderConfig(part_size=PART, read_ahead_bytes=PART)
+    dataset = S3IterableDataset(
+        f"{folder}/", config=config, tar_samples=True, cache_dir=tmp_path / "cache"
+    )
+    for _ in range(2):
+        got = {s["__key__"]: {k: v for k, v in s.items() if k != "__key__"} for s in dataset}
+        assert got == samples
+    cache = dataset._cache.get()
+    assert cache is not None and (cache.hits, cache.misses) == (1, 1)
+    assert len(list((tmp_path / "cache").glob("*.obj"))) == 1
+
+
+@pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
+def test_leaving_the_loader_early_cancels_the_reads(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    for shard in range(3):
+        body = b"".join(b"%d line of text\n" % i for i in range(100_000))  # ~1.6 MB
+        s3_client.put_object(Bucket=s3_bucket, Key=f"big/{shard}.txt", Body=body)
+    config, credentials = _config(s3_endpoint)
+    dataset = S3IterableDataset(
+        f"s3://{s3_bucket}/big/", config=config, credentials=credentials, records="lines"
+    )
+    items = iter(dataset)
+    assert next(items) == "0 line of text"
+    items.close()  # what a `break` out of the loop does to the generator
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        stats = dataset.reader.stats()
+        if (stats["active_requests"], stats["open_tickets"], stats["inflight_bytes"]) == (0, 0, 0):
+            break
+        time.sleep(0.02)
+    assert (stats["active_requests"], stats["open_tickets"], stats["inflight_bytes"]) == (0, 0, 0)
+    assert stats["bytes_received"] < 10 * PART
+    loader = DataLoader(
+        dataset, batch_size=8, num_workers=2, collate_fn=_collate, multiprocessing_context="fork"
+    )
+    for batch in loader:  # shutting the workers down mid-epoch neither hangs nor raises
+        assert len(batch) == 8
+        break
+    del loader
