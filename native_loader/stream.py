@@ -22,6 +22,7 @@ import collections
 import io
 import os
 import threading
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ INITIAL_WINDOW = 2
 FIRST_PART_BYTES = 2**20
 _local_pool: ThreadPoolExecutor | None = None
 _local_pool_lock = threading.Lock()
+_local_pool_users = 0  # readers open in this process
 
 
 @dataclass(frozen=True)
@@ -63,12 +65,34 @@ class _Part:
 
 
 def local_pool() -> ThreadPoolExecutor:
-    """The threads that read local files ahead (one pool per process, made on first use)."""
+    """The threads that read local files ahead (one pool per process, made on first use, shut
+    down when the last open reader closes: `hold_local_pool`)."""
     global _local_pool
     with _local_pool_lock:
         if _local_pool is None:
             _local_pool = ThreadPoolExecutor(_LOCAL_THREADS, thread_name_prefix="nl-local")
         return _local_pool
+
+
+def hold_local_pool(owner: object) -> Callable[[], None]:
+    """Count `owner` (a reader) as a user of the pool until the returned function is called
+    (on close) or `owner` is collected: idle threads must not outlive every reader, as a
+    notebook that closed its readers would find them still running."""
+    global _local_pool_users
+    with _local_pool_lock:
+        _local_pool_users += 1
+    return weakref.finalize(owner, _release_local_pool)
+
+
+def _release_local_pool() -> None:
+    global _local_pool, _local_pool_users
+    with _local_pool_lock:
+        _local_pool_users -= 1
+        pool = _local_pool if _local_pool_users <= 0 else None
+        if pool is not None:
+            _local_pool, _local_pool_users = None, 0
+    if pool is not None:
+        pool.shutdown(wait=False)  # queued reads still finish; idle threads exit
 
 
 def _drop_pool_in_child() -> None:  # a forked child must not use the parent's threads

@@ -108,3 +108,26 @@ def test_datasets_skip_metadata_as_the_profile_does(tmp_path: Path) -> None:
         (tmp_path / name).write_bytes(b"x")
     keys = sorted(os.path.relpath(uri, tmp_path) for uri in S3IterableDataset(str(tmp_path)).uris())
     assert keys == ["a.bin", os.path.join("sub", "b.bin")]
+
+
+def test_the_read_ahead_threads_end_when_the_last_reader_closes(tree: dict[str, bytes]) -> None:
+    import gc
+    import threading
+    import time
+
+    def pool_threads() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("nl-local")]
+
+    first, second = S3Reader(), S3Reader()
+    assert len(list(first.read_many(list(tree)))) == len(tree)
+    assert pool_threads(), "local files are read ahead on the pool"
+    first.close()
+    assert len(list(second.read_many(list(tree)))) == len(tree)  # still open: still served
+    second.close()
+    gc.collect()  # readers other tests dropped without closing count until collected
+    deadline = time.monotonic() + 5
+    while pool_threads() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not pool_threads(), "idle read-ahead threads outlived every reader"
+    with S3Reader() as again:  # a new reader gets a new pool
+        assert len(list(again.read_many(list(tree)))) == len(tree)
