@@ -16,6 +16,7 @@ from native_loader import _native
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.errors import S3Error
 from native_loader.reader import ObjectInfo, ReadResult, S3Reader
+from native_loader.sample_errors import SampleError, SamplePolicy
 from native_loader.uri import parse_uri
 
 if TYPE_CHECKING:
@@ -33,6 +34,8 @@ __all__ = [
     "S3IterableDataset",
     "S3MapDataset",
     "S3Reader",
+    "SampleError",
+    "SamplePolicy",
     "__version__",
     "native_versions",
     "parse_uri",

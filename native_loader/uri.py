@@ -66,5 +66,15 @@ def _local(path: str) -> tuple[str, str, str]:
 
 
 def local_path(root: str, key: str) -> str:
-    """The filesystem path of a ``("file", root, key)`` triple."""
-    return os.path.join(root, key)
+    """The filesystem path of a ``("file", root, key)`` triple. A name that is not UTF-8 (listed
+    with surrogate escapes) cannot cross to the native reader: refused here, named, for every
+    way a reader opens a local file."""
+    path = os.path.join(root, key)
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        raise ValueError(
+            f"reading {shown} failed: its file name is not valid UTF-8; rename the file"
+        ) from None
+    return path

@@ -131,3 +131,13 @@ def test_the_read_ahead_threads_end_when_the_last_reader_closes(tree: dict[str, 
     assert not pool_threads(), "idle read-ahead threads outlived every reader"
     with S3Reader() as again:  # a new reader gets a new pool
         assert len(list(again.read_many(list(tree)))) == len(tree)
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_by_the_reader_itself(tmp_path: Path) -> None:
+    name = os.fsdecode(b"caf\xe9.bin")  # Latin-1 bytes: a surrogate escape once decoded
+    (tmp_path / name).write_bytes(b"data")
+    with S3Reader() as reader:
+        listed = [o.uri for o in reader.list(f"{tmp_path}/")]
+        for read in (reader.read, lambda u: list(reader.read_many([u])), reader.open):
+            with pytest.raises(ValueError, match=r"caf\\xe9.bin failed: its file name is not"):
+                read(listed[0])
