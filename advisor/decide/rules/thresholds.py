@@ -31,6 +31,11 @@ HEADROOM = 1.2  # loader must beat the consumer by 20%
 # bar asks a mean of 95% of the best count.
 NOISE_CAP = 0.05
 TOLERANCE = 0.05  # "within 5% of the best"
+# A stage limits the loader only when the measured rate reaches this share of the stage's
+# ceiling (its capacity, from its measured cost): below it, the stage leaves at least a fifth of
+# its capacity unused, so something else holds the loader back. A fifth covers the model's
+# measured error at the chosen count (5-20%, python -m bench advisor-check).
+BOTTLENECK_SHARE = 0.8
 MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
 DEFAULT_WORKER_RSS_BYTES = 400 * MB  # a forked worker holding torch and the dataset object
 RAM_FRACTION_FOR_WORKERS = 0.75  # leave a quarter of available RAM for the main process
