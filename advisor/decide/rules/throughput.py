@@ -124,12 +124,11 @@ class CpuBoundDecode(Rule):
         measured = ctx.measured_rates(state).get(workers)
         if measured is not None and measured < BOTTLENECK_SHARE * p.cpu_bound:
             return None  # decoding leaves capacity unused: it is not what limits the loader
-        cores = p.cpu_bound * ctx.cpu_s_per_sample
-        at = f"measured {measured:,.0f}" if measured is not None else "predicted"
+        at = f"; it reads {measured:,.0f}" if measured is not None else ""
         return self.finding(
             "preprocess-offline",
-            f"{ctx.cpu_s_per_sample * 1e3:,.2f} ms of CPU per sample on {cores:,.1f} core(s) "
-            f"caps the loader at {p.cpu_bound:,.0f} samples/s ({at}): move deterministic "
+            f"{ctx.cpu_s_per_sample * 1e3:,.2f} ms of CPU per sample caps the loader at "
+            f"{p.cpu_bound:,.0f} samples/s with {workers} worker(s){at}: move deterministic "
             "decode/resize offline, keep random augmentation.",
             evidence={
                 "cpu_s_per_sample": ctx.cpu_s_per_sample,
