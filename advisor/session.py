@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -25,6 +26,9 @@ if TYPE_CHECKING:
     from advisor.export import ExportBundle
     from advisor.measure.hardware import HardwareProfile
     from advisor.measure.trial.data import TrialProgress
+
+
+DEMO_PROGRESS_S = 0.25  # the demo's upload reports its progress at most this often
 
 
 @dataclass
@@ -70,10 +74,18 @@ class AdvisorSession:
         if progress is not None:
             weights = {layout: expected_bytes(DemoSpec())[layout]}
             fractions = dict.fromkeys(weights, 0.0)
+            shown = [0.0, -1.0]  # when and at which fraction progress was last passed on
 
             def report(name: str, done: int, total: int) -> None:
                 fractions[name] = min(1.0, done / max(total, 1))
                 overall = sum(fractions[k] * w for k, w in weights.items()) / sum(weights.values())
+                # The upload calls this per object, in its loop: a wizard redraws its status on
+                # every call, which would pace the upload (thousands of redraws through the
+                # notebook's comm channel), so at most one report per DEMO_PROGRESS_S or 1%.
+                now = time.monotonic()
+                if done < total and now - shown[0] < DEMO_PROGRESS_S and overall - shown[1] < 0.01:
+                    return
+                shown[:] = [now, overall]
                 progress(f"preparing the demo data: {name} {done}/{total}", overall)
 
         demo = ensure_demo(progress=report, layouts=(layout,))  # only the layout asked for

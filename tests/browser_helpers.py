@@ -123,7 +123,8 @@ def jupyter_lab(
 ) -> Iterator[Lab]:
     """JupyterLab (`app="lab"`) or Notebook 7 (`app="notebook"`) on 127.0.0.1 serving `root`,
     with its own config/runtime/settings/workspaces. The demo variables reach it only through
-    `env`: without them its kernels start a demo endpoint of their own, as a user's would."""
+    `env`: without them its kernels start a demo endpoint of their own, as a user's would, from
+    an empty demo cache."""
     port, token = free_ports(1)[0], secrets.token_hex(16)
     dirs = {n: state / n for n in ("config", "runtime", "settings", "workspaces")}
     for path in dirs.values():
@@ -132,6 +133,8 @@ def jupyter_lab(
     demo_names = (ENV_URL, ENV_ACCESS_KEY, ENV_SECRET_KEY)
     child_env = {
         **{k: v for k, v in os.environ.items() if k not in demo_names},
+        # a cache of generated demo data of its own: a new user's first kernel starts cold
+        "LOADER_ADVISOR_DEMO_CACHE": str(state / "demo-cache"),
         **env,
         "JUPYTER_CONFIG_DIR": str(dirs["config"]),
         "JUPYTER_RUNTIME_DIR": str(dirs["runtime"]),

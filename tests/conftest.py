@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -26,6 +28,11 @@ os.environ.update(
         "AWS_EC2_METADATA_DISABLED": "true",
     }
 )
+
+# Generated demo data is cached across kernels under ~/.cache; the tests keep a cache of their
+# own, empty at the start of every run, so that a first start is a cold start as a new user's is.
+_DEMO_CACHE = tempfile.mkdtemp(prefix="loader-advisor-test-demo-cache-")
+os.environ["LOADER_ADVISOR_DEMO_CACHE"] = _DEMO_CACHE
 
 from advisor.demo.server import S3Credentials, S3Endpoint, S3Server  # noqa: E402
 
@@ -67,3 +74,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "s3_endpoint" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.s3)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(_DEMO_CACHE, ignore_errors=True)
