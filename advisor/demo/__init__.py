@@ -117,21 +117,34 @@ def ensure_demo(
 
 # Run as a separate process (its own session, so a kill of the kernel's process group spares
 # it): wait until the process that started the demo and then the server are gone, then delete
-# the server's data folder. Polls rather than waits: neither process is its child.
+# the server's data folder. Neither process is its child, so it waits on pidfds, not waitpid.
 _JANITOR = """
-import os, shutil, sys, time
+import os, select, shutil, sys, time
 owner, server, folder = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-def alive(pid):
+def exited(pid, wait_s):
+    # A pidfd turns readable when the process exits, a zombie not yet reaped included.
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
-    except OSError:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return True
+    except OSError:  # no pidfd here: signal 0 (a zombie then counts until it is reaped)
+        time.sleep(wait_s)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        except PermissionError:
+            pass
         return False
-while alive(owner) and os.path.isdir(folder):
-    time.sleep(0.5)
+    try:
+        return bool(select.select([fd], [], [], wait_s)[0])
+    finally:
+        os.close(fd)
+while os.path.isdir(folder) and not exited(owner, 0.5):
+    pass
 deadline = time.monotonic() + 30
-while alive(server) and time.monotonic() < deadline:
-    time.sleep(0.2)
+while time.monotonic() < deadline and not exited(server, 0.2):
+    pass
 shutil.rmtree(folder, ignore_errors=True)
 """
 
