@@ -117,6 +117,7 @@ class Wizard(widgets.VBox):
         self.trial_chart, self.trial_summary = trial.trial_chart, trial.trial_summary
         self.headline, self.cards = recommendation.headline, recommendation.cards
         self.path_taken, self.flow = recommendation.path_taken, recommendation.flow
+        self.details_button = recommendation.details_button
         self.supply_chart, self.reshard_panel = recommendation.supply_chart, recommendation.reshard
         self.module_preview, self.json_preview = export.module_preview, export.json_preview
         self.save_dir, self.save_stem = export.save_dir, export.save_stem
