@@ -1,9 +1,9 @@
 """Local files for `S3Reader`: listing with S3 prefix semantics, reads, and read-ahead.
 
 `LocalReadAhead` gives local files what the engine gives S3 objects in `read_many`: reads
-started ahead of the consumer (``pread`` on a small thread pool, the GIL released) within the
-reader's ``max_inflight_requests`` and ``max_inflight_bytes`` (the oldest read excepted), so a
-process reading a local copy is not left without prefetch.
+started ahead of the consumer (``pread`` on the threads of `local_pool`, the GIL released)
+within the reader's ``max_inflight_requests`` and ``max_inflight_bytes`` (the oldest read
+excepted), so a process reading a local copy is not left without prefetch.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from native_loader import _native
+from native_loader.local_pool import submit_local
 from native_loader.results import ObjectInfo, ReadResult
-from native_loader.stream import local_pool
 
 
 @dataclass
@@ -33,7 +33,7 @@ class LocalRead:
 
     def start(self) -> None:
         self.started = time.perf_counter()
-        self.future = local_pool().submit(_native.read_file, self.path, 0, -1)
+        self.future = submit_local(_native.read_file, self.path, 0, -1)
 
     def result(self) -> ReadResult:
         if self.future is None:

@@ -27,7 +27,6 @@ from native_loader.stream import (
     ObjectStream,
     PartPipeline,
     StreamSource,
-    hold_local_pool,
     iter_streams,
 )
 from native_loader.uri import local_path, parse_uri
@@ -70,7 +69,6 @@ class S3Reader:
             raise TypeError("credentials must be a native_loader.Credentials")
         self._credentials = credentials
         self._session = EngineSession(self.config, credentials)
-        self._release_pool = hold_local_pool(self)
 
     def __repr__(self) -> str:
         return f"S3Reader({self.config!r})"
@@ -301,7 +299,6 @@ class S3Reader:
     def close(self) -> None:
         """Cancel everything in flight and stop the engine. Idempotent."""
         self._session.close()
-        self._release_pool()  # a finalizer: runs once, here or when the reader is collected
 
     @property
     def closed(self) -> bool:

@@ -21,27 +21,21 @@ from __future__ import annotations
 import collections
 import io
 import os
-import threading
-import weakref
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
 from native_loader import _native
 from native_loader.errors import S3Error
+from native_loader.local_pool import submit_local
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
 _WAIT_SLICE_S = 0.2
-# Local parts are read by this many threads per process (pread releases the GIL).
-_LOCAL_THREADS = 4
 # A stream starts with this many parts in flight and opens its window by one per part handed
 # over; an object's first part is at most FIRST_PART_BYTES (see PartPipeline._fill).
 INITIAL_WINDOW = 2
 FIRST_PART_BYTES = 2**20
-_local_pool: ThreadPoolExecutor | None = None
-_local_pool_lock = threading.Lock()
-_local_pool_users = 0  # readers open in this process
 
 
 @dataclass(frozen=True)
@@ -62,46 +56,6 @@ class _Part:
     offset: int
     ticket: int | None  # S3
     future: Future[tuple[Any, int, int]] | None  # local
-
-
-def local_pool() -> ThreadPoolExecutor:
-    """The threads that read local files ahead (one pool per process, made on first use, shut
-    down when the last open reader closes: `hold_local_pool`)."""
-    global _local_pool
-    with _local_pool_lock:
-        if _local_pool is None:
-            _local_pool = ThreadPoolExecutor(_LOCAL_THREADS, thread_name_prefix="nl-local")
-        return _local_pool
-
-
-def hold_local_pool(owner: object) -> Callable[[], None]:
-    """Count `owner` (a reader) as a user of the pool until the returned function is called
-    (on close) or `owner` is collected: idle threads must not outlive every reader, as a
-    notebook that closed its readers would find them still running."""
-    global _local_pool_users
-    with _local_pool_lock:
-        _local_pool_users += 1
-    return weakref.finalize(owner, _release_local_pool)
-
-
-def _release_local_pool() -> None:
-    global _local_pool, _local_pool_users
-    with _local_pool_lock:
-        _local_pool_users -= 1
-        pool = _local_pool if _local_pool_users <= 0 else None
-        if pool is not None:
-            _local_pool, _local_pool_users = None, 0
-    if pool is not None:
-        pool.shutdown(wait=False)  # queued reads still finish; idle threads exit
-
-
-def _drop_pool_in_child() -> None:  # a forked child must not use the parent's threads
-    global _local_pool, _local_pool_lock
-    _local_pool = None
-    _local_pool_lock = threading.Lock()
-
-
-os.register_at_fork(after_in_child=_drop_pool_in_child)
 
 
 RaiseOutcome = Callable[[Any, str], None]
@@ -170,7 +124,7 @@ class PartPipeline:
         source = self._sources[index]
         size = self._sizes[index]
         if source.path:
-            future = local_pool().submit(_native.read_file, source.path, offset, length)
+            future = submit_local(_native.read_file, source.path, offset, length)
             self._queue.append(_Part(index, offset, None, future))
             return
         if self._engine is None:

@@ -9,7 +9,6 @@ flow on a small demo data set.
 from __future__ import annotations
 
 import base64
-import gc
 import subprocess
 import sys
 import threading
@@ -548,9 +547,6 @@ def real_wizard() -> Iterator[Any]:
     w.controller.close()
     deadline = time.monotonic() + 5
     while set(threading.enumerate()) - before and time.monotonic() < deadline:
-        # readers of loaders the trial dropped wait for the cyclic collector; while they do,
-        # they hold the (idle) local read-ahead pool
-        gc.collect()
         time.sleep(0.05)
     left = [t.name for t in set(threading.enumerate()) - before]
     assert not left, f"threads left running: {left}"
