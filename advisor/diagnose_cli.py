@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 import sys
 import threading
@@ -15,6 +14,7 @@ from advisor.core.bounds import CompareRounds, LoopLimits, TrialBudget, arg_type
 from advisor.core.errors import EXIT_INTERRUPTED, report_error
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.measure.loop.run import LoaderError, LoopEvent
+from native_loader.decoders import load_callable
 
 PROGRESS_EVERY_S = 1.0
 
@@ -72,26 +72,11 @@ def add_arguments(p: argparse.ArgumentParser, step_help: str) -> None:
 
 
 def load_object(spec: str, what: str) -> Any:
-    """Import "package.module:attribute", with one clear line for every way it can be wrong."""
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(f"{what} {spec!r} must look like 'package.module:function'")
+    """The user's "package.module:function", found from the current folder as `python -m`
+    and a notebook see it (`native_loader.decoders.load_callable` says what is wrong)."""
     if "" not in sys.path:
-        sys.path.insert(0, "")  # the current folder, as `python -m` and a notebook see it
-    try:
-        module = importlib.import_module(module_name)
-    except Exception as exc:  # the user's module: anything it raises at import is reported
-        raise ValueError(
-            f"cannot import {what} module {module_name!r}: {type(exc).__name__}: {exc}"
-        ) from exc
-    target: Any = module
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise ValueError(f"{what} {spec!r} is not callable")
-    return target
+        sys.path.insert(0, "")
+    return load_callable(spec, what)
 
 
 def run(args: argparse.Namespace) -> int:

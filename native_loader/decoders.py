@@ -105,26 +105,30 @@ def default_decoder(fmt: str) -> Transform:
 
 def load_transform(spec: str) -> Transform:
     """Import "package.module:callable"; clear errors for every way it can be wrong."""
+    return load_callable(spec, "transform")
+
+
+def load_callable(spec: str, what: str) -> Any:
+    """Import the callable "package.module:attribute" that the user names as their `what` (a
+    transform, a loader, a step), with one clear line for every way it can be wrong."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
-        raise ValueError(f"transform {spec!r} must look like 'package.module:function'")
+        raise ValueError(f"{what} {spec!r} must look like 'package.module:function'")
     try:
         module = importlib.import_module(module_name)
     except ImportError as exc:
-        raise ValueError(f"cannot import transform module {module_name!r}: {exc}") from exc
+        raise ValueError(f"cannot import {what} module {module_name!r}: {exc}") from exc
     except Exception as exc:  # the user's module itself raised while it was imported
         lines = str(exc).strip().splitlines()
         detail = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
-        raise ValueError(
-            f"your transform module {module_name!r} failed at import: {detail}"
-        ) from exc
+        raise ValueError(f"your {what} module {module_name!r} failed at import: {detail}") from exc
     target: Any = module
     for part in attr.split("."):
         if not hasattr(target, part):
             raise ValueError(f"module {module_name!r} has no attribute {attr!r}")
         target = getattr(target, part)
     if not callable(target):
-        raise ValueError(f"transform {spec!r} is not callable")
+        raise ValueError(f"{what} {spec!r} is not callable")
     return target
 
 
