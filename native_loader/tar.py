@@ -31,82 +31,73 @@ def _cstr(field: bytes) -> str:
     return field.split(b"\0", 1)[0].decode("utf-8", "surrogateescape")
 
 
+class _MemberNames:
+    """The names of a tar's regular members, header by header: GNU long names (``L``) and pax
+    paths (``x``) name the member after them; ustar splits long names into prefix and name."""
+
+    def __init__(self) -> None:
+        self.long_name: str | None = None
+        self.pax_path: str | None = None
+
+    def regular(self, header: bytes, body: Any) -> str | None:
+        """The member's name if it is a regular file, else None (metadata or a directory)."""
+        kind = header[156:157]
+        if kind == b"L":
+            self.long_name = _cstr(bytes(body))
+            return None
+        if kind == b"x":
+            for record in bytes(body).decode("utf-8", "surrogateescape").split("\n"):
+                _, _, keyvalue = record.partition(" ")
+                if keyvalue.startswith("path="):
+                    self.pax_path = keyvalue[5:]
+            return None
+        if kind == b"g":
+            return None
+        name = _cstr(header[0:100])
+        if header[257:262] == b"ustar" and header[345:346] != b"\0":
+            name = _cstr(header[345:500]) + "/" + name
+        name = self.pax_path or self.long_name or name
+        self.long_name = self.pax_path = None
+        return name if kind in (b"0", b"\0", b"7") else None
+
+
 def iter_members(data: Any) -> Iterator[tuple[str, memoryview]]:
     """(name, bytes view) of each regular file in a tar archive held in a buffer."""
     view = memoryview(data).cast("B")
     offset = 0
-    long_name: str | None = None
-    pax_path: str | None = None
+    names = _MemberNames()
     while offset + BLOCK <= len(view):
         header = bytes(view[offset : offset + BLOCK])
         if header == b"\0" * BLOCK:
             break
         size = _octal(header[124:136])
-        kind = header[156:157]
         body_start = offset + BLOCK
         body = view[body_start : body_start + size]
         if len(body) < size:
             raise ValueError(f"truncated tar archive: member at offset {offset} is cut short")
         offset = body_start + (size + BLOCK - 1) // BLOCK * BLOCK
-        if kind == b"L":
-            long_name = _cstr(bytes(body))
-            continue
-        if kind == b"x":
-            for record in bytes(body).decode("utf-8", "surrogateescape").split("\n"):
-                _, _, keyvalue = record.partition(" ")
-                if keyvalue.startswith("path="):
-                    pax_path = keyvalue[5:]
-            continue
-        if kind == b"g":
-            continue
-        name = _cstr(header[0:100])
-        if header[257:262] == b"ustar" and header[345:346] != b"\0":
-            name = _cstr(header[345:500]) + "/" + name
-        name = pax_path or long_name or name
-        long_name = pax_path = None
-        if kind in (b"0", b"\0", b"7"):
+        name = names.regular(header, body)
+        if name is not None:
             yield name, body
 
 
 def iter_members_stream(stream: Readable) -> Iterator[tuple[str, bytes]]:
     """(name, bytes) of each regular file of a tar archive read from a stream, member by member:
     the first member is ready once its bytes have arrived, not the whole archive."""
-
-    def exactly(n: int, what: str) -> bytes:
-        data = stream.read(n)
-        if len(data) < n:
-            raise ValueError(f"truncated tar archive: {what} is cut short")
-        return data
-
-    long_name: str | None = None
-    pax_path: str | None = None
+    names = _MemberNames()
     while True:
         header = stream.read(BLOCK)
         if len(header) < BLOCK or header == b"\0" * BLOCK:
             return
         size = _octal(header[124:136])
-        kind = header[156:157]
-        body = exactly(size, f"member {_cstr(header[0:100])!r}")
+        body = stream.read(size)
+        if len(body) < size:
+            raise ValueError(f"truncated tar archive: member {_cstr(header[0:100])!r} is cut short")
         padding = (BLOCK - size % BLOCK) % BLOCK
         if padding:
             stream.read(padding)
-        if kind == b"L":
-            long_name = _cstr(body)
-            continue
-        if kind == b"x":
-            for record in body.decode("utf-8", "surrogateescape").split("\n"):
-                _, _, keyvalue = record.partition(" ")
-                if keyvalue.startswith("path="):
-                    pax_path = keyvalue[5:]
-            continue
-        if kind == b"g":
-            continue
-        name = _cstr(header[0:100])
-        if header[257:262] == b"ustar" and header[345:346] != b"\0":
-            name = _cstr(header[345:500]) + "/" + name
-        name = pax_path or long_name or name
-        long_name = pax_path = None
-        if kind in (b"0", b"\0", b"7"):
+        name = names.regular(header, body)
+        if name is not None:
             yield name, body
 
 

@@ -229,3 +229,32 @@ def test_dataset_argument_checks(local_files: list[str]) -> None:
         S3IterableDataset(local_files, rank=2, world_size=2)
     with pytest.raises(ValueError, match="shuffle_buffer"):
         S3IterableDataset(local_files, shuffle_buffer=-1)
+
+
+@pytest.mark.parametrize("fmt", ["gnu", "pax", "ustar"])
+def test_both_tar_readers_name_members_as_tarfile_does(fmt: str) -> None:
+    """Whole-shard and streamed reading share one header reader: long names (GNU ``L``, pax
+    ``path=``, the ustar prefix) and directories against Python's tarfile as the oracle."""
+    import io
+    import tarfile
+
+    from native_loader.tar import iter_members, iter_members_stream
+
+    formats = {"gnu": tarfile.GNU_FORMAT, "pax": tarfile.PAX_FORMAT, "ustar": tarfile.USTAR_FORMAT}
+    buffer = io.BytesIO()
+    names = ["short.cls", "d" * 60 + "/" + "n" * 90 + ".jpg", "café/ünï.txt", "x/empty.bin"]
+    with tarfile.open(fileobj=buffer, mode="w", format=formats[fmt]) as tar:
+        folder = tarfile.TarInfo("a-folder")
+        folder.type = tarfile.DIRTYPE
+        tar.addfile(folder)
+        for i, name in enumerate(names):
+            data = bytes([i]) * (i * 700)
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    archive = buffer.getvalue()
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        expected = [(m.name, tar.extractfile(m).read()) for m in tar if m.isfile()]  # type: ignore[union-attr]
+    whole = [(n, bytes(b)) for n, b in iter_members(archive)]
+    streamed = list(iter_members_stream(io.BytesIO(archive)))
+    assert whole == streamed == expected
