@@ -27,7 +27,7 @@ from advisor.core.bounds import (
 )
 from advisor.core.errors import EXIT_INTERRUPTED, report_error
 from advisor.core.location import check_answers, first_contact_s
-from advisor.core.units import MB, any_size, data_size, duration, mb_per_s, per_s, rate
+from advisor.core.units import MB, any_size, counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.export import ExportBundle, build_export
 from advisor.headline import headline_lines
@@ -207,11 +207,12 @@ def _print_profile(session: AdvisorSession) -> None:
             "object size p50 / p90 / max",
             f"{any_size(p.sizes.p50)} / {any_size(p.sizes.p90)} / {any_size(p.sizes.max)}",
         ),
-        ("first-level prefixes", p.distinct_prefixes),
+        ("top-level folders", p.distinct_prefixes),
         ("samples (estimate)", f"{p.samples_estimate:,}"),
     ]
     for fmt in p.formats:
-        per = f", ~{fmt.samples_per_object:,.0f} samples each" if fmt.samples_per_object else ""
+        spo = fmt.samples_per_object
+        per = f", about {counted(round(spo), 'sample')} each" if spo else ""
         rows.append((f"format {fmt.name}", f"{fmt.objects:,} objects, {any_size(fmt.bytes)}{per}"))
     print(_table(rows))
     for note in p.notes:
