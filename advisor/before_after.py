@@ -95,6 +95,7 @@ def before_after(
     consumer_rate: float | None = None,
     endpoint_url: str | None = None,
     aws_profile: str | None = None,
+    anonymous: bool = False,
     transform: str | None = None,
     trial_seconds: float = TrialBudget.seconds,
     limits: LoopLimits | None = None,
@@ -119,7 +120,7 @@ def before_after(
     batch = max(1, round(s.samples / s.batches))
     rate = _consumer_rate(consumer_rate, seconds_per_batch, s.step_s, batch)
     session = AdvisorSession()
-    session.set_location(uri, endpoint_url=endpoint_url, profile=aws_profile)
+    session.set_location(uri, endpoint_url=endpoint_url, profile=aws_profile, anonymous=anonymous)
     session.set_workload(Workload(consumer_rate=rate, batch_size=batch, transform=transform))
     if progress is not None:
         progress("advising on the same data", 0.0)

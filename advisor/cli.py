@@ -38,6 +38,8 @@ from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.session import AdvisorSession
 from native_loader.sample_errors import ON_ERROR, SamplePolicy
 
+ANONYMOUS_HELP = "a public bucket: send unsigned requests, no credentials (the export too)"
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("uri", help="s3://bucket/prefix/ or a local folder")
     data.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")
     data.add_argument("--profile", dest="aws_profile", help="AWS profile name")
+    data.add_argument("--anonymous", action="store_true", help=ANONYMOUS_HELP)
     data.add_argument(
         "--max-keys",
         type=arg_type(range_of(ListingLimits, "max_keys"), "--max-keys"),
@@ -347,7 +350,10 @@ def run(args: argparse.Namespace) -> int:
             printers = [_print_hardware]
         else:
             location = session.set_location(
-                args.uri, endpoint_url=args.endpoint_url, profile=args.aws_profile
+                args.uri,
+                endpoint_url=args.endpoint_url,
+                profile=args.aws_profile,
+                anonymous=args.anonymous,
             )
             if location.is_s3:
                 where = location.endpoint_url or "S3"
