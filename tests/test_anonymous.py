@@ -153,3 +153,20 @@ def test_diagnose_passes_anonymous_to_the_advice(monkeypatch: pytest.MonkeyPatch
 
 def _no_loader() -> list[int]:
     return [1, 2, 3]
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_reshard_reads_a_public_source_unsigned(
+    capsys: pytest.CaptureFixture[str], s3_endpoint: S3Endpoint, public_bucket: str, tmp_path: Path
+) -> None:
+    """The source read with no credentials at all; the destination here is a local folder."""
+    source = f"s3://{public_bucket}/small-images/"
+    argv = ["reshard", source, str(tmp_path / "shards"), "--endpoint-url", s3_endpoint.url,
+            "--shard-size", "64KiB", "--quiet", "--json"]  # fmt: skip
+    assert cli.main(argv) != 0  # signed requests need credentials, and there are none
+    capsys.readouterr()
+    code = cli.main([*argv, "--anonymous"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    result = json.loads(out.strip().splitlines()[-1])["result"]  # after the JSON events
+    assert result["samples_written"] == SPEC.images
