@@ -43,8 +43,8 @@ class FewShardsPerReader(Rule):
         size = max(int(ctx.total_bytes / (readers * SHARDS_PER_READER)), SHARD_FLOOR_BYTES)
         return self.finding(
             size,
-            f"{counted(readers, 'reader')} (every worker of every rank) need at least "
-            f"{SHARDS_PER_READER} shards each: {data_size(ctx.total_bytes)} in "
+            f"Each reader (one per worker of every rank, {readers} here) needs at least "
+            f"{SHARDS_PER_READER} shards: {data_size(ctx.total_bytes)} in "
             f"{readers * SHARDS_PER_READER} shards makes shards of {data_size(size)}.",
             evidence={"total_bytes": ctx.total_bytes, "readers": readers},
         )
@@ -124,7 +124,8 @@ class SpreadPrefixes(Rule):
         target = max(by_rate, min(ctx.ranks, 16) if many_ranks else 1, 2)
         return self.finding(
             target,
-            f"{counted(ctx.ranks, 'rank')} issue about {gets_per_s:,.0f} GET/s over "
+            f"{counted(ctx.ranks, 'rank')} issue{'s' if ctx.ranks == 1 else ''} about "
+            f"{gets_per_s:,.0f} GET/s over "
             f"{counted(prefixes, 'prefix', 'prefixes')}: spread the shards over at least "
             f"{target} prefixes to avoid 503 SlowDown.",
             evidence={

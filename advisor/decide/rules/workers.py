@@ -346,7 +346,7 @@ def _measured_reason(
 
 
 def _spread(c: CountRate) -> str:
-    bound = ">= " if c.lower_bound else ""
+    bound = "at least " if c.lower_bound else ""
     slower = f", the {c.step} step the slower" if len(c.steps) > 1 else ""
     return (
         f"{bound}{rate(c.median)} median ({per_s(c.low)} to {per_s(c.high)} over "
