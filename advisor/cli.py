@@ -303,7 +303,8 @@ def _print_recommendation(session: AdvisorSession) -> None:
 def _reshard_command(session: AdvisorSession) -> str:
     r, location = session.recommendation, session.location
     assert r is not None and location is not None
-    return reshard_command(location.uri, r.shard_size_bytes, location.endpoint_url)
+    command = reshard_command(location.uri, r.shard_size_bytes, location.endpoint_url)
+    return command + (" --anonymous" if location.anonymous else "")
 
 
 def _to_json(value: Any) -> Any:

@@ -170,3 +170,19 @@ def test_reshard_reads_a_public_source_unsigned(
     assert code == 0, err
     result = json.loads(out.strip().splitlines()[-1])["result"]  # after the JSON events
     assert result["samples_written"] == SPEC.images
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_the_wizards_toggle_reaches_the_export(s3_endpoint: S3Endpoint, public_bucket: str) -> None:
+    from advisor.wizard import WizardController
+
+    c = WizardController(AdvisorSession())
+    c.uri, c.endpoint_url = f"s3://{public_bucket}/small-images/", s3_endpoint.url
+    c.dataset_step.anonymous = True
+    assert c.run_profile() and c.wait(60), c.errors
+    assert c.profile is not None and c.profile.object_count == SPEC.images, c.errors
+    assert c.run_hardware() and c.wait(30), c.errors
+    assert c.run_recommend() and c.build_export(), c.errors
+    bundle = c.export_bundle
+    assert bundle is not None and bundle.config.unsigned is True
+    assert json.loads(bundle.json_text)["unsigned"] is True
