@@ -3,7 +3,9 @@
 With the user's own loader measured (`diagnose` through the same step), the headline sets its
 rate and data-wait share beside what the trial measured at the recommended settings. Without
 one, it gives the trial's measured waiting share at the recommended settings: at the chosen
-num_workers the loop waits for data 1 - measured rate / consumer rate of each step.
+num_workers the loop waits for data 1 - measured rate / consumer rate of each step. The last
+line names the bottleneck from the measurements (the user's loop's, else the trial's at the
+recommended count: `advisor.decide.rules.bottleneck`).
 """
 
 from __future__ import annotations
@@ -80,6 +82,12 @@ def headline_lines(
     if mine is not None and (before_rate is None or after is None):
         verdict = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
         lines.append(f"Your loader: {verdict or 'measured, see below'}.")
+    mine_limit = getattr(diagnosis, "bottleneck", None)  # tests' stand-ins may have none
+    trial_limit = getattr(rec, "bottleneck", None)
+    if mine_limit is not None:
+        lines.append(f"Your loader's {mine_limit.line}.")
+    elif trial_limit is not None:
+        lines.append(f"At num_workers={rec.num_workers}, the {trial_limit.line}.")
     return lines
 
 
