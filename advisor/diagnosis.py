@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +28,7 @@ from advisor.core.units import binary_size, per_s
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop
 from advisor.decide.verdict import Verdict, input_bound
-from advisor.measure.hardware.host import affinity_cores, cgroup_cpu_limit
+from advisor.measure.hardware.host import affinity_cores, busy_cpu_s, cgroup_cpu_limit
 from advisor.measure.loop.results import LoopSummary, Spread
 from advisor.measure.loop.run import (
     LoaderSource,
@@ -156,18 +158,39 @@ def diagnose(
         step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
         samples_of=samples_of,
     )  # fmt: skip
-    run = run_loop(
-        loader, chosen, limits, label=label, samples_of=samples_of, progress=progress,
-        cancel=cancel,
-    )  # fmt: skip
-    return _judged(LoopSummary.of(run), loader)
+    with MachineBusy() as machine:
+        run = run_loop(
+            loader, chosen, limits, label=label, samples_of=samples_of, progress=progress,
+            cancel=cancel,
+        )  # fmt: skip
+    return _judged(LoopSummary.of(run), loader, machine.share)
 
 
-def _judged(summary: LoopSummary, loader: LoaderSource) -> Diagnosis:
+def _judged(summary: LoopSummary, loader: LoaderSource, machine_busy: float | None) -> Diagnosis:
     """The summary with its verdict and its bottleneck."""
     share = summary.overall_wait_share
     verdict = None if share is None else input_bound(share, summary.wait_share)
-    return Diagnosis(summary, verdict, of_loop(summary, usable_cores(), loader_workers(loader)))
+    limit = of_loop(summary, usable_cores(), loader_workers(loader), machine_busy)
+    return Diagnosis(summary, verdict, limit)
+
+
+class MachineBusy:
+    """`with MachineBusy() as m: ...`, then `m.share`: the share of this process's cores busy
+    with anything (`/proc/stat`) over the block; None where it could not be read."""
+
+    def __init__(self) -> None:
+        self.cpus = frozenset(os.sched_getaffinity(0))
+        self.share: float | None = None
+
+    def __enter__(self) -> MachineBusy:
+        self._busy, self._started = busy_cpu_s(self.cpus), time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.monotonic() - self._started
+        busy = busy_cpu_s(self.cpus) - self._busy
+        if elapsed > 0 and busy > 0 and self.cpus:
+            self.share = min(busy / (elapsed * len(self.cpus)), 1.0)
 
 
 def usable_cores() -> int:
@@ -282,9 +305,10 @@ def compare(
     loaders = (before, after)
     for r in range(rounds):
         for which in (0, 1) if r % 2 == 0 else (1, 0):
-            run = run_loop(
-                loaders[which], chosen, limits, label=labels[which], samples_of=samples_of,
-                progress=progress, cancel=cancel,
-            )  # fmt: skip
-            results[which].append(_judged(LoopSummary.of(run), loaders[which]))
+            with MachineBusy() as machine:
+                run = run_loop(
+                    loaders[which], chosen, limits, label=labels[which], samples_of=samples_of,
+                    progress=progress, cancel=cancel,
+                )  # fmt: skip
+            results[which].append(_judged(LoopSummary.of(run), loaders[which], machine.share))
     return Comparison(tuple(results[0]), tuple(results[1]))

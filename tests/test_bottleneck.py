@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from typing import Any
 
 import pytest
@@ -126,3 +127,37 @@ def test_the_users_loop_is_judged_from_its_cpu_and_its_waits(
     found = of_loop(summary(waits, rate, cpu), usable_cores=2, workers=workers)
     assert found is not None and found.stage == stage, found
     assert found.origin == "loop"
+
+
+class Sleepy:
+    """A loader read in the main process whose batches each take 20 ms of waiting on I/O."""
+
+    def __iter__(self) -> Any:
+        for i in range(10_000):
+            time.sleep(0.02)
+            yield [i] * 8
+
+
+def test_a_real_loop_that_waits_while_its_loader_idles_names_storage() -> None:
+    """On a machine whose cores other work keeps busy, an idle loader may be starved of CPU
+    rather than waiting: then nothing is named."""
+    from advisor.core.bounds import LoopLimits
+    from advisor.diagnosis import diagnose
+
+    limits = LoopLimits(
+        max_batches=60, max_seconds=1.5, batch_timeout_s=5, first_batch_timeout_s=10
+    )
+    result = diagnose(Sleepy(), seconds_per_batch=0.02, limits=limits)
+    found = result.bottleneck
+    assert found is not None and found.stage in ("storage", "unexplained"), found
+    if found.stage == "unexplained":
+        assert "cannot tell apart" in found.reason
+    assert result.lines()[1] == found.line
+    assert result.to_dict()["bottleneck"]["stage"] == found.stage
+
+
+def test_an_idle_loader_on_busy_cores_is_not_named() -> None:
+    found = of_loop(summary(0.6, 55.0, 0.0005), usable_cores=2, workers=0, machine_busy=0.95)
+    assert found is not None and found.stage == "unexplained"
+    quiet = of_loop(summary(0.6, 55.0, 0.0005), usable_cores=2, workers=0, machine_busy=0.3)
+    assert quiet is not None and quiet.stage == "storage"

@@ -15,7 +15,9 @@ nearest the measured rate is named; where none does, that is said rather than gu
   processes that load (the workers, or with none the main process while it waits), that is the
   same share of a ceiling: a loop that waits while its loader keeps the cores (or its
   processes) busy is CPU-bound; one that waits while they idle waits on storage or the network.
-  A loop under the verdict's 5% wait is not input-bound.
+  A loop under the verdict's 5% wait is not input-bound. Where the loader idles but the cores
+  were busy over the loop (at least `BOTTLENECK_SHARE` of them, other work included), nothing
+  is named: waiting on storage and being starved of CPU read the same in these figures.
 
 Plain data (a frozen dataclass) so the recommendation, the diagnosis, `--json` and the
 headlines carry the same finding.
@@ -177,10 +179,17 @@ def of_trial(ctx: Context, state: State) -> Bottleneck | None:
 
 
 def of_loop(
-    summary: LoopSummary, usable_cores: int, workers: int | None = None
+    summary: LoopSummary,
+    usable_cores: int,
+    workers: int | None = None,
+    machine_busy: float | None = None,
 ) -> Bottleneck | None:
     """The bottleneck of the user's own loop (see the module docstring). `workers`: the
-    loader's num_workers where it is a DataLoader (None: not known). None: no waits measured."""
+    loader's num_workers where it is a DataLoader (None: not known). `machine_busy`: the share
+    of the usable cores busy with anything over the loop (None: not measured): a loader whose
+    processes idle while the cores are that busy may wait on storage or be starved of CPU by
+    other work (its wall time stretched past its CPU time), so nothing is named. None: no waits
+    measured."""
     waits, measured = summary.overall_wait_share, summary.overall_samples_per_s
     if waits is None or measured is None:
         return None
@@ -216,6 +225,12 @@ def of_loop(
         f"{share(waits)} of each step waits while the loader keeps only {busy:.1f} of "
         f"{cores} core(s) busy"
     )
+    if machine_busy is not None and machine_busy >= BOTTLENECK_SHARE:
+        reason = (
+            f"{idle}, but the cores were {share(machine_busy)} busy: it waits on storage, or "
+            "other work starves it of CPU, which these figures cannot tell apart"
+        )
+        return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
     if workers is None:
         reason = f"{idle}; its processes are not known (a function that makes the loader)"
         return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
