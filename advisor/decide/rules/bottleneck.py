@@ -217,12 +217,13 @@ def of_loop(
     stage, nearest = name_stage(measured, ceilings, None)
     if nearest is not None:
         reason = (
-            f"{share(waits)} of each step waits while the loader keeps {busy:.1f} core(s) busy, "
+            f"{share(waits)} of each step waits while the loader keeps {cores_busy(busy)} "
+            "core(s) busy, "
             f"{share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
         )
         return Bottleneck(stage, measured, tuple(ceilings), reason, "loop")
     idle = (
-        f"{share(waits)} of each step waits while the loader keeps only {busy:.1f} of "
+        f"{share(waits)} of each step waits while the loader keeps only {cores_busy(busy)} of "
         f"{cores} core(s) busy"
     )
     if machine_busy is not None and machine_busy >= BOTTLENECK_SHARE:
@@ -236,3 +237,8 @@ def of_loop(
         return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
     reason = f"{idle}: its processes mostly idle, it waits on storage or network latency"
     return Bottleneck("storage", measured, tuple(ceilings), reason, "loop")
+
+
+def cores_busy(cores: float) -> str:
+    """Cores kept busy on average, for people: "1.9", "under 0.1"."""
+    return "under 0.1" if cores < 0.05 else f"{cores:.1f}"
