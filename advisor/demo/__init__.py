@@ -6,7 +6,9 @@ this process, from whichever thread asks; it lives until `stop_demo()` or until 
 exits or is killed (see `advisor.demo.server._Spawner`).
 
 Only the layouts asked for are put in. Generated data is kept across kernels in a versioned cache
-folder (`advisor.demo.datasets.DemoCache`), so a second kernel uploads it without generating it.
+folder (`advisor.demo.datasets.DemoCache`), and beside it the server's store as it stood after
+the upload (`advisor.demo.store`): a second kernel starts its server on a copy of that store,
+neither generating nor uploading.
 The server's data folder is removed when this process ends, however it ends: a small janitor
 process outlives it, waits for it and the server to be gone, then deletes the folder (a kernel
 shut down by Jupyter may be killed before its own exit handlers run).
@@ -15,6 +17,7 @@ shut down by Jupyter may be killed before its own exit handlers run).
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import shutil
 import subprocess
@@ -28,12 +31,14 @@ from pathlib import Path
 from advisor.demo.datasets import (
     DEMO_BUCKET,
     LAYOUTS,
+    DemoCache,
     DemoSpec,
     Progress,
     default_cache_root,
     upload,
 )
 from advisor.demo.server import S3Credentials, S3Endpoint, S3Server, answers
+from advisor.demo.store import StoreSnapshot, Summary, bucket_summary
 
 ENV_URL = "LOADER_ADVISOR_DEMO_ENDPOINT"
 ENV_ACCESS_KEY = "LOADER_ADVISOR_DEMO_ACCESS_KEY"
@@ -60,11 +65,19 @@ class Demo:
         }
 
 
+@dataclass(frozen=True)
+class _Running:
+    server: S3Server
+    data_dir: Path  # the server's data folder, made here and handed to it
+    janitor: subprocess.Popen[bytes]  # deletes that folder if this process is killed
+
+
 _lock = threading.Lock()
 _demo: Demo | None = None
+_running: _Running | None = None
+# The running server and its data folder (for tests and `bench`): `_running`'s, or None.
 _server: S3Server | None = None
-_data_dir: Path | None = None  # the server's data folder, made here and handed to it
-_janitor: subprocess.Popen[bytes] | None = None  # deletes that folder if this process is killed
+_data_dir: Path | None = None
 
 
 def _from_env() -> Demo | None:
@@ -72,7 +85,7 @@ def _from_env() -> Demo | None:
     if not (url and key and secret) or not answers(url):
         return None
     endpoint = S3Endpoint(url=url, credentials=S3Credentials(key, secret))
-    return Demo(endpoint, {layout: f"s3://{DEMO_BUCKET}/{layout}/" for layout in LAYOUTS})
+    return Demo(endpoint, _uris(LAYOUTS))
 
 
 def ensure_demo(
@@ -84,35 +97,90 @@ def ensure_demo(
     """The demo endpoint with the datasets of `layouts`, started on first use in this process;
     a layout asked for later is put in then. `cache`: where generated data is kept across
     processes (default: `default_cache_root()`)."""
-    global _demo, _server, _data_dir, _janitor
+    global _demo
+    spec, cache = spec or DemoSpec(), cache or default_cache_root()
     with _lock:
         if _demo is None:
             _demo = _from_env()
         if _demo is None:
-            data_dir = Path(tempfile.mkdtemp(prefix="loader-advisor-s3-"))
-            server = S3Server(credentials=S3Credentials.from_env_or_dummy(), data_dir=data_dir)
-            try:
-                endpoint = server.start()
-            except BaseException:
-                shutil.rmtree(data_dir, ignore_errors=True)
-                raise
-            janitor = _watch_data_dir(server, data_dir)
-            atexit.register(_stop, server, data_dir, janitor)
-            _server, _data_dir, _janitor = server, data_dir, janitor
-            _demo = Demo(endpoint, {}, set())
+            _demo = _start(spec, progress, layouts, cache)
         missing = [x for x in layouts if _demo.uploaded is not None and x not in _demo.uploaded]
         if missing:
-            try:
-                uris = upload(_demo.endpoint, spec=spec, progress=progress, layouts=missing,
-                              cache=cache or default_cache_root())  # fmt: skip
-            except BaseException:
-                if not _demo.uris:  # nothing usable yet: do not keep a half-filled endpoint
-                    _stop_locked()
-                raise
+            uris = upload(_demo.endpoint, spec=spec, progress=progress, layouts=missing,
+                          cache=cache)  # fmt: skip
             _demo.uris.update(uris)
             assert _demo.uploaded is not None
             _demo.uploaded.update(missing)
         return _demo
+
+
+def _start(spec: DemoSpec, progress: Progress | None, layouts: Sequence[str], cache: Path) -> Demo:
+    """A new endpoint holding `layouts`: on a copy of the store a kernel kept before, else
+    filled by an upload and then kept for the next kernel (see `advisor.demo.store`)."""
+    store = StoreSnapshot(DemoCache(cache, spec), layouts)
+    data_dir = Path(tempfile.mkdtemp(prefix="loader-advisor-s3-"))
+    try:
+        kept = store.restore_into(data_dir)
+        endpoint = _launch(data_dir)
+        if kept is not None and _holds(endpoint, kept):
+            if progress:
+                for layout in layouts:
+                    progress(layout, kept[layout][0], kept[layout][0])
+            return Demo(endpoint, _uris(layouts), set(layouts))
+        if kept is not None:  # a kept store that does not list back what it should: start over
+            _stop_locked()
+            store.discard()
+            data_dir = Path(tempfile.mkdtemp(prefix="loader-advisor-s3-"))
+            endpoint = _launch(data_dir)
+        upload(endpoint, spec=spec, progress=progress, layouts=layouts, cache=cache)
+        endpoint = _keep(store, endpoint)
+    except BaseException:
+        _stop_locked()
+        shutil.rmtree(data_dir, ignore_errors=True)
+        raise
+    return Demo(endpoint, _uris(layouts), set(layouts))
+
+
+def _uris(layouts: Sequence[str]) -> dict[str, str]:
+    return {layout: f"s3://{DEMO_BUCKET}/{layout}/" for layout in layouts}
+
+
+def _holds(endpoint: S3Endpoint, kept: Summary) -> bool:
+    """True when `endpoint` lists exactly the objects and bytes the kept store's stamp names."""
+    try:
+        return bucket_summary(endpoint) == kept
+    except Exception:  # any answer but the listing means the store is not usable
+        return False
+
+
+def _keep(store: StoreSnapshot, endpoint: S3Endpoint) -> S3Endpoint:
+    """Stop the server, keep a copy of its data folder for the next kernel, start it again on
+    the same folder: the endpoint to use from now on. Keeping is best effort: on failure the
+    next kernel uploads again."""
+    assert _running is not None
+    summary = bucket_summary(endpoint)
+    data_dir = _running.data_dir
+    _running.server.stop()  # a consistent folder: nothing is written while it is copied
+    with contextlib.suppress(OSError):
+        store.save_from(data_dir, summary)
+    return _launch(data_dir)
+
+
+def _launch(data_dir: Path) -> S3Endpoint:
+    """Start a server on `data_dir` and the janitor that removes the folder after this
+    process; they replace (and the new janitor is up before it ends) any server before."""
+    global _running, _server, _data_dir
+    server = S3Server(credentials=S3Credentials.from_env_or_dummy(), data_dir=data_dir)
+    endpoint = server.start()
+    running = _Running(server, data_dir, _watch_data_dir(server, data_dir))
+    previous, _running = _running, running
+    _server, _data_dir = server, data_dir
+    if previous is not None:
+        previous.server.stop()
+        if previous.data_dir != data_dir:
+            shutil.rmtree(previous.data_dir, ignore_errors=True)
+        _end(previous.janitor)
+    return endpoint
 
 
 # Run as a separate process (its own session, so a kill of the kernel's process group spares
@@ -158,25 +226,26 @@ def _watch_data_dir(server: S3Server, data_dir: Path) -> subprocess.Popen[bytes]
     )  # fmt: skip
 
 
-def _stop(server: S3Server, data_dir: Path, janitor: subprocess.Popen[bytes] | None) -> None:
-    server.stop()
-    shutil.rmtree(data_dir, ignore_errors=True)
-    if janitor is not None:  # it sees the folder gone within half a second and ends
-        try:
-            janitor.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            janitor.kill()
-            janitor.wait(timeout=5)
+def _end(janitor: subprocess.Popen[bytes]) -> None:
+    """End a janitor started here whose folder is gone or in the care of another one."""
+    janitor.kill()
+    janitor.wait(timeout=5)
 
 
 def _stop_locked() -> None:
-    global _demo, _server, _data_dir, _janitor
-    if _server is not None and _data_dir is not None:
-        _stop(_server, _data_dir, _janitor)
-    _server, _demo, _data_dir, _janitor = None, None, None, None
+    global _demo, _running, _server, _data_dir
+    running, _running = _running, None
+    if running is not None:
+        running.server.stop()
+        shutil.rmtree(running.data_dir, ignore_errors=True)
+        _end(running.janitor)
+    _server, _demo, _data_dir = None, None, None
 
 
 def stop_demo() -> None:
     """Stop the demo endpoint this process started (no-op for one found through the env)."""
     with _lock:
         _stop_locked()
+
+
+atexit.register(_stop_locked)  # a clean exit stops the server and deletes its folder at once
