@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,23 +52,26 @@ def _forbid_work(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record every generation and upload from now on."""
     work: list[str] = []
     original_samples, original_upload = datasets.iter_samples, advisor.demo.upload
-    monkeypatch.setattr(
-        datasets, "iter_samples", lambda spec: work.append("generate") or original_samples(spec)
-    )
-    monkeypatch.setattr(
-        advisor.demo, "upload", lambda *a, **k: work.append("upload") or original_upload(*a, **k)
-    )
+
+    def samples(spec: DemoSpec) -> Iterator[tuple[int, int, bytes]]:
+        work.append("generate")
+        return original_samples(spec)
+
+    def upload(*args: Any, **kwargs: Any) -> dict[str, str]:
+        work.append("upload")
+        return original_upload(*args, **kwargs)
+
+    monkeypatch.setattr(datasets, "iter_samples", samples)
+    monkeypatch.setattr(advisor.demo, "upload", upload)
     return work
 
 
 def _first_start(cache: Path, layouts: Sequence[str] = ("small-images",)) -> Path:
     """Start, fill and stop a demo; the folder of the store it kept."""
-    demo = advisor.demo.ensure_demo(SPEC, layouts=layouts, cache=cache)
-    first_url = demo.endpoint.url
+    advisor.demo.ensure_demo(SPEC, layouts=layouts, cache=cache)
     advisor.demo.stop_demo()
     store = StoreSnapshot(DemoCache(cache, SPEC), layouts)
     assert store.stamp() is not None, "the first start kept no store"
-    assert first_url
     return store.folder
 
 
