@@ -60,19 +60,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-keys",
         type=arg_type(range_of(ListingLimits, "max_keys"), "--max-keys"),
         default=ListingLimits.max_keys,
-        help=f"keys listed at most, in {range_of(ListingLimits, 'max_keys')} "
+        help=f"keys listed at most, {range_of(ListingLimits, 'max_keys')} "
         f"(default {ListingLimits.max_keys})",
     )
     work = argparse.ArgumentParser(add_help=False)
     work.add_argument(
         "--consumer-rate",
         type=arg_type(range_of(Workload, "consumer_rate"), "--consumer-rate"),
-        help=f"samples/s one GPU consumes, in {range_of(Workload, 'consumer_rate')}",
+        help=f"samples/s one GPU consumes, {range_of(Workload, 'consumer_rate')}",
     )
     work.add_argument(
         "--step-time",
         type=arg_type(STEP_TIME_S, "--step-time"),
-        help=f"seconds per training step (with --batch-size), in {STEP_TIME_S}",
+        help=f"seconds per training step (with --batch-size), {STEP_TIME_S}",
     )
     for name, what in (
         ("batch_size", "samples per batch per rank"),
@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
             flag,
             type=arg_type(bound, flag),
             default=default,
-            help=f"{what}, in {bound} (default {default})",
+            help=f"{what}, {bound} (default {default})",
         )
     work.add_argument("--transform", help="per-sample transform to time, 'module:callable'")
     work.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--seconds",
         type=arg_type(range_of(TrialBudget, "seconds"), "--seconds"),
         default=TrialBudget.seconds,
-        help=f"trial time budget in seconds, in {range_of(TrialBudget, 'seconds')} "
+        help=f"trial time budget, {range_of(TrialBudget, 'seconds')} "
         f"(default {TrialBudget.seconds:g})",
     )
 
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
         type=arg_type(Range(0, 1), "--max-skipped-share"),
         default=SamplePolicy.max_skipped_share,
         help="with --on-error skip: raise once more than this share of the samples seen failed, "
-        f"in [0, 1] (default {SamplePolicy.max_skipped_share:g})",
+        f"from 0 to 1 (default {SamplePolicy.max_skipped_share:g})",
     )
 
     sub.add_parser("profile", parents=[common, data], help="object count, sizes, formats")

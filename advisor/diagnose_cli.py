@@ -40,12 +40,12 @@ def add_arguments(p: argparse.ArgumentParser, step_help: str) -> None:
     step.add_argument("--step", metavar="STEP", help=step_help)
     step.add_argument(
         "--step-time", type=arg_type(STEP_TIME_S, "--step-time"),
-        help=f"seconds the step blocks per batch, in {STEP_TIME_S}",
+        help=f"seconds the step blocks per batch, {STEP_TIME_S}",
     )  # fmt: skip
     rate = range_of(Workload, "consumer_rate")
     step.add_argument(
         "--consumer-rate", type=arg_type(rate, "--consumer-rate"),
-        help=f"samples/s the step consumes (it blocks for batch / rate), in {rate}",
+        help=f"samples/s the step consumes (it blocks for batch / rate), {rate}",
     )  # fmt: skip
     for name, flag, what in (
         ("max_batches", "--batches", "batches at most per run"),
@@ -55,7 +55,7 @@ def add_arguments(p: argparse.ArgumentParser, step_help: str) -> None:
         bound, default = range_of(LoopLimits, name), getattr(LoopLimits, name)
         p.add_argument(
             flag, dest=name, type=arg_type(bound, flag), default=default,
-            help=f"{what}, in {bound} (default {default:g})",
+            help=f"{what}, {bound} (default {default:g})",
         )  # fmt: skip
     p.add_argument("--uri", help="the data your loader reads: advise on it and compare")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")

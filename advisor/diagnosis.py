@@ -64,11 +64,11 @@ def as_step(
         return step
     if seconds_per_batch is not None:
         if seconds_per_batch not in STEP_TIME_S:
-            raise ValueError(f"{seconds_per_batch=} must be in {STEP_TIME_S}")
+            raise ValueError(f"{seconds_per_batch=} must be {STEP_TIME_S}")
         return sleep_step(seconds_per_batch)
     rate = range_of(Workload, "consumer_rate")
     if consumer_rate not in rate:
-        raise ValueError(f"{consumer_rate=} must be in {rate}")
+        raise ValueError(f"{consumer_rate=} must be {rate}")
     assert consumer_rate is not None
     return rate_step(consumer_rate, samples_of)
 

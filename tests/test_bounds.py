@@ -38,13 +38,25 @@ def test_range_membership_and_wording() -> None:
     assert 1 in closed and 64 in closed and 0 not in closed and 65 not in closed
     assert 2.5 not in closed and True not in closed and "3" not in closed
     assert 0 not in half_open and 1e-9 in half_open and float("nan") not in half_open
-    assert (str(closed), str(half_open)) == ("[1, 64]", "(0, 3600]")
-    assert str(Range(1, 1e9, int)) == "[1, 1000000000]"
+    assert (str(closed), str(half_open)) == ("from 1 to 64", "more than 0 and at most 3,600")
+    assert str(Range(1, 1e9, int, unit="keys")) == "from 1 to 1,000,000,000 keys"
+    assert str(Range(0, 1e7, low_open=True, unit="samples/s")) == (
+        "more than 0 and at most 10,000,000 samples/s"
+    )
+    assert str(Range(0.5, 3600, unit="s")) == "from 0.5 to 3,600 s"
     assert closed.parse(" 12 ", "n") == 12 and Range(1, 10**6, int).parse("1,024", "n") == 1024
-    with pytest.raises(ValueError, match=r"n must be a whole number in \[1, 64\], got 'x'"):
+    big = Range(1, 10**9, int)
+    assert big.parse(str(big).split()[-1], "n") == 10**9  # a bound as written can be typed back
+    with pytest.raises(ValueError, match=r"^n must be a whole number from 1 to 64, got 'x'$"):
         closed.parse("x", "n")
-    with pytest.raises(ValueError, match=r"n must be in \[1, 64\], got 65"):
+    with pytest.raises(ValueError, match=r"^n must be from 1 to 64, got 65$"):
         closed.parse("65", "n")
+
+
+@pytest.mark.parametrize(("config", "name"), [(config, name) for config, name, *_ in BOUNDS])
+def test_every_bound_names_its_unit(config: type, name: str) -> None:
+    bound = range_of(config, name)
+    assert bound.unit and str(bound).endswith(f" {bound.unit}")
 
 
 @pytest.mark.parametrize(("config", "name", "value", "flag", "form"), CASES)
@@ -52,7 +64,7 @@ def test_library_refuses_out_of_range(
     config: type, name: str, value: float, flag: str, form: str | None
 ) -> None:
     bound = range_of(config, name)
-    with pytest.raises(ValueError, match=rf"^{name}={value!r} must be in {re.escape(str(bound))}$"):
+    with pytest.raises(ValueError, match=rf"^{name}={value!r} must be {re.escape(str(bound))}$"):
         config(**{name: value})
     config(**{name: bound.kind(bound.high)})  # the edges themselves are allowed
 
@@ -65,7 +77,7 @@ def test_cli_refuses_out_of_range_at_parse_time(
         build_parser().parse_args(["trial", "/nonexistent", flag, str(value)])
     assert exit_info.value.code == 2
     bound = range_of(config, name)
-    assert f"{flag} must be in {bound}" in capsys.readouterr().err
+    assert f"{flag} must be {bound}, got" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("config", "name", "value", "flag", "form"), CASES)
@@ -86,11 +98,11 @@ def test_wizard_refuses_out_of_range(
 
 
 def test_step_time_bound_everywhere(capsys: Any) -> None:
-    with pytest.raises(ValueError, match=r"step_time_s=0 must be in \(0, 3600\]"):
+    with pytest.raises(ValueError, match=r"^step_time_s=0 must be more than 0 and at most 3,600 s"):
         Workload.from_step_time(0, 32)
     with pytest.raises(SystemExit):
         build_parser().parse_args(["trial", "/x", "--step-time", "3601"])
-    assert f"--step-time must be in {STEP_TIME_S}" in capsys.readouterr().err
+    assert f"--step-time must be {STEP_TIME_S}, got 3601" in capsys.readouterr().err
     wizard = WizardController()
     wizard.workload_form.mode, wizard.workload_form.step_time_s = "step", "0"
     assert wizard.parse_workload() is None
@@ -103,12 +115,12 @@ def test_a_bad_trial_budget_is_refused_before_any_profiling(tmp_path: Any, capsy
     with pytest.raises(SystemExit) as exit_info:
         cli_main(["trial", str(tmp_path), "--seconds", "1"])
     assert exit_info.value.code == 2
-    assert "--seconds must be in [2, 3600], got 1" in capsys.readouterr().err
+    assert "--seconds must be from 2 to 3,600 s, got 1" in capsys.readouterr().err
     session = AdvisorSession()
     session.set_location(str(tmp_path))
-    with pytest.raises(ValueError, match=r"seconds=1 must be in \[2, 3600\]"):
+    with pytest.raises(ValueError, match=r"^seconds=1 must be from 2 to 3,600 s$"):
         session.run_trial(seconds=1)
     assert session.profile is None  # refused before the listing
-    with pytest.raises(ValueError, match=r"max_keys=0 must be in"):
+    with pytest.raises(ValueError, match=r"^max_keys=0 must be from 1 to 1,000,000,000 keys$"):
         session.run_profile(max_keys=0)
     assert time.monotonic() - started < 10

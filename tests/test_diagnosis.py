@@ -266,7 +266,9 @@ def test_the_cli_names_what_is_wrong_in_one_line(tmp_path: Path) -> None:
         ("no_such_module:f", "--step-time", "0.01"): "cannot import loader module 'no_such_module'",
         ("user_loader:nope", "--step-time", "0.01"): "has no attribute 'nope'",
         ("user_loader:broken", "--step-time", "0.01"): "RuntimeError: no bucket configured",
-        ("user_loader:make_loader", "--step-time", "-1"): "--step-time must be in",
+        ("user_loader:make_loader", "--step-time", "-1"): (
+            "--step-time must be more than 0 and at most 3,600 s, got -1"
+        ),
         ("user_loader:make_loader",): "one of the arguments --step --step-time --consumer-rate",
     }
     for args, message in cases.items():

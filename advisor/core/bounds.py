@@ -20,12 +20,18 @@ from typing import Any
 
 @dataclass(frozen=True)
 class Range:
-    """`[low, high]`, or `(low, high]` when `low_open`; `kind` is int or float."""
+    """`[low, high]`, or `(low, high]` when `low_open`; `kind` is int or float; `unit` is what
+    the numbers count ("s", "samples/s", "GPUs"; "" when they are a plain share or a port).
+
+    `str()` reads for people and holds numbers a user can type back: "from 2 to 3,600 s",
+    "more than 0 and at most 10,000,000 samples/s".
+    """
 
     low: float
     high: float
     kind: type[int] | type[float] = float
     low_open: bool = False
+    unit: str = ""
 
     def __contains__(self, value: object) -> bool:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
@@ -36,7 +42,10 @@ class Range:
         return above_low and value <= self.high
 
     def __str__(self) -> str:
-        return f"{'(' if self.low_open else '['}{_plain(self.low)}, {_plain(self.high)}]"
+        low, high = _plain(self.low), _plain(self.high) + (f" {self.unit}" if self.unit else "")
+        if self.low_open:
+            return f"more than {low} and at most {high}"
+        return f"from {low} to {high}"
 
     def parse(self, text: str, name: str) -> Any:
         """`text` as a number in this range, else ValueError naming `name`, the range and text."""
@@ -44,21 +53,24 @@ class Range:
         try:
             value = self.kind(text.strip().replace(",", ""))
         except ValueError:
-            raise ValueError(f"{name} must be {noun} in {self}, got {text!r}") from None
+            raise ValueError(f"{name} must be {noun} {self}, got {text!r}") from None
         if value not in self:
-            raise ValueError(f"{name} must be in {self}, got {text.strip()}")
+            raise ValueError(f"{name} must be {self}, got {text.strip()}")
         return value
 
 
 def _plain(number: float) -> str:
-    """1000000 rather than 1e+06: a range a user can copy."""
-    return str(int(number)) if float(number).is_integer() else f"{number:g}"
+    """10,000,000 rather than 1e+07: a bound a user can read and type back (parse takes the
+    commas)."""
+    return f"{int(number):,}" if float(number).is_integer() else f"{number:,g}"
 
 
-def bounded(default: Any, low: float, high: float, *, low_open: bool = False) -> Any:
+def bounded(
+    default: Any, low: float, high: float, *, low_open: bool = False, unit: str = ""
+) -> Any:
     """A dataclass field with `default` and its range (int when the default is an int)."""
     kind: type[int] | type[float] = int if isinstance(default, int) else float
-    return field(default=default, metadata={"range": Range(low, high, kind, low_open)})
+    return field(default=default, metadata={"range": Range(low, high, kind, low_open, unit)})
 
 
 def range_of(config: type, name: str) -> Range:
@@ -76,7 +88,7 @@ def check_ranges(config: Any) -> None:
         bound = f.metadata.get("range")
         value = getattr(config, f.name)
         if bound is not None and value is not None and value not in bound:
-            raise ValueError(f"{f.name}={value!r} must be in {bound}")
+            raise ValueError(f"{f.name}={value!r} must be {bound}")
 
 
 def arg_type(bound: Range, flag: str) -> Callable[[str], Any]:
@@ -134,7 +146,7 @@ class TrialBudget:
         time one DataLoader point; an hour is far past what a short trial is for.
     """
 
-    seconds: float = bounded(30.0, 2, 3600)
+    seconds: float = bounded(30.0, 2, 3600, unit="s")
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -147,7 +159,7 @@ class ListingLimits:
     max_keys: keys listed at most (default 200,000); beyond it the profile extrapolates.
     """
 
-    max_keys: int = bounded(200_000, 1, 1_000_000_000)
+    max_keys: int = bounded(200_000, 1, 1_000_000_000, unit="keys")
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -166,11 +178,11 @@ class LoopLimits:
     replay_batches: batches kept in memory to replay the step with loading free (default 16).
     """
 
-    max_batches: int = bounded(300, 2, 1_000_000)
-    max_seconds: float = bounded(30.0, 0.5, 3600)
-    first_batch_timeout_s: float = bounded(120.0, 0.5, 3600)
-    batch_timeout_s: float = bounded(60.0, 0.5, 3600)
-    replay_batches: int = bounded(16, 0, 1000)
+    max_batches: int = bounded(300, 2, 1_000_000, unit="batches")
+    max_seconds: float = bounded(30.0, 0.5, 3600, unit="s")
+    first_batch_timeout_s: float = bounded(120.0, 0.5, 3600, unit="s")
+    batch_timeout_s: float = bounded(60.0, 0.5, 3600, unit="s")
+    replay_batches: int = bounded(16, 0, 1000, unit="batches")
 
     def __post_init__(self) -> None:
         check_ranges(self)
@@ -181,7 +193,7 @@ class CompareRounds:
     """rounds: interleaved runs of each loader when two are compared (default 2): the ratio's
     spread comes from them."""
 
-    rounds: int = bounded(2, 1, 20)
+    rounds: int = bounded(2, 1, 20, unit="rounds")
 
     def __post_init__(self) -> None:
         check_ranges(self)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from advisor.core.bounds import Range, bounded, check_ranges
 
 MAX_RATE = 1e7  # samples/s: beyond this a number is a typo, not a workload
-STEP_TIME_S = Range(0, 3600, float, low_open=True)  # seconds per training step
+STEP_TIME_S = Range(0, 3600, float, low_open=True, unit="s")  # seconds per training step
 DATA_LOCATIONS = ("s3", "efs", "nfs", "fsx", "local")
 
 
@@ -25,11 +25,11 @@ class Workload:
         "fsx" or "local"; None = infer from the URI (default).
     """
 
-    consumer_rate: float | None = bounded(None, 0, MAX_RATE, low_open=True)
-    batch_size: int = bounded(32, 1, 1_000_000)
-    epochs: int = bounded(1, 1, 100_000)
-    nodes: int = bounded(1, 1, 100_000)
-    gpus_per_node: int = bounded(1, 1, 64)
+    consumer_rate: float | None = bounded(None, 0, MAX_RATE, low_open=True, unit="samples/s")
+    batch_size: int = bounded(32, 1, 1_000_000, unit="samples")
+    epochs: int = bounded(1, 1, 100_000, unit="epochs")
+    nodes: int = bounded(1, 1, 100_000, unit="nodes")
+    gpus_per_node: int = bounded(1, 1, 64, unit="GPUs")
     transform: str | None = None
     data_location: str | None = None
 
@@ -42,7 +42,7 @@ class Workload:
     def from_step_time(cls, step_time_s: float, batch_size: int, **kwargs: object) -> Workload:
         """The consumption rate of a job that takes `step_time_s` per batch of `batch_size`."""
         if step_time_s not in STEP_TIME_S:
-            raise ValueError(f"{step_time_s=} must be in {STEP_TIME_S}")
+            raise ValueError(f"{step_time_s=} must be {STEP_TIME_S}")
         return cls(consumer_rate=batch_size / step_time_s, batch_size=batch_size, **kwargs)  # type: ignore[arg-type]
 
     @property

@@ -43,12 +43,12 @@ class DemoSpec:
     seed: everything is derived from it, so the same spec gives the same bytes.
     """
 
-    images: int = bounded(2000, 0, 1_000_000)
+    images: int = bounded(2000, 0, 1_000_000, unit="images")
     image_kb: tuple[int, int] = (50, 200)
-    classes: int = bounded(10, 1, 1000)
-    shard_mb: float = bounded(64.0, 0, 10_000, low_open=True)
-    large_files: int = bounded(3, 0, 100)
-    large_mb: float = bounded(64.0, 0, 10_000, low_open=True)
+    classes: int = bounded(10, 1, 1000, unit="classes")
+    shard_mb: float = bounded(64.0, 0, 10_000, low_open=True, unit="MB")
+    large_files: int = bounded(3, 0, 100, unit="files")
+    large_mb: float = bounded(64.0, 0, 10_000, low_open=True, unit="MiB")
     seed: int = 0
 
     def __post_init__(self) -> None:

@@ -9,6 +9,7 @@ import sys
 import threading
 from typing import Any
 
+from advisor.core.bounds import Range, arg_type
 from advisor.core.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, report_error
 from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.units import any_size
@@ -33,17 +34,8 @@ def _size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _int_in(low: int, high: int, name: str) -> Any:
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{name} must be an integer, got {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{name} must be in [{low}, {high}], got {value}")
-        return value
-
-    return parse
+def _int_in(low: int, high: int, name: str, unit: str = "") -> Any:
+    return arg_type(Range(low, high, int, unit=unit), name)
 
 
 def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
@@ -68,7 +60,8 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--world-size", type=_int_in(1, 100_000, "--world-size"), help="default $WORLD_SIZE or 1"
     )
-    p.add_argument("--read-concurrency", type=_int_in(1, 1024, "--read-concurrency"), default=64)
+    concurrency = _int_in(1, 1024, "--read-concurrency", "requests")
+    p.add_argument("--read-concurrency", type=concurrency, default=64)
     p.add_argument("--max-memory", type=_size, default=2 * 2**30, help="default 2GiB")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")
     p.add_argument("--profile", dest="aws_profile", help="AWS profile name")

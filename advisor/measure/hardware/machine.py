@@ -130,7 +130,7 @@ class HardwareProfile:
         """This host's CPU/RAM/disk with `count` catalogued `name` GPUs, marked as planned."""
         per_node = range_of(Workload, "gpus_per_node")  # a planned machine is one node
         if count not in per_node:
-            raise ValueError(f"{count=} must be in {per_node}")
+            raise ValueError(f"{count=} must be {per_node}")
         spec = lookup_gpu(name)
         gpus = tuple(
             GpuInfo(
