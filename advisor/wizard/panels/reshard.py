@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 import ipywidgets as widgets
 
-from advisor.core.units import exact_bytes
+from advisor.core.units import counted, duration, exact_bytes, mb_per_s, rate
 from advisor.wizard.steps.reshard import Comparison, ReshardStep
 
 
@@ -84,17 +84,18 @@ def _info_html(step: ReshardStep) -> str:
     parts = []
     if step.estimate is not None:
         e = step.estimate
+        requests = e.get_requests + e.put_requests + e.list_requests
         parts.append(
-            f"plan: {e.shards} shards, {e.samples:,} samples; about {e.seconds:,.0f} s, "
-            f"{e.get_requests + e.put_requests + e.list_requests:,} requests "
+            f"plan: {counted(e.shards, 'shard')}, {counted(e.samples, 'sample')}; "
+            f"about {duration(e.seconds)}, {counted(requests, 'request')} "
             f"(~${e.request_cost_usd:.4f})"
         )
     if step.last_event is not None:
         ev = step.last_event
-        eta = f", ETA {ev.eta_s:.0f} s" if ev.eta_s is not None else ""
+        eta = f", {duration(ev.eta_s)} left" if ev.eta_s is not None else ""
         parts.append(
-            f"{ev.shards_done}/{ev.shards_total} shards, {ev.samples_per_s:,.0f} samples/s, "
-            f"{ev.mb_per_s:.1f} MB/s{eta}, {ev.retries} retries"
+            f"{ev.shards_done}/{counted(ev.shards_total, 'shard')}, {rate(ev.samples_per_s)}, "
+            f"{mb_per_s(ev.mb_per_s)}{eta}, {counted(ev.retries, 'retry', 'retries')}"
         )
     if step.before is not None and step.after is not None:
         rows = "".join(
@@ -110,17 +111,17 @@ def _info_html(step: ReshardStep) -> str:
 
 
 def _rows(before: Comparison, after: Comparison) -> list[tuple[str, object, object]]:
-    def rate(value: float | None) -> str:
-        return "-" if value is None else f"{value:,.0f} samples/s"
+    def maybe(value: float | None) -> str:
+        return "-" if value is None else rate(value)
 
     return [
         ("data", before.uri, after.uri),
-        ("objects", f"{before.objects:,}", f"{after.objects:,}"),
+        ("objects", counted(before.objects, "object"), counted(after.objects, "object")),
         (
             "median object",
             exact_bytes(before.median_object_bytes),
             exact_bytes(after.median_object_bytes),
         ),
-        ("trial, best", rate(before.best_samples_per_s), rate(after.best_samples_per_s)),
-        ("expected", rate(before.expected_samples_per_s), rate(after.expected_samples_per_s)),
+        ("trial, best", maybe(before.best_samples_per_s), maybe(after.best_samples_per_s)),
+        ("expected", maybe(before.expected_samples_per_s), maybe(after.expected_samples_per_s)),
     ]

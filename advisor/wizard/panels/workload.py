@@ -7,6 +7,7 @@ import html
 
 import ipywidgets as widgets
 
+from advisor.core.units import counted, rate
 from advisor.core.workload import DATA_LOCATIONS, Workload
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import LABEL, StepPanel, html_area, text
@@ -16,11 +17,12 @@ from advisor.wizard.steps.workload import WorkloadStep
 def demand(workload: Workload) -> str:
     """The typed workload in words: what one GPU and the whole job consume."""
     ranks = workload.nodes * workload.gpus_per_node
+    job = counted(ranks, "GPU")
     if workload.consumer_rate is None:
-        return f"rate unknown: the advisor aims for the loader's best throughput ({ranks} rank(s))"
+        return f"rate unknown: the advisor aims for the loader's best throughput ({job})"
     return (
-        f"one GPU consumes {workload.consumer_rate:,.0f} samples/s; the job ({ranks} rank(s)) "
-        f"{workload.consumer_rate * ranks:,.0f} samples/s"
+        f"one GPU consumes {rate(workload.consumer_rate)}; the job ({job}) "
+        f"{rate(workload.consumer_rate * ranks)}"
     )
 
 
