@@ -485,3 +485,15 @@ def test_the_wizard_forgets_the_points_of_a_dropped_trial() -> None:
     assert controller.apply_workload()
     assert session.trial is None and controller.trial_step.points == []
     assert "consumer_rate 500.0 -> 300.0" in controller.message
+
+
+def test_a_local_folder_names_no_sagemaker_input() -> None:
+    """SageMaker's input modes bring S3 data or a file system into a job: a folder already on
+    local disk is read in place, and the summary says so instead of "SageMaker File"."""
+    local = profile(2000, 150_000, "jpeg", uri="/data/images/")
+    rec = recommend(local, hardware(), Workload(consumer_rate=500))
+    assert (rec.data_source, rec.sagemaker_input_mode) == ("copy-local", None)
+    line = next(x for x in rec.summary().splitlines() if x.startswith("data source:"))
+    assert line == "data source:  copy-local (already local: read in place)"
+    on_s3 = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500, epochs=10))
+    assert "data source:  copy-local (SageMaker File)" in on_s3.summary()

@@ -85,7 +85,8 @@ class Recommendation:
     data_source: str
     cache_locally: bool
     after_reshard: str | None
-    sagemaker_input_mode: str
+    # how a SageMaker job gets this data; None where none applies (a folder already local)
+    sagemaker_input_mode: str | None
     num_workers: int
     pin_memory: bool
     prefetch_factor: int | None
@@ -133,6 +134,12 @@ class Recommendation:
         del kwargs["batch_size"]
         return kwargs
 
+    def _source_words(self) -> str:
+        """What the data source means where it runs, in brackets after it ("" for nothing)."""
+        if self.sagemaker_input_mode is not None:
+            return f" (SageMaker {self.sagemaker_input_mode})"
+        return " (already local: read in place)" if self.data_source == "copy-local" else ""
+
     def summary(self) -> str:
         """A few plain lines for a terminal: the settings, the throughput, the reasons."""
         source = self.data_source
@@ -147,7 +154,7 @@ class Recommendation:
             verdict = "input-bound" if self.input_bound else "keeps up"
             expected += f" against {rate(self.consumer_rate)} consumed: {verdict}"
         lines = [
-            f"data source:  {source} (SageMaker {self.sagemaker_input_mode})",
+            f"data source:  {source}{self._source_words()}",
             f"DataLoader:   {kwargs}",
             f"reader:       max_inflight_requests={self.requests_in_flight}, "
             f"max_inflight_bytes={data_size(self.inflight_bytes)} per process",
@@ -220,7 +227,11 @@ def recommend(
 
     data_source = state.get(Key.DATA_SOURCE, "stream")
     after = state.get(Key.AFTER_RESHARD)
-    mode = SAGEMAKER_INPUT_MODES[ctx.training_source(state) or "stream"]
+    training_source = ctx.training_source(state) or "stream"
+    # SageMaker's input modes bring S3 data, or a file system, into the job: a folder already on
+    # this machine's own disk has none, and copy-local there means reading it in place.
+    on_a_file_system = training_source in ("efs", "shared-fs")
+    mode = SAGEMAKER_INPUT_MODES[training_source] if ctx.in_s3 or on_a_file_system else None
     num_workers = int(state[Key.NUM_WORKERS])
     expected = float(state[Key.EXPECTED_SAMPLES_PER_S])
     predicted = float(ctx.model(state, num_workers).samples_per_s)
@@ -233,7 +244,7 @@ def recommend(
     decisions = [d for kind, mine in by_kind.items() if (d := _decision(kind, mine)) is not None]
     if data_source == "reshard-first":
         first = decisions[0]
-        extra = f" Then: {after} ({mode})."
+        extra = f" Then: {after}" + (f" (SageMaker {mode})." if mode else ".")
         decisions[0] = dataclasses.replace(first, rationale=first.rationale + extra)
 
     notes = list(hardware.notes if hardware.planned else ())
