@@ -3,8 +3,9 @@
 Each kernel runs `%load_ext advisor` and `%advisor --demo` as a user's notebook does, with the
 user's environment (no demo endpoint handed over), a private demo cache and a private temp
 folder, and is timed from the magic until the demo's data set is in its endpoint. The first
-kernel generates the data into the cache; the next ones only upload it. After each kernel shuts
-down, its server's data folder (`loader-advisor-s3-*`) must be gone from the temp folder.
+kernel generates the data into the cache, uploads it and keeps the server's store; the next ones
+start their server on a copy of that store (`advisor.demo.store`). After each kernel shuts down,
+its server's data folder (`loader-advisor-s3-*`) must be gone from the temp folder.
 
     python -m bench demo-start              # two kernels, a fresh cache
     python -m bench demo-start --kernels 3
