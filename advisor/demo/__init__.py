@@ -125,7 +125,8 @@ def _start(spec: DemoSpec, progress: Progress | None, layouts: Sequence[str], ca
         if kept is not None and _holds(endpoint, kept):
             if progress:
                 for layout in layouts:
-                    progress(layout, kept[layout][0], kept[layout][0])
+                    objects = kept.get(layout, [0, 0])[0]
+                    progress(layout, objects, objects)
             return Demo(endpoint, _uris(layouts), set(layouts))
         if kept is not None:  # a kept store that does not list back what it should: start over
             _stop_locked()
@@ -158,7 +159,10 @@ def _keep(store: StoreSnapshot, endpoint: S3Endpoint) -> S3Endpoint:
     the same folder: the endpoint to use from now on. Keeping is best effort: on failure the
     next kernel uploads again."""
     assert _running is not None
-    summary = bucket_summary(endpoint)
+    try:
+        summary = bucket_summary(endpoint)
+    except Exception:  # a listing that fails now would fail the next kernel's check too
+        return endpoint
     data_dir = _running.data_dir
     _running.server.stop()  # a consistent folder: nothing is written while it is copied
     with contextlib.suppress(OSError):
