@@ -1,7 +1,8 @@
 """The two `make` entry points on the demo data.
 
-`make lab` (`python -m advisor.lab`): the demo S3 endpoint in the background and JupyterLab on the
-wizard notebook. Prints the URL to open. Ctrl-C (or SIGTERM) stops JupyterLab and the endpoint it
+`make lab` (`python -m advisor.lab`): the demo S3 endpoint in the background (its data kept across
+runs, as the kernels' demo keeps it: `advisor.demo.ensure_demo`) and JupyterLab on the wizard
+notebook. Prints the URL to open. Ctrl-C (or SIGTERM) stops JupyterLab and the endpoint it
 started. Set LOADER_ADVISOR_NO_DEMO=1 to skip the demo endpoint (the wizard then starts one on
 demand).
 
@@ -24,7 +25,7 @@ from pathlib import Path
 from types import FrameType
 
 from advisor.core.bounds import TrialBudget, arg_type, range_of
-from advisor.demo import Demo
+from advisor.demo import ensure_demo, stop_demo
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Server, free_ports
 
@@ -102,15 +103,13 @@ def run_lab() -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    server = None
     env = dict(os.environ)
     if not os.environ.get("LOADER_ADVISOR_NO_DEMO"):
-        server = S3Server()
-        print("starting the demo S3 endpoint and generating its datasets ...", flush=True)
-        endpoint = server.start()
-        demo = Demo(endpoint, upload(endpoint))
+        print("starting the demo S3 endpoint (its datasets are generated the first time) ...",
+              flush=True)  # fmt: skip
+        demo = ensure_demo()  # from the kept store when an earlier run left one
         env.update(demo.env())
-        print(f"demo S3 endpoint: {endpoint.url}  datasets: {', '.join(demo.uris.values())}")
+        print(f"demo S3 endpoint: {demo.endpoint.url}  datasets: {', '.join(demo.uris.values())}")
     port = int(os.environ.get("LOADER_ADVISOR_LAB_PORT") or free_ports(1)[0])
     token = secrets.token_hex(16)
     args = [
@@ -136,8 +135,7 @@ def run_lab() -> int:
             except subprocess.TimeoutExpired:
                 lab.kill()
                 lab.wait()
-        if server is not None:
-            server.stop()
+        stop_demo()
     return 0
 
 
