@@ -6,11 +6,12 @@ the reference in the child, and the engine object is parked in `_ABANDONED` so i
 never runs there (it would join a thread that does not exist in the child).
 
 Credentials come from botocore's standard chain (env, profile, SSO, IMDS, ...) unless explicit
-`Credentials` are given. Where the chain's answer is already known without it (static keys in the
-environment, no explicit profile, the region and CA bundle settled by config or environment),
-botocore is not imported: its import costs ~0.2 s of CPU before a first epoch's first request. Refreshable credentials are re-read at most every
-`_CREDENTIAL_CHECK_S`; botocore refreshes them well before expiry (>10 minutes ahead), so the
-engine always signs with a set that has more than 5 minutes left.
+`Credentials` are given. Where the chain's answer is already known without it (static keys in
+the environment, no explicit profile, the region and CA bundle settled by config or environment),
+botocore is not imported: its import costs ~0.2 s of CPU before a first epoch's first request.
+Refreshable credentials are re-read at most every `_CREDENTIAL_CHECK_S`; botocore refreshes them
+well before expiry (>10 minutes ahead), so the engine always signs with a set that has more than
+5 minutes left.
 """
 
 from __future__ import annotations
