@@ -208,22 +208,28 @@ def _cache_dir() -> str:
     return _CACHE_DIRS[-1]
 
 
-def _exported(spec: RunSpec, override_workers: bool = False) -> DataLoader[Any]:
+def _exported(spec: RunSpec, override_workers: bool = False, fill: bool = False) -> DataLoader[Any]:
     """`make_dataloader()` with nothing overridden but the endpoint (the proxy in front of the
     same server) and fresh local folders (a first epoch from S3, not from an earlier run): the
-    cache directory, and for a copy-local export the local copy's folder, which its `prepare()`
-    (run by `make_dataloader` before the first batch) fills; with `override_workers`,
-    num_workers too."""
+    cache directory where the export has one, and for a copy-local export the local copy's
+    folder, which its `prepare()` (run by `make_dataloader` before the first batch) fills; with
+    `override_workers`, num_workers too. With `fill`, no copy before the first epoch: that
+    epoch streams from S3 and fills a cache that the later epochs read."""
     module = load_export(spec.export)
-    if module.CONFIG.get("local_copy_dir"):
+    if fill:
+        module.CONFIG["local_copy_dir"] = None
+        module.CONFIG["cache_dir"] = _cache_dir()
+    elif module.CONFIG.get("local_copy_dir"):
         # As a user edits the exported config: `prepare()` reads the folder from CONFIG, not
         # from make_dataloader's overrides. Left as exported, every run after the first would
         # read the copy the first one made.
         module.CONFIG["local_copy_dir"] = os.path.join(_cache_dir(), "copy")
-    extra = {"num_workers": spec.num_workers} if override_workers else {}
-    loader: DataLoader[Any] = module.make_dataloader(
-        endpoint_url=spec.endpoint, cache_dir=_cache_dir(), **extra
-    )
+    extra: dict[str, Any] = {"num_workers": spec.num_workers} if override_workers else {}
+    if module.CONFIG.get("cache_dir"):
+        # only where the export caches: a folder given to one that does not would add a
+        # cache (a second copy of every object) that the advice did not ask for
+        extra["cache_dir"] = _cache_dir()
+    loader: DataLoader[Any] = module.make_dataloader(endpoint_url=spec.endpoint, **extra)
     return loader
 
 
@@ -280,6 +286,7 @@ LOADERS: dict[str, Callable[[RunSpec], DataLoader[Any]]] = {
     "s3tc-iterable": _s3tc(iterable=True),
     "exported": _exported,
     "exported-nw": lambda spec: _exported(spec, override_workers=True),
+    "exported-fill": lambda spec: _exported(spec, fill=True),
     "lines-fsspec": _lines_fsspec,
     "lines-native": _lines_native,
 }

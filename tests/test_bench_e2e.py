@@ -98,15 +98,16 @@ def test_tutorial_loader_runs_the_training_loop(s3_endpoint, s3_bucket) -> None:
 
 def test_exported_runs_fill_fresh_folders(tmp_path) -> None:  # type: ignore[no-untyped-def]
     """Every run of a copy-local export copies into a folder of its own: the exported folder
-    would hold the first run's copy, and the later runs would not read S3 at all."""
+    would hold the first run's copy, and the later runs would not read S3 at all. A cache
+    folder is given only to an export that caches."""
     from bench.e2e_loaders import _CACHE_DIRS, _exported
 
     export = tmp_path / "exported.py"
     export.write_text(
-        "CONFIG = {'local_copy_dir': '~/.cache/shared/copy'}\n"
+        "CONFIG = {'local_copy_dir': '~/.cache/shared/copy', 'cache_dir': '~/.cache/shared'}\n"
         "def make_dataloader(**overrides):\n"
         "    import torch\n"
-        "    folders = [(CONFIG['local_copy_dir'], overrides['cache_dir'])]\n"
+        "    folders = [(CONFIG['local_copy_dir'], overrides.get('cache_dir'))]\n"
         "    return torch.utils.data.DataLoader(folders, num_workers=0)\n"
     )
     spec = RunSpec(loader="exported", endpoint="http://127.0.0.1:1", bucket="b", prefix="p/",
@@ -114,11 +115,14 @@ def test_exported_runs_fill_fresh_folders(tmp_path) -> None:  # type: ignore[no-
                    consumer_rate=None, export=str(export))  # fmt: skip
     try:
         folders = [_exported(spec).dataset[0] for _ in range(2)]
+        export.write_text(export.read_text().replace("'cache_dir': '~/.cache/shared'", ""))
+        uncached = _exported(spec).dataset[0]
     finally:
         for made in _CACHE_DIRS:
             shutil.rmtree(made, ignore_errors=True)
     copies, caches = {f[0] for f in folders}, {f[1] for f in folders}
-    assert len(copies) == 2 and len(caches) == 2
+    assert len(copies) == 2 and len(caches) == 2 and None not in caches
+    assert uncached[1] is None
     assert not any(c.startswith("~") for c in copies)
 
 
