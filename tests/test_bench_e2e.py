@@ -152,3 +152,22 @@ def test_lines_native_streams_text_shards_as_records(s3_endpoint, s3_bucket, tmp
                    samples=10**9, consumer_rate=None, export=str(export))  # fmt: skip
     result = run(spec)
     assert result.samples == 6000
+
+
+def test_bars_judge_both_latencies_and_show_later_epochs_for_images_only() -> None:
+    from bench.e2e import bars
+
+    def row(scenario: str, loader: str, rates: list[float]) -> dict[str, object]:
+        raw = [{"rep": i, "samples_per_s": r, "later_samples_per_s": 2 * r}
+               for i, r in enumerate(rates)]  # fmt: skip
+        return {"scenario": scenario, "loader": loader, "raw": raw}
+
+    rows = [row("0ms jpeg fast", "exported", [260.0, 280.0]),
+            row("0ms jpeg fast", "s3tc-map w2", [200.0, 200.0]),
+            row("0ms jpeg fast", "exported-fill", [900.0, 900.0])]  # fmt: skip
+    zero = next(b for b in bars(rows) if b.name.startswith("0 ms"))
+    assert zero.against == "s3tc-map w2"  # the exported variants are not peers
+    assert zero.ratio.median == pytest.approx(1.35) and zero.met
+    later = bars(rows, "later_samples_per_s")
+    assert not any("text" in b.name for b in later)
+    assert next(b for b in later if b.name.startswith("0 ms")).ratio.median == pytest.approx(1.35)
