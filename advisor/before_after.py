@@ -25,8 +25,9 @@ from advisor.decide.recommend import Recommendation
 from advisor.diagnosis import Comparison, Diagnosis, as_step, compare, diagnose
 from advisor.measure.loop.run import LoaderSource, LoopEvent, Step, batch_samples, fresh
 from advisor.session import AdvisorSession
+from native_loader import Credentials
 
-__all__ = ["BeforeAfter", "before_after", "changes"]
+__all__ = ["BeforeAfter", "before_after", "changes", "exported_loader"]
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,8 @@ class BeforeAfter:
         if before is not None and after is not None:
             lines.append(f"before: {before.line}")
             lines.append(f"after: {after.line}")
+        if self.first_look.bottleneck is not None:
+            lines.append(f"your loader's {self.first_look.bottleneck.line}")
         return lines
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,6 +89,14 @@ def _import_module(path: Path) -> ModuleType:
     return module
 
 
+def exported_loader(session: AdvisorSession, directory: Path) -> Any:
+    """The session's exported module, written to `directory`, imported, and its
+    `make_dataloader()`, given the session's credentials in this process: the file holds
+    none, and a kernel without AWS variables (the demo's endpoint) reads all the same."""
+    module_path, _ = session.save_export(directory, "recommended_loader")
+    return _import_module(module_path).make_dataloader(credentials=session.credentials)
+
+
 def before_after(
     loader: LoaderSource,
     uri: str,
@@ -95,6 +106,7 @@ def before_after(
     consumer_rate: float | None = None,
     endpoint_url: str | None = None,
     aws_profile: str | None = None,
+    credentials: Credentials | None = None,
     transform: str | None = None,
     trial_seconds: float = TrialBudget.seconds,
     limits: LoopLimits | None = None,
@@ -103,7 +115,9 @@ def before_after(
     progress: Callable[[str, float], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> BeforeAfter:
-    """Diagnose `loader`, advise on `uri` for the same step, and compare the two loaders."""
+    """Diagnose `loader`, advise on `uri` for the same step, and compare the two loaders.
+    `credentials` (else the standard AWS chain) serve the advice and the exported loader in
+    this process; the exported file never holds them."""
     chosen = as_step(
         step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
         samples_of=samples_of,
@@ -119,7 +133,9 @@ def before_after(
     batch = max(1, round(s.samples / s.batches))
     rate = _consumer_rate(consumer_rate, seconds_per_batch, s.step_s, batch)
     session = AdvisorSession()
-    session.set_location(uri, endpoint_url=endpoint_url, profile=aws_profile)
+    session.set_location(
+        uri, endpoint_url=endpoint_url, profile=aws_profile, credentials=credentials
+    )
     session.set_workload(Workload(consumer_rate=rate, batch_size=batch, transform=transform))
     if progress is not None:
         progress("advising on the same data", 0.0)
@@ -132,8 +148,7 @@ def before_after(
     )
     recommendation = session.run_recommend()
     with tempfile.TemporaryDirectory(prefix="advisor-before-after-") as scratch:
-        module_path, _ = session.save_export(Path(scratch), "recommended_loader")
-        exported = _import_module(module_path).make_dataloader()
+        exported = exported_loader(session, Path(scratch))
         comparison = compare(
             loader, exported, chosen, limits=limits, rounds=rounds, samples_of=samples_of,
             progress=loop_progress, cancel=cancel,

@@ -14,15 +14,21 @@ both alike: before, after, and the ratio with its spread over the rounds.
 from __future__ import annotations
 
 import dataclasses
+import math
+import os
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, range_of
 from advisor.core.units import binary_size, per_s
 from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.decide.rules.bottleneck import Bottleneck, of_loop
 from advisor.decide.verdict import Verdict, input_bound
+from advisor.measure.hardware.host import affinity_cores, busy_cpu_s, cgroup_cpu_limit
 from advisor.measure.loop.results import LoopSummary, Spread
 from advisor.measure.loop.run import (
     LoaderSource,
@@ -69,11 +75,12 @@ def as_step(
 
 @dataclass(frozen=True)
 class Diagnosis:
-    """One loader in one loop: the measured summary and the verdict (None: a loop of a single
-    batch has no waits to judge)."""
+    """One loader in one loop: the measured summary, the verdict and the bottleneck named from
+    the measurements (None: a loop of a single batch has no waits to judge)."""
 
     summary: LoopSummary
     verdict: Verdict | None
+    bottleneck: Bottleneck | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -82,6 +89,8 @@ class Diagnosis:
         """The diagnosis as a person reads it, one figure a line, spreads in brackets."""
         s = self.summary
         out = [self.verdict.line if self.verdict else "one batch only: nothing to judge"]
+        if self.bottleneck is not None:
+            out.append(self.bottleneck.line)
         rate = s.overall_samples_per_s
         windows = f" (windows {_spread(s.samples_per_s, per_s)})" if s.samples_per_s else ""
         out.append(
@@ -149,17 +158,56 @@ def diagnose(
         step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
         samples_of=samples_of,
     )  # fmt: skip
-    run = run_loop(
-        loader, chosen, limits, label=label, samples_of=samples_of, progress=progress,
-        cancel=cancel,
-    )  # fmt: skip
-    summary = LoopSummary.of(run)
-    return Diagnosis(summary, _verdict(summary))
+    with MachineBusy() as machine:
+        run = run_loop(
+            loader, chosen, limits, label=label, samples_of=samples_of, progress=progress,
+            cancel=cancel,
+        )  # fmt: skip
+    return _judged(LoopSummary.of(run), loader, machine.share)
 
 
-def _verdict(summary: LoopSummary) -> Verdict | None:
+def _judged(summary: LoopSummary, loader: LoaderSource, machine_busy: float | None) -> Diagnosis:
+    """The summary with its verdict and its bottleneck."""
     share = summary.overall_wait_share
-    return None if share is None else input_bound(share, summary.wait_share)
+    verdict = None if share is None else input_bound(share, summary.wait_share)
+    limit = of_loop(summary, usable_cores(), loader_workers(loader), machine_busy)
+    return Diagnosis(summary, verdict, limit)
+
+
+class MachineBusy:
+    """`with MachineBusy() as m: ...`, then `m.share`: the share of this process's cores busy
+    with anything (`/proc/stat`) over the block; None where it could not be read."""
+
+    def __init__(self) -> None:
+        self.cpus = frozenset(os.sched_getaffinity(0))
+        self.share: float | None = None
+
+    def __enter__(self) -> MachineBusy:
+        self._busy, self._started = busy_cpu_s(self.cpus), time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.monotonic() - self._started
+        busy = busy_cpu_s(self.cpus) - self._busy
+        if elapsed > 0 and busy > 0 and self.cpus:
+            self.share = min(busy / (elapsed * len(self.cpus)), 1.0)
+
+
+def usable_cores() -> int:
+    """The cores this process may use: its CPU affinity, within a cgroup's CPU quota."""
+    quota = cgroup_cpu_limit(Path("/"))
+    affinity = affinity_cores()
+    return affinity if quota is None else max(1, min(affinity, math.floor(quota)))
+
+
+def loader_workers(loader: LoaderSource) -> int | None:
+    """The processes that load besides the main one: a DataLoader's num_workers; any other
+    iterable is read in the main process, as a DataLoader with 0 workers is. None: a function
+    that makes the loader (what it makes is not known here)."""
+    if not isinstance(loader, Iterable):
+        return None
+    workers = getattr(loader, "num_workers", 0)
+    return workers if isinstance(workers, int) and workers >= 0 else 0
 
 
 @dataclass(frozen=True)
@@ -257,10 +305,10 @@ def compare(
     loaders = (before, after)
     for r in range(rounds):
         for which in (0, 1) if r % 2 == 0 else (1, 0):
-            run = run_loop(
-                loaders[which], chosen, limits, label=labels[which], samples_of=samples_of,
-                progress=progress, cancel=cancel,
-            )  # fmt: skip
-            summary = LoopSummary.of(run)
-            results[which].append(Diagnosis(summary, _verdict(summary)))
+            with MachineBusy() as machine:
+                run = run_loop(
+                    loaders[which], chosen, limits, label=labels[which], samples_of=samples_of,
+                    progress=progress, cancel=cancel,
+                )  # fmt: skip
+            results[which].append(_judged(LoopSummary.of(run), loaders[which], machine.share))
     return Comparison(tuple(results[0]), tuple(results[1]))

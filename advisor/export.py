@@ -283,7 +283,8 @@ Pass collate_fn=... to make_dataloader to stack samples your transform makes equ
 {reads}
 
 No credentials are stored here: they are resolved at run time from the standard AWS chain
-(environment variables, AWS_PROFILE / profile, SSO, web identity, instance or container role).
+(environment variables, AWS_PROFILE / profile, SSO, web identity, instance or container role),
+or passed in: make_dataloader(credentials=native_loader.Credentials(...)).
 {demo}"""
 
 from __future__ import annotations
@@ -318,19 +319,21 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def prepare(progress: Any = _say) -> str | None:
+def prepare(progress: Any = _say, credentials: Any = None) -> str | None:
     """Make the local copy every epoch reads (copy-local), before the first epoch: resumable,
-    each object checked against its listed size and ETag. None: this loader reads in place."""
+    each object checked against its listed size and ETag. None: this loader reads in place.
+    credentials: a native_loader.Credentials (None: the standard AWS chain)."""
     from native_loader.loader import copy_to_local
 
     if not CONFIG.get("local_copy_dir"):
         return None
     return copy_to_local(
-        CONFIG["uri"], CONFIG["local_copy_dir"], config=_reader_config(CONFIG), progress=progress
-    )
+        CONFIG["uri"], CONFIG["local_copy_dir"], config=_reader_config(CONFIG), progress=progress,
+        credentials=credentials,
+    )  # fmt: skip
 
 
-def _source(settings: dict[str, Any], world_size: int) -> str:
+def _source(settings: dict[str, Any], world_size: int, credentials: Any = None) -> str:
     """Where the dataset reads: the local copy once made (made here with one process), else
     the data set's URI."""
     from native_loader.loader import local_copy_complete
@@ -344,12 +347,15 @@ def _source(settings: dict[str, Any], world_size: int) -> str:
                 f"the local copy in {{copy_dir}} is not made yet: run "
                 f"`python {{os.path.basename(__file__)}} --prepare` once per node first"
             )
-        prepare()
+        prepare(credentials=credentials)
     return os.path.join(os.path.expanduser(copy_dir), "")
 
 
-def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
-    """The native_loader dataset for this data set, sharded for `rank` of `world_size`."""
+def make_dataset(
+    rank: int = 0, world_size: int = 1, credentials: Any = None, **overrides: Any
+) -> Any:
+    """The native_loader dataset for this data set, sharded for `rank` of `world_size`.
+    credentials: a native_loader.Credentials (None: the standard AWS chain)."""
     from native_loader.decoders import default_decoder, load_transform
     from native_loader.loader import make_dataset as build_dataset
     from native_loader.sample_errors import SamplePolicy
@@ -361,8 +367,9 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
     elif isinstance(transform, str):
         transform = load_transform(transform)
     dataset = build_dataset(
-        _source(settings, world_size),
+        _source(settings, world_size, credentials),
         config=_reader_config(settings),
+        credentials=credentials,
         transform=transform,
         shuffle=settings["shuffle"],
         seed=settings["seed"],
@@ -380,9 +387,12 @@ def make_dataset(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
     return dataset
 
 
-def make_dataloader(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any:
+def make_dataloader(
+    rank: int = 0, world_size: int = 1, credentials: Any = None, **overrides: Any
+) -> Any:
     """A torch DataLoader with the recommended settings (native_loader.loader's factory, the
-    one the advisor's trial measured with); keyword overrides win.
+    one the advisor's trial measured with); keyword overrides win. credentials: a
+    native_loader.Credentials (None: the standard AWS chain; never written to this file).
 
     Overrides may be DataLoader arguments (batch_size, num_workers, pin_memory, prefetch_factor,
     collate_fn, ...) or dataset settings (transform, shuffle, seed, uri, endpoint_url, on_error,
@@ -395,7 +405,7 @@ def make_dataloader(rank: int = 0, world_size: int = 1, **overrides: Any) -> Any
     loader_settings = {{k: overrides.pop(k) for k in loader_keys}}
     dataset_overrides = {{k: v for k, v in overrides.items() if k in CONFIG or k in DATASET_KEYS}}
     loader_overrides = {{k: v for k, v in overrides.items() if k not in dataset_overrides}}
-    dataset = make_dataset(rank, world_size, **dataset_overrides)
+    dataset = make_dataset(rank, world_size, credentials, **dataset_overrides)
     settings = {{**CONFIG, **loader_settings}}
     loader = LoaderSettings(
         batch_size=settings["batch_size"],

@@ -3,7 +3,9 @@
 With the user's own loader measured (`diagnose` through the same step), the headline sets its
 rate and data-wait share beside what the trial measured at the recommended settings. Without
 one, it gives the trial's measured waiting share at the recommended settings: at the chosen
-num_workers the loop waits for data 1 - measured rate / consumer rate of each step.
+num_workers the loop waits for data 1 - measured rate / consumer rate of each step. The last
+line names the bottleneck from the measurements (the user's loop's, else the trial's at the
+recommended count: `advisor.decide.rules.bottleneck`).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from advisor.core.units import per_s, rate, share
 
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
-    from advisor.diagnosis import Diagnosis
+    from advisor.diagnosis import Comparison, Diagnosis
     from advisor.measure.loop.results import LoopSummary
     from advisor.measure.trial.results import CountRate, TrialResult
 
@@ -48,9 +50,17 @@ def headline_lines(
     consumer_rate: float | None,
     diagnosis: Diagnosis | None = None,
     changed: tuple[str, ...] = (),
+    comparison: Comparison | None = None,
 ) -> list[str]:
-    """Two or three lines: what to change, and its measured effect."""
+    """Two or three lines: what to change, and its measured effect: the user's loader and the
+    recommended one in the same loop where they were compared, else the trial's figures."""
     lines = [f"Change: {what_to_change(rec, changed)}."]
+    if comparison is not None and comparison.speedup is not None:
+        lines.append(f"Your loader -> the recommended one, in your loop: {comparison.headline()}.")
+        was, now = comparison.verdicts()
+        if was is not None and now is not None:
+            lines.append(f"Before: {was.line}; after: {now.line}.")
+        return lines + _bottleneck_line(rec, diagnosis)
     count = chosen_count(rec, trial)
     after = count.median if count is not None else None
     lower = count is not None and count.lower_bound  # a rate that is a lower bound...
@@ -80,7 +90,19 @@ def headline_lines(
     if mine is not None and (before_rate is None or after is None):
         verdict = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
         lines.append(f"Your loader: {verdict or 'measured, see below'}.")
-    return lines
+    return lines + _bottleneck_line(rec, diagnosis)
+
+
+def _bottleneck_line(rec: Recommendation, diagnosis: Diagnosis | None) -> list[str]:
+    """The user's loader's bottleneck where it was measured, else the trial's at the
+    recommended count; none where neither was."""
+    mine = getattr(diagnosis, "bottleneck", None)  # tests' stand-ins may have none
+    trial = getattr(rec, "bottleneck", None)
+    if mine is not None:
+        return [f"Your loader's {mine.line}."]
+    if trial is not None:
+        return [f"At num_workers={rec.num_workers}, the {trial.line}."]
+    return []
 
 
 def _whole_run(summary: LoopSummary | None) -> tuple[float | None, float]:

@@ -462,7 +462,8 @@ def test_walk_at_1280x900_sees_every_step_and_leads_with_the_answer(
 ) -> None:
     """Demo data, a 1280x900 window, no scrolling by hand: after every Next the step's top is in
     view; the trial chart has one point per count and a legend; the user's own loader, named in
-    the workload, leads the recommendation's headline; a reached step opens again from its pill."""
+    the workload, and the exported one run through the same loop and their before/after/ratio
+    leads the recommendation's headline; a reached step opens again from its pill."""
     import json
 
     SHOTS.mkdir(parents=True, exist_ok=True)
@@ -531,9 +532,12 @@ def test_walk_at_1280x900_sees_every_step_and_leads_with_the_answer(
             _top_in_view(page, "recommendation")
             headline = recommendation.locator(".la-headline")
             headline.locator("b", has_text="Change:").wait_for()
-            headline.locator("div", has_text="Your loader").first.wait_for(timeout=90_000)
+            # the user's loader and the exported one, interleaved in the same loop, lead
+            headline.locator("div", has_text="in your loop").first.wait_for(timeout=150_000)
             text = headline.inner_text()
-            assert "samples/s" in text and "data wait" in text, text
+            assert "Your loader -> the recommended one, in your loop: " in text, text
+            assert "samples/s (" in text and "x" in text and "data wait" in text, text
+            assert "Your loader's bottleneck: " in text, text
             # the evidence and the rules are folded; the diagram waits behind Details
             assert not recommendation.locator("details[open]").count()
             assert not recommendation.locator(".la-flow .jp-RenderedMermaid").count()

@@ -830,6 +830,36 @@ def test_headline_with_the_users_loader_measured() -> None:
     )
 
 
+def test_headline_leads_with_both_loaders_in_the_same_loop() -> None:
+    """Compared (the user's loader and the exported one, interleaved), the headline gives
+    their before, after and ratio, not the trial's figure; then the user's bottleneck."""
+    from advisor.decide.rules.bottleneck import Bottleneck
+    from advisor.diagnosis import Comparison
+    from advisor.headline import headline_lines
+
+    def run(rate: float, waits: float) -> Any:
+        summary = SimpleNamespace(overall_samples_per_s=rate, overall_wait_share=waits)
+        return SimpleNamespace(summary=summary, verdict=None, bottleneck=None)
+
+    rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
+                          expected_samples_per_s=400.0, bottleneck=None)  # fmt: skip
+    trial = SimpleNamespace(counts=summarise([_slice(2, 290)]))
+    comparison = Comparison(
+        (run(31.0, 0.78), run(33.0, 0.76)), (run(130.0, 0.03), run(128.0, 0.04))
+    )
+    limit = Bottleneck("storage", 31.0, (), "78% of each step waits", "loop")
+    mine = SimpleNamespace(summary=comparison.before[0].summary, verdict=None, bottleneck=limit)
+    lines = headline_lines(
+        rec, trial, 300.0, mine, ("num_workers 0 -> 2", "the native reader"), comparison
+    )  # type: ignore[arg-type]
+    assert lines[0] == "Change: num_workers 0 -> 2, the native reader."
+    assert lines[1].startswith(
+        "Your loader -> the recommended one, in your loop: 32.0 -> 129 samples/s (4.0"
+    )
+    assert "data wait 77% -> 4% of each step" in lines[1] and "290" not in lines[1]
+    assert lines[-1] == "Your loader's bottleneck: storage: 78% of each step waits."
+
+
 def test_workload_names_the_users_loader_and_step(wizard: Any) -> None:
     c = wizard.controller
     wizard.workload_panel.loader.value = "my loader"

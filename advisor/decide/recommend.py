@@ -28,6 +28,7 @@ from advisor.decide.rules import (
     Key,
     evaluate,
 )
+from advisor.decide.rules.bottleneck import Bottleneck, of_trial
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.results import READ_LISTED, READ_LOCAL_COPY
@@ -105,6 +106,8 @@ class Recommendation:
     # the model's prediction of what training sees at num_workers against the trial's measured
     # median there, (predicted - measured) / measured; None when nothing was measured there
     prediction_error: float | None = None
+    # what limits the loader at num_workers, from the trial's measurements (None: not measured)
+    bottleneck: Bottleneck | None = None
 
     def path(self) -> list[str]:
         """The rule ids on the path taken, in flow order (to highlight the Mermaid diagram)."""
@@ -151,6 +154,11 @@ class Recommendation:
             f"shards:       {size(self.shard_size_bytes, ('MB',), 0)} over {self.prefix_count} "
             "prefix(es)",
             f"throughput:   {rate}",
+            *(
+                [f"bottleneck:   {self.bottleneck.words}: {self.bottleneck.reason}"]
+                if self.bottleneck is not None
+                else []
+            ),
             f"rules:        {' -> '.join(self.fired_rules)}",
             "",
         ]
@@ -174,6 +182,8 @@ class Recommendation:
         )
         for name in ("fired_rules", "cost_notes", "notes"):
             fields[name] = tuple(fields.get(name, ()))
+        if fields.get("bottleneck") is not None:
+            fields["bottleneck"] = Bottleneck.from_dict(fields["bottleneck"])
         return cls(**fields)
 
 
@@ -258,6 +268,7 @@ def recommend(
         inflight_bytes=int(state.get(Key.INFLIGHT_BYTES, READER_BUDGET_BYTES)),
         # NW-3 measured the chosen count and compared the model with it; NW-4 measured nothing
         prediction_error=decided[Key.NUM_WORKERS].evidence.get("prediction_error"),
+        bottleneck=of_trial(ctx, state),
     )
 
 

@@ -4,7 +4,8 @@ docs/decision-flow.md.
 - `keys`: `Key` (the decided values), `DecisionKind` (the reported decisions, their units and
   formats), `Finding` and its `Confidence`; `base`: `Rule` (a rule's text is its docstring);
 - `context`: `Context`, the facts every rule may read; `evidence`: the trial's sweep as evidence;
-- `thresholds`: every threshold with its source;
+- `thresholds`: every threshold with its source; `bottleneck`: what limits the loader, named
+  from the measurements (the recommendation and the diagnosis report it, MEAS-4 heeds it);
 - the families, each importing only those shared modules: `source` (data source), `reader`
   (native reader settings), `workers` (num_workers), `batches` (prefetch, /dev/shm, pinning),
   `layout` (shards and prefixes), `throughput`, `cost`;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from advisor.decide.rules.base import Rule
+from advisor.decide.rules.bottleneck import of_trial
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
@@ -103,8 +104,10 @@ class CpuBoundDecode(Rule):
 
     Condition: input-bound and the model's bottleneck is the CPU; where the trial measured the
     chosen count, only if that rate reaches BOTTLENECK_SHARE of the CPU ceiling (the cores left
-    for loading over the measured CPU per sample): well below it, the measurements say decoding
-    is not what holds the loader back, and the advice is not given
+    for loading over the measured CPU per sample), and the measured bottleneck (the stage whose
+    measured ceiling lies nearest that rate: storage, decode, hand-over between processes, cores)
+    is decode or the cores: else the measurements say decoding is not what holds the loader
+    back, and the advice is not given
     Recommendation: do deterministic decode/resize offline, keep random augmentation online
     Source: [IO] 2: make `__getitem__` cheap (1 worker reached the speed of 7); measured: the
     sweep's rate at the chosen count against the decode ceiling
@@ -122,6 +125,9 @@ class CpuBoundDecode(Rule):
         if p.bottleneck != "cpu":
             return None
         measured = ctx.measured_rates(state).get(workers)
+        found = of_trial(ctx, state)
+        if found is not None and found.contradicts_cpu_advice():
+            return None  # measured: something less CPU per sample would not lift limits it
         if measured is not None and measured < BOTTLENECK_SHARE * p.cpu_bound:
             return None  # decoding leaves capacity unused: it is not what limits the loader
         at = f"; it reads {measured:,.0f}" if measured is not None else ""
@@ -134,6 +140,7 @@ class CpuBoundDecode(Rule):
                 "cpu_s_per_sample": ctx.cpu_s_per_sample,
                 "cpu_bound_samples_per_s": p.cpu_bound,
                 "measured_samples_per_s": measured,
+                "bottleneck": found.stage if found is not None else None,
             },
             measured=ctx.cpu_measured,
         )

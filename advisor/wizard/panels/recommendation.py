@@ -25,7 +25,7 @@ from advisor.wizard.steps.trial import TrialStep
 from advisor.wizard.steps.workload import WorkloadStep
 
 if TYPE_CHECKING:
-    from advisor.diagnosis import Diagnosis
+    from advisor.diagnosis import Comparison, Diagnosis
     from advisor.measure.trial.results import TrialResult
 
 
@@ -85,10 +85,11 @@ def headline(
     consumer_rate: float | None,
     diagnosis: Diagnosis | None = None,
     changed: tuple[str, ...] = (),
+    comparison: Comparison | None = None,
 ) -> str:
     """What to change and its measured effect first; then the DataLoader call to write."""
-    lines = [html.escape(line) for line in headline_lines(rec, trial, consumer_rate,
-                                                          diagnosis, changed)]  # fmt: skip
+    said = headline_lines(rec, trial, consumer_rate, diagnosis, changed, comparison)
+    lines = [html.escape(line) for line in said]
     lines[0] = f"<b>{lines[0]}</b>"
     kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.dataloader_kwargs().items())
     code = f"<code>DataLoader(dataset, {html.escape(kwargs)})</code>"
@@ -221,7 +222,12 @@ class RecommendationPanel(StepPanel):
         consumer_rate = self.workload.applied.consumer_rate
         trial = self.trial.result
         self.headline.value = headline(
-            rec, trial, consumer_rate, self.step.diagnosis, self.step.changed
+            rec,
+            trial,
+            consumer_rate,
+            self.step.diagnosis,
+            self.step.changed,
+            self.step.comparison,
         )
         location = self.step.context.session.location
         is_s3 = location is None or location.is_s3

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import tempfile
 import threading
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.core.bounds import LoopLimits
@@ -14,7 +16,7 @@ from advisor.wizard.steps.workload import WorkloadStep
 
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
-    from advisor.diagnosis import Diagnosis
+    from advisor.diagnosis import Comparison, Diagnosis
     from advisor.measure.loop.run import LoopEvent
 
 STEP = "recommendation"
@@ -22,14 +24,16 @@ STEP = "recommendation"
 
 class RecommendationStep:
     """Asks the session for its recommendation; the result lives in the session. With the
-    user's own loader named in the workload, it then measures that loader through the same
-    step (`diagnose`, in the background) for the headline's before and after."""
+    user's own loader named in the workload, it then runs that loader and the exported one
+    through the same step, interleaved (`compare`, in the background, cancellable), for the
+    headline's before, after and ratio."""
 
     def __init__(self, context: WizardContext, export: ExportStep, workload: WorkloadStep) -> None:
         self.context = context
         self.export = export
         self.workload = workload
-        self.diagnosis: Diagnosis | None = None
+        self.diagnosis: Diagnosis | None = None  # the user's loader, its first round
+        self.comparison: Comparison | None = None
         self.changed: tuple[str, ...] = ()
 
     @property
@@ -45,15 +49,16 @@ class RecommendationStep:
             return False
         self.context.set_error(STEP, None)
         self.export.forget_bundle()
-        self.diagnosis, self.changed = None, ()
+        self.diagnosis, self.comparison, self.changed = None, None, ()
         self.context.notify(Topic.RECOMMENDATION)
         if self.workload.form.loader.strip():
             return self.diagnose_user_loader()
         return True
 
-    def diagnose_user_loader(self, limits: LoopLimits | None = None) -> bool:
-        """Run the user's loader through their step (or the consumer's rate) for a bounded
-        time in the background; its rate and waiting share lead the headline."""
+    def diagnose_user_loader(self, limits: LoopLimits | None = None, rounds: int = 2) -> bool:
+        """Run the user's loader and the exported one through the user's step (or the
+        consumer's rate), interleaved for `rounds` rounds of at most `limits` each, in the
+        background: their before, after and ratio lead the headline (`advisor.compare`)."""
         try:
             objects = self.workload.user_objects()
         except Exception as exc:
@@ -62,29 +67,34 @@ class RecommendationStep:
         if objects is None:
             return False
         loader, step = objects
-        rate = self.context.session.workload.consumer_rate
+        session = self.context.session
+        rate = session.workload.consumer_rate
         bound = limits or LoopLimits(max_batches=200, max_seconds=10.0)
 
         def work(cancel: threading.Event) -> None:
-            from advisor.before_after import changes
-            from advisor.diagnosis import diagnose
+            from advisor.before_after import changes, exported_loader
+            from advisor.diagnosis import compare
 
             def progress(event: LoopEvent) -> None:
-                self.context.report(f"your loader: {event.message}", event.fraction)
+                self.context.report(f"{event.label}: {event.message}", event.fraction)
 
             if step is None and rate is None:
                 raise ValueError("your loader needs a step or a consumption rate to run against")
-            self.diagnosis = diagnose(
-                loader,  # type: ignore[arg-type]
-                step if step is not None else None,  # type: ignore[arg-type]
-                consumer_rate=None if step is not None else rate,
-                limits=bound, progress=progress, cancel=cancel,
-            )  # fmt: skip
+            self.context.report("writing the recommended loader", 0.0)
+            with tempfile.TemporaryDirectory(prefix="advisor-wizard-compare-") as scratch:
+                exported = exported_loader(session, Path(scratch))
+                self.comparison = compare(
+                    loader, exported,  # type: ignore[arg-type]
+                    step if step is not None else None,  # type: ignore[arg-type]
+                    consumer_rate=None if step is not None else rate,
+                    limits=bound, rounds=rounds, progress=progress, cancel=cancel,
+                )  # fmt: skip
+            self.diagnosis = self.comparison.before[0]
             recommendation = self.recommendation
             if recommendation is not None:
                 settings = loader if isinstance(loader, Iterable) else None
                 self.changed = changes(settings, recommendation) if settings is not None else ()
-            self.context.report("your loader measured", 1.0)
+            self.context.report("your loader and the recommended one measured", 1.0)
             self.context.notify(Topic.RECOMMENDATION)
 
-        return self.context.start("measuring your loader", STEP, work)
+        return self.context.start("comparing your loader with the recommended one", STEP, work)

@@ -1,0 +1,244 @@
+"""What limits the loader, named from measurements: storage, decode or transform, collate or
+transfer between processes, or the cores; or nothing the loader does (the step).
+
+A stage limits the loader when the measured rate reaches `BOTTLENECK_SHARE` of the stage's
+ceiling, the samples/s its measured cost allows. Where several do, the one whose ceiling lies
+nearest the measured rate is named; where none does, that is said rather than guessed.
+
+- With a trial (`of_trial`), at the recommended num_workers: the rate the sweep measured there
+  against the storage probe's best objects/s (x samples per object; a curve that still rose
+  is a lower bound on the ceiling, which names nothing), the loading cores over the decode
+  loop's CPU per sample, one training thread over its CPU per sample taking the workers'
+  batches, and the usable cores over the busy CPU per sample the sweep measured.
+- With the user's own loop (`of_loop`, no trial): the loader's CPU per sample times the rate
+  the loop ran at is the cores its processes kept busy. Over the usable cores, or over the
+  processes that load (the workers, or with none the main process while it waits), that is the
+  same share of a ceiling: a loop that waits while its loader keeps the cores (or its
+  processes) busy is CPU-bound; one that waits while they idle waits on storage or the network.
+  A loop under the verdict's 5% wait is not input-bound. Where the loader idles but the cores
+  were busy over the loop (at least `BOTTLENECK_SHARE` of them, other work included), nothing
+  is named: waiting on storage and being starved of CPU read the same in these figures.
+
+Plain data (a frozen dataclass) so the recommendation, the diagnosis, `--json` and the
+headlines carry the same finding.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+from advisor.core.model import loading_cores
+from advisor.core.units import duration, rate, share
+from advisor.decide.rules.keys import Key, State
+from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
+from advisor.decide.verdict import INPUT_BOUND
+from advisor.measure.trial.results import READ_LISTED
+
+if TYPE_CHECKING:
+    from advisor.decide.rules.context import Context
+    from advisor.measure.loop.results import LoopSummary
+
+Stage = Literal["storage", "decode", "handover", "cores", "step", "unexplained"]
+STAGE_WORDS: dict[str, str] = {
+    "storage": "storage",
+    "decode": "decode or transform",
+    "handover": "collate or transfer between processes",
+    "cores": "cores",
+    "step": "the training step (not input-bound)",
+    "unexplained": "no measured stage",
+}
+CPU_STAGES = ("decode", "cores")  # the stages that less CPU per sample relieves
+
+
+@dataclass(frozen=True)
+class Ceiling:
+    """One stage's measured ceiling: the samples/s its cost allows, and how it was derived.
+    `lower_bound`: the stage served more the more it was asked (never named as the limit)."""
+
+    stage: str
+    samples_per_s: float
+    how: str
+    lower_bound: bool = False
+
+    def near(self, measured: float) -> bool:
+        """The measured rate reaches BOTTLENECK_SHARE of this ceiling."""
+        return not self.lower_bound and measured >= BOTTLENECK_SHARE * self.samples_per_s
+
+
+@dataclass(frozen=True)
+class Bottleneck:
+    """The limiting stage (`Stage`), the rate it was judged at, every stage's ceiling, and the
+    one-line reason. `origin`: "trial" (the sweep at the recommended count) or "loop" (the
+    user's own loop)."""
+
+    stage: Stage
+    measured_samples_per_s: float | None
+    ceilings: tuple[Ceiling, ...]
+    reason: str
+    origin: str
+
+    @property
+    def words(self) -> str:
+        return STAGE_WORDS[self.stage]
+
+    @property
+    def line(self) -> str:
+        return f"bottleneck: {self.words}: {self.reason}"
+
+    def contradicts_cpu_advice(self) -> bool:
+        """True when the measurements name a limit that less CPU per sample does not lift."""
+        return self.stage not in CPU_STAGES
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Bottleneck:
+        ceilings = tuple(Ceiling(**c) for c in data.get("ceilings", ()))
+        return cls(**{**data, "ceilings": ceilings})
+
+
+def name_stage(
+    measured: float, ceilings: list[Ceiling], consumer_rate: float | None
+) -> tuple[Stage, Ceiling | None]:
+    """The step when the loader keeps up with the consumer (within NOISE_CAP, as MEAS-3 reads
+    it); else the stage whose ceiling the measured rate reaches and lies nearest; else none."""
+    if consumer_rate is not None and measured >= consumer_rate * (1 - NOISE_CAP):
+        return "step", None
+    near = [c for c in ceilings if c.near(measured) and c.samples_per_s > 0]
+    if not near:
+        return "unexplained", None
+    nearest = min(near, key=lambda c: abs(math.log(measured / c.samples_per_s)))
+    return nearest.stage, nearest  # type: ignore[return-value]
+
+
+def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling]:
+    """Each stage's ceiling at `num_workers`, from what the trial measured (where it did)."""
+    trial = ctx.trial
+    assert trial is not None
+    out: list[Ceiling] = []
+    probe = trial.storage
+    read_path = trial.setup.read_path if trial.setup is not None else READ_LISTED
+    _, spo = ctx.layout(state)
+    if probe is not None and probe.best_objects_s > 0 and read_path == READ_LISTED:
+        best = max(probe.concurrency_curve, key=lambda level: level[2])
+        out.append(Ceiling(
+            "storage", probe.best_objects_s * spo,
+            f"{probe.best_objects_s:,.1f} objects/s at {best[0]} requests in flight "
+            f"x {spo:,.1f} samples/object" + ("" if probe.saturated else ", still rising"),
+            lower_bound=not probe.saturated,
+        ))  # fmt: skip
+    decode = trial.decode
+    if decode is not None:
+        cpu = decode.loop_cpu_s_per_sample or decode.cpu_s_per_sample
+        cores = loading_cores(
+            num_workers, ctx.cores_per_rank, ctx.training_share(state, num_workers)
+        )
+        if cpu > 0:
+            out.append(Ceiling(
+                "decode", cores / cpu, f"{cores:g} loading core(s) / {duration(cpu)} CPU per sample"
+            ))  # fmt: skip
+    main_s = trial.main_thread_s(num_workers) if num_workers > 0 else None
+    if main_s:
+        out.append(Ceiling(
+            "handover", 1 / main_s, f"1 training thread / {duration(main_s)} CPU per sample taken"
+        ))  # fmt: skip
+    machine_s = trial.machine_s(num_workers)
+    if machine_s:
+        cores = max(ctx.cores_per_rank, 1)
+        how = f"{cores} core(s) / {duration(machine_s)} busy CPU per sample"
+        out.append(Ceiling("cores", cores / machine_s, how))
+    return out
+
+
+def of_trial(ctx: Context, state: State) -> Bottleneck | None:
+    """The bottleneck at the chosen num_workers where the trial measured it for what training
+    reads (None: not measured there)."""
+    workers = int(state.get(Key.NUM_WORKERS, 0))
+    count = ctx.measured_counts(state).get(workers)
+    if count is None or ctx.trial is None:
+        return None
+    measured = count.median
+    ceilings = trial_ceilings(ctx, state, workers)
+    stage, nearest = name_stage(measured, ceilings, ctx.consumer_rate)
+    at = f"{rate(measured)} measured with {workers} worker(s)"
+    if stage == "step":
+        reason = f"{at}, what the {rate(ctx.consumer_rate or 0)} step takes: it waits for the GPU"
+    elif nearest is not None:
+        reason = f"{at}, {share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
+    else:
+        listed = "; ".join(f"{c.stage} {rate(c.samples_per_s)}" for c in ceilings) or "none"
+        reason = (
+            f"{at} reaches {share(BOTTLENECK_SHARE)} of no measured ceiling ({listed}): the "
+            "limit is elsewhere (e.g. requests in flight, the loop itself)"
+        )
+    return Bottleneck(stage, measured, tuple(ceilings), reason, "trial")
+
+
+def of_loop(
+    summary: LoopSummary,
+    usable_cores: int,
+    workers: int | None = None,
+    machine_busy: float | None = None,
+) -> Bottleneck | None:
+    """The bottleneck of the user's own loop (see the module docstring). `workers`: the
+    loader's num_workers where it is a DataLoader (None: not known). `machine_busy`: the share
+    of the usable cores busy with anything over the loop (None: not measured): a loader whose
+    processes idle while the cores are that busy may wait on storage or be starved of CPU by
+    other work (its wall time stretched past its CPU time), so nothing is named. None: no waits
+    measured."""
+    waits, measured = summary.overall_wait_share, summary.overall_samples_per_s
+    if waits is None or measured is None:
+        return None
+    if waits <= INPUT_BOUND:
+        reason = f"{share(waits)} of each step waits for data (under {share(INPUT_BOUND)})"
+        return Bottleneck("step", measured, (), reason, "loop")
+    cpu = summary.loader_cpu_s_per_sample
+    if cpu is None or cpu <= 0:
+        reason = f"{share(waits)} of each step waits; the loader's CPU was not measured"
+        return Bottleneck("unexplained", measured, (), reason, "loop")
+    cores = max(usable_cores, 1)
+    ceilings = [Ceiling("cores", cores / cpu, f"{cores} core(s) / {duration(cpu)} CPU per sample")]
+    if workers is not None:
+        # with workers they load all along; with none the main process loads only while it waits
+        processes = workers if workers > 0 else waits
+        label = (
+            f"{workers} worker(s)"
+            if workers > 0
+            else f"the main process {share(waits)} of the time"
+        )
+        ceilings.append(
+            Ceiling("decode", processes / cpu, f"{label} / {duration(cpu)} CPU per sample")
+        )
+    busy = measured * cpu
+    stage, nearest = name_stage(measured, ceilings, None)
+    if nearest is not None:
+        reason = (
+            f"{share(waits)} of each step waits while the loader keeps {cores_busy(busy)} "
+            "core(s) busy, "
+            f"{share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
+        )
+        return Bottleneck(stage, measured, tuple(ceilings), reason, "loop")
+    idle = (
+        f"{share(waits)} of each step waits while the loader keeps only {cores_busy(busy)} of "
+        f"{cores} core(s) busy"
+    )
+    if machine_busy is not None and machine_busy >= BOTTLENECK_SHARE:
+        reason = (
+            f"{idle}, but the cores were {share(machine_busy)} busy: it waits on storage, or "
+            "other work starves it of CPU, which these figures cannot tell apart"
+        )
+        return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
+    if workers is None:
+        reason = f"{idle}; its processes are not known (a function that makes the loader)"
+        return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
+    reason = f"{idle}: its processes mostly idle, it waits on storage or network latency"
+    return Bottleneck("storage", measured, tuple(ceilings), reason, "loop")
+
+
+def cores_busy(cores: float) -> str:
+    """Cores kept busy on average, for people: "1.9", "under 0.1"."""
+    return "under 0.1" if cores < 0.05 else f"{cores:.1f}"

@@ -1,0 +1,74 @@
+"""advisor.before_after against the real SeaweedFS with no AWS variables in the environment:
+the session's credentials reach the exported loader in this process, never its file."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from advisor.before_after import before_after, exported_loader
+from advisor.core.bounds import LoopLimits
+from advisor.core.workload import Workload
+from advisor.demo.server import S3Endpoint
+from advisor.session import AdvisorSession
+from native_loader import Credentials
+
+QUICK = LoopLimits(max_batches=30, max_seconds=1.5, batch_timeout_s=20, first_batch_timeout_s=30)
+
+
+class SlowBatches:
+    """The user's loader: batches of 8 that each take 20 ms to load, in the main process."""
+
+    def __iter__(self) -> Iterator[list[bytes]]:
+        for _ in range(10_000):
+            time.sleep(0.02)
+            yield [bytes(1000)] * 8
+
+
+@pytest.fixture
+def no_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+
+
+def test_the_exported_loader_reads_with_the_sessions_credentials_and_stores_none(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, tmp_path: Path,
+    no_aws_environment: None,
+) -> None:  # fmt: skip
+    for i in range(48):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"data/{i:03d}.bin", Body=bytes(20_000))
+    credentials = Credentials(
+        s3_endpoint.credentials.access_key, s3_endpoint.credentials.secret_key
+    )
+    result = before_after(
+        SlowBatches(), f"s3://{s3_bucket}/data/", seconds_per_batch=0.02,
+        endpoint_url=s3_endpoint.url, credentials=credentials, trial_seconds=6, limits=QUICK,
+    )  # fmt: skip
+    assert not any(name.startswith("AWS_") for name in os.environ)
+    assert len(result.comparison.after) == 2
+    after = result.comparison.pooled("after", "overall_samples_per_s")
+    assert after is not None and after.median > 0
+    headline = result.headline()
+    assert "samples/s" in headline[0] and "data wait" in headline[0]
+    assert any(line.startswith("your loader's bottleneck: ") for line in headline)
+
+    session = AdvisorSession()
+    session.set_location(f"s3://{s3_bucket}/data/", endpoint_url=s3_endpoint.url,
+                         credentials=credentials)  # fmt: skip
+    session.set_workload(Workload(batch_size=8))
+    session.run_profile()
+    session.run_hardware()
+    session.run_recommend()
+    loader = exported_loader(session, tmp_path)
+    assert sum(len(batch) for batch in loader) == 48
+    written = (tmp_path / "recommended_loader.py").read_text() + (
+        tmp_path / "recommended_loader.json"
+    ).read_text()
+    assert s3_endpoint.credentials.secret_key not in written
+    assert s3_endpoint.credentials.access_key not in written
