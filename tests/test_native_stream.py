@@ -165,6 +165,24 @@ def test_small_first_and_aligned_parts_survive_faults(
         assert _idle(reader) == (0, 0, 0)
 
 
+def test_objects_read_ahead_start_with_a_whole_part(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    part = 2 * FIRST_PART_BYTES
+    objects = {f"w/{i}": os.urandom(part) for i in range(6)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    settings = {"part_size": part, "read_ahead_bytes": 4 * part, "max_inflight_bytes": 8 * part}
+    with _through_proxy(s3_endpoint, **settings) as (reader, proxy):
+        infos = [reader.stat(f"s3://{s3_bucket}/{k}") for k in objects]
+        before = proxy.stats().requests
+        got = [stream.read() for stream in reader.open_many(infos)]
+        assert got == list(objects.values())
+        # the first object in two parts (a small first one: the consumer waits for it), the
+        # five read ahead in one whole part each
+        assert proxy.stats().requests - before == 2 + 5
+
+
 def test_parts_end_on_part_size_multiples(tmp_path: Path, monkeypatch: Any) -> None:
     part = 2 * FIRST_PART_BYTES
     first, second = tmp_path / "a", tmp_path / "b"
