@@ -118,10 +118,9 @@ class PartPipeline:
     def _part_length(self, offset: int, waited_for: bool) -> int:
         """Parts end on multiples of `part_size`: a ranged GET that straddles the boundaries
         the object was written in (multipart parts, a store's chunks) makes the server read
-        both sides. An object's first
-        part is small when the consumer waits for it (nothing is queued ahead of it), so that
-        its first bytes come quickly; one fetched ahead is a whole part, since a request has a
-        cost of its own (a first byte's latency, server work)."""
+        both sides. An object's first part is small when the consumer waits for it (nothing is
+        queued ahead of it), so that its first bytes come quickly; one fetched ahead is a whole
+        part, since a request has a cost of its own (a first byte's latency, server work)."""
         if offset == 0 and waited_for:
             return min(self._part_size, FIRST_PART_BYTES)
         return self._part_size - offset % self._part_size
