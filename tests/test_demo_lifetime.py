@@ -112,14 +112,15 @@ time.sleep(120)
 
 
 @pytest.mark.timeout(90)
-def test_server_dies_with_its_process_even_on_sigkill() -> None:
+def test_server_dies_with_its_process_even_on_sigkill(tmp_path: Path) -> None:
     """Started from a thread that has ended, the server still dies when its process is killed
-    with SIGKILL (no atexit, no finally): the kernel sends it SIGTERM."""
+    with SIGKILL (no atexit, no finally): the kernel sends it SIGTERM. (A bare `S3Server` has
+    no janitor: its data folder goes in this test's temp folder, not the machine's.)"""
     child = subprocess.Popen(
         [sys.executable, "-c", _STARTS_IN_A_THREAD_THEN_WAITS],
         stdout=subprocess.PIPE,
         text=True,
-        env=_user_env(),
+        env={**_user_env(), "TMPDIR": str(tmp_path)},
     )
     try:
         assert child.stdout is not None
