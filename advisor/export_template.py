@@ -57,17 +57,19 @@ def _say(line: str) -> None:
     print(line, file=sys.stderr)
 
 
-def prepare(progress: Any = _say, credentials: Any = None) -> str | None:
+def prepare(progress: Any = _say, credentials: Any = None, **overrides: Any) -> str | None:
     """Make the local copy every epoch reads (copy-local), before the first epoch: resumable,
     each object checked against its listed size and ETag. None: this loader reads in place.
-    credentials: a native_loader.Credentials (None: the standard AWS chain)."""
+    credentials: a native_loader.Credentials (None: the standard AWS chain); keyword overrides
+    (e.g. local_copy_dir=...) win over CONFIG, as they do in make_dataloader."""
     from native_loader.loader import copy_to_local
 
-    if not CONFIG.get("local_copy_dir"):
+    settings = {{**CONFIG, **overrides}}
+    if not settings.get("local_copy_dir"):
         return None
     return copy_to_local(
-        CONFIG["uri"], CONFIG["local_copy_dir"], config=_reader_config(CONFIG), progress=progress,
-        credentials=credentials,
+        settings["uri"], settings["local_copy_dir"], config=_reader_config(settings),
+        progress=progress, credentials=credentials,
     )  # fmt: skip
 
 
@@ -85,7 +87,7 @@ def _source(settings: dict[str, Any], world_size: int, credentials: Any = None) 
                 f"the local copy in {{copy_dir}} is not made yet: run "
                 f"`python {{os.path.basename(__file__)}} --prepare` once per node first"
             )
-        prepare(credentials=credentials)
+        prepare(credentials=credentials, **settings)
     return os.path.join(os.path.expanduser(copy_dir), "")
 
 

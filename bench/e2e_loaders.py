@@ -219,12 +219,10 @@ def _exported(spec: RunSpec, override_workers: bool = False, fill: bool = False)
     if fill:
         module.CONFIG["local_copy_dir"] = None
         module.CONFIG["cache_dir"] = _cache_dir()
-    elif module.CONFIG.get("local_copy_dir"):
-        # As a user edits the exported config: `prepare()` reads the folder from CONFIG, not
-        # from make_dataloader's overrides. Left as exported, every run after the first would
-        # read the copy the first one made.
-        module.CONFIG["local_copy_dir"] = os.path.join(_cache_dir(), "copy")
     extra: dict[str, Any] = {"num_workers": spec.num_workers} if override_workers else {}
+    if not fill and module.CONFIG.get("local_copy_dir"):
+        # left as exported, every run after the first would read the copy the first one made
+        extra["local_copy_dir"] = os.path.join(_cache_dir(), "copy")
     if module.CONFIG.get("cache_dir"):
         # only where the export caches: a folder given to one that does not would add a
         # cache (a second copy of every object) that the advice did not ask for

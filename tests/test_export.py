@@ -109,6 +109,26 @@ def test_copy_local_exports_a_resumable_prepare_step(
     assert f"samples {SPEC.images}" in result.stdout
 
 
+def test_copy_local_overrides_reach_the_copy(session: AdvisorSession, tmp_path: Path) -> None:
+    """make_dataloader(local_copy_dir=...) copies into that folder and reads it, as the other
+    keyword overrides win over CONFIG: the copy is not made in (or read from) the exported
+    folder while the dataset reads an empty one."""
+    session.save_export(tmp_path, "override_cfg")
+    code = (
+        "import os, override_cfg\n"
+        "target = os.path.join(os.getcwd(), 'my-copy')\n"
+        "batches = list(override_cfg.make_dataloader(num_workers=0, local_copy_dir=target))\n"
+        "print('samples', sum(len(b) for b in batches))\n"
+        "print('default', os.path.exists(os.path.expanduser(override_cfg.CONFIG['local_copy_dir'])))\n"
+    )
+    result = _run(tmp_path, code, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert f"samples {SPEC.images}" in result.stdout
+    assert "default False" in result.stdout
+    manifest = json.loads((tmp_path / "my-copy" / "_manifest.json").read_text())
+    assert len(manifest) == session.profile.object_count  # type: ignore[union-attr]
+
+
 def test_the_loader_is_built_one_way(
     session: AdvisorSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
