@@ -56,7 +56,7 @@ class ModelThroughput(Rule):
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         w = state.get(Key.NUM_WORKERS, 0)
         p = ctx.model(state, w)
-        storage = ctx.storage_for(ctx.training_source(state))
+        storage = ctx.read_storage(state)
         return self.finding(
             round(p.samples_per_s, 1),
             f"Predicted {p.samples_per_s:,.0f} samples/s with {w} worker(s), bound by "
