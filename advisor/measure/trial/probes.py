@@ -57,9 +57,10 @@ def probe_storage(
     clock: TrialClock,
     share: float,
     levels: tuple[int, ...] = CONCURRENCY_LEVELS,
+    phase: str = "storage",
 ) -> StorageProbe:
     """First byte and per-connection bandwidth from sequential reads, then aggregate MB/s as
-    requests in flight rise through `levels`, within `share` seconds.
+    requests in flight rise through `levels`, within `share` seconds, reported as `phase`.
 
     A local file is read whole in one call, which has no first byte of its own: its first byte
     is the time of a one-byte read of the same file (the open and the call), the rest of the
@@ -88,7 +89,7 @@ def probe_storage(
                 transfer_seconds += max(result.elapsed_s - first_byte, 1e-6)
             if clock.used() > sequential_end and len(first_bytes) >= 3:
                 break
-    clock.report("storage", f"first byte p50 {statistics.median(first_bytes) * 1000:.1f} ms")
+    clock.report(phase, f"first byte p50 {statistics.median(first_bytes) * 1000:.3g} ms")
     curve: list[tuple[int, float, float]] = []
     objects_read = len(first_bytes)
     for level in levels:
@@ -100,7 +101,7 @@ def probe_storage(
         total_bytes += read
         objects_read += count
         curve.append((level, mb_s, objects_s))
-        clock.report("storage", f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
+        clock.report(phase, f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
         if saturated([mb for _, mb, _ in curve]):
             break
     ordered = sorted(first_bytes)

@@ -92,6 +92,8 @@ def run_trial(
     a local copy of a sample (`READ_LOCAL_COPY`: after a copy-local, or a cache that later
     epochs read), or both (the first epoch streams, the later ones read the cache). The sweep
     runs on each, the budget split evenly; the last is the steady state (`TrialResult.counts`).
+    A local copy gets a storage probe of its own (`TrialResult.copy_storage`): the model of the
+    local reads takes its first byte and bandwidth, not the listed objects'.
     A copy that cannot be made (no room, no permission, no time) is named in the notes, and the
     sweep reads the listed objects only.
     Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
@@ -167,7 +169,7 @@ def _measure(
                 sources[READ_LOCAL_COPY] = copy_sample(data, scratch, clock, copy_s)
                 probes[READ_LOCAL_COPY] = probe_storage(
                     sources[READ_LOCAL_COPY], clock, seconds * BUDGET_SHARES["copy_probe"],
-                    LOCAL_LEVELS,
+                    LOCAL_LEVELS, phase="copy",
                 )  # fmt: skip
             except (CopyUnavailable, OSError) as exc:
                 notes.append(
