@@ -106,6 +106,7 @@ def before_after(
     consumer_rate: float | None = None,
     endpoint_url: str | None = None,
     aws_profile: str | None = None,
+    anonymous: bool = False,
     credentials: Credentials | None = None,
     transform: str | None = None,
     trial_seconds: float = TrialBudget.seconds,
@@ -134,7 +135,11 @@ def before_after(
     rate = _consumer_rate(consumer_rate, seconds_per_batch, s.step_s, batch)
     session = AdvisorSession()
     session.set_location(
-        uri, endpoint_url=endpoint_url, profile=aws_profile, credentials=credentials
+        uri,
+        endpoint_url=endpoint_url,
+        profile=aws_profile,
+        credentials=credentials,
+        anonymous=anonymous,
     )
     session.set_workload(Workload(consumer_rate=rate, batch_size=batch, transform=transform))
     if progress is not None:

@@ -27,7 +27,7 @@ from advisor.core.bounds import (
 )
 from advisor.core.errors import EXIT_INTERRUPTED, report_error
 from advisor.core.location import check_answers, first_contact_s
-from advisor.core.units import MB, any_size, data_size, duration, mb_per_s, per_s, rate
+from advisor.core.units import MB, any_size, counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.export import ExportBundle, build_export
 from advisor.headline import headline_lines
@@ -37,6 +37,8 @@ from advisor.reshard import cli as reshard_cli
 from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.session import AdvisorSession
 from native_loader.sample_errors import ON_ERROR, SamplePolicy
+
+ANONYMOUS_HELP = "a public bucket: send unsigned requests, no credentials (the export too)"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("uri", help="s3://bucket/prefix/ or a local folder")
     data.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")
     data.add_argument("--profile", dest="aws_profile", help="AWS profile name")
+    data.add_argument("--anonymous", action="store_true", help=ANONYMOUS_HELP)
     data.add_argument(
         "--max-keys",
         type=arg_type(range_of(ListingLimits, "max_keys"), "--max-keys"),
@@ -207,11 +210,12 @@ def _print_profile(session: AdvisorSession) -> None:
             "object size p50 / p90 / max",
             f"{any_size(p.sizes.p50)} / {any_size(p.sizes.p90)} / {any_size(p.sizes.max)}",
         ),
-        ("first-level prefixes", p.distinct_prefixes),
+        ("top-level folders", p.distinct_prefixes),
         ("samples (estimate)", f"{p.samples_estimate:,}"),
     ]
     for fmt in p.formats:
-        per = f", ~{fmt.samples_per_object:,.0f} samples each" if fmt.samples_per_object else ""
+        spo = fmt.samples_per_object
+        per = f", about {counted(round(spo), 'sample')} each" if spo else ""
         rows.append((f"format {fmt.name}", f"{fmt.objects:,} objects, {any_size(fmt.bytes)}{per}"))
     print(_table(rows))
     for note in p.notes:
@@ -299,7 +303,8 @@ def _print_recommendation(session: AdvisorSession) -> None:
 def _reshard_command(session: AdvisorSession) -> str:
     r, location = session.recommendation, session.location
     assert r is not None and location is not None
-    return reshard_command(location.uri, r.shard_size_bytes, location.endpoint_url)
+    command = reshard_command(location.uri, r.shard_size_bytes, location.endpoint_url)
+    return command + (" --anonymous" if location.anonymous else "")
 
 
 def _to_json(value: Any) -> Any:
@@ -346,7 +351,10 @@ def run(args: argparse.Namespace) -> int:
             printers = [_print_hardware]
         else:
             location = session.set_location(
-                args.uri, endpoint_url=args.endpoint_url, profile=args.aws_profile
+                args.uri,
+                endpoint_url=args.endpoint_url,
+                profile=args.aws_profile,
+                anonymous=args.anonymous,
             )
             if location.is_s3:
                 where = location.endpoint_url or "S3"

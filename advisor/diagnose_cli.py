@@ -60,6 +60,10 @@ def add_arguments(p: argparse.ArgumentParser, step_help: str) -> None:
     p.add_argument("--uri", help="the data your loader reads: advise on it and compare")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")
     p.add_argument("--profile", dest="aws_profile", help="AWS profile name")
+    p.add_argument(
+        "--anonymous", action="store_true",
+        help="with --uri: a public bucket, read with unsigned requests (no credentials)",
+    )  # fmt: skip
     p.add_argument("--transform", help="with --uri: the per-sample transform, 'module:callable'")
     p.add_argument(
         "--trial-seconds", type=arg_type(range_of(TrialBudget, "seconds"), "--trial-seconds"),
@@ -117,7 +121,7 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
         if args.uri:
             result: Any = before_after(
                 loader, args.uri, **steps, endpoint_url=args.endpoint_url,
-                aws_profile=args.aws_profile, transform=args.transform,
+                aws_profile=args.aws_profile, anonymous=args.anonymous, transform=args.transform,
                 trial_seconds=args.trial_seconds, limits=limits, rounds=args.rounds,
                 progress=progress, cancel=cancel,
             )  # fmt: skip

@@ -29,7 +29,9 @@ if TYPE_CHECKING:
     from advisor.decide.recommend import Decision, Recommendation
     from advisor.measure.profile import DatasetProfile
 
-SCHEMA_VERSION = 4  # 2: max_inflight_bytes; 3: on_error, max_skipped_share; 4: local_copy_dir
+SCHEMA_VERSION = (
+    5  # 2: inflight bytes; 3: on_error, max_skipped_share; 4: local_copy_dir; 5: unsigned
+)
 CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 
 
@@ -66,6 +68,8 @@ class LoaderConfig:
     # copy-local from S3: the folder `prepare()` copies the set into before the first epoch, and
     # every epoch reads; None = read where the data is (or through cache_dir)
     local_copy_dir: str | None = None
+    # anonymous access (a public bucket): requests are sent unsigned and no credentials are read
+    unsigned: bool = False
     schema_version: int = SCHEMA_VERSION
 
 
@@ -134,6 +138,7 @@ def build_export(
         on_error=policy.on_error,
         max_skipped_share=policy.max_skipped_share,
         local_copy_dir=local_copy_dir,
+        unsigned=location.anonymous,
     )
     data = dataclasses.asdict(config)
     json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -237,6 +242,14 @@ def _reads_note(config: LoaderConfig) -> str:
     return f"Every epoch reads {config.uri} where it is."
 
 
+_CREDENTIALS = {
+    False: "No credentials are stored here: they are resolved at run time from the standard AWS "
+    "chain\n(environment variables, AWS_PROFILE / profile, SSO, web identity, instance or "
+    "container role),\nor passed in: make_dataloader(credentials=native_loader.Credentials(...)).",
+    True: "Requests are sent unsigned (a public bucket): no credentials are read, stored or sent.",
+}
+
+
 def _demo_note(demo: bool) -> str:
     if not demo:
         return ""
@@ -262,7 +275,7 @@ def render_module(
     reads = textwrap.fill(_reads_note(config), width=96)
     return _TEMPLATE.format(
         uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker,
-        reads=reads, demo=_demo_note(demo),
+        reads=reads, demo=_demo_note(demo), credentials=_CREDENTIALS[config.unsigned],
     )  # fmt: skip
 
 
@@ -282,9 +295,7 @@ Pass collate_fn=... to make_dataloader to stack samples your transform makes equ
 
 {reads}
 
-No credentials are stored here: they are resolved at run time from the standard AWS chain
-(environment variables, AWS_PROFILE / profile, SSO, web identity, instance or container role),
-or passed in: make_dataloader(credentials=native_loader.Credentials(...)).
+{credentials}
 {demo}"""
 
 from __future__ import annotations
@@ -312,6 +323,7 @@ def _reader_config(settings: dict[str, Any]) -> Any:
         profile=settings["profile"],
         max_inflight_requests=settings["max_inflight_requests"],
         max_inflight_bytes=settings["max_inflight_bytes"],
+        unsigned=settings.get("unsigned", False),
     )
 
 

@@ -53,9 +53,13 @@ class AdvisorSession:
         endpoint_url: str | None = None,
         profile: str | None = None,
         credentials: Credentials | None = None,
+        anonymous: bool = False,
     ) -> DatasetLocation:
-        """Point the session at a data set; later results are cleared."""
-        location = DatasetLocation(uri, endpoint_url=endpoint_url or None, profile=profile or None)
+        """Point the session at a data set; later results are cleared. `anonymous`: a public
+        bucket, read with unsigned requests (no credentials)."""
+        location = DatasetLocation(
+            uri, endpoint_url=endpoint_url or None, profile=profile or None, anonymous=anonymous
+        )
         self.location, self.credentials, self.demo_layout = location, credentials, None
         self.profile = self.trial = self.recommendation = None
         self.trial_dropped = None

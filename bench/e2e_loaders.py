@@ -3,12 +3,15 @@
     python -m bench.e2e_loaders --spec run.json
 
 runs one loader over one data set in this process (and its DataLoader workers) and prints one JSON
-line: time to the first batch, epoch time, samples, and CPU seconds of this process and of its
-workers (`RUSAGE_CHILDREN` after the workers were joined). The orchestrator (`bench.e2e`) runs
-each in a fresh process and samples the RSS of the whole process tree from outside.
+line: time to the first batch, the first epoch's time, samples and CPU seconds (this process and
+its workers, live or joined), and the time of each later epoch. The orchestrator (`bench.e2e`)
+runs each in a fresh process and samples the RSS of the whole process tree from outside.
 
 The training loop is the same for every loader: take batches until `samples` samples arrived,
 and after each batch wait `len(batch) / consumer_rate` seconds, the host's view of a GPU step.
+The first epoch starts when the loader is built (a fresh process, a fresh cache folder); each
+later epoch iterates the same loader again (the exported one reads its cache or local copy then,
+with its persistent workers; the peers read S3 again, with new workers).
 """
 
 from __future__ import annotations
@@ -55,6 +58,7 @@ class RunSpec:
     consumer_rate: float | None
     region: str = "us-east-1"
     export: str = ""
+    epochs: int = 1  # the first (timed from building the loader) and the later ones
 
 
 @dataclass(frozen=True)
@@ -63,8 +67,9 @@ class RunResult:
     first_batch_samples: int
     epoch_s: float
     samples: int
-    cpu_s: float  # this process and its joined DataLoader workers, from iteration start
+    cpu_s: float  # the first epoch's: this process and its DataLoader workers, from building it
     num_workers: int
+    later_epoch_s: list[float]  # each later epoch, from iter(loader) to its last batch
 
 
 # --- per-sample work, the same for every loader --------------------------------------------------
@@ -203,15 +208,28 @@ def _cache_dir() -> str:
     return _CACHE_DIRS[-1]
 
 
-def _exported(spec: RunSpec, override_workers: bool = False) -> DataLoader[Any]:
+def _exported(spec: RunSpec, override_workers: bool = False, fill: bool = False) -> DataLoader[Any]:
     """`make_dataloader()` with nothing overridden but the endpoint (the proxy in front of the
-    same server) and a fresh cache directory (a first epoch from S3, not from an earlier run);
-    with `override_workers`, num_workers too."""
+    same server) and fresh local folders (a first epoch from S3, not from an earlier run): the
+    cache directory where the export has one, and for a copy-local export the local copy's
+    folder, which its `prepare()` (run by `make_dataloader` before the first batch) fills; with
+    `override_workers`, num_workers too. With `fill`, no copy before the first epoch: that
+    epoch streams from S3 and fills a cache that the later epochs read."""
     module = load_export(spec.export)
-    extra = {"num_workers": spec.num_workers} if override_workers else {}
-    loader: DataLoader[Any] = module.make_dataloader(
-        endpoint_url=spec.endpoint, cache_dir=_cache_dir(), **extra
-    )
+    if fill:
+        module.CONFIG["local_copy_dir"] = None
+        module.CONFIG["cache_dir"] = _cache_dir()
+    elif module.CONFIG.get("local_copy_dir"):
+        # As a user edits the exported config: `prepare()` reads the folder from CONFIG, not
+        # from make_dataloader's overrides. Left as exported, every run after the first would
+        # read the copy the first one made.
+        module.CONFIG["local_copy_dir"] = os.path.join(_cache_dir(), "copy")
+    extra: dict[str, Any] = {"num_workers": spec.num_workers} if override_workers else {}
+    if module.CONFIG.get("cache_dir"):
+        # only where the export caches: a folder given to one that does not would add a
+        # cache (a second copy of every object) that the advice did not ask for
+        extra["cache_dir"] = _cache_dir()
+    loader: DataLoader[Any] = module.make_dataloader(endpoint_url=spec.endpoint, **extra)
     return loader
 
 
@@ -268,6 +286,7 @@ LOADERS: dict[str, Callable[[RunSpec], DataLoader[Any]]] = {
     "s3tc-iterable": _s3tc(iterable=True),
     "exported": _exported,
     "exported-nw": lambda spec: _exported(spec, override_workers=True),
+    "exported-fill": lambda spec: _exported(spec, fill=True),
     "lines-fsspec": _lines_fsspec,
     "lines-native": _lines_native,
 }
@@ -286,9 +305,14 @@ def missing(loader: str) -> list[str]:
 
 
 def _cpu_s() -> float:
+    """CPU seconds of this process, of its joined children and of its live ones (persistent
+    DataLoader workers, or those of an iterator not yet shut down)."""
+    from advisor.measure.hardware.host import cpu_seconds, process_tree
+
     own = resource.getrusage(resource.RUSAGE_SELF)
     kids = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+    live = sum(cpu_seconds(pid) for pid in process_tree(os.getpid())[1:])
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime + live
 
 
 def _size(batch: Any) -> int:
@@ -297,14 +321,13 @@ def _size(batch: Any) -> int:
     return len(batch)
 
 
-def run(spec: RunSpec) -> RunResult:
-    """Build the loader, then the training loop: `spec.samples` samples, a step per batch."""
-    cpu0, t0 = _cpu_s(), time.perf_counter()
-    loader = LOADERS[spec.loader](spec)
-    workers = loader.num_workers
+def _epoch(loader: DataLoader[Any], spec: RunSpec, t0: float) -> tuple[Any, float, int, int, float]:
+    """One epoch of the training loop: (its iterator, still open, so that its workers are not
+    shut down inside the timing; seconds from `t0` to the first batch; its samples; samples in
+    all; seconds from `t0` to the end of the last step)."""
+    batches = iter(loader)
     first = 0.0
     first_samples = samples = 0
-    batches = iter(loader)
     for batch in batches:
         n = _size(batch)
         if not first:
@@ -314,13 +337,28 @@ def run(spec: RunSpec) -> RunResult:
             time.sleep(n / spec.consumer_rate)
         if samples >= spec.samples:
             break
-    epoch = time.perf_counter() - t0
-    # Join the workers (persistent ones too) so that their CPU time lands in RUSAGE_CHILDREN.
+    return batches, first, first_samples, samples, time.perf_counter() - t0
+
+
+def run(spec: RunSpec) -> RunResult:
+    """Build the loader, then the training loop: `spec.epochs` epochs of `spec.samples`
+    samples, a step per batch."""
+    cpu0, t0 = _cpu_s(), time.perf_counter()
+    loader = LOADERS[spec.loader](spec)
+    workers = loader.num_workers
+    batches, first, first_samples, samples, epoch = _epoch(loader, spec, t0)
+    cpu = _cpu_s() - cpu0
+    later = []
+    for _ in range(spec.epochs - 1):
+        del batches  # a peer's workers of the last epoch end here, outside the timing
+        batches, *_, seconds = _epoch(loader, spec, time.perf_counter())
+        later.append(seconds)
+    # Join the workers (persistent ones too) before the process ends without teardown.
     shutdown = getattr(batches, "_shutdown_workers", None)
     if shutdown is not None:
         shutdown()
     del batches, loader
-    return RunResult(first, first_samples, epoch, samples, _cpu_s() - cpu0, workers)
+    return RunResult(first, first_samples, epoch, samples, cpu, workers, later)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -328,8 +366,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", required=True, type=Path)
     args = parser.parse_args(argv)
     spec = RunSpec(**json.loads(args.spec.read_text()))
-    if spec.samples < 1:
-        raise SystemExit("samples must be >= 1")
+    if spec.samples < 1 or spec.epochs < 1:
+        raise SystemExit("samples and epochs must be >= 1")
     try:
         with contextlib.redirect_stdout(sys.stderr):  # stdout carries the result line alone
             result = run(spec)

@@ -14,6 +14,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("steady_samples_per_s", "samples/s after 1st batch", "{:,.0f}"),
     ("first_batch_s", "first batch s", "{:.2f}"),
     ("epoch_s", "epoch s", "{:.1f}"),
+    ("later_samples_per_s", "samples/s (later epochs)", "{:,.0f}"),
     ("peak_rss_mb", "peak RSS MB", "{:,.0f}"),
     ("cpu_ms_per_sample", "CPU ms/sample", "{:.3g}"),
 )
@@ -50,15 +51,19 @@ def derived(raw: dict[str, Any]) -> dict[str, float]:
     samples/s is the samples over the epoch time, start-up included: what the fixed number of
     samples cost. The rate after the first batch leaves start-up out (it is the whole epoch when
     the run had one batch); where a worker's first batch waits for a whole object (a text
-    shard), it also leaves out that object's transfer, so the bars are judged on the epoch."""
+    shard), it also leaves out that object's transfer, so the bars are judged on the epoch.
+    The later epochs' rate is the median over the run's epochs after the first (NaN with none):
+    the exported loader reads its cache or local copy there, the peers S3 again."""
     samples, epoch, first = raw["samples"], raw["epoch_s"], raw["first_batch_s"]
     after = samples - raw.get("first_batch_samples", 0)
     steady = after / (epoch - first) if after > 0 and epoch > first else samples / epoch
+    later = [samples / s for s in raw.get("later_epoch_s", ()) if s > 0]
     return {
         "samples_per_s": samples / epoch,
         "steady_samples_per_s": steady,
         "first_batch_s": first,
         "epoch_s": epoch,
+        "later_samples_per_s": statistics.median(later) if later else float("nan"),
         "peak_rss_mb": raw["peak_rss_mb"],
         "cpu_ms_per_sample": raw["cpu_s"] / samples * 1e3,
     }

@@ -6,9 +6,12 @@ the reference in the child, and the engine object is parked in `_ABANDONED` so i
 never runs there (it would join a thread that does not exist in the child).
 
 Credentials come from botocore's standard chain (env, profile, SSO, IMDS, ...) unless explicit
-`Credentials` are given. Refreshable credentials are re-read at most every
-`_CREDENTIAL_CHECK_S`; botocore refreshes them well before expiry (>10 minutes ahead), so the
-engine always signs with a set that has more than 5 minutes left.
+`Credentials` are given. Where the chain's answer is already known without it (static keys in
+the environment, no explicit profile, the region and CA bundle settled by config or environment),
+botocore is not imported: its import costs ~0.2 s of CPU before a first epoch's first request.
+Refreshable credentials are re-read at most every `_CREDENTIAL_CHECK_S`; botocore refreshes them
+well before expiry (>10 minutes ahead), so the engine always signs with a set that has more than
+5 minutes left.
 """
 
 from __future__ import annotations
@@ -48,6 +51,41 @@ def _ca_bundle(session: Any | None) -> str:
     if session is not None:
         return str(session.get_config_variable("ca_bundle") or "")
     return os.environ.get("AWS_CA_BUNDLE", "")
+
+
+def _config_file_mentions(setting: str) -> bool:
+    """Whether the shared config file could hold `setting` (botocore reads it only from there
+    once the environment lacks it); an unreadable file counts as one that could."""
+    path = os.environ.get("AWS_CONFIG_FILE") or os.path.join("~", ".aws", "config")
+    try:
+        with open(os.path.expanduser(path), "rb") as f:
+            return setting.encode() in f.read()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+
+
+def environment_settings(config: ReaderConfig, endpoint: str) -> tuple[Credentials, str] | None:
+    """(credentials, CA bundle) exactly as botocore's chain would resolve them, when that answer
+    is fixed by the environment alone: static keys in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
+    (the chain's first provider), no profile given in code (an explicit profile skips the
+    environment's keys), no AWS_CREDENTIAL_EXPIRATION (those keys are refreshed), the region set
+    by config or environment, and a CA bundle that is not needed (plain http), set in
+    AWS_CA_BUNDLE, or absent from the shared config file. None: ask botocore."""
+    env = os.environ
+    key, secret = env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")
+    if config.profile is not None or not key or not secret:
+        return None
+    if env.get("AWS_CREDENTIAL_EXPIRATION"):
+        return None
+    if not (config.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION")):
+        return None  # the profile's region: botocore reads the config file
+    ca_bundle = env.get("AWS_CA_BUNDLE", "")
+    if not ca_bundle and endpoint.startswith("https") and _config_file_mentions("ca_bundle"):
+        return None
+    token = env.get("AWS_SESSION_TOKEN") or env.get("AWS_SECURITY_TOKEN")
+    return Credentials(key, secret, token or None), ca_bundle
 
 
 def resolve_endpoint(config: ReaderConfig, region: str) -> tuple[str, bool]:
@@ -98,6 +136,7 @@ class EngineSession:
         self._engine: _native.Engine | None = None
         self._pid = -1
         self._provider: Any = None  # botocore credentials, resolved once
+        self._static: Credentials | None = None  # the environment's keys, read without botocore
         self._pushed: tuple[str, str, str] | None = None
         self._checked_at = 0.0
         self._closed = False
@@ -145,7 +184,15 @@ class EngineSession:
     def _create(self) -> _native.Engine:
         config = self._config
         session = None
-        if not config.unsigned and self._explicit is None:
+        self._static = None
+        signs_from_chain = not config.unsigned and self._explicit is None
+        settled = None
+        if signs_from_chain:
+            guess = resolve_endpoint(config, resolve_region(config, None))[0]
+            settled = environment_settings(config, guess)
+        if settled is not None:
+            self._static = settled[0]
+        elif signs_from_chain:
             import botocore.session
 
             session = botocore.session.Session(profile=config.profile)
@@ -170,7 +217,7 @@ class EngineSession:
                 endpoint=endpoint,
                 region=region,
                 path_style=path_style,
-                ca_bundle=_ca_bundle(session),
+                ca_bundle=settled[1] if settled is not None else _ca_bundle(session),
             )
         )
         self._pushed = None
@@ -184,12 +231,9 @@ class EngineSession:
         if self._pushed is not None and now - self._checked_at < _CREDENTIAL_CHECK_S:
             return
         self._checked_at = now
-        if self._explicit is not None:
-            current = (
-                self._explicit.access_key,
-                self._explicit.secret_key,
-                self._explicit.session_token or "",
-            )
+        fixed = self._explicit if self._explicit is not None else self._static
+        if fixed is not None:
+            current = (fixed.access_key, fixed.secret_key, fixed.session_token or "")
         else:
             frozen = self._provider.get_frozen_credentials()
             current = (frozen.access_key, frozen.secret_key, frozen.token or "")

@@ -33,7 +33,8 @@ from native_loader.local_pool import submit_local
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
 _WAIT_SLICE_S = 0.2
 # A stream starts with this many parts in flight and opens its window by one per part handed
-# over; an object's first part is at most FIRST_PART_BYTES (see PartPipeline._fill).
+# over; an object's first part is at most FIRST_PART_BYTES when the consumer waits for it (see
+# PartPipeline._part_length).
 INITIAL_WINDOW = 2
 FIRST_PART_BYTES = 2**20
 
@@ -108,17 +109,21 @@ class PartPipeline:
             if size >= 0 and offset >= size and not (size == 0 and offset == 0):
                 self._cursor = (index + 1, 0)
                 continue
-            length = self._part_length(offset)
+            length = self._part_length(offset, waited_for=not self._queue)
             if size >= 0:
                 length = max(0, min(length, size - offset))
             self._submit(index, offset, length)
             self._cursor = (index + 1, 0) if size == 0 else (index, offset + length)
 
-    def _part_length(self, offset: int) -> int:
-        """An object's first part is small, so that its first bytes come quickly; the others
-        are `part_size`, aligned after it."""
-        first = min(self._part_size, FIRST_PART_BYTES)
-        return first if offset == 0 else self._part_size
+    def _part_length(self, offset: int, waited_for: bool) -> int:
+        """Parts end on multiples of `part_size`: a ranged GET that straddles the boundaries
+        the object was written in (multipart parts, a store's chunks) makes the server read
+        both sides. An object's first part is small when the consumer waits for it (nothing is
+        queued ahead of it), so that its first bytes come quickly; one fetched ahead is a whole
+        part, since a request has a cost of its own (a first byte's latency, server work)."""
+        if offset == 0 and waited_for:
+            return min(self._part_size, FIRST_PART_BYTES)
+        return self._part_size - offset % self._part_size
 
     def _submit(self, index: int, offset: int, length: int) -> None:
         source = self._sources[index]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import subprocess
 import sys
 
@@ -32,6 +33,9 @@ def test_derived_rates_with_and_without_the_first_batch() -> None:
     assert d["cpu_ms_per_sample"] == pytest.approx(10.0)
     one_batch = derived(raw | {"samples": 32})
     assert one_batch["steady_samples_per_s"] == pytest.approx(32 / 4.0)
+    assert math.isnan(d["later_samples_per_s"])  # one epoch: no later ones
+    later = derived(raw | {"later_epoch_s": [1.0, 2.0, 0.5]})
+    assert later["later_samples_per_s"] == pytest.approx(96 / 1.0)  # the median epoch
 
 
 def test_bar_pairs_repetitions_against_the_best_peer_by_median() -> None:
@@ -52,7 +56,7 @@ def test_table_shows_skipped_loaders_and_spreads() -> None:
     rows = [
         {"scenario": "s", "loader": "l w0", "workers": 0, "runs": 3, "samples_per_s": spread,
          "steady_samples_per_s": spread, "first_batch_s": spread, "epoch_s": spread,
-         "peak_rss_mb": spread, "cpu_ms_per_sample": spread},
+         "peak_rss_mb": spread, "cpu_ms_per_sample": spread, "later_samples_per_s": spread},
         {"scenario": "s", "loader": "s3tc-map w0", "skipped": "not installed: s3torchconnector"},
     ]  # fmt: skip
     text = table(rows)
@@ -83,12 +87,43 @@ def test_tutorial_loader_runs_the_training_loop(s3_endpoint, s3_bucket) -> None:
         client.put_object(Bucket=s3_bucket, Key=f"images/{key}", Body=body)
     spec = RunSpec(loader="boto3", endpoint=s3_endpoint.url, bucket=s3_bucket, prefix="images/",
                    keys=keys, transform="decode", batch_size=4, num_workers=0, samples=6,
-                   consumer_rate=1000.0)  # fmt: skip
+                   consumer_rate=1000.0, epochs=3)  # fmt: skip
     assert os.environ["AWS_ACCESS_KEY_ID"]  # conftest's dummy credentials, which the server takes
     result = run(spec)
     assert result.samples == 6 and result.first_batch_samples == 4
     assert 0 < result.first_batch_s <= result.epoch_s
     assert result.cpu_s > 0
+    assert len(result.later_epoch_s) == 2 and all(s > 0 for s in result.later_epoch_s)
+
+
+def test_exported_runs_fill_fresh_folders(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every run of a copy-local export copies into a folder of its own: the exported folder
+    would hold the first run's copy, and the later runs would not read S3 at all. A cache
+    folder is given only to an export that caches."""
+    from bench.e2e_loaders import _CACHE_DIRS, _exported
+
+    export = tmp_path / "exported.py"
+    export.write_text(
+        "CONFIG = {'local_copy_dir': '~/.cache/shared/copy', 'cache_dir': '~/.cache/shared'}\n"
+        "def make_dataloader(**overrides):\n"
+        "    import torch\n"
+        "    folders = [(CONFIG['local_copy_dir'], overrides.get('cache_dir'))]\n"
+        "    return torch.utils.data.DataLoader(folders, num_workers=0)\n"
+    )
+    spec = RunSpec(loader="exported", endpoint="http://127.0.0.1:1", bucket="b", prefix="p/",
+                   keys=["k"], transform="decode", batch_size=1, num_workers=0, samples=1,
+                   consumer_rate=None, export=str(export))  # fmt: skip
+    try:
+        folders = [_exported(spec).dataset[0] for _ in range(2)]
+        export.write_text(export.read_text().replace("'cache_dir': '~/.cache/shared'", ""))
+        uncached = _exported(spec).dataset[0]
+    finally:
+        for made in _CACHE_DIRS:
+            shutil.rmtree(made, ignore_errors=True)
+    copies, caches = {f[0] for f in folders}, {f[1] for f in folders}
+    assert len(copies) == 2 and len(caches) == 2 and None not in caches
+    assert uncached[1] is None
+    assert not any(c.startswith("~") for c in copies)
 
 
 def test_large_object_report_shows_one_process_against_the_best() -> None:
@@ -117,3 +152,22 @@ def test_lines_native_streams_text_shards_as_records(s3_endpoint, s3_bucket, tmp
                    samples=10**9, consumer_rate=None, export=str(export))  # fmt: skip
     result = run(spec)
     assert result.samples == 6000
+
+
+def test_bars_judge_both_latencies_and_show_later_epochs_for_images_only() -> None:
+    from bench.e2e import bars
+
+    def row(scenario: str, loader: str, rates: list[float]) -> dict[str, object]:
+        raw = [{"rep": i, "samples_per_s": r, "later_samples_per_s": 2 * r}
+               for i, r in enumerate(rates)]  # fmt: skip
+        return {"scenario": scenario, "loader": loader, "raw": raw}
+
+    rows = [row("0ms jpeg fast", "exported", [260.0, 280.0]),
+            row("0ms jpeg fast", "s3tc-map w2", [200.0, 200.0]),
+            row("0ms jpeg fast", "exported-fill", [900.0, 900.0])]  # fmt: skip
+    zero = next(b for b in bars(rows) if b.name.startswith("0 ms"))
+    assert zero.against == "s3tc-map w2"  # the exported variants are not peers
+    assert zero.ratio.median == pytest.approx(1.35) and zero.met
+    later = bars(rows, "later_samples_per_s")
+    assert not any("text" in b.name for b in later)
+    assert next(b for b in later if b.name.startswith("0 ms")).ratio.median == pytest.approx(1.35)

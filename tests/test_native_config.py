@@ -5,11 +5,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import pickle
+from typing import Any
 
 import pytest
 
 from native_loader import Credentials, ReaderConfig, S3Error, parse_uri
-from native_loader._client import PYTHON_ONLY_FIELDS, engine_config
+from native_loader._client import PYTHON_ONLY_FIELDS, engine_config, environment_settings
 from native_loader._native import EngineConfig, EngineStats, ErrorKind
 from native_loader.errors import error_from_outcome
 from native_loader.reader import STAT_NAMES
@@ -214,3 +215,83 @@ def test_stats_names_are_the_bound_counters() -> None:
         "open_tickets",
     )
     assert all(getattr(EngineStats(), name) == 0 for name in STAT_NAMES)
+
+
+# --- credentials from the environment without botocore ------------------------------------------
+
+_AWS_VARS = (
+    "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN",
+    "AWS_CREDENTIAL_EXPIRATION", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_CA_BUNDLE",
+    "AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE",
+)  # fmt: skip
+
+
+@pytest.fixture
+def aws_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> dict[str, str]:
+    """Static keys and a region in the environment, an empty shared config file."""
+    for name in _AWS_VARS:
+        monkeypatch.delenv(name, raising=False)
+    (tmp_path / "config").write_text("")
+    values = {
+        "AWS_ACCESS_KEY_ID": "AKIDENV",
+        "AWS_SECRET_ACCESS_KEY": "secret-env",
+        "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_CONFIG_FILE": str(tmp_path / "config"),
+        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "credentials"),
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
+
+
+@pytest.mark.parametrize("token_var", [None, "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"])
+def test_environment_settings_agree_with_botocore(
+    aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, token_var: str | None
+) -> None:
+    """The oracle: the keys read without botocore are the ones botocore's chain resolves."""
+    import botocore.session
+
+    if token_var:
+        monkeypatch.setenv(token_var, "token-env")
+    settled = environment_settings(ReaderConfig(), "https://s3.eu-west-1.amazonaws.com")
+    assert settled is not None
+    credentials, ca_bundle = settled
+    frozen = botocore.session.Session().get_credentials().get_frozen_credentials()
+    assert (credentials.access_key, credentials.secret_key, credentials.session_token) == (
+        frozen.access_key, frozen.secret_key, frozen.token,
+    )  # fmt: skip
+    assert ca_bundle == ""
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [
+        ({"profile": "other"}, "an explicit profile skips the environment's keys"),
+        ({"env": ("AWS_CREDENTIAL_EXPIRATION", "2030-01-01T00:00:00Z")}, "refreshable keys"),
+        ({"unset": "AWS_SECRET_ACCESS_KEY"}, "half a key pair: botocore says what is missing"),
+        ({"unset": "AWS_DEFAULT_REGION"}, "the region may come from the profile"),
+        ({"config": "[default]\nca_bundle = /corp-ca.pem\n"}, "a CA bundle in the config file"),
+    ],
+)
+def test_environment_settings_leave_the_rest_to_botocore(
+    aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch, change: dict[str, Any], why: str
+) -> None:
+    config = ReaderConfig(profile=change.get("profile"))
+    if "env" in change:
+        monkeypatch.setenv(*change["env"])
+    if "unset" in change:
+        monkeypatch.delenv(change["unset"])
+    if "config" in change:
+        with open(aws_env["AWS_CONFIG_FILE"], "w") as f:
+            f.write(change["config"])
+    assert environment_settings(config, "https://s3.eu-west-1.amazonaws.com") is None, why
+
+
+def test_environment_settings_ca_bundle(aws_env: dict[str, str], monkeypatch: Any) -> None:
+    with open(aws_env["AWS_CONFIG_FILE"], "w") as f:
+        f.write("[default]\nca_bundle = /corp-ca.pem\n")
+    # plain http needs no CA: the config file's bundle does not matter
+    assert environment_settings(ReaderConfig(), "http://127.0.0.1:9000") is not None
+    monkeypatch.setenv("AWS_CA_BUNDLE", "/env-ca.pem")  # the environment wins over the file
+    settled = environment_settings(ReaderConfig(), "https://s3.eu-west-1.amazonaws.com")
+    assert settled is not None and settled[1] == "/env-ca.pem"

@@ -382,6 +382,28 @@ def test_close_interrupts_a_blocked_read(reader: S3Reader, s3_bucket: str) -> No
         closer.cancel()
 
 
+def test_static_keys_in_the_environment_sign_without_botocore(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    """The environment's keys (conftest's) settle the chain: the process reads without
+    importing botocore, whose import is a first request's largest start-up cost."""
+    import subprocess
+    import sys
+
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"signed")
+    code = (
+        "import sys\n"
+        "from native_loader import ReaderConfig, S3Reader\n"
+        f"reader = S3Reader(ReaderConfig(endpoint_url={s3_endpoint.url!r}))\n"
+        f"assert bytes(reader.read('s3://{s3_bucket}/k')) == b'signed'\n"
+        "print('botocore' in sys.modules)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert out.stdout.strip() == "False"
+
+
 def test_expiring_credentials_are_refreshed_before_use(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -417,6 +439,9 @@ def test_expiring_credentials_are_refreshed_before_use(
         method="test",
     )
     monkeypatch.setattr(botocore.session.Session, "get_credentials", lambda self: stale)
+    # no static keys in the environment: the chain (here, the patched botocore) answers
+    monkeypatch.delenv("AWS_ACCESS_KEY_ID")
+    monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
     s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"fresh")
     with S3Reader(ReaderConfig(endpoint_url=s3_endpoint.url)) as reader:
         assert bytes(reader.read(f"s3://{s3_bucket}/k")) == b"fresh"

@@ -17,6 +17,9 @@ import pytest
 from advisor.demo.proxy import NetworkProfile
 from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ReaderConfig, S3Error, S3Reader
+from native_loader import stream as stream_module
+from native_loader.local_pool import submit_local
+from native_loader.stream import FIRST_PART_BYTES
 from testing import FaultProxy, Faults, When
 
 PART = 64 * 2**10
@@ -142,6 +145,71 @@ def test_failed_parts_are_retried_by_range(
         # curl itself resends a request whose kept-alive connection was reset before any answer
         assert 1 <= reader.stats()["retries"] <= injected
         assert _idle(reader) == (0, 0, 0)
+
+
+def test_small_first_and_aligned_parts_survive_faults(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    # parts above FIRST_PART_BYTES: a small first part, then parts ending on part_size multiples
+    part = 2 * FIRST_PART_BYTES
+    objects = {f"a/{i}": os.urandom(2 * part + 777 * i + 1) for i in range(3)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    faults = Faults(reset_mid_body=When(every_n=3), reset_at=0.5)
+    settings = {"part_size": part, "read_ahead_bytes": 4 * part, "max_inflight_bytes": 8 * part}
+    with _through_proxy(s3_endpoint, faults, **settings) as (reader, proxy):
+        uris = [f"s3://{s3_bucket}/{k}" for k in objects]
+        got = [stream.read() for stream in reader.open_many(uris)]
+        assert got == list(objects.values())
+        assert sum(proxy.stats().faults_injected.values()) >= 2
+        assert _idle(reader) == (0, 0, 0)
+
+
+def test_objects_read_ahead_start_with_a_whole_part(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    part = 2 * FIRST_PART_BYTES
+    objects = {f"w/{i}": os.urandom(part) for i in range(6)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    settings = {"part_size": part, "read_ahead_bytes": 4 * part, "max_inflight_bytes": 8 * part}
+    with _through_proxy(s3_endpoint, **settings) as (reader, proxy):
+        infos = [reader.stat(f"s3://{s3_bucket}/{k}") for k in objects]
+        before = proxy.stats().requests
+        got = [stream.read() for stream in reader.open_many(infos)]
+        assert got == list(objects.values())
+        # the first object in two parts (a small first one: the consumer waits for it), the
+        # five read ahead in one whole part each
+        assert proxy.stats().requests - before == 2 + 5
+
+
+def test_parts_end_on_part_size_multiples(tmp_path: Path, monkeypatch: Any) -> None:
+    part = 2 * FIRST_PART_BYTES
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.write_bytes(os.urandom(2 * part + 3))
+    second.write_bytes(os.urandom(part + part // 2))
+    requested: list[tuple[str, int, int]] = []
+
+    def recorded(fn: Any, path: str, offset: int, length: int) -> Any:
+        requested.append((Path(path).name, offset, length))
+        return submit_local(fn, path, offset, length)
+
+    monkeypatch.setattr(stream_module, "submit_local", recorded)
+    config = ReaderConfig(part_size=part, read_ahead_bytes=4 * part)
+    with S3Reader(config) as reader:
+        got = [s.read() for s in reader.open_many([str(first), str(second)])]
+    assert got == [first.read_bytes(), second.read_bytes()]
+    small = FIRST_PART_BYTES
+    assert requested == [
+        # the consumer waits for the first object's first part: a small one, then aligned
+        ("a", 0, small),
+        ("a", small, part - small),
+        ("a", part, part),
+        ("a", 2 * part, 3),
+        # the next object's first part is fetched ahead: a whole part
+        ("b", 0, part),
+        ("b", part, part // 2),
+    ]
 
 
 def test_a_stalled_part_is_retried_without_a_hang(

@@ -138,7 +138,7 @@ def test_the_kept_layout_comes_from_rules_with_ids() -> None:
     """No SHARD or PFX rule asks for a change: SHARD-0 and PFX-0 keep the layout, on the path."""
     rec = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500))
     shard, prefixes = rec.decision("shard_size"), rec.decision("prefix_layout")
-    assert (shard.value, shard.rules, shard.display) == (150 * MB, ("SHARD-0",), "150 MB")
+    assert (shard.value, shard.rules, shard.display) == (150 * MB, ("SHARD-0",), "143 MiB")
     assert shard.rationale.endswith("keep the layout.") and shard.confidence == "medium"
     assert (prefixes.value, prefixes.rules, rec.prefix_count) == (1, ("PFX-0",), 1)
     assert {"SHARD-0", "PFX-0"} <= set(rec.path())
@@ -333,8 +333,8 @@ def test_zero_and_one_core_machines(cores: int) -> None:
 @pytest.mark.parametrize(
     ("name", "value", "shown"),
     [
-        ("shard_size", 150_000_000, "150 MB"),
-        ("shard_size", 500_000, "500 KB"),
+        ("shard_size", 150_000_000, "143 MiB"),
+        ("shard_size", 500_000, "488 KiB"),
         ("throughput", 1234.5, "1,234 samples/s"),
         ("prefix_layout", 1, "1 prefix"),
         ("prefix_layout", 4, "4 prefixes"),

@@ -39,7 +39,7 @@ from advisor.measure.trial.results import (
 DOC = Path(__file__).resolve().parents[1] / "docs" / "decision-flow.md"
 PACKAGE = Path(__file__).resolve().parents[1] / "advisor" / "decide" / "rules"
 # what a family may import from advisor.decide.rules: the shared modules, never another family
-SHARED = {"keys", "base", "context", "evidence", "thresholds", "bottleneck"}
+SHARED = {"keys", "base", "context", "evidence", "thresholds", "bottleneck", "words"}
 
 
 def make_profile(
@@ -205,8 +205,8 @@ def test_workers_show_the_measured_table_beside_the_model() -> None:
     state, findings = evaluation.state, evaluation.fired
     nw3 = next(f for f in findings if f.rule_id == "NW-3")
     assert nw3.value == 1
-    assert "within the measured noise of 2 worker(s) (±4%)" in nw3.rationale
-    assert "425 samples/s median (405-445 over 2 slices)" in nw3.rationale
+    assert "within the measured noise of 2 workers (±4%)" in nw3.rationale
+    assert "425 samples/s median (405 to 445 over 2 slices)" in nw3.rationale
     table = nw3.evidence["sweep_table"]
     assert set(table) == {"0", "1", "2"}
     assert table["1"]["median"] == 425.0 and table["1"]["low"] == 405.0

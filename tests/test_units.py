@@ -7,39 +7,24 @@ import pytest
 from advisor.core.units import (
     any_size,
     binary_size,
+    counted,
     data_rate,
     data_size,
     duration,
     exact_bytes,
-    gb,
     mb_per_s,
     per_s,
     rate,
     share,
-    size,
 )
 
 
-@pytest.mark.parametrize(
-    ("value", "shown"),
-    [
-        (2.5e9, "2.5 GB"),
-        (2_000e9, "2,000.0 GB"),
-        (150e6, "150.0 MB"),
-        (5e5, "0.5 MB"),
-        (0, "0.0 MB"),
-    ],
-)
-def test_gb_is_how_rationales_give_sizes(value: float, shown: str) -> None:
-    assert gb(value) == shown
-
-
-def test_size_with_chosen_units_and_digits() -> None:
-    assert size(150e6, ("MB", "KB"), 0) == "150 MB"
-    assert size(5e5, ("MB", "KB"), 0) == "500 KB"
-    assert size(10, ("MB", "KB"), 0) == "0 KB"  # below the last unit: still in it
-    with pytest.raises(ValueError):
-        size(1, ())
+def test_counts_read_as_words() -> None:
+    assert counted(1, "worker") == "1 worker" and counted(2, "worker") == "2 workers"
+    assert counted(0, "worker") == "0 workers" and counted(12_000, "object") == "12,000 objects"
+    assert counted(1, "prefix", "prefixes") == "1 prefix"
+    assert counted(16, "prefix", "prefixes") == "16 prefixes"
+    assert counted(1.5, "batch", "batches") == "1.5 batches"
 
 
 @pytest.mark.parametrize(

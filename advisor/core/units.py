@@ -7,12 +7,10 @@ are binary (KiB, MiB, GiB), as operating systems and file browsers show files an
 rates are decimal MB/s, as storage and networks are quoted. So one data set reads "241 MiB"
 everywhere, and one bandwidth "2,180 MB/s" everywhere.
 
-`size`/`gb`/`any_size` are the rules' decimal sizes in their rationales (thresholds quoted in GB).
+Counts of things read as words do: `counted(2, "worker")` -> "2 workers", never "worker(s)".
 """
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 KB = 1_000
 MB = 1_000_000
@@ -22,7 +20,6 @@ KIB = 2**10
 MIB = 2**20
 GIB = 2**30
 
-_DECIMAL = {"TB": TB, "GB": GB, "MB": MB, "KB": KB, "B": 1}
 _BINARY = ("B", "KiB", "MiB", "GiB", "TiB", "PiB")
 
 
@@ -97,22 +94,15 @@ def exact_bytes(n: int) -> str:
     return f"{n:,} B" if abs(n) < 1024 else f"{n:,} B ({data_size(n)})"
 
 
-def size(n: float, units: Sequence[str] = ("GB", "MB"), digits: int = 1) -> str:
-    """`n` bytes in the largest of `units` (largest first) it reaches, else the last one.
-
-    size(2.5e9) -> "2.5 GB"; size(5e5) -> "0.5 MB"; size(5e5, ("MB", "KB"), 0) -> "500 KB".
-    """
-    for unit in units:
-        if n >= _DECIMAL[unit] or unit == units[-1]:
-            return f"{n / _DECIMAL[unit]:,.{digits}f} {unit}"
-    raise ValueError("no units given")
-
-
-def gb(n: float) -> str:
-    """Bytes as GB from 1 GB up, else MB, one decimal: how the rules' rationales give sizes."""
-    return size(n, ("GB", "MB"))
-
-
 def any_size(n: float) -> str:
     """Bytes for people: the same as `data_size` (binary), so the CLI and the wizard agree."""
     return data_size(n)
+
+
+def counted(n: float, noun: str, plural: str | None = None) -> str:
+    """`n` of `noun` as people write it: counted(1, "worker") -> "1 worker"; counted(2,
+    "prefix", "prefixes") -> "2 prefixes"; counted(12000, "object") -> "12,000 objects"."""
+    many = plural if plural is not None else noun + "s"
+    whole = float(n).is_integer()
+    number = f"{int(n):,}" if whole else f"{n:,.1f}"
+    return f"{number} {noun if whole and abs(n) == 1 else many}"

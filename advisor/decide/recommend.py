@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.model import READER_BUDGET_BYTES, READER_INFLIGHT
-from advisor.core.units import size
+from advisor.core.units import counted, data_size, rate
 from advisor.core.workload import Workload
 from advisor.decide.rules import (
     RULES,
@@ -142,18 +142,18 @@ class Recommendation:
             source += ", cache locally after the first epoch"
         kwargs = ", ".join(f"{k}={v!r}" for k, v in self.dataloader_kwargs().items())
         kind = "measured" if self.measured_samples_per_s is not None else "predicted"
-        rate = f"{self.expected_samples_per_s:,.0f} samples/s ({kind})"
+        expected = f"{rate(self.expected_samples_per_s)} ({kind})"
         if self.consumer_rate is not None:
             verdict = "input-bound" if self.input_bound else "keeps up"
-            rate += f" vs {self.consumer_rate:,.0f} consumed: {verdict}"
+            expected += f" against {rate(self.consumer_rate)} consumed: {verdict}"
         lines = [
             f"data source:  {source} (SageMaker {self.sagemaker_input_mode})",
             f"DataLoader:   {kwargs}",
             f"reader:       max_inflight_requests={self.requests_in_flight}, "
-            f"max_inflight_bytes={self.inflight_bytes >> 20} MiB per process",
-            f"shards:       {size(self.shard_size_bytes, ('MB',), 0)} over {self.prefix_count} "
-            "prefix(es)",
-            f"throughput:   {rate}",
+            f"max_inflight_bytes={data_size(self.inflight_bytes)} per process",
+            f"shards:       {data_size(self.shard_size_bytes)} over "
+            f"{counted(self.prefix_count, 'prefix', 'prefixes')}",
+            f"throughput:   {expected}",
             *(
                 [f"bottleneck:   {self.bottleneck.words}: {self.bottleneck.reason}"]
                 if self.bottleneck is not None

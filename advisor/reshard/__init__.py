@@ -54,12 +54,16 @@ def _open(
     endpoint_url: str | None,
     profile: str | None,
     credentials: Credentials | None,
+    anonymous_source: bool = False,
 ) -> Iterator[tuple[str, Store, S3Reader]]:
+    # anonymous_source: the reader (which reads the source) sends unsigned requests, for a
+    # public bucket; the destination store still writes with the caller's credentials
     reader_config = ReaderConfig(
         endpoint_url=endpoint_url,
         profile=profile,
         max_inflight_requests=config.read_concurrency,
         max_inflight_bytes=config.read_inflight_bytes,
+        unsigned=anonymous_source,
     )
     store = open_store(destination, config, endpoint_url, profile, credentials)
     with S3Reader(reader_config, credentials=credentials) as reader:
@@ -74,6 +78,7 @@ def reshard(
     endpoint_url: str | None = None,
     profile: str | None = None,
     credentials: Credentials | None = None,
+    anonymous_source: bool = False,
     rank: int | None = None,
     world_size: int | None = None,
     progress: ProgressCallback | None = None,
@@ -84,11 +89,13 @@ def reshard(
     Rank and world size default to ``RANK``/``WORLD_SIZE`` (0 of 1). Resumes what an earlier
     run with the same settings committed. Raises PlanError (a ValueError) for bad input, OSError
     subclasses for storage failures; with `cancel` set it stops between samples and returns
-    with ``cancelled=True``, committed shards kept.
+    with ``cancelled=True``, committed shards kept. `anonymous_source`: the source is a public
+    bucket, read with unsigned requests (the destination is written with `credentials`).
     """
     config = config or ReshardConfig()
     rank, world_size = resolve_rank(rank, world_size)
-    with _open(source, destination, config, endpoint_url, profile, credentials) as (
+    where = (endpoint_url, profile, credentials, anonymous_source)
+    with _open(source, destination, config, *where) as (
         src,
         store,
         reader,
@@ -107,12 +114,14 @@ def dry_run(
     endpoint_url: str | None = None,
     profile: str | None = None,
     credentials: Credentials | None = None,
+    anonymous_source: bool = False,
     progress: ProgressCallback | None = None,
 ) -> Estimate:
     """The plan's shape and a measured time and request-cost estimate; writes nothing that
     stays (the write probe is deleted)."""
     config = config or ReshardConfig()
-    with _open(source, destination, config, endpoint_url, profile, credentials) as (
+    where = (endpoint_url, profile, credentials, anonymous_source)
+    with _open(source, destination, config, *where) as (
         src,
         store,
         reader,

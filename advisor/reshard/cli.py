@@ -72,6 +72,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--max-memory", type=_size, default=2 * 2**30, help="default 2GiB")
     p.add_argument("--endpoint-url", help="S3-compatible endpoint (default: AWS / env)")
     p.add_argument("--profile", dest="aws_profile", help="AWS profile name")
+    p.add_argument(
+        "--anonymous", action="store_true",
+        help="the source is a public bucket: read it unsigned (the destination is written with "
+        "your credentials)",
+    )  # fmt: skip
 
 
 class _Bar:
@@ -152,11 +157,15 @@ def run(args: argparse.Namespace) -> int:
             max_memory_bytes=args.max_memory,
         )
         for uri in dict.fromkeys((args.source, args.destination)):
-            location = DatasetLocation(uri, args.endpoint_url, args.aws_profile)
+            public = args.anonymous and uri == args.source
+            location = DatasetLocation(uri, args.endpoint_url, args.aws_profile, anonymous=public)
             if location.is_s3:  # an endpoint that never answers: seconds, not minutes
                 check_answers(location)
         if args.dry_run:
-            est = dry_run(args.source, args.destination, config, progress=bar, **where)
+            est = dry_run(
+                args.source, args.destination, config, progress=bar,
+                anonymous_source=args.anonymous, **where,
+            )  # fmt: skip
             bar.done()
             if args.json:
                 print(json.dumps({"estimate": dataclasses.asdict(est)}))
@@ -174,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
                 world_size=args.world_size,
                 progress=bar,
                 cancel=cancel,
+                anonymous_source=args.anonymous,
                 **where,
             )
             result["result"] = dataclasses.asdict(outcome)

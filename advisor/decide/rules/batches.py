@@ -7,11 +7,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from advisor.core.units import GB, gb
+from advisor.core.units import GB, GIB, counted, data_rate, data_size, duration, rate
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import PINNED_GAIN, SHM_FRACTION
+from advisor.decide.rules.words import workers
 from native_loader.loader import prefetch_for
 
 
@@ -57,8 +58,8 @@ class PrefetchHidesLatency(Rule):
         if measured is not None:
             return self.finding(
                 measured,
-                f"{measured} batches in flight per worker: the prefetch the trial measured "
-                f"{w} worker(s) with, so its measured rate holds.",
+                f"{counted(measured, 'batch', 'batches')} in flight per worker: the prefetch the "
+                f"trial measured {workers(w)} with, so its measured rate holds.",
                 evidence={"measured_prefetch_factor": measured, "num_workers": w},
                 measured=True,
                 confidence="high",
@@ -71,9 +72,9 @@ class PrefetchHidesLatency(Rule):
         value = prefetch_for(latency, per_worker, ctx.workload.batch_size)
         return self.finding(
             value,
-            f"A worker produces {per_worker:,.0f} samples/s; a {latency * 1e3:,.0f} ms stall "
-            f"spans {batches:,.1f} batch(es) of {ctx.workload.batch_size}, so keep {value} "
-            "batches in flight per worker.",
+            f"A worker produces {rate(per_worker)}; a stall of {duration(latency)} spans "
+            f"{batches:,.1f} of its batches of {ctx.workload.batch_size}, so keep "
+            f"{counted(value, 'batch', 'batches')} in flight per worker.",
             evidence={
                 "first_byte_p95_s": latency,
                 "samples_per_s_per_worker": round(per_worker, 1),
@@ -108,13 +109,13 @@ class SharedMemoryTooSmall(Rule):
         need = ctx.ranks_per_node * w * pf * ctx.batch_bytes
         if need <= SHM_FRACTION * shm:
             return None
-        size_gb = math.ceil(2 * need / GB)
+        size_gib = math.ceil(2 * need / GIB)  # docker's --shm-size "g" is GiB
         return self.finding(
-            f"--shm-size={size_gb}g",
-            f"{ctx.ranks_per_node} rank(s) x {w} workers x {pf} batches x "
-            f"{gb(ctx.batch_bytes)} = {gb(need)} in flight, but /dev/shm is {gb(shm)}: "
-            f"workers can die with a bus error. Give the container at least {size_gb} GB of "
-            "shared memory.",
+            f"--shm-size={size_gib}g",
+            f"{counted(ctx.ranks_per_node, 'rank')} x {counted(w, 'worker')} x "
+            f"{counted(pf, 'batch', 'batches')} of {data_size(ctx.batch_bytes)} keep "
+            f"{data_size(need)} in flight, but /dev/shm is {data_size(shm)}: workers can die with "
+            f"a bus error. Give the container at least {size_gib} GiB of shared memory.",
             evidence={
                 "shm_bytes": shm,
                 "in_flight_bytes": round(need),
@@ -167,8 +168,9 @@ class PinnedNotFaster(Rule):
             return None
         return self.finding(
             False,
-            f"Measured: pinned {h2d.pinned_gb_s:.1f} GB/s vs pageable {h2d.pageable_gb_s:.1f} "
-            "GB/s; pinning gains less than 10% here and locks memory.",
+            f"Measured: pinned copies at {data_rate(h2d.pinned_gb_s * GB)}, pageable at "
+            f"{data_rate(h2d.pageable_gb_s * GB)}; pinning gains less than 10% here and locks "
+            "memory.",
             evidence={"pinned_gb_s": h2d.pinned_gb_s, "pageable_gb_s": h2d.pageable_gb_s},
             measured=True,
             confidence="high",
@@ -198,8 +200,9 @@ class LowRamNoPin(Rule):
             return None
         return self.finding(
             False,
-            f"Only {gb(max(left, 0))} of {gb(ram)} per rank is left after {w} workers and the "
-            "batches in flight; pinned (page-locked) buffers could run the machine out of memory.",
+            f"Only {data_size(max(left, 0))} of {data_size(ram)} per rank is left after "
+            f"{counted(w, 'worker')} and the batches in flight; pinned (page-locked) buffers could "
+            "run the machine out of memory.",
             evidence={"ram_per_rank_bytes": ram, "left_bytes": round(left)},
         )
 

@@ -31,9 +31,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.core.model import loading_cores
-from advisor.core.units import duration, rate, share
+from advisor.core.units import counted, duration, rate, share
 from advisor.decide.rules.keys import Key, State
 from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
+from advisor.decide.rules.words import workers as workers_words
 from advisor.decide.verdict import INPUT_BOUND
 from advisor.measure.trial.results import READ_LISTED
 
@@ -139,7 +140,8 @@ def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling
         )
         if cpu > 0:
             out.append(Ceiling(
-                "decode", cores / cpu, f"{cores:g} loading core(s) / {duration(cpu)} CPU per sample"
+                "decode", cores / cpu,
+                f"{counted(cores, 'loading core')} / {duration(cpu)} CPU per sample",
             ))  # fmt: skip
     main_s = trial.main_thread_s(num_workers) if num_workers > 0 else None
     if main_s:
@@ -149,7 +151,7 @@ def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling
     machine_s = trial.machine_s(num_workers)
     if machine_s:
         cores = max(ctx.cores_per_rank, 1)
-        how = f"{cores} core(s) / {duration(machine_s)} busy CPU per sample"
+        how = f"{counted(cores, 'core')} / {duration(machine_s)} busy CPU per sample"
         out.append(Ceiling("cores", cores / machine_s, how))
     return out
 
@@ -164,7 +166,7 @@ def of_trial(ctx: Context, state: State) -> Bottleneck | None:
     measured = count.median
     ceilings = trial_ceilings(ctx, state, workers)
     stage, nearest = name_stage(measured, ceilings, ctx.consumer_rate)
-    at = f"{rate(measured)} measured with {workers} worker(s)"
+    at = f"{rate(measured)} measured with {workers_words(workers)}"
     if stage == "step":
         reason = f"{at}, what the {rate(ctx.consumer_rate or 0)} step takes: it waits for the GPU"
     elif nearest is not None:
@@ -201,12 +203,14 @@ def of_loop(
         reason = f"{share(waits)} of each step waits; the loader's CPU was not measured"
         return Bottleneck("unexplained", measured, (), reason, "loop")
     cores = max(usable_cores, 1)
-    ceilings = [Ceiling("cores", cores / cpu, f"{cores} core(s) / {duration(cpu)} CPU per sample")]
+    ceilings = [
+        Ceiling("cores", cores / cpu, f"{counted(cores, 'core')} / {duration(cpu)} CPU per sample")
+    ]
     if workers is not None:
         # with workers they load all along; with none the main process loads only while it waits
         processes = workers if workers > 0 else waits
         label = (
-            f"{workers} worker(s)"
+            f"{counted(workers, 'worker')}"
             if workers > 0
             else f"the main process {share(waits)} of the time"
         )
@@ -218,13 +222,13 @@ def of_loop(
     if nearest is not None:
         reason = (
             f"{share(waits)} of each step waits while the loader keeps {cores_busy(busy)} "
-            "core(s) busy, "
+            "cores busy, "
             f"{share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
         )
         return Bottleneck(stage, measured, tuple(ceilings), reason, "loop")
     idle = (
         f"{share(waits)} of each step waits while the loader keeps only {cores_busy(busy)} of "
-        f"{cores} core(s) busy"
+        f"{counted(cores, 'core')} busy"
     )
     if machine_busy is not None and machine_busy >= BOTTLENECK_SHARE:
         reason = (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.core.units import MB, TB, gb
+from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -37,15 +37,17 @@ class GetRequestCost(Rule):
         epochs = ctx.workload.epochs
         reads = 1 if source != "stream" or state.get(Key.CACHE_LOCALLY) else epochs
         gets = objects * reads
-        text = f"~{objects:,.0f} GETs per pass, {reads} pass(es) from S3"
+        passes = counted(reads, "pass", "passes")
+        text = f"About {objects:,.0f} GET requests per pass, {passes} over S3"
         if state.get(Key.DATA_SOURCE) == "reshard-first":
             gets += ctx.profile.object_count  # packing reads every small object once
-            text += f", plus {ctx.profile.object_count:,} GETs to pack the shards once"
+            text += f", plus {ctx.profile.object_count:,} to pack the shards once"
         price = gets / 1e6 * GET_PRICE_PER_MILLION
         return self.finding(
             round(price, 2),
-            f"{text}: ~${price:,.2f} in requests.",
-            evidence={"get_requests": round(gets), "usd": round(price, 2)},
+            f"{text}: {f'about ${price:,.2f}' if price >= 0.01 else 'less than $0.01'} in "
+            "requests.",
+            evidence={"get_requests": round(gets), "requests_usd": round(price, 2)},
         )
 
 
@@ -68,15 +70,18 @@ class StartupTime(Rule):
         objects = ctx.objects_read(state)
         if source == "copy-local":
             seconds = ctx.total_bytes / (FILE_MODE_MB_S * MB)
-            what = f"copying {gb(ctx.total_bytes)} at ~200 MB/s"
+            what = f"copying {data_size(ctx.total_bytes)} at about {data_rate(FILE_MODE_MB_S * MB)}"
         elif source == "stream":
             seconds = objects / FASTFILE_LIST_OBJECTS_S
-            what = f"listing {objects:,.0f} objects at ~5,500/s"
+            what = (
+                f"listing {counted(round(objects), 'object')} at about "
+                f"{per_s(FASTFILE_LIST_OBJECTS_S)} objects/s"
+            )
         else:
             return None
         return self.finding(
             round(seconds, 1),
-            f"Start-up: {what} takes ~{seconds / 60:,.1f} min before the first batch.",
+            f"Start-up: {what} takes about {duration(seconds)} before the first batch.",
             evidence={"startup_s": round(seconds, 1)},
         )
 
@@ -102,7 +107,7 @@ class IdleGpuCost(Rule):
         idle = samples / rate - samples / consumer
         return self.finding(
             round(idle, 1),
-            f"Each epoch the GPUs idle ~{idle / 60:,.1f} min waiting for data "
+            f"Each epoch the GPUs idle for about {duration(idle)} waiting for data "
             f"({samples:,.0f} samples per rank).",
             evidence={"idle_s_per_epoch": round(idle, 1), "samples_per_rank": round(samples)},
         )
@@ -130,8 +135,8 @@ class SharedFsStorageCost(Rule):
         index_h = ctx.profile.object_count / FSX_INDEX_OBJECTS_PER_HOUR
         return self.finding(
             round(fsx, 2),
-            f"FSx for Lustre for {tb:,.1f} TB: ~${fsx:,.0f}/month (S3 alone ~${s3:,.0f}); "
-            f"linking the bucket indexes {ctx.profile.object_count:,} objects in "
-            f"~{index_h:,.1f} h.",
+            f"FSx for Lustre for {data_size(ctx.total_bytes)}: about ${fsx:,.0f} a month (S3 "
+            f"alone about ${s3:,.0f}); linking the bucket indexes "
+            f"{counted(ctx.profile.object_count, 'object')} in about {duration(index_h * 3600)}.",
             evidence={"fsx_usd_month": round(fsx, 2), "s3_usd_month": round(s3, 2)},
         )

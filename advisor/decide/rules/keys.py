@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Literal
 
-from advisor.core.units import size
+from advisor.core.units import counted, data_size, rate
 
 # "high": a trial measurement or a hard fact; "medium": a rule on the profile, or the model fed
 # with measured inputs; "low": the model with default numbers only (docs/decision-flow.md)
@@ -92,28 +92,28 @@ class DecisionKind(str, Enum):
     INFLIGHT_BYTES = (
         "inflight_bytes",
         Key.INFLIGHT_BYTES,
-        "MiB per process",
-        _numbers(lambda n, unit: f"{n >> 20} {unit}", (int,)),
+        "bytes per process",
+        _numbers(lambda n, unit: f"{data_size(n)} per process", (int,)),
     )
     PREFETCH_FACTOR = "prefetch_factor", Key.PREFETCH_FACTOR, "batches per worker"
     PIN_MEMORY = "pin_memory", Key.PIN_MEMORY
     SHARD_SIZE = (
         "shard_size",
         Key.SHARD_SIZE_BYTES,
-        "bytes",  # shown in MB, or KB below 1 MB
-        _numbers(lambda n, unit: size(n, ("MB", "KB"), digits=0)),
+        "bytes",
+        _numbers(lambda n, unit: data_size(n)),
     )
     PREFIX_LAYOUT = (
         "prefix_layout",
         Key.PREFIX_LAYOUT,
         "prefixes",
-        _numbers(lambda n, unit: f"{n} prefix{'es' if n != 1 else ''}", (int,)),
+        _numbers(lambda n, unit: counted(n, "prefix", "prefixes"), (int,)),
     )
     THROUGHPUT = (
         "throughput",
         Key.EXPECTED_SAMPLES_PER_S,
         "samples/s",
-        _numbers(lambda n, unit: f"{n:,.0f} {unit}"),
+        _numbers(lambda n, unit: rate(n)),
     )
     PREPROCESS = "preprocess", None
     # several quantities, each with its own unit, in the rationale

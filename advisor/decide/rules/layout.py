@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.core.units import gb
+from advisor.core.units import counted, data_size
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -43,8 +43,9 @@ class FewShardsPerReader(Rule):
         size = max(int(ctx.total_bytes / (readers * SHARDS_PER_READER)), SHARD_FLOOR_BYTES)
         return self.finding(
             size,
-            f"{readers} readers ({ctx.ranks} rank(s) x workers) need at least "
-            f"{SHARDS_PER_READER} shards each: {gb(ctx.total_bytes)} gives {gb(size)} shards.",
+            f"Each reader (one per worker of every rank, {readers} here) needs at least "
+            f"{SHARDS_PER_READER} shards: {data_size(ctx.total_bytes)} in "
+            f"{readers * SHARDS_PER_READER} shards makes shards of {data_size(size)}.",
             evidence={"total_bytes": ctx.total_bytes, "readers": readers},
         )
 
@@ -66,8 +67,9 @@ class PackSmallObjects(Rule):
             return None
         return self.finding(
             SHARD_TARGET_BYTES,
-            f"Median object {gb(ctx.p50_bytes)} is under 50 MB: packing into ~150 MB shards "
-            "cuts the GET count and hides first-byte latency.",
+            f"The median object, {data_size(ctx.p50_bytes)}, is under "
+            f"{data_size(SHARD_MIN_BYTES)}: packing into shards of about "
+            f"{data_size(SHARD_TARGET_BYTES)} cuts the GET count and hides first-byte latency.",
             evidence={"p50_object_bytes": ctx.p50_bytes},
         )
 
@@ -89,8 +91,9 @@ class SplitHugeObjects(Rule):
             return None
         return self.finding(
             SHARD_TARGET_BYTES,
-            f"Median object {gb(ctx.p50_bytes)} is over 200 MB: one reader cannot parallelize "
-            "within it; split into ~150 MB shards or read with ranged GETs.",
+            f"The median object, {data_size(ctx.p50_bytes)}, is over "
+            f"{data_size(SHARD_MAX_BYTES)}: one reader cannot parallelize within it; split it "
+            f"into shards of about {data_size(SHARD_TARGET_BYTES)} or read it with ranged GETs.",
             evidence={"p50_object_bytes": ctx.p50_bytes},
         )
 
@@ -121,8 +124,10 @@ class SpreadPrefixes(Rule):
         target = max(by_rate, min(ctx.ranks, 16) if many_ranks else 1, 2)
         return self.finding(
             target,
-            f"{ctx.ranks} rank(s) issue ~{gets_per_s:,.0f} GET/s over {prefixes} prefix(es): "
-            f"spread the shards over at least {target} prefixes to avoid 503 SlowDown.",
+            f"{counted(ctx.ranks, 'rank')} issue{'s' if ctx.ranks == 1 else ''} about "
+            f"{gets_per_s:,.0f} GET/s over "
+            f"{counted(prefixes, 'prefix', 'prefixes')}: spread the shards over at least "
+            f"{target} prefixes to avoid 503 SlowDown.",
             evidence={
                 "ranks": ctx.ranks,
                 "get_per_s": round(gets_per_s, 1),
@@ -147,7 +152,8 @@ class KeepShardSize(Rule):
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         return self.finding(
             int(min(max(ctx.p50_bytes, SHARD_MIN_BYTES), SHARD_MAX_BYTES)),
-            "Objects are already 50-200 MB and numerous enough: keep the layout.",
+            f"Objects are already {data_size(SHARD_MIN_BYTES)} to {data_size(SHARD_MAX_BYTES)} "
+            "and numerous enough: keep the layout.",
             evidence={"p50_object_bytes": ctx.p50_bytes},
         )
 

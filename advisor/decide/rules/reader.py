@@ -11,7 +11,7 @@ from advisor.core.model import (
     process_objects_per_s,
     requests_in_flight,
 )
-from advisor.core.units import MB, gb
+from advisor.core.units import MB, data_size, duration
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -43,7 +43,7 @@ class ReaderRequestsInFlight(Rule):
         if trial is not None and trial.requests_in_flight and ctx.reads_as_trialled(state):
             k = trial.requests_in_flight
             probe = trial.storage
-            latency = f" at {probe.first_byte_p50_s * 1000:,.0f} ms to first byte" if probe else ""
+            latency = f" at {duration(probe.first_byte_p50_s)} to first byte" if probe else ""
             return self.finding(
                 k,
                 f"{k} requests in flight per process{latency}: the setting the trial's DataLoader "
@@ -67,13 +67,15 @@ class ReaderRequestsInFlight(Rule):
         fetch_ms = (storage.first_byte_s + object_bytes / (storage.per_connection_mb_s * MB)) * 1e3
         if object_bytes >= READER_PART_BYTES:
             rationale = (
-                f"Objects of {gb(object_bytes)} are read as parallel {READER_PART_BYTES >> 20} "
-                f"MiB parts within the reader's byte budget: its default {k} requests in flight."
+                f"Objects of {data_size(object_bytes)} are read as parallel "
+                f"{data_size(READER_PART_BYTES)} parts within the reader's byte budget: its "
+                f"default {k} requests in flight."
             )
         else:
             rationale = (
-                f"Each GET is open ~{fetch_ms:,.0f} ms; {target:,.0f} objects/s per process need "
-                f"~{target * fetch_ms / 1e3:,.0f} open requests (Little's law), so {k} in flight "
+                f"Each GET is open for about {duration(fetch_ms / 1e3)}; {target:,.0f} objects/s "
+                f"per process need about {target * fetch_ms / 1e3:,.0f} open requests (Little's "
+                f"law), so {k} in flight "
                 "(twice that for jitter, between the reader's default and its cap)."
             )
         return self.finding(
@@ -133,9 +135,9 @@ class ReaderBytesInFlight(Rule):
             )
         return self.finding(
             budget,
-            f"Objects of {gb(object_bytes)} fill the reader's default "
-            f"{READER_BUDGET_BYTES >> 20} MiB byte budget, which in-flight parts and results "
-            f"waiting for the consumer share: {budget >> 20} MiB per process holds "
+            f"Objects of {data_size(object_bytes)} fill the reader's default "
+            f"{data_size(READER_BUDGET_BYTES)} byte budget, which in-flight parts and results "
+            f"waiting for the consumer share: {data_size(budget)} per process holds "
             f"{held:,.1f} of them ({how}).",
             evidence={"object_bytes": object_bytes, "inflight_bytes": budget},
             measured=measured,

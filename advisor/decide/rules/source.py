@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from advisor.core.units import MB, TB, gb
+from advisor.core.units import MB, TB, counted, data_rate, data_size, duration
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -12,10 +12,12 @@ from advisor.decide.rules.thresholds import (
     FILE_MODE_MB_S,
     LARGE_FILE_BYTES,
     MANY_FILES,
+    SHARD_TARGET_BYTES,
     SHARED_CACHE_BYTES,
     SMALL_FILE_BYTES,
     SMALL_SET_BYTES,
 )
+from advisor.decide.rules.words import disk_words
 
 
 class DataAlreadyOnSharedFs(Rule):
@@ -88,7 +90,7 @@ class VeryLargeSharedSet(Rule):
         why = "a multi-node job" if ctx.workload.nodes > 1 else "many small files"
         return self.finding(
             "shared-fs",
-            f"{gb(ctx.total_bytes)} read by {why}: copying it to every node is too slow and "
+            f"{data_size(ctx.total_bytes)} read by {why}: copying it to every node is too slow and "
             "streaming every small object from S3 is request-bound; a shared parallel file "
             "system or distributed cache serves all nodes and jobs.",
             evidence={
@@ -120,9 +122,10 @@ class ManySmallFiles(Rule):
         list_s = count / FASTFILE_LIST_OBJECTS_S
         return self.finding(
             "reshard-first",
-            f"{count:,} objects with a median of {ctx.p50_bytes / 1e3:,.0f} KB: every GET pays "
-            "the first-byte latency for little payload, and listing alone takes "
-            f"{list_s / 60:,.0f} min. Pack them into ~150 MB shards before training.",
+            f"{counted(count, 'object')} with a median of {data_size(ctx.p50_bytes)}: every GET "
+            "pays the first-byte latency for little payload, and listing alone takes "
+            f"{duration(list_s)}. Pack them into shards of about {data_size(SHARD_TARGET_BYTES)} "
+            "before training.",
             evidence={
                 "object_count": count,
                 "p50_object_bytes": ctx.p50_bytes,
@@ -153,9 +156,9 @@ class SmallSetCopyLocal(Rule):
         disk = ctx.hardware.disk
         return self.finding(
             "copy-local",
-            f"{gb(ctx.total_bytes)} fits the local disk; copying takes about {copy_s / 60:,.0f} "
-            f"min at ~200 MB/s and every epoch after that reads local {disk.kind if disk else ''} "
-            "storage.",
+            f"{data_size(ctx.total_bytes)} fits the local disk; copying it takes about "
+            f"{duration(copy_s)} at about {data_rate(FILE_MODE_MB_S * MB)}, and every epoch after "
+            f"that reads {disk_words(disk.kind if disk else None)}.",
             evidence={
                 "total_bytes": ctx.total_bytes,
                 "disk_free_bytes": disk.free_bytes if disk else None,
@@ -181,7 +184,7 @@ class StreamFromS3(Rule):
         if not ctx.in_s3:
             return None
         if ctx.total_bytes > SMALL_SET_BYTES:
-            why = f"{gb(ctx.total_bytes)} is too large to copy before training"
+            why = f"{data_size(ctx.total_bytes)} is too large to copy before training"
         elif not ctx.fits_local_disk:
             why = "the set does not fit the local disk"
         else:
@@ -249,9 +252,9 @@ class EfsThroughput(Rule):
             return None
         return self.finding(
             "provisioned-throughput",
-            f"The job reads ~{need_mb_s:,.0f} MB/s but EFS bursting sustains only "
-            f"~{baseline_mb_s:,.1f} MB/s for {gb(ctx.total_bytes)} stored: use provisioned "
-            "throughput (or Max I/O mode for many workers).",
+            f"The job reads about {data_rate(need_mb_s * MB)} but EFS bursting sustains only "
+            f"about {data_rate(baseline_mb_s * MB)} for {data_size(ctx.total_bytes)} stored: use "
+            "provisioned throughput (or Max I/O mode for many workers).",
             evidence={"need_mb_s": round(need_mb_s, 1), "baseline_mb_s": round(baseline_mb_s, 1)},
         )
 
@@ -275,7 +278,7 @@ class CacheAfterFirstEpoch(Rule):
             return None
         return self.finding(
             True,
-            f"{ctx.workload.epochs} epochs over a set that fits the local disk: the first epoch "
-            "streams and fills a local cache, the others read it.",
+            f"{counted(ctx.workload.epochs, 'epoch')} over a set that fits the local disk: the "
+            "first epoch streams and fills a local cache, the others read it.",
             evidence={"epochs": ctx.workload.epochs, "total_bytes": ctx.total_bytes},
         )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from advisor.core.units import duration, per_s, rate, share
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.bottleneck import of_trial
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
+from advisor.decide.rules.words import ceiling_words, storage_words, workers
 
 
 class MeasuredThroughput(Rule):
@@ -23,16 +25,15 @@ class MeasuredThroughput(Rule):
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         w = state.get(Key.NUM_WORKERS, 0)
-        rate = ctx.measured_rates(state).get(w)  # none when training reads a copy or new shards
-        if rate is None:
+        measured = ctx.measured_rates(state).get(w)  # none when training reads a copy or new shards
+        if measured is None:
             return None
         predicted = ctx.model(state, w).samples_per_s
         return self.finding(
-            round(rate, 1),
-            f"Measured {rate:,.0f} samples/s with {w} worker(s); the model predicts "
-            f"{predicted:,.0f}.",
+            round(measured, 1),
+            f"Measured {rate(measured)} with {workers(w)}; the model predicts {rate(predicted)}.",
             evidence={
-                "measured_samples_per_s": rate,
+                "measured_samples_per_s": measured,
                 "predicted_samples_per_s": predicted,
                 "sweep_samples_per_s": _model_vs_measured(ctx, state),
             },
@@ -59,8 +60,8 @@ class ModelThroughput(Rule):
         storage = ctx.read_storage(state)
         return self.finding(
             round(p.samples_per_s, 1),
-            f"Predicted {p.samples_per_s:,.0f} samples/s with {w} worker(s), bound by "
-            f"{p.bottleneck} ({storage.name} storage).",
+            f"Predicted {rate(p.samples_per_s)} with {workers(w)}, reading from "
+            f"{storage_words(storage.name)}; the limit is {ceiling_words(p.bottleneck)}.",
             evidence={
                 "predicted_samples_per_s": p.samples_per_s,
                 "bottleneck": p.bottleneck,
@@ -88,14 +89,14 @@ class InputBound(Rule):
     key = Key.INPUT_BOUND
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        rate, consumer = state.get(Key.EXPECTED_SAMPLES_PER_S), ctx.consumer_rate
-        if rate is None or consumer is None or rate >= consumer * (1 - NOISE_CAP):
+        expected, consumer = state.get(Key.EXPECTED_SAMPLES_PER_S), ctx.consumer_rate
+        if expected is None or consumer is None or expected >= consumer * (1 - NOISE_CAP):
             return None
         return self.finding(
             True,
-            f"The loader delivers {rate:,.0f} of the {consumer:,.0f} samples/s the GPU consumes: "
-            f"the GPU waits {1 - rate / consumer:.0%} of the time.",
-            evidence={"expected_samples_per_s": rate, "consumer_rate_samples_per_s": consumer},
+            f"The loader delivers {per_s(expected)} of the {rate(consumer)} the GPU consumes: "
+            f"the GPU waits {share(1 - expected / consumer)} of the time.",
+            evidence={"expected_samples_per_s": expected, "consumer_rate_samples_per_s": consumer},
         )
 
 
@@ -120,21 +121,21 @@ class CpuBoundDecode(Rule):
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         if not state.get(Key.INPUT_BOUND):
             return None
-        workers = state.get(Key.NUM_WORKERS, 0)
-        p = ctx.model(state, workers)
+        count = state.get(Key.NUM_WORKERS, 0)
+        p = ctx.model(state, count)
         if p.bottleneck != "cpu":
             return None
-        measured = ctx.measured_rates(state).get(workers)
+        measured = ctx.measured_rates(state).get(count)
         found = of_trial(ctx, state)
         if found is not None and found.contradicts_cpu_advice():
             return None  # measured: something less CPU per sample would not lift limits it
         if measured is not None and measured < BOTTLENECK_SHARE * p.cpu_bound:
             return None  # decoding leaves capacity unused: it is not what limits the loader
-        at = f"; it reads {measured:,.0f}" if measured is not None else ""
+        at = f"; it reads {rate(measured)}" if measured is not None else ""
         return self.finding(
             "preprocess-offline",
-            f"{ctx.cpu_s_per_sample * 1e3:,.2f} ms of CPU per sample caps the loader at "
-            f"{p.cpu_bound:,.0f} samples/s with {workers} worker(s){at}: move deterministic "
+            f"{duration(ctx.cpu_s_per_sample)} of CPU per sample caps the loader at "
+            f"{rate(p.cpu_bound)} with {workers(count)}{at}: move deterministic "
             "decode/resize offline, keep random augmentation.",
             evidence={
                 "cpu_s_per_sample": ctx.cpu_s_per_sample,

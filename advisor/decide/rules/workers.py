@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from advisor.core.model import choose_workers
-from advisor.core.units import MB, gb, per_s
+from advisor.core.units import counted, data_size, per_s, rate
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -22,6 +22,7 @@ from advisor.decide.rules.thresholds import (
     RAM_FRACTION_FOR_WORKERS,
     TOLERANCE,
 )
+from advisor.decide.rules.words import workers
 from advisor.measure.trial.results import READ_LOCAL_COPY, CountRate, StepRate
 
 
@@ -169,8 +170,10 @@ class WorkersCappedByCores(Rule):
         )
         return self.finding(
             cap,
-            f"Throughput alone would use {wanted} workers, but {ctx.cores_per_rank} core(s) per "
-            f"rank allow {cap} ({why}). More cores per rank would help.",
+            f"Throughput alone would use {counted(wanted, 'worker')}, but "
+            f"{counted(ctx.cores_per_rank, 'core')} per rank "
+            f"allow{'s' if ctx.cores_per_rank == 1 else ''} {cap} ({why}). More cores per rank "
+            "would help.",
             evidence={
                 "usable_cores": ctx.hardware.usable_cores,
                 "ranks_per_node": ctx.ranks_per_node,
@@ -198,8 +201,9 @@ class WorkersCappedByRam(Rule):
             return None
         return self.finding(
             ram_cap(ctx),
-            f"Each worker holds ~{ctx.worker_rss_bytes / MB:,.0f} MB; "
-            f"{gb(ctx.ram_per_rank or 0)} available per rank fits {ram_cap(ctx)} worker(s).",
+            f"Each worker holds about {data_size(ctx.worker_rss_bytes)}; the "
+            f"{data_size(ctx.ram_per_rank or 0)} available per rank fits "
+            f"{counted(ram_cap(ctx), 'worker')}.",
             evidence={
                 "ram_available_bytes": ctx.hardware.ram_available_bytes,
                 "worker_rss_bytes": ctx.worker_rss_bytes,
@@ -317,29 +321,36 @@ class WorkersFromModel(Rule):
 def _measured_rationale(
     w: int, top: int, counts: Mapping[int, CountRate], reason: str, consumer: float | None
 ) -> str:
+    text = _measured_reason(w, top, counts, reason, consumer)
+    return text[:1].upper() + text[1:]  # "No workers ...", as a sentence starts
+
+
+def _measured_reason(
+    w: int, top: int, counts: Mapping[int, CountRate], reason: str, consumer: float | None
+) -> str:
     how = "with a blocking and with a spinning step" if consumer else "with no step"
     if len(counts) == 1:
-        return f"{w} worker(s), the only measured choice within the caps."
+        return f"{workers(w)}: the only measured count the cores and memory allow."
     if reason == "headroom":
         return (
-            f"{w} worker(s) deliver at least 1.2x the {consumer or 0:,.0f} samples/s the GPU "
+            f"{workers(w)} deliver at least 1.2x the {rate(consumer or 0)} the GPU "
             f"consumes, as training sees it {how}; more workers would only cost memory."
         )
     if reason.startswith("noise"):
         noise = float(reason.partition(":")[2] or 0)
         return (
-            f"{w} worker(s): within the measured noise of {top} worker(s) (±{noise:.0%}), as "
+            f"{workers(w)}: within the measured noise of {workers(top)} (±{noise:.0%}), as "
             f"training sees it {how}: fewer processes and less memory."
         )
-    return f"{w} worker(s): the best measured as training sees it {how}."
+    return f"{workers(w)}: the best measured as training sees it {how}."
 
 
 def _spread(c: CountRate) -> str:
-    bound = ">= " if c.lower_bound else ""
+    bound = "at least " if c.lower_bound else ""
     slower = f", the {c.step} step the slower" if len(c.steps) > 1 else ""
     return (
-        f"{bound}{per_s(c.median)} samples/s median ({per_s(c.low)}-{per_s(c.high)} over "
-        f"{c.slower.slices} slices{slower})"
+        f"{bound}{rate(c.median)} median ({per_s(c.low)} to {per_s(c.high)} over "
+        f"{counted(c.slower.slices, 'slice')}{slower})"
     )
 
 
@@ -347,15 +358,15 @@ def _workers_rationale(w: int, rates: Mapping[int, float], consumer: float | Non
     """NW-4's reasoning on the model's predicted rates."""
     best = max(rates.values())
     if len(rates) == 1:
-        return f"{w} worker(s), the only choice within the caps: {rates[w]:,.0f} samples/s."
+        return f"{workers(w)}, the only count the cores and memory allow: {rate(rates[w])}."
     if consumer is not None and rates[w] >= consumer * HEADROOM:
         return (
-            f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), at least 1.2x the "
-            f"{consumer:,.0f} samples/s the GPU consumes; more workers would only cost memory."
+            f"{workers(w)} deliver {rate(rates[w])} (predicted), at least 1.2x the "
+            f"{rate(consumer)} the GPU consumes; more workers would only cost memory."
         )
     return (
-        f"{w} worker(s) deliver {rates[w]:,.0f} samples/s (predicted), within 5% of the best "
-        f"{best:,.0f} samples/s over {min(rates)}-{max(rates)} workers."
+        f"{workers(w)} deliver {rate(rates[w])} (predicted), within 5% of the best "
+        f"{rate(best)} over {min(rates)} to {max(rates)} workers."
     )
 
 
@@ -376,9 +387,9 @@ def _read_path_rationale(ctx: Context, state: State) -> str:
     if first is None:
         return " Measured on a local copy of a sample: what training reads after the copy."
     best = first.best_count()
-    first_rate = f"; the first epoch streams: {per_s(best.median)} samples/s" if best else ""
+    first_rate = f"; the first epoch streams: {rate(best.median)}" if best else ""
     return (
         f" Measured on a local copy of a sample: it optimises the steady state, the "
         f"{ctx.workload.epochs - 1} of {ctx.workload.epochs} epochs that read the local cache"
-        f"{first_rate} at best ({best.num_workers if best else '-'} worker(s), measured)."
+        f"{first_rate} at best ({workers(best.num_workers) if best else 'none'}, measured)."
     )

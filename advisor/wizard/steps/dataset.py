@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from typing import TYPE_CHECKING
 
@@ -58,13 +57,12 @@ class DatasetStep:
             and location.anonymous == self.anonymous
         ):
             return
-        location = session.set_location(
+        session.set_location(
             self.uri.strip(),
             endpoint_url=self.endpoint_url.strip() or None,
             profile=self.aws_profile.strip() or None,
+            anonymous=self.anonymous,
         )
-        if self.anonymous:
-            session.location = dataclasses.replace(location, anonymous=True)
         self._forget_results()
 
     def run_profile(self) -> bool:

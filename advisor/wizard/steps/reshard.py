@@ -81,6 +81,7 @@ class ReshardStep:
             self.estimate = dry_run(
                 source.uri, self.destination, self._config(), endpoint_url=source.endpoint_url,
                 profile=source.profile, credentials=credentials,
+                anonymous_source=source.anonymous,
             )  # fmt: skip
             self.context.report(f"estimate: {self.estimate.seconds:,.0f} s", 1.0)
 
@@ -97,7 +98,8 @@ class ReshardStep:
         def work(cancel: threading.Event) -> None:
             self.result = run_reshard(
                 source.uri, self.destination, self._config(), endpoint_url=source.endpoint_url,
-                profile=source.profile, credentials=credentials, progress=progress, cancel=cancel,
+                profile=source.profile, credentials=credentials,
+                anonymous_source=source.anonymous, progress=progress, cancel=cancel,
             )  # fmt: skip
             state = "cancelled" if self.result.cancelled else "done"
             self.context.report(f"re-shard {state}", 1.0)
