@@ -216,7 +216,9 @@ def check(
 
 
 def _model_inputs(trial: Any) -> dict[str, float | None]:
-    decode, storage = trial.decode, trial.storage
+    """What the model was given: the CPU per sample, and the storage probes' first byte and
+    bandwidth, of the listed objects and (copy_*) of the trial's local copy where it made one."""
+    decode, storage, copy = trial.decode, trial.storage, trial.copy_storage
     return {
         "cpu_ms_per_sample": None if decode is None else round(decode.cpu_s_per_sample * 1e3, 3),
         "overhead_ms_per_sample": None
@@ -224,6 +226,8 @@ def _model_inputs(trial: Any) -> dict[str, float | None]:
         else round(decode.overhead_s * 1e3, 3),
         "first_byte_ms": None if storage is None else round(storage.first_byte_p50_s * 1e3, 2),
         "per_connection_mb_s": None if storage is None else round(storage.per_connection_mb_s, 1),
+        "copy_first_byte_ms": None if copy is None else round(copy.first_byte_p50_s * 1e3, 3),
+        "copy_per_connection_mb_s": None if copy is None else round(copy.per_connection_mb_s, 1),
     }
 
 

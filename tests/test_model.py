@@ -11,6 +11,8 @@ from hypothesis import strategies as st
 from advisor.core.model import (
     INFLIGHT_MAX,
     LOCAL_NVME_DEFAULTS,
+    LOCAL_READ_THREADS,
+    LOCAL_SSD_DEFAULTS,
     S3_DEFAULTS,
     StorageParams,
     choose_workers,
@@ -34,8 +36,10 @@ in_flight = st.integers(min_value=1, max_value=16)
 samples_per_object = st.sampled_from([1.0, 10.0, 1000.0])
 
 
-def _storage(latency: float, k: int = 4, bw: float = 90.0, cap: float | None = 1250.0):
-    return StorageParams("s", latency, bw, requests_in_flight=k, aggregate_mb_s=cap)
+def _storage(
+    latency: float, k: int = 4, bw: float = 90.0, cap: float | None = 1250.0, local: bool = False
+) -> StorageParams:
+    return StorageParams("s", latency, bw, requests_in_flight=k, aggregate_mb_s=cap, local=local)
 
 
 def test_defaults_are_documented_numbers() -> None:
@@ -103,26 +107,30 @@ def test_rejects_nonsense(kwargs: dict[str, float]) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(object_sizes, latencies, latencies, cpu_costs, cores, workers, in_flight, samples_per_object)
+@given(
+    object_sizes, latencies, latencies, cpu_costs, cores, workers, in_flight, samples_per_object,
+    st.booleans(),
+)  # fmt: skip
 def test_more_latency_never_increases_throughput(
-    size: float, lat_a: float, lat_b: float, cpu: float, n_cores: int, w: int, k: int, spo: float
-) -> None:
+    size: float, lat_a: float, lat_b: float, cpu: float, n_cores: int, w: int, k: int, spo: float,
+    local: bool,
+) -> None:  # fmt: skip
     low, high = sorted((lat_a, lat_b))
     kw = {"object_bytes": size, "cpu_s_per_sample": cpu, "usable_cores": n_cores}
-    fast = predict(w, storage=_storage(low, k), samples_per_object=spo, **kw)
-    slow = predict(w, storage=_storage(high, k), samples_per_object=spo, **kw)
+    fast = predict(w, storage=_storage(low, k, local=local), samples_per_object=spo, **kw)
+    slow = predict(w, storage=_storage(high, k, local=local), samples_per_object=spo, **kw)
     assert slow.samples_per_s <= fast.samples_per_s * (1 + 1e-9)
 
 
 @settings(max_examples=300, deadline=None)
-@given(object_sizes, latencies, cpu_costs, cores, workers, workers, in_flight)
+@given(object_sizes, latencies, cpu_costs, cores, workers, workers, in_flight, st.booleans())
 def test_more_workers_never_lower_throughput_nor_exceed_the_cores(
-    size: float, lat: float, cpu: float, n_cores: int, w_a: int, w_b: int, k: int
+    size: float, lat: float, cpu: float, n_cores: int, w_a: int, w_b: int, k: int, local: bool
 ) -> None:
     few, many = sorted((w_a, w_b))
     kw = {"object_bytes": size, "cpu_s_per_sample": cpu, "usable_cores": n_cores}
-    a = predict(few, storage=_storage(lat, k), **kw)
-    b = predict(many, storage=_storage(lat, k), **kw)
+    a = predict(few, storage=_storage(lat, k, local=local), **kw)
+    b = predict(many, storage=_storage(lat, k, local=local), **kw)
     assert b.samples_per_s >= a.samples_per_s * (1 - 1e-9)
     if cpu > 0:
         # never more than the cores left for loading can decode, however many workers
@@ -194,6 +202,22 @@ def test_local_nvme_is_faster_than_s3_for_small_objects() -> None:
         predict(4, storage=LOCAL_NVME_DEFAULTS, **kw).samples_per_s
         > predict(4, storage=S3_DEFAULTS, **kw).samples_per_s
     )
+
+
+def test_local_files_are_read_on_the_readers_read_ahead_threads() -> None:
+    """The native reader reads local files ahead on its threads: as many at once as it has, never
+    more, whatever requests in flight it may keep; a plain file system mount or a disk default
+    alike."""
+    local = StorageParams("copy", 0.0005, 100.0, requests_in_flight=256, local=True)
+    assert local.concurrent_reads == LOCAL_READ_THREADS
+    assert LOCAL_SSD_DEFAULTS.concurrent_reads == LOCAL_READ_THREADS
+    kw = {"object_bytes": 2 * MB, "usable_cores": 8}
+    fetch = 0.0005 + 2 * MB / (100.0 * MB)
+    assert predict(1, storage=local, **kw).latency_bound == pytest.approx(
+        LOCAL_READ_THREADS / fetch
+    )
+    one = StorageParams("open-read", 0.0005, 100.0, requests_in_flight=1, local=True)
+    assert predict(1, storage=one, **kw).latency_bound == pytest.approx(1 / fetch)
 
 
 def test_requests_in_flight_follow_what_one_process_takes_in() -> None:

@@ -411,6 +411,77 @@ def test_a_copy_local_set_is_decided_by_the_trials_local_copy() -> None:
     assert "could not measure that read path" in model.decision("num_workers").rationale
 
 
+# What two trials measured on the bench's sets that fit the disk (`bench advisor-check`,
+# fit-20KB-20ms-raw-fast and fit-8MB-0ms-raw-fast, 2 cores, 30 s): the S3 probe through the
+# latency proxy, the probe of the local copy, the raw transform's cost, and the sweep on the copy
+# per slice as (num_workers, samples/s, training thread's and machine's CPU us per sample).
+LOCAL_COPY_TRIALS = {
+    "20KB": (
+        20_000,
+        StorageProbe(
+            1901, 38_020_000, 0.0221, 0.0260, 0.87,
+            ((1, 0.8, 41), (2, 1.6, 82), (4, 2.9, 144), (8, 5.7, 283), (16, 12.8, 639),
+             (32, 15.9, 795)),
+        ),
+        StorageProbe(
+            12012, 240_240_000, 4.7e-6, 5.2e-6, 1289.0,
+            ((1, 408, 20418), (2, 644, 32177), (4, 853, 42671)),
+        ),
+        DecodeCost("bench.transforms:raw", 64, 14.7e-6, 20_000, 29.1e-6),
+        ((0, 9896, 64.5, 202.4), (1, 1892, 170.4, 1056.9), (2, 2604, 160.1, 765.6),
+         (0, 11321, 59.6, 175.6), (1, 1682, 204.1, 1189.9), (2, 1749, 257.7, 1143.9)),
+    ),
+    "8MB": (
+        8 * MB,
+        StorageProbe(
+            287, 2_296_000_000, 0.0076, 0.0446, 739.2,
+            ((1, 494, 62), (2, 745, 93), (4, 517, 65), (8, 591, 74)),
+        ),
+        StorageProbe(
+            492, 3_936_000_000, 7.0e-6, 9.5e-6, 14321.5,
+            ((1, 11303, 1413), (2, 15016, 1877), (4, 14299, 1787)),
+        ),
+        DecodeCost("bench.transforms:raw", 40, 19.5e-6, 8 * MB, 45.7e-6),
+        ((0, 2044, 75.6, 925.0), (1, 529, 268.0, 2857.1), (2, 784, 220.9, 2355.8),
+         (0, 1470, 87.3, 1293.6), (1, 474, 316.2, 3205.4), (2, 665, 249.0, 2872.3)),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("size", "objects", "epochs", "source"),
+    [("20KB", 2000, 1, "copy-local"), ("8MB", 40, 1, "copy-local"), ("8MB", 15_000, 4, "stream")],
+)
+def test_the_model_of_a_local_copy_predicts_what_the_trial_measured_on_it(
+    size: str, objects: int, epochs: int, source: str
+) -> None:
+    """Training reads a local copy (copy-local from S3, or the cache of a 120 GB stream's later
+    epochs): the model takes the trial's probe of the copy (its first byte, bandwidth, the
+    reader's local read-ahead), not S3's nor a default disk's, and its prediction at the chosen
+    count lies within the range the trial measured there."""
+    object_bytes, s3, copy, decode, slices = LOCAL_COPY_TRIALS[size]
+    wl = Workload(batch_size=16, transform="bench.transforms:raw", epochs=epochs)
+    hw = hardware(cores=2, disk_free=200 * GB)
+    result = _with_counts(
+        TrialResult(
+            "s3://check/fit/", 30, 28, storage=s3, decode=decode,
+            sweep=tuple(
+                LoaderPoint(w, False, 2 if w else None, 1000, 1000 / r, r, r * object_bytes / MB,
+                            0.1, 300, main * 1e-6, machine * 1e-6)
+                for w, r, main, machine in slices
+            ),
+            setup=TrialSetup.of(wl, 2, READ_LOCAL_COPY), copy_storage=copy,
+        )
+    )  # fmt: skip
+    rec = recommend(profile(objects, object_bytes, "binary"), hw, wl, result)
+    assert rec.data_source == source and "NW-3" in rec.path()
+    row = rec.decision("num_workers").evidence["sweep_table"][str(rec.num_workers)]
+    assert row["low"] <= row["predicted"] <= row["high"], row
+    assert rec.decision("throughput").evidence["predicted_samples_per_s"] == pytest.approx(
+        row["predicted"], rel=0.01
+    )
+
+
 def test_a_cached_stream_measures_both_epochs_and_optimises_the_steady_state() -> None:
     big = profile(400, 300 * MB, "tar", 1000.0)  # 120 GB: streamed, and cached on 200 GB free
     hw, wl = hardware(cores=4, disk_free=200 * GB), Workload(batch_size=32, epochs=4)

@@ -4,8 +4,9 @@ Each loader process (a DataLoader worker, or the main process when num_workers =
 objects through the native reader, which keeps ``requests_in_flight`` GETs open per process, and
 decodes/transforms every sample on one core. Three ceilings bound the loader:
 
-- latency/connection: each process completes ``requests_in_flight / fetch_s`` objects/s, where
-  ``fetch_s = first_byte_s + object_bytes / per_connection_bandwidth``, and no more than one
+- latency/connection: each process completes ``requests_in_flight / fetch_s`` objects/s (local
+  files: no more at once than the reader's read-ahead threads, `StorageParams.concurrent_reads`),
+  where ``fetch_s = first_byte_s + object_bytes / per_connection_bandwidth``, and no more than one
   process hands over (`process_objects_per_s`); with a single request in flight, fetching and
   decoding do not overlap, so the process needs ``fetch_s + cpu_per_object`` per object;
 - CPU: the cores left for loading (usable cores minus the main process, at least one; the main
@@ -39,6 +40,7 @@ from dataclasses import dataclass
 
 from advisor.core.units import MB
 from native_loader.config import ReaderConfig
+from native_loader.local_pool import LOCAL_THREADS
 
 __all__ = [
     "EFS_DEFAULTS",
@@ -60,6 +62,9 @@ __all__ = [
 READER_INFLIGHT: int = ReaderConfig.max_inflight_requests
 READER_PART_BYTES: int = ReaderConfig.part_size
 READER_BUDGET_BYTES: int = ReaderConfig.max_inflight_bytes
+# The native reader reads local files ahead on this many threads per process (`native_loader.
+# local`): however many requests it may keep in flight, no more local reads run at once.
+LOCAL_READ_THREADS: int = LOCAL_THREADS
 # A reader's byte budget should hold this many of its objects: one the consumer holds, one
 # finished and waiting, two in flight. Under that, large objects idle the reader between objects
 # (200 MB objects with 0 workers read faster with 768 MiB than with 256 MiB).
@@ -86,6 +91,8 @@ class StorageParams:
         pipelines several; a plain ``open().read()`` dataset has 1).
     aggregate_mb_s: ceiling over all connections of the node (NIC, device, volume); None = none.
     measured: True when the numbers come from the trial's storage probe.
+    local: files on this node (a local disk, or a local copy): the native reader reads at most
+        LOCAL_READ_THREADS of them at once per process, whatever `requests_in_flight` allows.
     """
 
     name: str
@@ -94,6 +101,7 @@ class StorageParams:
     requests_in_flight: int = 1
     aggregate_mb_s: float | None = None
     measured: bool = False
+    local: bool = False
 
     def __post_init__(self) -> None:
         if not 0 <= self.first_byte_s <= 60:
@@ -105,6 +113,14 @@ class StorageParams:
         if self.aggregate_mb_s is not None and not self.aggregate_mb_s > 0:
             raise ValueError(f"aggregate_mb_s={self.aggregate_mb_s} must be > 0 or None")
 
+    @property
+    def concurrent_reads(self) -> int:
+        """Reads one loader process runs at once: its requests in flight, and for local files
+        no more than the reader's read-ahead threads."""
+        if self.local:
+            return min(self.requests_in_flight, LOCAL_READ_THREADS)
+        return self.requests_in_flight
+
 
 # Defaults when there is no trial. S3: ~30 ms to first byte and ~90 MB/s per connection for one
 # GET, as many requests in flight per process as the native reader keeps by default (its
@@ -112,11 +128,21 @@ class StorageParams:
 S3_DEFAULTS = StorageParams(
     "s3", 0.030, 90.0, requests_in_flight=READER_INFLIGHT, aggregate_mb_s=1250.0
 )
+# Local files are read by the native reader, which reads up to LOCAL_READ_THREADS of them ahead
+# per process (`native_loader.local`): `concurrent_reads`, whatever RD-1 sets for S3.
 # Local NVMe instance storage [IO]: sub-millisecond access, GB/s per device.
-LOCAL_NVME_DEFAULTS = StorageParams("local-nvme", 0.0002, 1000.0, 1, aggregate_mb_s=2000.0)
-# EBS-backed / SATA SSD: EBS-backed instances cap at ~250 MB/s [SRC].
-LOCAL_SSD_DEFAULTS = StorageParams("local-ssd", 0.0005, 250.0, 1, aggregate_mb_s=250.0)
-HDD_DEFAULTS = StorageParams("local-hdd", 0.008, 150.0, 1, aggregate_mb_s=150.0)
+LOCAL_NVME_DEFAULTS = StorageParams(
+    "local-nvme", 0.0002, 1000.0, READER_INFLIGHT, aggregate_mb_s=2000.0, local=True
+)
+# EBS-backed / SATA SSD: EBS-backed instances cap at ~250 MB/s [SRC]; EBS's own figures: io2
+# Block Express averages under 500 us for a 16 KiB read, gp2/gp3 more (AWS, "Amazon EBS
+# optimization"), so 0.5 ms to a file's first byte.
+LOCAL_SSD_DEFAULTS = StorageParams(
+    "local-ssd", 0.0005, 250.0, READER_INFLIGHT, aggregate_mb_s=250.0, local=True
+)
+HDD_DEFAULTS = StorageParams(
+    "local-hdd", 0.008, 150.0, READER_INFLIGHT, aggregate_mb_s=150.0, local=True
+)
 # EFS: a few ms per open/read, bursting ~150 MB/s baseline per TB stored [SRC].
 EFS_DEFAULTS = StorageParams("efs", 0.005, 100.0, 1, aggregate_mb_s=None)
 # FSx for Lustre / distributed cache: low latency, hundreds of MB/s per client [SRC][ORC].
@@ -182,7 +208,7 @@ def predict(
     processes = max(num_workers, 1)
     fetch_s = storage.first_byte_s + object_bytes / (storage.per_connection_mb_s * MB)
     cpu_obj = spo * cpu_s_per_sample
-    k = storage.requests_in_flight
+    k = storage.concurrent_reads
     # the loading thread's time per sample: measured in the training thread with 0 workers
     thread_s = None if overhead_s_per_sample is None else overhead_s_per_sample + cpu_s_per_sample
     if num_workers == 0 and main_s_per_sample is not None:

@@ -64,8 +64,8 @@ class PrefetchHidesLatency(Rule):
                 measured=True,
                 confidence="high",
             )
-        storage = ctx.storage_for(ctx.training_source(state))
-        probe = ctx.trial.storage if ctx.trial is not None and storage.measured else None
+        storage = ctx.read_storage(state)
+        probe = ctx.read_probe(state)
         latency = probe.first_byte_p95_s if probe else 2 * storage.first_byte_s
         per_worker = ctx.expected_rate(state) / w
         batches = latency * per_worker / ctx.workload.batch_size

@@ -40,6 +40,7 @@ from advisor.measure.trial.results import (
     READ_LISTED,
     READ_LOCAL_COPY,
     CountRate,
+    StorageProbe,
     TrialResult,
     TrialSetup,
 )
@@ -177,17 +178,36 @@ class Context:
         }.get(kind, LOCAL_SSD_DEFAULTS)
 
     def measured_storage(self) -> StorageParams | None:
+        """The listed objects' storage as the trial's probe measured it (files where the data
+        is a local path: the reader's local read-ahead reads them)."""
         probe = self.trial.storage if self.trial is not None else None
         if probe is None or probe.per_connection_mb_s <= 0:
             return None
-        return StorageParams(
-            name="measured",
-            first_byte_s=min(max(probe.first_byte_p50_s, 0.0), 60.0),
-            per_connection_mb_s=probe.per_connection_mb_s,
-            requests_in_flight=S3_DEFAULTS.requests_in_flight,
-            aggregate_mb_s=probe.aggregate_mb_s,
-            measured=True,
-        )
+        return probe.params(S3_DEFAULTS.requests_in_flight, local=self.profile.storage == "local")
+
+    def copy_storage(self) -> StorageParams | None:
+        """The local copy's storage as the trial's probe of its copy measured it (None: the
+        trial made no copy). Not the S3 probe's: the copy is read from local disk."""
+        probe = self.trial.copy_storage if self.trial is not None else None
+        if probe is None or probe.per_connection_mb_s <= 0:
+            return None
+        return probe.params(S3_DEFAULTS.requests_in_flight, local=True)
+
+    def read_storage(self, state: State) -> StorageParams:
+        """What one rank reads from in the steady state (`read_path`): a local copy (a
+        copy-local from S3, or the cache later epochs read) reads local files, whatever the
+        first epoch streamed from."""
+        if self.read_path(state) == READ_LOCAL_COPY:
+            return self.storage_for("copy-local")
+        return self.storage_for(self.training_source(state))
+
+    def read_probe(self, state: State) -> StorageProbe | None:
+        """The trial's probe behind `read_storage` (None: no trial, or defaults)."""
+        if self.trial is None or not self.read_storage(state).measured:
+            return None
+        if self.read_path(state) == READ_LOCAL_COPY and self.profile.storage != "local":
+            return self.trial.copy_storage
+        return self.trial.storage
 
     def storage_for(self, source: str | None) -> StorageParams:
         """What one rank reads from, given the chosen data source.
@@ -202,8 +222,9 @@ class Context:
         return dataclasses.replace(storage, aggregate_mb_s=share)
 
     def _node_storage_for(self, source: str | None) -> StorageParams:
-        if source == "copy-local":
-            measured = self.measured_storage() if self.profile.storage == "local" else None
+        if source == "copy-local":  # a local folder read in place, or a copy of the S3 set
+            local = self.profile.storage == "local"
+            measured = self.measured_storage() if local else self.copy_storage()
             return measured or self.local_storage()
         if source == "shared-fs":
             measured = self.measured_storage() if self.on_fsx else None
@@ -246,7 +267,7 @@ class Context:
         share = training_share
         if share is None:
             share = self.training_share(state, num_workers)
-        storage = self.storage_for(self.training_source(state))
+        storage = self.read_storage(state)
         if storage.requests_in_flight > 1 and Key.REQUESTS_IN_FLIGHT in state:
             storage = dataclasses.replace(
                 storage, requests_in_flight=int(state[Key.REQUESTS_IN_FLIGHT])

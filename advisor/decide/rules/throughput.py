@@ -57,7 +57,7 @@ class ModelThroughput(Rule):
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         w = state.get(Key.NUM_WORKERS, 0)
         p = ctx.model(state, w)
-        storage = ctx.storage_for(ctx.training_source(state))
+        storage = ctx.read_storage(state)
         return self.finding(
             round(p.samples_per_s, 1),
             f"Predicted {rate(p.samples_per_s)} with {workers(w)}, reading from "

@@ -299,7 +299,7 @@ class WorkersFromModel(Rule):
         cap = workers_cap(ctx, state)
         rates = ctx.model_rates(state, range(min(1, cap), cap + 1))
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
-        storage = ctx.storage_for(ctx.training_source(state))
+        storage = ctx.read_storage(state)
         measured_inputs = storage.measured or ctx.cpu_measured
         return self.finding(
             w,

@@ -52,9 +52,19 @@ def check_names(objects: Iterable[ObjectInfo]) -> None:
         check_name(info.uri)
 
 
-def probe_storage(data: TrialData, clock: TrialClock, share: float) -> StorageProbe:
+def probe_storage(
+    data: TrialData,
+    clock: TrialClock,
+    share: float,
+    levels: tuple[int, ...] = CONCURRENCY_LEVELS,
+    phase: str = "storage",
+) -> StorageProbe:
     """First byte and per-connection bandwidth from sequential reads, then aggregate MB/s as
-    requests in flight rise, within `share` seconds."""
+    requests in flight rise through `levels`, within `share` seconds, reported as `phase`.
+
+    A local file is read whole in one call, which has no first byte of its own: its first byte
+    is the time of a one-byte read of the same file (the open and the call), the rest of the
+    read its transfer."""
     budget_end = clock.used() + share
     sequential_end = clock.used() + share / 2  # then the concurrency curve
     first_bytes: list[float] = []
@@ -67,28 +77,31 @@ def probe_storage(data: TrialData, clock: TrialClock, share: float) -> StoragePr
         for info in data.objects[:PROBE_OBJECTS]:
             clock.check()
             result = reader.read_range(info.uri, 0, min(info.size, PROBE_RANGE_BYTES))
-            first_bytes.append(result.first_byte_s)
+            first_byte = result.first_byte_s
+            if first_byte >= result.elapsed_s and len(result) > 1:  # read whole: a local file
+                first_byte = min(reader.read_range(info.uri, 0, 1).elapsed_s, first_byte)
+            first_bytes.append(first_byte)
             total_bytes += len(result)
             sequential_bytes += len(result)
             whole_seconds += result.elapsed_s
             if len(result) >= BANDWIDTH_MIN_BYTES:  # a small body's transfer is too short to time
                 transfer_bytes += len(result)
-                transfer_seconds += max(result.elapsed_s - result.first_byte_s, 1e-6)
+                transfer_seconds += max(result.elapsed_s - first_byte, 1e-6)
             if clock.used() > sequential_end and len(first_bytes) >= 3:
                 break
-    clock.report("storage", f"first byte p50 {statistics.median(first_bytes) * 1000:.1f} ms")
+    clock.report(phase, f"first byte p50 {statistics.median(first_bytes) * 1000:.3g} ms")
     curve: list[tuple[int, float, float]] = []
     objects_read = len(first_bytes)
-    for level in CONCURRENCY_LEVELS:
+    for level in levels:
         remaining = budget_end - clock.used()
         if remaining <= 0:
             break
-        slice_s = remaining / max(1, len(CONCURRENCY_LEVELS) - len(curve))
+        slice_s = remaining / max(1, len(levels) - len(curve))
         mb_s, objects_s, read, count = _read_for(data, level, slice_s, clock)
         total_bytes += read
         objects_read += count
         curve.append((level, mb_s, objects_s))
-        clock.report("storage", f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
+        clock.report(phase, f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
         if saturated([mb for _, mb, _ in curve]):
             break
     ordered = sorted(first_bytes)

@@ -9,6 +9,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from advisor.core.model import StorageParams
 from advisor.core.workload import Workload
 
 STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
@@ -166,6 +167,21 @@ class StorageProbe:
         bound on what more requests and processes read, not a ceiling: None."""
         return self.best_mb_s if self.saturated else None
 
+    def params(self, requests_in_flight: int, *, local: bool = False) -> StorageParams:
+        """The model's storage as this probe measured it, read with `requests_in_flight` per
+        process. For local files (`local`) no aggregate ceiling: the probe's one process reads
+        no more at once than its read-ahead threads, so its curve flattens there however many
+        processes the device or the page cache would serve."""
+        return StorageParams(
+            name="measured-local" if local else "measured",
+            first_byte_s=min(max(self.first_byte_p50_s, 0.0), 60.0),
+            per_connection_mb_s=max(self.per_connection_mb_s, 1e-3),
+            requests_in_flight=max(requests_in_flight, 1),
+            aggregate_mb_s=None if local else self.aggregate_mb_s,
+            measured=True,
+            local=local,
+        )
+
 
 @dataclass(frozen=True)
 class DecodeCost:
@@ -268,6 +284,9 @@ class TrialResult:
     inflight_bytes: int | None = None  # the byte budget per process the sweep read with
     setup: TrialSetup | None = None  # None: a result from before setups were recorded
     first_epoch: ReadPathSweep | None = None
+    # the storage probe on the local copy of the sample, where the trial made one (what training
+    # reads after a copy-local, or from a cache): its own first byte and bandwidth, not S3's
+    copy_storage: StorageProbe | None = None
 
     def best_count(self) -> CountRate | None:
         """The count with the highest median as training saw it (not the luckiest slice)."""

@@ -13,8 +13,7 @@ import torch
 from advisor.core.bounds import TrialBudget, range_of
 from advisor.core.location import DatasetLocation
 from advisor.core.model import (
-    LOCAL_SSD_DEFAULTS,
-    StorageParams,
+    LOCAL_READ_THREADS,
     inflight_bytes,
     predict,
     process_objects_per_s,
@@ -26,6 +25,7 @@ from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
 from advisor.measure.trial.localcopy import CopyUnavailable, copy_sample
 from advisor.measure.trial.probes import (
+    CONCURRENCY_LEVELS,
     WatchedTransform,
     check_names,
     host_to_device,
@@ -50,9 +50,14 @@ from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
 from native_loader.loader import prefetch_for
 
-# The sweep also takes what the storage probe, the decode timing and the sample copy (when the
-# training reads a local copy; at most its share) left over.
-BUDGET_SHARES = {"storage": 0.2, "decode": 0.1, "copy": 0.15, "sweep": 0.65, "h2d": 0.05}
+# The sweep also takes what the storage probe, the decode timing and the sample copy with its
+# own probe (when the training reads a local copy; at most their shares) left over.
+BUDGET_SHARES = {
+    "storage": 0.2, "decode": 0.1, "copy": 0.15, "copy_probe": 0.05, "sweep": 0.65, "h2d": 0.05
+}  # fmt: skip
+# The local copy's probe: one process reads no more local files at once than its read-ahead
+# threads, so higher levels would measure the same.
+LOCAL_LEVELS = tuple(level for level in CONCURRENCY_LEVELS if level <= LOCAL_READ_THREADS)
 SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
 SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 MAX_SECONDS = range_of(TrialBudget, "seconds").high
@@ -87,6 +92,8 @@ def run_trial(
     a local copy of a sample (`READ_LOCAL_COPY`: after a copy-local, or a cache that later
     epochs read), or both (the first epoch streams, the later ones read the cache). The sweep
     runs on each, the budget split evenly; the last is the steady state (`TrialResult.counts`).
+    A local copy gets a storage probe of its own (`TrialResult.copy_storage`): the model of the
+    local reads takes its first byte and bandwidth, not the listed objects'.
     A copy that cannot be made (no room, no permission, no time) is named in the notes, and the
     sweep reads the listed objects only.
     Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
@@ -132,6 +139,7 @@ def _measure(
     fmt = profile.dominant_format
     transform_name = workload.transform or f"default decoder for {fmt}"
     storage = decode = None
+    probes: dict[str, StorageProbe] = {}  # per read path, its storage as probed
     inflight: int | None = None
     budget: int | None = None
     measured: list[ReadPathSweep] = []
@@ -145,18 +153,24 @@ def _measure(
         data = TrialData.sample(location, fmt, transform, credentials)
         check_names(data.objects)
         data = dataclasses.replace(data, samples_per_item=_samples_per_item(profile, fmt))
-        storage = probe_storage(data, clock, seconds * BUDGET_SHARES["storage"])
+        levels = LOCAL_LEVELS if location.storage == "local" else CONCURRENCY_LEVELS
+        storage = probe_storage(data, clock, seconds * BUDGET_SHARES["storage"], levels)
         clock.check()
         decode = measure_decode(data, transform_name, clock, seconds * BUDGET_SHARES["decode"])
         inflight = _inflight_for(storage, data, decode)
         budget = _budget_for(data, hardware, workload)
         data = data.with_inflight(inflight, budget)
         sources = {READ_LISTED: data}
+        probes[READ_LISTED] = storage
         if READ_LOCAL_COPY in paths:
             try:
                 scratch = Path(tempfile.mkdtemp(prefix="loader-advisor-trial-", dir=scratch_dir))
                 copy_s = seconds * BUDGET_SHARES["copy"]
                 sources[READ_LOCAL_COPY] = copy_sample(data, scratch, clock, copy_s)
+                probes[READ_LOCAL_COPY] = probe_storage(
+                    sources[READ_LOCAL_COPY], clock, seconds * BUDGET_SHARES["copy_probe"],
+                    LOCAL_LEVELS, phase="copy",
+                )  # fmt: skip
             except (CopyUnavailable, OSError) as exc:
                 notes.append(
                     f"the trial could not make the local copy training reads ({exc}); it "
@@ -170,9 +184,11 @@ def _measure(
         )
         for index, path in enumerate(paths):
             share = 1.0 / (len(paths) - index)  # of what is left for the sweep
+            local = path == READ_LOCAL_COPY or location.storage == "local"
             sweep, counts = _sweep(
-                sources[path], hardware, workload, clock, storage, decode, path, share
-            )
+                sources[path], hardware, workload, clock, probes[path], decode, path, share,
+                local=local,
+            )  # fmt: skip
             measured.append(ReadPathSweep(path, sweep, counts))
             notes += [
                 _lower_bound_note(c.num_workers, c.median, seconds) for c in counts if c.lower_bound
@@ -203,6 +219,7 @@ def _measure(
         inflight_bytes=budget,
         setup=TrialSetup.of(workload, hardware.usable_cores, steady.read_path),
         first_epoch=measured[0] if len(measured) > 1 else None,
+        copy_storage=probes.get(READ_LOCAL_COPY) if READ_LOCAL_COPY in paths else None,
     )
 
 
@@ -250,6 +267,8 @@ def _sweep(
     decode: DecodeCost,
     read_path: str = READ_LISTED,
     share: float = 1.0,
+    *,
+    local: bool = False,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
     """num_workers 0 and 1 up to the rank's cores, measured as training sees them
     (`advisor.measure.trial.sweep.measure_counts`); when the budget holds fewer at MIN_SLICE_SECONDS
@@ -262,14 +281,10 @@ def _sweep(
     modes = 2 if workload.consumer_rate else 1
     limit = int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * modes))
     spo = max(1.0, data.mean_object_bytes / max(decode.bytes_per_sample, 1.0))
-    params = StorageParams(
-        "measured", min(max(storage.first_byte_p50_s, 0.0), 60.0),
-        max(storage.per_connection_mb_s, 1e-3), data.config.max_inflight_requests,
-        storage.aggregate_mb_s, measured=True,
-    )  # fmt: skip
+    # `storage`: the probe of what this sweep reads (the listed objects, or the local copy);
+    # `local`: it reads local files
+    params = storage.params(data.config.max_inflight_requests, local=local)
     stall_s = storage.first_byte_p95_s
-    if read_path == READ_LOCAL_COPY:  # the copy on local disk: the model's local numbers
-        params, stall_s = LOCAL_SSD_DEFAULTS, 2 * LOCAL_SSD_DEFAULTS.first_byte_s
     predictions = {
         w: predict(
             w, object_bytes=data.mean_object_bytes, samples_per_object=spo,
