@@ -119,7 +119,8 @@ def test_copy_local_overrides_reach_the_copy(session: AdvisorSession, tmp_path: 
         "target = os.path.join(os.getcwd(), 'my-copy')\n"
         "batches = list(override_cfg.make_dataloader(num_workers=0, local_copy_dir=target))\n"
         "print('samples', sum(len(b) for b in batches))\n"
-        "print('default', os.path.exists(os.path.expanduser(override_cfg.CONFIG['local_copy_dir'])))\n"
+        "default = os.path.expanduser(override_cfg.CONFIG['local_copy_dir'])\n"
+        "print('default', os.path.exists(default))\n"
     )
     result = _run(tmp_path, code, tmp_path)
     assert result.returncode == 0, result.stderr
