@@ -107,7 +107,8 @@ def test_exported_runs_fill_fresh_folders(tmp_path) -> None:  # type: ignore[no-
         "CONFIG = {'local_copy_dir': '~/.cache/shared/copy', 'cache_dir': '~/.cache/shared'}\n"
         "def make_dataloader(**overrides):\n"
         "    import torch\n"
-        "    folders = [(CONFIG['local_copy_dir'], overrides.get('cache_dir'))]\n"
+        "    settings = {**CONFIG, **overrides}\n"
+        "    folders = [(settings['local_copy_dir'], overrides.get('cache_dir'))]\n"
         "    return torch.utils.data.DataLoader(folders, num_workers=0)\n"
     )
     spec = RunSpec(loader="exported", endpoint="http://127.0.0.1:1", bucket="b", prefix="p/",
