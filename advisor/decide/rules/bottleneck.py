@@ -174,8 +174,8 @@ def of_trial(ctx: Context, state: State) -> Bottleneck | None:
     else:
         listed = "; ".join(f"{c.stage} {rate(c.samples_per_s)}" for c in ceilings) or "none"
         reason = (
-            f"{at} reaches {share(BOTTLENECK_SHARE)} of no measured ceiling ({listed}): the "
-            "limit is elsewhere (e.g. requests in flight, the loop itself)"
+            f"{at} is under {share(BOTTLENECK_SHARE)} of every measured ceiling ({listed}): "
+            "the limit is elsewhere (e.g. requests in flight, the loop itself)"
         )
     return Bottleneck(stage, measured, tuple(ceilings), reason, "trial")
 
