@@ -12,6 +12,7 @@ import io
 import re
 
 import pytest
+from test_recommend import profile
 
 from advisor import cli
 from advisor.core.location import DatasetLocation
@@ -20,7 +21,7 @@ from advisor.decide.recommend import recommend
 from advisor.export import build_export
 from advisor.headline import headline_lines
 from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
-from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
+from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.results import (
     DecodeCost,
     HostToDevice,
@@ -72,17 +73,7 @@ def test_the_patterns_catch_the_old_wording() -> None:
 
 
 def _profile(count: int, size: int, fmt: str, uri: str, spo: float | None = None) -> DatasetProfile:
-    listed = min(count, 1000)
-    return DatasetProfile(
-        uri=uri,
-        storage="s3" if uri.startswith("s3://") else "local",
-        object_count=count,
-        total_bytes=count * size,
-        sizes=SizeStats(size, size, size, size, size, float(size)),
-        formats=(FormatInfo(fmt, listed, listed * size, spo),),
-        distinct_prefixes=1,
-        listed_objects=listed,
-    )
+    return profile(count, size, fmt, spo, uri)
 
 
 def _hardware(
