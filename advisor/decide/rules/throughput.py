@@ -129,17 +129,26 @@ class CpuBoundDecode(Rule):
         found = of_trial(ctx, state)
         if found is not None and found.contradicts_cpu_advice():
             return None  # measured: something less CPU per sample would not lift limits it
-        if measured is not None and measured < BOTTLENECK_SHARE * p.cpu_bound:
+        # the ceiling the measurements named, where they did: the model's can sit below the
+        # rate the sweep measured (its cores for loading are a prediction)
+        named = next((c for c in found.ceilings if c.stage == found.stage), None) if found else None
+        ceiling = named.samples_per_s if named is not None else p.cpu_bound
+        if measured is not None and measured < BOTTLENECK_SHARE * ceiling:
             return None  # decoding leaves capacity unused: it is not what limits the loader
         at = f"; it reads {rate(measured)}" if measured is not None else ""
+        if named is not None:
+            cap = f"The CPU caps the loader at {rate(ceiling)} with {workers(count)} ({named.how})"
+        else:
+            cap = (
+                f"{duration(ctx.cpu_s_per_sample)} of CPU per sample caps the loader at "
+                f"{rate(ceiling)} with {workers(count)}"
+            )
         return self.finding(
             "preprocess-offline",
-            f"{duration(ctx.cpu_s_per_sample)} of CPU per sample caps the loader at "
-            f"{rate(p.cpu_bound)} with {workers(count)}{at}: move deterministic "
-            "decode/resize offline, keep random augmentation.",
+            f"{cap}{at}: move deterministic decode/resize offline, keep random augmentation.",
             evidence={
                 "cpu_s_per_sample": ctx.cpu_s_per_sample,
-                "cpu_bound_samples_per_s": p.cpu_bound,
+                "cpu_bound_samples_per_s": ceiling,
                 "measured_samples_per_s": measured,
                 "bottleneck": found.stage if found is not None else None,
             },
