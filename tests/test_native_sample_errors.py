@@ -163,3 +163,24 @@ def test_a_map_dataset_skips_into_a_shorter_batch(images: Path) -> None:
 def test_the_policy_refuses_nonsense(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SamplePolicy(**kwargs)
+
+
+def test_an_iterator_left_open_until_exit_ends_the_process_cleanly(images: Path) -> None:
+    """The dataset's generator flushes its sample counts from its cleanup, which an iterator
+    left open runs during interpreter exit: that printed an ImportError, and with the import
+    hoisted a torch tensor op aborted the process."""
+    import subprocess
+    import sys
+
+    script = (
+        "from native_loader import S3IterableDataset\n"
+        f"it = iter(S3IterableDataset({str(images) + '/'!r}))\n"
+        "next(it); next(it)\n"
+        "print('left open')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "left open"
+    assert "Exception ignored" not in done.stderr and "terminate" not in done.stderr, done.stderr
