@@ -228,9 +228,7 @@ def test_a_planned_machine_is_the_models_to_predict() -> None:
 
 
 def _throughput_evidence(case: dict[str, Any]) -> dict[str, Any]:
-    finding = next(
-        f for f in evaluate(make_ctx(case)).fired if f.rule_id in ("MEAS-1", "MEAS-2")
-    )
+    finding = next(f for f in evaluate(make_ctx(case)).fired if f.rule_id in ("MEAS-1", "MEAS-2"))
     return finding.evidence
 
 
