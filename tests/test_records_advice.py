@@ -86,7 +86,7 @@ def test_cli_exports_a_module_that_yields_every_line_once(
     assert result["recommendation"]["records"] == "lines"
     # the trial read records: a sample is a line, its batches 64 lines
     trial = result["trial"]
-    assert any("lines records" in note for note in trial["notes"]), trial["notes"]
+    assert any("read as records (lines)" in note for note in trial["notes"]), trial["notes"]
     assert trial["decode"]["bytes_per_sample"] == pytest.approx(len(lines[0]) + 1, rel=0.1)
     assert all(p["time_to_first_batch_s"] > 0 for p in trial["sweep"])
     config = json.loads(module.with_suffix(".json").read_text())

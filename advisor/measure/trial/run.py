@@ -143,7 +143,7 @@ def _measure(
     fmt = profile.dominant_format
     records = profile.record_format
     transform_name = workload.transform or (
-        f"{records} records as they are" if records else f"default decoder for {fmt}"
+        f"records as they are ({records})" if records else f"default decoder for {fmt}"
     )
     storage = decode = None
     probes: dict[str, StorageProbe] = {}  # per read path, its storage as probed
@@ -164,7 +164,7 @@ def _measure(
         )
         if records is not None:
             notes.append(
-                f"the text shards were read as {records} records, streamed: a sample is a "
+                f"the text shards were read as records ({records}), streamed: a sample is a "
                 "record, and samples/s are records/s"
             )
         levels = LOCAL_LEVELS if location.storage == "local" else CONCURRENCY_LEVELS
