@@ -131,7 +131,11 @@ def test_candidate_counts_every_core_or_those_around_the_models_choice() -> None
     predicted = {w: min(100.0 * w, 900.0) for w in range(17)}  # 9 workers reach the best
     assert candidate_counts(16, predicted, limit=5) == [0, 1, 9, 10, 16]
     assert candidate_counts(16, predicted, limit=7) == [0, 1, 7, 8, 9, 10, 16]
-    assert candidate_counts(16, predicted, limit=1) == [0, 1]  # never fewer than two
+    # never fewer than two, and the model's choice among them: 0 and 1 alone left it unmeasured
+    assert candidate_counts(16, predicted, limit=1) == [0, 9]
+    two_reach_the_best = {0: 150.0, 1: 160.0, 2: 260.0}
+    assert candidate_counts(2, two_reach_the_best, limit=2) == [0, 2]
+    assert candidate_counts(2, {0: 150.0, 1: 260.0, 2: 262.0}, limit=2) == [0, 1]
 
 
 def _slice(workers: int, rate: float, step: str, steady: bool = True) -> LoaderPoint:
