@@ -7,7 +7,9 @@ build the loader here, so that what was measured is what runs.
     loader = make_dataloader(dataset, settings)
 
 A batch is a list of `batch_size` samples as the transform returns them (`collate_list`): the
-default image decoders give uint8 HWC tensors of differing sizes, which cannot be stacked.
+default image decoders give uint8 HWC tensors of differing sizes, which cannot be stacked. Text
+shards read as records (``make_dataset(..., records="lines")``) give a batch of `batch_size`
+records: lines, parsed JSON lines or CSV rows, each through the transform where one is given.
 """
 
 from __future__ import annotations
@@ -77,8 +79,8 @@ def make_dataset(
 ) -> S3IterableDataset:
     """The streaming dataset over `source` read with `config` (the reader settings the advice
     sets: requests and bytes in flight per process). `cache_dir` keeps a local copy that later
-    epochs read (`~` expanded); other `options` (transform, shuffle, seed, tar_samples, rank,
-    world_size, cache_max_bytes, ...) pass through to `S3IterableDataset`."""
+    epochs read (`~` expanded); other `options` (transform, shuffle, seed, tar_samples, records,
+    rank, world_size, cache_max_bytes, ...) pass through to `S3IterableDataset`."""
     from native_loader.datasets import S3IterableDataset
 
     if cache_dir is not None:

@@ -287,6 +287,21 @@ def test_items_per_batch() -> None:
     assert dataclasses.replace(data, samples_per_item=100.0).items_per_batch(512) == 5
 
 
+def test_trial_data_with_records_streams_one_record_per_sample(tmp_path: Path) -> None:
+    """Text shards read as records: one item is one line (samples_per_item 1), and the data
+    counts as streamed (its byte budget is the one for streams)."""
+    from native_loader import ObjectInfo
+
+    shard = tmp_path / "part-0.txt"
+    shard.write_text("".join(f"line {n}\n" for n in range(100)))
+    info = ObjectInfo(str(shard), shard.name, shard.stat().st_size, "")
+    data = TrialData((info,), ReaderConfig(), "text", str, records="lines")
+    assert data.streamed and data.items_per_batch(64) == 64
+    assert list(data.dataset(str)) == [f"line {n}" for n in range(100)]
+    whole = dataclasses.replace(data, records=None, fmt="npy")
+    assert not whole.streamed
+
+
 def test_only_a_saturated_concurrency_curve_is_a_storage_ceiling() -> None:
     rising = StorageProbe(
         5, 5_000_000, 0.02, 0.03, 1.0, ((1, 1.0, 50), (8, 7.5, 375), (32, 19.0, 950))

@@ -44,6 +44,7 @@ CYCLE_OBJECTS = 20_000  # the loaders cycle a small sample up to this many objec
 MIN_SLICE_SECONDS = 1.5
 SLICE_STRETCH = 1.5  # a budgeted slice may run this much over its share to reach a steady state
 BATCH_TIMEOUT_S = 60.0  # a worker batch slower than this ends the measurement (DataLoader timeout)
+RECORDS_PER_STATS = 64  # records a loader process yields between its reader's byte counts
 
 
 def candidate_counts(cores: int, predicted: Mapping[int, float], limit: int) -> list[int]:
@@ -110,7 +111,8 @@ class LiveLoader:
         self.stages = StageGauge(max(workers, 1))
         dataset = data.dataset(data.transform, min_objects=CYCLE_OBJECTS)
         self.loader: torch.utils.data.DataLoader[Any] = make_dataloader(
-            self.stages.publishing(dataset),
+            # a record costs too little to ask its reader for its bytes after each one
+            self.stages.publishing(dataset, every=RECORDS_PER_STATS if data.records else 1),
             self.settings,
             multiprocessing_context="fork" if workers > 0 else None,
             # a batch that never comes must not hold the trial far past its budget
