@@ -30,6 +30,7 @@ from native_loader.sample_errors import (
     readable_name,
     unreadable_name,
 )
+from native_loader.stream import parsed_part_size
 from native_loader.tar import iter_samples_stream
 from native_loader.uri import is_metadata
 
@@ -260,13 +261,14 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         cache's `stream_through`). A shard that fails to read is raised as it is, or skipped
         and the reads go on after it; one that fails to parse goes to `guard`."""
         cache = self._cache.get()
+        part_size = parsed_part_size(self.config) if self.records is not None else None
         position = 0
         while position < len(objects):
             rest = objects[position:]
             streams = (
-                stream_through(self.reader, rest, cache)
+                stream_through(self.reader, rest, cache, part_size=part_size)
                 if cache is not None
-                else self.reader.open_many(rest)
+                else self.reader.open_many(rest, part_size=part_size)
             )
             current = position
             try:

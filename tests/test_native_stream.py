@@ -212,6 +212,58 @@ def test_parts_end_on_part_size_multiples(tmp_path: Path, monkeypatch: Any) -> N
     ]
 
 
+def test_a_part_size_for_the_streams_overrides_the_configs(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    part = 2 * FIRST_PART_BYTES
+    path = tmp_path / "a"
+    path.write_bytes(os.urandom(5 * part + 3))
+    requested: list[tuple[int, int]] = []
+
+    def recorded(fn: Any, file: str, offset: int, length: int) -> Any:
+        requested.append((offset, length))
+        return submit_local(fn, file, offset, length)
+
+    monkeypatch.setattr(stream_module, "submit_local", recorded)
+    config = ReaderConfig(part_size=part, read_ahead_bytes=4 * part)
+    with S3Reader(config) as reader:
+        with reader.open(str(path), part_size=2 * part) as stream:
+            assert stream.read() == path.read_bytes()
+        small = FIRST_PART_BYTES
+        # parts end on multiples of the stream's part size (a multiple of the config's)
+        head = [(0, small), (small, 2 * part - small)]
+        assert requested == [*head, (2 * part, 2 * part), (4 * part, part + 3)]
+        for wrong in (2**10, 1.5 * part, True):
+            with pytest.raises(ValueError, match="part_size"):
+                reader.open(str(path), part_size=wrong)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("part_mib", "read_ahead_mib", "inflight_mib", "expected_mib"),
+    [
+        (8, 64, 256, 24),  # the defaults: two 24 MiB parts in flight, one being read
+        (8, 64, 32, 8),  # the in-flight budget caps the read-ahead
+        (8, 8, 256, 8),  # never below part_size
+        (4, 128, 256, 44),  # a multiple of part_size
+    ],
+)
+def test_parsed_streams_keep_the_same_memory_in_three_parts(
+    part_mib: int, read_ahead_mib: int, inflight_mib: int, expected_mib: int
+) -> None:
+    mib = 2**20
+    config = ReaderConfig(
+        part_size=part_mib * mib,
+        read_ahead_bytes=read_ahead_mib * mib,
+        max_inflight_bytes=inflight_mib * mib,
+    )
+    part = stream_module.parsed_part_size(config)
+    assert part == expected_mib * mib
+    budget = stream_module.stream_budget(config)
+    assert part % config.part_size == 0
+    # in flight plus the part being read stays within the memory of config.part_size parts
+    assert (budget // part + 1) * part <= budget + config.part_size
+
+
 def test_a_stalled_part_is_retried_without_a_hang(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:

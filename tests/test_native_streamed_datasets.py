@@ -18,6 +18,8 @@ from torch.utils.data import DataLoader
 
 from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ReaderConfig, S3IterableDataset
+from native_loader import stream as stream_module
+from native_loader.local_pool import submit_local
 from native_loader.records import iter_lines, iter_records
 from native_loader.tar import iter_samples, iter_samples_stream
 
@@ -165,6 +167,23 @@ def test_records_from_local_files_and_through_the_cache(tmp_path: Any) -> None:
     assert not list(cache_dir.glob("*.tmp"))
     with pytest.raises(ValueError, match="exclude"):
         S3IterableDataset(f"{folder}/", records="lines", tar_samples=True)
+
+
+def test_records_are_streamed_in_parsed_parts(tmp_path: Any, monkeypatch: Any) -> None:
+    # a records stream reads the same memory in fewer, larger parts (stream.parsed_part_size)
+    (tmp_path / "a.txt").write_bytes(b"".join(b"%07d\n" % i for i in range(100_000)))
+    requested: list[int] = []
+
+    def recorded(fn: Any, path: str, offset: int, length: int) -> Any:
+        requested.append(length)
+        return submit_local(fn, path, offset, length)
+
+    monkeypatch.setattr(stream_module, "submit_local", recorded)
+    config = ReaderConfig(part_size=PART, read_ahead_bytes=8 * PART)
+    dataset = S3IterableDataset(f"{tmp_path}/", config=config, records="lines")
+    assert list(dataset) == [f"{i:07d}" for i in range(100_000)]
+    assert stream_module.parsed_part_size(config) == 3 * PART
+    assert requested == [3 * PART] * 4 + [800_000 - 12 * PART]
 
 
 def test_a_tar_shard_streamed_into_the_cache(tmp_path: Any) -> None:
