@@ -158,7 +158,9 @@ class PartPipeline:
             return
         if self._engine is None:
             self._engine = self._engine_factory()
-        ticket = self._engine.submit_get(source.bucket, source.key, offset, length, size_hint=size)
+        ticket = self._engine.submit_get(
+            source.bucket, source.key, offset, length, size_hint=size, part_size=self._part_size
+        )
         self._queue.append(_Part(index, offset, ticket, None))
 
     # -- delivery ----------------------------------------------------------------------------

@@ -238,6 +238,23 @@ def test_a_part_size_for_the_streams_overrides_the_configs(
                 reader.open(str(path), part_size=wrong)  # type: ignore[arg-type]
 
 
+def test_a_streams_part_size_is_one_ranged_get_per_part(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    part = 2 * FIRST_PART_BYTES
+    data = os.urandom(6 * part)
+    s3_client.put_object(Bucket=s3_bucket, Key="p", Body=data)
+    settings = {"part_size": part, "read_ahead_bytes": 4 * part, "max_inflight_bytes": 8 * part}
+    with _through_proxy(s3_endpoint, **settings) as (reader, proxy):
+        info = reader.stat(f"s3://{s3_bucket}/p")
+        before = proxy.stats().requests
+        with reader.open(info, part_size=3 * part) as stream:
+            assert stream.read() == data
+        # a small first part, the rest of the first 3-part span, then one 3-part GET
+        assert proxy.stats().requests - before == 3
+        assert reader.stats()["peak_active_requests"] <= 2
+
+
 @pytest.mark.parametrize(
     ("part_mib", "read_ahead_mib", "inflight_mib", "expected_mib"),
     [
