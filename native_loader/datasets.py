@@ -30,7 +30,7 @@ from native_loader.sample_errors import (
     readable_name,
     unreadable_name,
 )
-from native_loader.stream import parsed_part_size
+from native_loader.stream import parsed_stream
 from native_loader.tar import iter_samples_stream
 from native_loader.uri import is_metadata
 
@@ -278,14 +278,18 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         fails to read is raised as it is, or skipped and the reads go on after it; one that
         fails to parse goes to `guard`."""
         cache = self._cache.get()
-        part_size = parsed_part_size(self.config) if self.records is not None else None
+        # records: fewer, larger parts, two in flight (stream.parsed_stream)
+        parts: dict[str, int] = {}
+        if self.records is not None:
+            part, read_ahead = parsed_stream(self.config)
+            parts = {"part_size": part, "read_ahead_bytes": read_ahead}
         position = 0
         while position < len(objects):
             rest = objects[position:]
             streams = (
-                stream_through(self.reader, rest, cache, part_size=part_size)
+                stream_through(self.reader, rest, cache, **parts)
                 if cache is not None
-                else self.reader.open_many(rest, part_size=part_size)
+                else self.reader.open_many(rest, **parts)
             )
             current = position
             try:

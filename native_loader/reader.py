@@ -239,24 +239,36 @@ class S3Reader:
                 if item.local is not None:
                     item.local.cancel()
 
-    def open(self, source: str | ObjectInfo, *, part_size: int | None = None) -> ObjectStream:
+    def open(
+        self,
+        source: str | ObjectInfo,
+        *,
+        part_size: int | None = None,
+        read_ahead_bytes: int | None = None,
+    ) -> ObjectStream:
         """The object (or file) as a stream: a binary file-like object (``read``, ``readinto``,
-        ``readline``, iteration over lines, ``chunks()``). Parts of ``part_size`` (default:
-        the config's; a multiple of it keeps parts on the same boundaries) are fetched by
-        ranged GETs up to ``read_ahead_bytes`` ahead of the consumer, so memory does not grow
-        with the object's size. Close it (or use ``with``) to cancel what is in flight."""
+        ``readline``, iteration over lines, ``chunks()``). Parts of ``part_size`` are fetched
+        by ranged GETs up to ``read_ahead_bytes`` ahead of the consumer, so memory does not
+        grow with the object's size. Both default to the config's; a part size that is a
+        multiple of the config's keeps parts on the same boundaries, and the read-ahead never
+        exceeds ``max_inflight_bytes``. Close it (or use ``with``) to cancel what is in flight."""
         sources = [self._stream_source(source)]
-        return ObjectStream(self._pipeline(sources, part_size), 0, sources[0].uri, owns=True)
+        pipeline = self._pipeline(sources, part_size, read_ahead_bytes)
+        return ObjectStream(pipeline, 0, sources[0].uri, owns=True)
 
     def open_many(
-        self, sources: Iterable[str | ObjectInfo], *, part_size: int | None = None
+        self,
+        sources: Iterable[str | ObjectInfo],
+        *,
+        part_size: int | None = None,
+        read_ahead_bytes: int | None = None,
     ) -> Iterator[ObjectStream]:
         """One stream per object, in order; the next object's first parts are fetched while
-        the current one is read (within the same ``read_ahead_bytes``). Read each stream before
-        taking the next: one left unfinished is skipped. Leaving the loop cancels the rest.
-        ``part_size`` as for `open`."""
+        the current one is read (within the same read-ahead). Read each stream before taking
+        the next: one left unfinished is skipped. Leaving the loop cancels the rest.
+        ``part_size`` and ``read_ahead_bytes`` as for `open`."""
         streamed = (self._stream_source(s) for s in sources)
-        return iter_streams(self._pipeline(streamed, part_size))
+        return iter_streams(self._pipeline(streamed, part_size, read_ahead_bytes))
 
     def _stream_source(self, source: str | ObjectInfo) -> StreamSource:
         uri, size = (source.uri, source.size) if isinstance(source, ObjectInfo) else (source, -1)
@@ -266,13 +278,19 @@ class S3Reader:
         _require_key(uri, key)
         return StreamSource(uri, bucket=bucket, key=key, size=size)
 
-    def _pipeline(self, sources: Iterable[StreamSource], part_size: int | None) -> PartPipeline:
+    def _pipeline(
+        self, sources: Iterable[StreamSource], part_size: int | None, read_ahead: int | None
+    ) -> PartPipeline:
         config = self.config
         part = config.part_size if part_size is None else part_size
         if isinstance(part, bool) or not isinstance(part, int) or part < MIN_PART_SIZE:
             raise ValueError(f"{part_size=} must be an int >= {MIN_PART_SIZE} (64 KiB) or None")
-        window = stream_budget(config) // part
-        return PartPipeline(self._session.engine, sources, part, window, _raise)
+        budget = stream_budget(config)
+        if read_ahead is not None:
+            if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
+                raise ValueError(f"read_ahead_bytes={read_ahead!r} must be an int >= 0 or None")
+            budget = min(budget, read_ahead)
+        return PartPipeline(self._session.engine, sources, part, budget // part, _raise)
 
     def _finish(self, engine: _native.Engine | None, item: _Pending) -> ReadResult:
         if item.local is not None:

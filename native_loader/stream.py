@@ -46,21 +46,31 @@ def stream_budget(config: ReaderConfig) -> int:
     return min(config.read_ahead_bytes, config.max_inflight_bytes)
 
 
-def parsed_part_size(config: ReaderConfig) -> int:
-    """Part length for streams whose consumer parses every byte in Python (text records).
+# Streams read by a parser (text records): parts of this many `part_size`, this many in flight.
+PARSED_PART_UNITS = 3
+PARSED_PARTS_IN_FLIGHT = 2
+
+
+def parsed_stream(config: ReaderConfig) -> tuple[int, int]:
+    """(part size, read-ahead) in bytes for streams whose consumer parses every byte in Python
+    (text records).
 
     Parts in flight follow the bandwidth-delay product: rate x (first byte + part /
     connection rate) / part. Two parts of 24 MiB at 20 ms and S3's ~90 MB/s per connection
-    sustain 2 x 25 MB / (0.02 + 0.28 s) = 168 MB/s per stream (one per DataLoader worker):
-    more than a worker that does anything per record takes (splitting lines alone runs at
-    about 500 MB/s; a tokenizer brings it to tens of MB/s). Fewer, larger GETs cost the server
-    less (SeaweedFS spends about 20% more CPU on a shard read in 8 MiB parts than in 24 MiB
-    ones), so the stream's memory (its budget in flight plus the part being read) is cut into
-    three parts: two in flight, one being read. Rounded down to a multiple of ``part_size``,
-    so parts stay on the boundaries objects were written in; never below ``part_size``.
+    carry 2 x 25 MB / (0.02 + 0.28 s) = 168 MB/s per stream (one per DataLoader worker): more
+    than a worker that does anything per record takes (splitting lines alone runs at about
+    500 MB/s; a tokenizer brings it to tens of MB/s). Fewer, larger GETs cost the server less
+    (SeaweedFS spends about 20% more CPU on a shard read in 8 MiB parts than in 24 MiB ones),
+    and two parts in flight plus the one being read hold 72 MiB, less than a raw stream's
+    read-ahead. Parts are `PARSED_PART_UNITS` x ``part_size`` (so they stay on the boundaries
+    objects were written in), smaller when the stream budget cannot hold two of them, never
+    below ``part_size``.
     """
-    part = config.part_size
-    return max(part, (stream_budget(config) + part) // 3 // part * part)
+    unit = config.part_size
+    budget = stream_budget(config)
+    fits = budget // PARSED_PARTS_IN_FLIGHT // unit * unit
+    part = max(unit, min(PARSED_PART_UNITS * unit, fits))
+    return part, min(budget, PARSED_PARTS_IN_FLIGHT * part)
 
 
 @dataclass(frozen=True)

@@ -255,16 +255,30 @@ def test_a_streams_part_size_is_one_ranged_get_per_part(
         assert reader.stats()["peak_active_requests"] <= 2
 
 
+def test_a_streams_read_ahead_bounds_its_parts_in_flight(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    data = os.urandom(12 * PART)
+    s3_client.put_object(Bucket=s3_bucket, Key="r", Body=data)
+    with _through_proxy(s3_endpoint) as (reader, _):
+        info = reader.stat(f"s3://{s3_bucket}/r")
+        with reader.open(info, read_ahead_bytes=PART) as stream:
+            assert stream.read() == data
+        assert reader.stats()["peak_active_requests"] == 1  # READ_AHEAD would allow 4
+        with pytest.raises(ValueError, match="read_ahead_bytes"):
+            reader.open(info, read_ahead_bytes=-1)
+
+
 @pytest.mark.parametrize(
     ("part_mib", "read_ahead_mib", "inflight_mib", "expected_mib"),
     [
-        (8, 64, 256, 24),  # the defaults: two 24 MiB parts in flight, one being read
-        (8, 64, 32, 8),  # the in-flight budget caps the read-ahead
+        (8, 128, 256, 24),  # the defaults: two parts of 3 x part_size in flight
+        (8, 64, 32, 16),  # two parts within the in-flight budget
         (8, 8, 256, 8),  # never below part_size
-        (4, 128, 256, 44),  # a multiple of part_size
+        (4, 128, 256, 12),
     ],
 )
-def test_parsed_streams_keep_the_same_memory_in_three_parts(
+def test_parsed_streams_keep_two_larger_parts_in_flight(
     part_mib: int, read_ahead_mib: int, inflight_mib: int, expected_mib: int
 ) -> None:
     mib = 2**20
@@ -273,12 +287,9 @@ def test_parsed_streams_keep_the_same_memory_in_three_parts(
         read_ahead_bytes=read_ahead_mib * mib,
         max_inflight_bytes=inflight_mib * mib,
     )
-    part = stream_module.parsed_part_size(config)
-    assert part == expected_mib * mib
-    budget = stream_module.stream_budget(config)
-    assert part % config.part_size == 0
-    # in flight plus the part being read stays within the memory of config.part_size parts
-    assert (budget // part + 1) * part <= budget + config.part_size
+    part, read_ahead = stream_module.parsed_stream(config)
+    assert part == expected_mib * mib and part % config.part_size == 0
+    assert read_ahead == min(2 * part, stream_module.stream_budget(config))
 
 
 def test_a_stalled_part_is_retried_without_a_hang(

@@ -216,7 +216,7 @@ def test_records_are_streamed_in_parsed_parts(tmp_path: Any, monkeypatch: Any) -
     config = ReaderConfig(part_size=PART, read_ahead_bytes=8 * PART)
     dataset = S3IterableDataset(f"{tmp_path}/", config=config, records="lines")
     assert list(dataset) == [f"{i:07d}" for i in range(100_000)]
-    assert stream_module.parsed_part_size(config) == 3 * PART
+    assert stream_module.parsed_stream(config) == (3 * PART, 6 * PART)
     assert requested == [3 * PART] * 4 + [800_000 - 12 * PART]
 
 
