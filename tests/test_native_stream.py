@@ -238,6 +238,30 @@ def test_a_part_size_for_the_streams_overrides_the_configs(
                 reader.open(str(path), part_size=wrong)  # type: ignore[arg-type]
 
 
+def test_the_window_starts_small_and_doubles_per_part_handed_over(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    part = 2 * FIRST_PART_BYTES
+    path = tmp_path / "w"
+    path.write_bytes(os.urandom(20 * part))
+    in_flight: list[int] = []
+    original = stream_module.PartPipeline.next_part
+
+    def recorded(pipeline: Any) -> Any:
+        got = original(pipeline)
+        in_flight.append(len(pipeline._queue))
+        return got
+
+    monkeypatch.setattr(stream_module.PartPipeline, "next_part", recorded)
+    config = ReaderConfig(part_size=part, read_ahead_bytes=16 * part)
+    with S3Reader(config) as reader, reader.open(str(path)) as stream:
+        assert sum(len(c) for c in stream.chunks()) == 20 * part
+    # after 1, 2, 3 parts handed over: 4, 8, 16 parts may be in flight (then the 16 of the
+    # read-ahead, until the object runs out)
+    assert in_flight[:4] == [4, 8, 16, 16]
+    assert [stream_module.opened_window(n) for n in range(4)] == [2, 4, 8, 16]
+
+
 def test_a_streams_part_size_is_one_ranged_get_per_part(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:
