@@ -30,9 +30,8 @@ if TYPE_CHECKING:
     from advisor.decide.recommend import Decision, Recommendation
     from advisor.measure.profile import DatasetProfile
 
-SCHEMA_VERSION = (
-    5  # 2: inflight bytes; 3: on_error, max_skipped_share; 4: local_copy_dir; 5: unsigned
-)
+# 2: inflight bytes; 3: on_error, max_skipped_share; 4: local_copy_dir; 5: unsigned; 6: records
+SCHEMA_VERSION = 6
 CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 
 
@@ -71,6 +70,9 @@ class LoaderConfig:
     local_copy_dir: str | None = None
     # anonymous access (a public bucket): requests are sent unsigned and no credentials are read
     unsigned: bool = False
+    # text shards read as records, streamed: "lines" (str), "jsonl" (parsed JSON), "csv" (a dict
+    # per row); a sample is a record and `transform` applies to each. None: objects or tar samples
+    records: str | None = None
     schema_version: int = SCHEMA_VERSION
 
 
@@ -135,11 +137,12 @@ def build_export(
         max_inflight_bytes=recommendation.inflight_bytes,
         cache_dir=cache_dir,
         cache_max_bytes=cache_max,
-        shuffle_buffer=shuffle_buffer(profile) if fmt == "tar" else 0,
+        shuffle_buffer=shuffle_buffer(profile) if fmt == "tar" or recommendation.records else 0,
         on_error=policy.on_error,
         max_skipped_share=policy.max_skipped_share,
         local_copy_dir=local_copy_dir,
         unsigned=location.anonymous,
+        records=recommendation.records,
     )
     data = dataclasses.asdict(config)
     json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
@@ -152,13 +155,18 @@ SHUFFLE_BUFFER_BYTES = 64 * 2**20  # per DataLoader worker
 
 
 def shuffle_buffer(profile: DatasetProfile | None) -> int:
-    """Samples in each worker's shuffle buffer for tar shards: the shard order is shuffled per
-    epoch, and the buffer mixes samples across the shards a worker reads, up to about
-    SHUFFLE_BUFFER_BYTES of samples (100 to 5,000; 1,000 when the sample size is unknown)."""
-    tar = next((f for f in profile.formats if f.name == "tar"), None) if profile else None
-    if tar is None or not tar.samples_per_object or not tar.objects:
+    """Samples in each worker's shuffle buffer for streamed shards (tar samples, text records):
+    the shard order is shuffled per epoch, and the buffer mixes samples across the shards a
+    worker reads, up to about SHUFFLE_BUFFER_BYTES of samples (100 to 5,000; 1,000 when the
+    sample size is unknown)."""
+    streamed = (
+        next((f for f in profile.formats if f.name == "tar" or f.records), None)
+        if profile
+        else None
+    )
+    sample_bytes = streamed.bytes_per_record if streamed is not None else None
+    if sample_bytes is None:
         return 1000
-    sample_bytes = tar.bytes / tar.objects / tar.samples_per_object
     return int(min(5000, max(100, SHUFFLE_BUFFER_BYTES // max(sample_bytes, 1))))
 
 
@@ -243,6 +251,31 @@ def _reads_note(config: LoaderConfig) -> str:
     return f"Every epoch reads {config.uri} where it is."
 
 
+_RECORDS = {
+    "lines": "a line of text (`str`, without its line end)",
+    "jsonl": "a JSON line, parsed (`json.loads`)",
+    "csv": "a CSV row (a `dict` from the header's names to the row's fields)",
+}
+
+
+def _batch_note(config: LoaderConfig) -> str:
+    """What a batch is, for the module's docstring."""
+    if config.records:
+        return (
+            f"A batch is a list of `batch_size` records, each {_RECORDS[config.records]}: the "
+            "text shards stream\nrecord by record, split between ranks and workers by shard, so "
+            "every record comes once an epoch.\nThe transform, if any, applies to each record "
+            "(none by default: records as they are); to\nwork on whole batches (a tokenizer), "
+            "pass collate_fn=... to make_dataloader."
+        )
+    return (
+        "A batch is a list of `batch_size` samples as the transform returns them, not a stacked "
+        "tensor:\nthe default image decoders (jpeg, png) give uint8 tensors of shape (H, W, C) "
+        "whose sizes differ.\nPass collate_fn=... to make_dataloader to stack samples your "
+        "transform makes equal in size."
+    )
+
+
 _CREDENTIALS = {
     False: "No credentials are stored here: they are resolved at run time from the standard AWS "
     "chain\n(environment variables, AWS_PROFILE / profile, SSO, web identity, instance or "
@@ -277,4 +310,5 @@ def render_module(
     return MODULE_TEMPLATE.format(
         uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker,
         reads=reads, demo=_demo_note(demo), credentials=_CREDENTIALS[config.unsigned],
+        batch=_batch_note(config),
     )  # fmt: skip

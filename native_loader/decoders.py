@@ -134,5 +134,8 @@ def load_callable(spec: str, what: str) -> Any:
 
 def collate_list(batch: list[Any]) -> list[Any]:
     """Keep a batch as a list: decoded images differ in size, so they cannot be stacked. Samples
-    a map dataset skipped (None, `SamplePolicy("skip")`) are left out."""
-    return [sample for sample in batch if sample is not None]
+    a map dataset skipped (None, `SamplePolicy("skip")`) are left out. The list is a
+    `native_loader.batch.SampleList`: from a worker, its tensors cross in one shared block."""
+    from native_loader.batch import SampleList
+
+    return SampleList(sample for sample in batch if sample is not None)

@@ -5,9 +5,11 @@ whose loaders are done has no reader threads left, whatever still references the
 
 from __future__ import annotations
 
+import atexit
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any
@@ -27,9 +29,13 @@ class IdlePool:
         self._threads = 0
         self._waiting = 0  # threads blocked on the queue, ready for work
         self._numbers = 0
+        self._stopping = False
 
     def submit(self, fn: Callable[..., Any], *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
+        if self._stopping:  # the interpreter is exiting: no new thread, the read runs here
+            _run_one(future, fn, args)
+            return future
         self._work.put((future, fn, args))
         with self._lock:
             if self._waiting == 0 and self._threads < self._max:
@@ -54,12 +60,30 @@ class IdlePool:
                 continue
             with self._lock:
                 self._waiting -= 1
-            if not future.set_running_or_notify_cancel():
-                continue
-            try:
-                future.set_result(fn(*args))
-            except BaseException as exc:  # handed to whoever waits on the future
-                future.set_exception(exc)
+            _run_one(future, fn, args)
+
+    def drain(self, timeout_s: float) -> None:
+        """Let the reads queued and running end (at most `timeout_s`), and start no thread
+        after: run at interpreter exit, so that no read-ahead thread is inside a native read
+        when the interpreter finalizes (a daemon thread that comes back from one then is
+        ended by pthread_exit, and the unwinding through the native frames aborts the
+        process: "terminate called without an active exception")."""
+        self._stopping = True
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            with self._lock:
+                if self._waiting == self._threads and self._work.empty():
+                    return
+            time.sleep(0.005)
+
+
+def _run_one(future: Future[Any], fn: Callable[..., Any], args: tuple[Any, ...]) -> None:
+    if not future.set_running_or_notify_cancel():
+        return
+    try:
+        future.set_result(fn(*args))
+    except BaseException as exc:  # handed to whoever waits on the future
+        future.set_exception(exc)
 
 
 _pool = IdlePool()
@@ -76,3 +100,4 @@ def _new_pool_in_child() -> None:  # a forked child must not count the parent's 
 
 
 os.register_at_fork(after_in_child=_new_pool_in_child)
+atexit.register(lambda: _pool.drain(timeout_s=2.0))

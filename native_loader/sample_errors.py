@@ -11,6 +11,7 @@ The counts of every process of a loader (its DataLoader workers included) are sh
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,13 +57,18 @@ class SampleCounts:
 
     def __init__(self) -> None:
         import torch  # with the datasets, not with the policy (the CLI parses it without torch)
-
-        self._table = torch.zeros((_SLOTS, 2), dtype=torch.int64).share_memory_()
-
-    def add(self, seen: int, skipped: int) -> None:
         from torch.utils.data import get_worker_info
 
-        info = get_worker_info()
+        self._table = torch.zeros((_SLOTS, 2), dtype=torch.int64).share_memory_()
+        self._worker_info = get_worker_info
+
+    def add(self, seen: int, skipped: int) -> None:
+        if sys.is_finalizing():
+            # a dataset iterator left open until interpreter exit flushes from its cleanup:
+            # nothing reads the counts any more, and torch may be torn down (an import there
+            # fails, a tensor op aborts the process)
+            return
+        info = self._worker_info()
         slot = min(info.id + 1, _SLOTS - 1) if info is not None else 0
         self._table[slot, 0] += seen
         self._table[slot, 1] += skipped

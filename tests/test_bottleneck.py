@@ -162,3 +162,20 @@ def test_an_idle_loader_on_busy_cores_is_not_named() -> None:
     assert found is not None and found.stage == "unexplained"
     quiet = of_loop(summary(0.6, 55.0, 0.0005), usable_cores=2, workers=0, machine_busy=0.3)
     assert quiet is not None and quiet.stage == "storage"
+
+
+def test_meas4_states_the_ceiling_the_measurements_named() -> None:
+    """The decode loop measured 3.8 ms of CPU per sample where the model's figure is 4.0 ms:
+    the advice states the measured ceiling (8 cores / 3.8 ms), not the model's 2,000 samples/s.
+    On a 2-core machine the model's ceiling sat at half the rate the sweep measured, and the
+    advice read "caps the loader at 280 samples/s ...; it reads 516 samples/s"."""
+    ctx = make_ctx(DECODE_BOUND)
+    assert ctx.trial is not None and ctx.trial.decode is not None
+    ctx = with_trial(
+        ctx, decode=dataclasses.replace(ctx.trial.decode, loop_cpu_s_per_sample=0.0038)
+    )
+    evaluation = evaluate(ctx)
+    (advice,) = [f for f in evaluation.advisories if f.rule_id == "MEAS-4"]
+    assert "caps the loader at 2,105 samples/s with 8 workers" in advice.rationale
+    assert "3.8 ms CPU per sample" in advice.rationale
+    assert advice.evidence["cpu_bound_samples_per_s"] == pytest.approx(8 / 0.0038)

@@ -16,12 +16,14 @@ from advisor.core.model import (
     S3_DEFAULTS,
     StorageParams,
     choose_workers,
+    first_batch_s,
     inflight_bytes,
     loading_cores,
     predict,
     process_objects_per_s,
     requests_in_flight,
     sweep,
+    worker_memory_bytes,
 )
 from native_loader.config import ReaderConfig
 
@@ -254,6 +256,44 @@ def test_byte_budget_holds_four_objects_within_a_ram_share() -> None:
     # 1 MB objects: the default holds 268 of them
     assert inflight_bytes(1 * MB, None, 2, 1) == default
     assert inflight_bytes(0, 24e9, 2, 1) == default
+
+
+def test_streamed_objects_are_never_held_whole() -> None:
+    """Tar shards read as samples and text shards read as records stream: the budget holds two
+    streams' read-ahead, not four objects, however large the shard."""
+    default = ReaderConfig().max_inflight_bytes
+    for size in (150 * MB, 200 * MB, 2000 * MB):
+        assert inflight_bytes(size, None, 2, 1, streamed=True) == default
+        assert inflight_bytes(size, None, 2, 1) > default
+    # a worker's data memory: the budget and its prefetched batches, plus one whole object
+    # only where objects are read whole
+    whole = worker_memory_bytes(150 * MB, 768 * 2**20, 1 * MB, 2)
+    streamed = worker_memory_bytes(150 * MB, default, 1 * MB, 2, streamed=True)
+    assert whole == 768 * 2**20 + 150 * MB + 2 * MB
+    assert streamed == default + 2 * MB
+
+
+def test_a_streamed_shard_starts_its_first_batch_after_its_first_part() -> None:
+    """The first batch of 150 MB shards read whole waits for a whole shard; streamed, for the
+    batch's records (at least a part). It grows with the shard read whole, not streamed."""
+    storage = S3_DEFAULTS  # 30 ms, 90 MB/s per request, 1,250 MB/s for the node
+    kwargs = {"samples_per_object": 1e6, "batch_size": 64, "cpu_s_per_sample": 0.0}
+    kwargs |= {"processes": 4}  # four workers start together and share the node's bandwidth
+    whole = first_batch_s(object_bytes=150 * MB, storage=storage, **kwargs)
+    streamed = first_batch_s(object_bytes=150 * MB, storage=storage, streamed=True, **kwargs)
+    part_s = ReaderConfig().part_size / (90.0 * MB)
+    assert streamed == pytest.approx(0.03 + part_s)
+    assert whole == pytest.approx(0.03 + 4 * 150 / 1250)
+    assert whole > 4 * streamed
+    larger = first_batch_s(object_bytes=600 * MB, storage=storage, streamed=True, **kwargs)
+    assert larger == pytest.approx(streamed)
+    assert first_batch_s(object_bytes=600 * MB, storage=storage, **kwargs) > whole
+    # small objects: the batch's objects, fetched in parallel, and its transform
+    small = first_batch_s(
+        object_bytes=100_000, samples_per_object=1, batch_size=32, cpu_s_per_sample=0.001,
+        storage=StorageParams("s3", 0.03, 90.0, requests_in_flight=32),
+    )  # fmt: skip
+    assert small == pytest.approx(0.03 + 3.2 * MB / (90.0 * MB) + 0.032)
 
 
 def test_the_measured_cpu_costs_of_loading() -> None:

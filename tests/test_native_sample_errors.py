@@ -163,3 +163,25 @@ def test_a_map_dataset_skips_into_a_shorter_batch(images: Path) -> None:
 def test_the_policy_refuses_nonsense(kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         SamplePolicy(**kwargs)
+
+
+def test_an_iterator_left_open_until_exit_ends_the_process_cleanly(images: Path) -> None:
+    """An iterator left open is cleaned up while the interpreter exits: its sample counts'
+    flush printed an ImportError there, and a read-ahead thread coming back from a native read
+    during finalization aborted the process ("terminate called without an active exception",
+    5 to 7 runs in 10)."""
+    import subprocess
+    import sys
+
+    script = (
+        "from native_loader import S3IterableDataset\n"
+        f"it = iter(S3IterableDataset({str(images) + '/'!r}))\n"
+        "next(it); next(it)\n"
+        "print('left open')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "left open"
+    assert "Exception ignored" not in done.stderr and "terminate" not in done.stderr, done.stderr

@@ -49,6 +49,7 @@ def make_profile(
     spo: float | None = 1000.0,
     prefixes: int = 1,
     uri: str = "s3://bucket/train/",
+    records: str | None = None,
 ) -> DatasetProfile:
     storage = "s3" if uri.startswith("s3://") else "local"
     listed = min(count, 1000)
@@ -58,7 +59,7 @@ def make_profile(
         object_count=count,
         total_bytes=count * size,
         sizes=SizeStats(size, size, size, size, size, float(size)),
-        formats=(FormatInfo(fmt, listed, listed * size, spo),),
+        formats=(FormatInfo(fmt, listed, listed * size, spo, records),),
         distinct_prefixes=prefixes,
         listed_objects=listed,
     )
@@ -224,6 +225,26 @@ def test_a_planned_machine_is_the_models_to_predict() -> None:
     nw4 = next(f for f in evaluation.fired if f.rule_id == "NW-4")
     assert nw4.rationale.startswith("A prediction of the throughput model")
     assert "NW-3" in evaluate(ctx).path
+
+
+def _throughput_evidence(case: dict[str, Any]) -> dict[str, Any]:
+    finding = next(f for f in evaluate(make_ctx(case)).fired if f.rule_id in ("MEAS-1", "MEAS-2"))
+    return finding.evidence
+
+
+def test_first_batch_and_worker_memory_are_in_the_throughput_evidence() -> None:
+    """Measured where the trial measured the chosen count (its first slice started the
+    loader), else the model's; a worker holds a whole object only where it reads them whole."""
+    measured = _throughput_evidence({"trial": {}})
+    assert measured["first_batch_s"] == 0.5 and measured["first_batch_measured"] is True
+    streamed = _throughput_evidence({})  # 150 MB tar shards, read as samples
+    whole = _throughput_evidence({"profile": {"fmt": "npy", "spo": 1}})  # 150 MB objects
+    assert streamed["streamed"] is True and whole["streamed"] is False
+    assert streamed["first_batch_measured"] is False
+    assert whole["worker_memory_bytes"] > streamed["worker_memory_bytes"] + 150 * MB
+    assert whole["first_batch_s"] > 2 * streamed["first_batch_s"]
+    records = _throughput_evidence({"profile": {"fmt": "text", "records": "lines", "spo": 1e6}})
+    assert records["streamed"] is True
 
 
 def test_lower_bounds_count_only_where_they_reach_the_best_steady_count() -> None:

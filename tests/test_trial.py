@@ -131,7 +131,11 @@ def test_candidate_counts_every_core_or_those_around_the_models_choice() -> None
     predicted = {w: min(100.0 * w, 900.0) for w in range(17)}  # 9 workers reach the best
     assert candidate_counts(16, predicted, limit=5) == [0, 1, 9, 10, 16]
     assert candidate_counts(16, predicted, limit=7) == [0, 1, 7, 8, 9, 10, 16]
-    assert candidate_counts(16, predicted, limit=1) == [0, 1]  # never fewer than two
+    # never fewer than two, and the model's choice among them: 0 and 1 alone left it unmeasured
+    assert candidate_counts(16, predicted, limit=1) == [0, 9]
+    two_reach_the_best = {0: 150.0, 1: 160.0, 2: 260.0}
+    assert candidate_counts(2, two_reach_the_best, limit=2) == [0, 2]
+    assert candidate_counts(2, {0: 150.0, 1: 260.0, 2: 262.0}, limit=2) == [0, 1]
 
 
 def _slice(workers: int, rate: float, step: str, steady: bool = True) -> LoaderPoint:
@@ -281,6 +285,21 @@ def test_items_per_batch() -> None:
     assert data.items_per_batch(512) == 1
     assert dataclasses.replace(data, samples_per_item=1.0).items_per_batch(512) == 512
     assert dataclasses.replace(data, samples_per_item=100.0).items_per_batch(512) == 5
+
+
+def test_trial_data_with_records_streams_one_record_per_sample(tmp_path: Path) -> None:
+    """Text shards read as records: one item is one line (samples_per_item 1), and the data
+    counts as streamed (its byte budget is the one for streams)."""
+    from native_loader import ObjectInfo
+
+    shard = tmp_path / "part-0.txt"
+    shard.write_text("".join(f"line {n}\n" for n in range(100)))
+    info = ObjectInfo(str(shard), shard.name, shard.stat().st_size, "")
+    data = TrialData((info,), ReaderConfig(), "text", str, records="lines")
+    assert data.streamed and data.items_per_batch(64) == 64
+    assert list(data.dataset(str)) == [f"line {n}" for n in range(100)]
+    whole = dataclasses.replace(data, records=None, fmt="npy")
+    assert not whole.streamed
 
 
 def test_only_a_saturated_concurrency_curve_is_a_storage_ceiling() -> None:

@@ -52,16 +52,24 @@ __all__ = [
     "Prediction",
     "StorageParams",
     "choose_workers",
+    "first_batch_s",
     "inflight_bytes",
     "predict",
     "process_objects_per_s",
     "requests_in_flight",
     "sweep",
+    "worker_memory_bytes",
 ]
 
 READER_INFLIGHT: int = ReaderConfig.max_inflight_requests
 READER_PART_BYTES: int = ReaderConfig.part_size
 READER_BUDGET_BYTES: int = ReaderConfig.max_inflight_bytes
+# A streamed object (a tar shard's samples, a text shard's records) is fetched this far ahead of
+# its consumer, not whole (`S3IterableDataset`, `S3Reader.open_many`).
+READER_READ_AHEAD_BYTES: int = ReaderConfig.read_ahead_bytes
+# Streams one loader process holds at once: the shard it reads and the next one, whose first
+# parts are fetched while the current one ends.
+STREAMS_PER_PROCESS = 2
 # The native reader reads local files ahead on this many threads per process (`native_loader.
 # local`): however many requests it may keep in flight, no more local reads run at once.
 LOCAL_READ_THREADS: int = LOCAL_THREADS
@@ -286,13 +294,26 @@ def requests_in_flight(
 
 
 def inflight_bytes(
-    object_bytes: float, ram_available: float | None, usable_cores: int, ranks_per_node: int
+    object_bytes: float,
+    ram_available: float | None,
+    usable_cores: int,
+    ranks_per_node: int,
+    *,
+    streamed: bool = False,
 ) -> int:
     """Bytes one reader may reserve (`max_inflight_bytes`): BUDGET_OBJECTS objects, in whole
-    parts, never under the reader's default. With `ram_available` (the node's), the budgets of
-    the most loader processes a rank may run (a worker per core, and its main process) stay
-    within BUDGET_RAM_SHARE of the rank's share of it, but never under the default."""
-    parts = math.ceil(BUDGET_OBJECTS * max(object_bytes, 0.0) / READER_PART_BYTES)
+    parts, never under the reader's default. Objects read as streams (`streamed`: tar shards
+    read as samples, text shards as records) are never held whole: the budget holds the
+    read-ahead of STREAMS_PER_PROCESS streams, whatever the objects' size. With `ram_available`
+    (the node's), the budgets of the most loader processes a rank may run (a worker per core,
+    and its main process) stay within BUDGET_RAM_SHARE of the rank's share of it, but never
+    under the default."""
+    held = (
+        STREAMS_PER_PROCESS * min(max(object_bytes, 0.0), READER_READ_AHEAD_BYTES)
+        if streamed
+        else BUDGET_OBJECTS * max(object_bytes, 0.0)
+    )
+    parts = math.ceil(held / READER_PART_BYTES)
     budget = max(READER_BUDGET_BYTES, parts * READER_PART_BYTES)
     if ram_available is not None:
         ranks = max(ranks_per_node, 1)
@@ -301,6 +322,53 @@ def inflight_bytes(
         share_parts = int(share // READER_PART_BYTES)
         budget = min(budget, max(READER_BUDGET_BYTES, share_parts * READER_PART_BYTES))
     return budget
+
+
+def worker_memory_bytes(
+    object_bytes: float,
+    budget_bytes: float,
+    batch_bytes: float,
+    prefetch_factor: int,
+    *,
+    streamed: bool = False,
+) -> float:
+    """Bytes one loader process holds for the data, beyond its interpreter: its reader's byte
+    budget (parts in flight and results not yet taken), its `prefetch_factor` finished batches
+    of `batch_bytes` each, and, for objects read whole, the object it is reading from (handed
+    over, so outside the budget). A streamed object (`streamed`) is consumed part by part within
+    the budget: no whole object, however large the shard."""
+    whole = 0.0 if streamed else max(object_bytes, 0.0)
+    return budget_bytes + whole + max(prefetch_factor, 1) * max(batch_bytes, 0.0)
+
+
+def first_batch_s(
+    *,
+    object_bytes: float,
+    samples_per_object: float,
+    batch_size: int,
+    cpu_s_per_sample: float,
+    storage: StorageParams,
+    streamed: bool = False,
+    processes: int = 1,
+) -> float:
+    """Seconds from a loader's start to its first batch: the first byte, the bytes that must
+    arrive before the batch can be made, and the batch's transform. The bytes come in whole
+    parts on up to the reader's concurrent reads, and no faster than the storage's aggregate
+    bandwidth shared by the `processes` that start together, each fetching its own first batch.
+    Objects read whole must each arrive whole (a 150 MB shard before its first sample); a
+    streamed one only up to the batch's samples, at least its first part."""
+    spo = max(samples_per_object, 1.0)
+    size = max(object_bytes, 0.0)
+    objects = math.ceil(max(batch_size, 1) / spo)
+    if streamed:
+        needed = min(objects * size, max(batch_size * size / spo, min(size, READER_PART_BYTES)))
+    else:
+        needed = objects * size
+    parallel = min(storage.concurrent_reads, max(math.ceil(needed / READER_PART_BYTES), 1))
+    transfer = needed / (storage.per_connection_mb_s * MB * parallel)
+    if storage.aggregate_mb_s is not None:
+        transfer = max(transfer, max(processes, 1) * needed / (storage.aggregate_mb_s * MB))
+    return storage.first_byte_s + transfer + max(batch_size, 1) * max(cpu_s_per_sample, 0.0)
 
 
 def sweep(workers: Iterable[int], **kwargs: object) -> dict[int, Prediction]:

@@ -102,6 +102,9 @@ class Recommendation:
     cost_notes: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     data_format: str | None = None  # the set's dominant format (for the exported loader)
+    # text shards read as records ("lines", "jsonl", "csv"; `DatasetProfile.record_format`): the
+    # exported loader yields records; None: objects or tar samples
+    records: str | None = None
     requests_in_flight: int = READER_INFLIGHT  # the native reader's, per loader process
     inflight_bytes: int = READER_BUDGET_BYTES  # the native reader's byte budget, per process
     # the model's prediction of what training sees at num_workers against the trial's measured
@@ -275,6 +278,7 @@ def recommend(
         cost_notes=tuple(f.rationale for f in by_kind[DecisionKind.COST]),
         notes=tuple(notes),
         data_format=profile.dominant_format,
+        records=profile.record_format,
         requests_in_flight=int(state.get(Key.REQUESTS_IN_FLIGHT, READER_INFLIGHT)),
         inflight_bytes=int(state.get(Key.INFLIGHT_BYTES, READER_BUDGET_BYTES)),
         # NW-3 measured the chosen count and compared the model with it; NW-4 measured nothing

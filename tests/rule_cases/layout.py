@@ -3,13 +3,18 @@
 from rule_cases import Case
 from rule_cases.common import GB, MB, PFX_BY_RATE, SMALL_SET
 
+HUGE_WHOLE = {"count": 1000, "size": 1500 * MB, "fmt": "npy", "spo": 1}
+
 CASES: list[Case] = [
     ("SHARD-1", {"profile": {"count": 10}}, True, 1.5 * GB // 20),  # 5 workers x 4 shards
     ("SHARD-1", {"profile": {"count": 1000, "size": 100}}, True, MB),  # never under 1 MB
     ("SHARD-1", {}, False, ...),
     ("SHARD-2", {"profile": {"count": 1_000_000, "size": 5 * MB}}, True, 150 * MB),
     ("SHARD-2", {}, False, ...),
-    ("SHARD-3", {"profile": {"count": 1000, "size": 1500 * MB}}, True, 150 * MB),
+    # 1.5 GB objects read whole (npy); tar shards and text records stream within the read-ahead
+    ("SHARD-3", {"profile": HUGE_WHOLE}, True, 150 * MB),
+    ("SHARD-3", {"profile": {"count": 1000, "size": 1500 * MB}}, False, ...),
+    ("SHARD-3", {"profile": {**HUGE_WHOLE, "fmt": "text", "records": "lines"}}, False, ...),
     ("SHARD-3", {}, False, ...),
     ("PFX-1", {"workload": {"nodes": 2, "gpus_per_node": 8}, "hardware": {"cores": 96}}, True, 16),
     # 2 ranks x ~15,900 samples/s (what the model expects with 32 requests in flight per
@@ -33,7 +38,9 @@ CASES: list[Case] = [
     ("SHARD-0", {"profile": {"size": 80 * MB}}, True, 80 * MB),
     ("SHARD-0", {"profile": {"count": 10}}, False, ...),  # SHARD-1 decided
     ("SHARD-0", {"profile": {"count": 1_000_000, "size": 5 * MB}}, False, ...),  # SHARD-2
-    ("SHARD-0", {"profile": {"count": 1000, "size": 1500 * MB}}, False, ...),  # SHARD-3
+    ("SHARD-0", {"profile": HUGE_WHOLE}, False, ...),  # SHARD-3
+    # streamed 1.5 GB tar shards: a worker holds its read-ahead, so their size stays
+    ("SHARD-0", {"profile": {"count": 1000, "size": 1500 * MB}}, True, 1500 * MB),
     ("PFX-0", {}, True, 1),
     (
         "PFX-0",

@@ -32,6 +32,10 @@ CASES: list[Case] = [
     # ... 17 processes' budgets within a quarter of 8 GB: 117 MB each, so the default stays
     ("RD-2", {"profile": TWO_HUNDRED_MB, "hardware": {"ram_available": 8 * GB}}, False, ...),
     ("RD-2", {"profile": ONE_MB}, False, ...),  # 256 MiB holds 268 of them
+    # streamed shards (tar samples, text records) are never held whole: the default holds their
+    # read-ahead, whatever their size
+    ("RD-2", {"profile": {"size": 200 * MB}}, False, ...),
+    ("RD-2", {"profile": {**TWO_HUNDRED_MB, "fmt": "jsonl", "records": "jsonl"}}, False, ...),
     # 20 GB read 3 times: copy-local, where the reader's default applies
     ("RD-2", {"profile": {**TWO_HUNDRED_MB, "count": 100}, "workload": {"epochs": 3}}, False, ...),
 ]

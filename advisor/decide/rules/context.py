@@ -240,6 +240,14 @@ class Context:
             return shard, max(shard / max(self.stored_bytes_per_sample, 1.0), 1.0)
         return self.object_bytes, self.samples_per_object
 
+    def streamed(self, state: State) -> bool:
+        """True when the loader streams the objects it reads (tar shards as samples, text shards
+        as records; the reshard writes tar shards): a worker holds its reader's read-ahead of
+        them, never a whole one."""
+        if state.get(Key.DATA_SOURCE) == "reshard-first":
+            return True
+        return self.profile.dominant_format == "tar" or self.profile.record_format is not None
+
     def objects_read(self, state: State) -> float:
         """Objects one pass over the set reads, in the layout the training reads."""
         object_bytes, _ = self.layout(state)

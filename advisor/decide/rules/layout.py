@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from advisor.core.model import READER_READ_AHEAD_BYTES
 from advisor.core.units import counted, data_size
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
@@ -54,8 +55,10 @@ class PackSmallObjects(Rule):
     """Pack small objects into ~150 MB shards.
 
     Condition: median object under 50 MB
-    Recommendation: 150 MB shards
-    Source: [SRC] 3: ~150 MB containers; [CPP] 1: 50-200 MB
+    Recommendation: 150 MB shards (tar shards, which the loader streams: a worker holds its
+    reader's 64 MiB read-ahead of a shard, not the whole shard)
+    Source: [SRC] 3: ~150 MB containers; [CPP] 1: 50-200 MB; streams:
+    `ReaderConfig.read_ahead_bytes` (native_loader/config.py)
     """
 
     id = "SHARD-2"
@@ -69,7 +72,9 @@ class PackSmallObjects(Rule):
             SHARD_TARGET_BYTES,
             f"The median object, {data_size(ctx.p50_bytes)}, is under "
             f"{data_size(SHARD_MIN_BYTES)}: packing into shards of about "
-            f"{data_size(SHARD_TARGET_BYTES)} cuts the GET count and hides first-byte latency.",
+            f"{data_size(SHARD_TARGET_BYTES)} cuts the GET count and hides first-byte latency; "
+            f"each worker streams its shards, holding {data_size(READER_READ_AHEAD_BYTES)} of "
+            "read-ahead, not a whole shard.",
             evidence={"p50_object_bytes": ctx.p50_bytes},
         )
 
@@ -77,9 +82,12 @@ class PackSmallObjects(Rule):
 class SplitHugeObjects(Rule):
     """Split objects over 200 MB.
 
-    Condition: median object over 200 MB
+    Condition: median object over 200 MB, read whole (not tar shards read as samples or text
+    shards read as records: those stream by ranged GETs within the reader's read-ahead, so a large
+    shard costs a worker no more memory than a small one)
     Recommendation: split into 150 MB shards or use ranged GETs
-    Source: [IO] 2: very large files need ranged GETs; [CPP] 1: 50-200 MB
+    Source: [IO] 2: very large files need ranged GETs; [CPP] 1: 50-200 MB; streams:
+    `ReaderConfig.read_ahead_bytes` (native_loader/config.py)
     """
 
     id = "SHARD-3"
@@ -87,7 +95,7 @@ class SplitHugeObjects(Rule):
     key = Key.SHARD_SIZE_BYTES
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        if ctx.p50_bytes <= SHARD_MAX_BYTES:
+        if ctx.p50_bytes <= SHARD_MAX_BYTES or ctx.streamed(state):
             return None
         return self.finding(
             SHARD_TARGET_BYTES,
@@ -139,10 +147,12 @@ class SpreadPrefixes(Rule):
 class KeepShardSize(Rule):
     """Keep the objects as shards.
 
-    Condition: otherwise (no other SHARD rule fired: the objects are 50-200 MB and numerous
-    enough for every reader)
+    Condition: otherwise (no other SHARD rule fired: the objects are 50-200 MB, or larger and
+    streamed, and numerous enough for every reader)
     Recommendation: the objects as they are: shards of the median object size, within 50-200 MB
-    Source: [CPP] 1: 50-200 MB; [SRC] 3: ~150 MB containers
+    where they are read whole
+    Source: [CPP] 1: 50-200 MB; [SRC] 3: ~150 MB containers; streams:
+    `ReaderConfig.read_ahead_bytes` (native_loader/config.py)
     """
 
     id = "SHARD-0"
@@ -150,6 +160,14 @@ class KeepShardSize(Rule):
     key = Key.SHARD_SIZE_BYTES
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        if ctx.streamed(state) and ctx.p50_bytes > SHARD_MAX_BYTES:
+            return self.finding(
+                int(ctx.p50_bytes),
+                f"Objects of {data_size(ctx.p50_bytes)} are streamed: each worker holds "
+                f"{data_size(READER_READ_AHEAD_BYTES)} of read-ahead, not a whole shard, and they "
+                "are numerous enough: keep the layout.",
+                evidence={"p50_object_bytes": ctx.p50_bytes, "streamed": True},
+            )
         return self.finding(
             int(min(max(ctx.p50_bytes, SHARD_MIN_BYTES), SHARD_MAX_BYTES)),
             f"Objects are already {data_size(SHARD_MIN_BYTES)} to {data_size(SHARD_MAX_BYTES)} "

@@ -95,15 +95,19 @@ class ReaderRequestsInFlight(Rule):
 class ReaderBytesInFlight(Rule):
     """Bytes in flight per reader.
 
-    Condition: the training streams objects of which the reader's default 256 MiB byte budget holds
-    fewer than 4
+    Condition: the training streams from S3 objects it reads whole, of which the reader's default
+    256 MiB byte budget holds fewer than 4. Tar shards (read as samples) and text shards (read as
+    records), and the shards a reshard writes, are read as streams: a worker holds each one's
+    64 MiB read-ahead and the next one's first parts, never a whole shard, so the default holds
+    them whatever their size
     Recommendation: the native reader's `max_inflight_bytes` per loader process: the budget the
     trial's sweep read with when training reads what the trial read; else 4 objects in whole 8 MiB
     parts, the budgets of cores per rank + 1 processes within 25% of the rank's available RAM (never
     under the default). Exported with the loader
     Source: [CPP] 1 next steps: expose the reader's concurrency; Little's law on bytes: parts in
     flight and results waiting for the consumer share the budget; measured: 200 MB objects, 0
-    workers, 3.7-4.6/s with 768 MiB against 3.3-3.7 with 256 MiB (docs/benchmarks.md)
+    workers, 3.7-4.6/s with 768 MiB against 3.3-3.7 with 256 MiB (docs/benchmarks.md); streams:
+    `ReaderConfig.read_ahead_bytes` (native_loader/config.py)
     """
 
     id = "RD-2"
@@ -120,8 +124,9 @@ class ReaderBytesInFlight(Rule):
         else:
             hw = ctx.hardware
             budget = inflight_bytes(
-                object_bytes, hw.ram_available_bytes, hw.usable_cores, ctx.ranks_per_node
-            )
+                object_bytes, hw.ram_available_bytes, hw.usable_cores, ctx.ranks_per_node,
+                streamed=ctx.streamed(state),
+            )  # fmt: skip
             measured = False
         if budget <= READER_BUDGET_BYTES:
             return None  # the reader's default holds enough of these objects

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+from advisor.core.model import READER_BUDGET_BYTES, first_batch_s, worker_memory_bytes
 from advisor.core.units import duration, per_s, rate, share
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.bottleneck import of_trial
@@ -9,14 +12,16 @@ from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
 from advisor.decide.rules.words import ceiling_words, storage_words, workers
+from native_loader.loader import DEFAULT_PREFETCH
 
 
 class MeasuredThroughput(Rule):
     """Expected throughput measured.
 
     Condition: the sweep measured the chosen num_workers (and training reads what the trial read)
-    Recommendation: expected samples/s = measured, model prediction reported next to it
-    Source: measured
+    Recommendation: expected samples/s = measured, model prediction reported next to it; the
+    evidence gives the measured time to the first batch and the model's memory per loader process
+    Source: measured (samples/s are records/s for text shards read as records)
     """
 
     id = "MEAS-1"
@@ -36,6 +41,7 @@ class MeasuredThroughput(Rule):
                 "measured_samples_per_s": measured,
                 "predicted_samples_per_s": predicted,
                 "sweep_samples_per_s": _model_vs_measured(ctx, state),
+                **_start_and_memory(ctx, state, w),
             },
             measured=True,
             confidence="high",
@@ -46,7 +52,8 @@ class ModelThroughput(Rule):
     """Expected throughput predicted.
 
     Condition: otherwise
-    Recommendation: expected samples/s = model prediction, with its bottleneck
+    Recommendation: expected samples/s = model prediction, with its bottleneck; the evidence gives
+    the model's time to the first batch and memory per loader process
     Source: model
     """
 
@@ -70,6 +77,7 @@ class ModelThroughput(Rule):
                 "sweep_samples_per_s": _model_vs_measured(ctx, {**state, Key.DATA_SOURCE: "stream"})
                 if ctx.measured_rates()
                 else None,
+                **_start_and_memory(ctx, state, w),
             },
             confidence="medium" if storage.measured or ctx.cpu_measured else "low",
         )
@@ -129,17 +137,26 @@ class CpuBoundDecode(Rule):
         found = of_trial(ctx, state)
         if found is not None and found.contradicts_cpu_advice():
             return None  # measured: something less CPU per sample would not lift limits it
-        if measured is not None and measured < BOTTLENECK_SHARE * p.cpu_bound:
+        # the ceiling the measurements named, where they did: the model's can sit below the
+        # rate the sweep measured (its cores for loading are a prediction)
+        named = next((c for c in found.ceilings if c.stage == found.stage), None) if found else None
+        ceiling = named.samples_per_s if named is not None else p.cpu_bound
+        if measured is not None and measured < BOTTLENECK_SHARE * ceiling:
             return None  # decoding leaves capacity unused: it is not what limits the loader
         at = f"; it reads {rate(measured)}" if measured is not None else ""
+        if named is not None:
+            cap = f"The CPU caps the loader at {rate(ceiling)} with {workers(count)} ({named.how})"
+        else:
+            cap = (
+                f"{duration(ctx.cpu_s_per_sample)} of CPU per sample caps the loader at "
+                f"{rate(ceiling)} with {workers(count)}"
+            )
         return self.finding(
             "preprocess-offline",
-            f"{duration(ctx.cpu_s_per_sample)} of CPU per sample caps the loader at "
-            f"{rate(p.cpu_bound)} with {workers(count)}{at}: move deterministic "
-            "decode/resize offline, keep random augmentation.",
+            f"{cap}{at}: move deterministic decode/resize offline, keep random augmentation.",
             evidence={
                 "cpu_s_per_sample": ctx.cpu_s_per_sample,
-                "cpu_bound_samples_per_s": p.cpu_bound,
+                "cpu_bound_samples_per_s": ceiling,
                 "measured_samples_per_s": measured,
                 "bottleneck": found.stage if found is not None else None,
             },
@@ -152,4 +169,31 @@ def _model_vs_measured(ctx: Context, state: State) -> dict[str, dict[str, float]
     return {
         str(w): {"measured": round(r, 1), "predicted": round(ctx.model(state, w).samples_per_s, 1)}
         for w, r in sorted(ctx.measured_rates().items())
+    }
+
+
+def _start_and_memory(ctx: Context, state: State, w: int) -> dict[str, Any]:
+    """The time to the first batch (measured by the sweep where training reads what it read,
+    else the model's) and the model's bytes per loader process beyond its interpreter
+    (`advisor.core.model.worker_memory_bytes`): streamed shards count their read-ahead, objects
+    read whole count one whole object each."""
+    object_bytes, spo = ctx.layout(state)
+    streamed = ctx.streamed(state)
+    storage = ctx.read_storage(state)
+    trial = ctx.trial if w in ctx.measured_counts(state) else None
+    measured = trial.first_batch_s(w) if trial is not None else None
+    predicted = first_batch_s(
+        object_bytes=object_bytes, samples_per_object=spo, batch_size=ctx.workload.batch_size,
+        cpu_s_per_sample=ctx.cpu_s_per_sample, storage=storage, streamed=streamed,
+        processes=max(w, 1),
+    )  # fmt: skip
+    memory = worker_memory_bytes(
+        object_bytes, state.get(Key.INFLIGHT_BYTES) or READER_BUDGET_BYTES, ctx.batch_bytes,
+        state.get(Key.PREFETCH_FACTOR) or DEFAULT_PREFETCH, streamed=streamed,
+    )  # fmt: skip
+    return {
+        "first_batch_s": round(measured if measured is not None else predicted, 3),
+        "first_batch_measured": measured is not None,
+        "worker_memory_bytes": round(memory),
+        "streamed": streamed,
     }

@@ -77,9 +77,12 @@ class TrialData:
     fmt: str
     transform: Callable[[Any], Any]
     credentials: Credentials | None = field(default=None, repr=False)
-    # Training samples in one item the dataset yields: 1 for single-sample objects and tar
-    # members; the records of a line-oriented object (text, JSONL) decoded as one item.
+    # Training samples in one item the dataset yields: 1 for single-sample objects, tar
+    # members and records; the records of a line-oriented object decoded as one item.
     samples_per_item: float = 1.0
+    # text shards read as records (`S3IterableDataset(records=...)`: "lines", "jsonl", "csv"):
+    # one item is one record, so the sweep's samples/s are records/s; None: objects or tar samples
+    records: str | None = None
 
     @classmethod
     def sample(
@@ -105,6 +108,12 @@ class TrialData:
         random.Random(0).shuffle(objects)
         return cls(tuple(objects), config, fmt, transform, credentials)
 
+    @property
+    def streamed(self) -> bool:
+        """True when the dataset streams its objects (tar samples, text records): a loader
+        process holds its reader's read-ahead of them, never a whole one."""
+        return self.fmt == "tar" or self.records is not None
+
     def items_per_batch(self, batch_size: int) -> int:
         """DataLoader items that make a batch of `batch_size` samples (at least one)."""
         return max(1, round(batch_size / self.samples_per_item))
@@ -129,7 +138,8 @@ class TrialData:
     def dataset(
         self, transform: Callable[[Any], Any] | None = None, min_objects: int = 0
     ) -> Iterable[Any]:
-        """Tar shards iterate as WebDataset samples; everything else one object per sample.
+        """Tar shards iterate as WebDataset samples, text shards with `records` as records (a
+        line, a parsed JSON line, a CSV row); everything else one object per sample.
 
         With `min_objects`, the sample is cycled up to that length, so that a time-bounded
         measurement of a set with few (large) objects is not cut short by its end.
@@ -148,4 +158,5 @@ class TrialData:
             credentials=self.credentials,
             transform=transform,
             tar_samples=self.fmt == "tar",
+            records=self.records,
         )

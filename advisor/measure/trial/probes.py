@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import statistics
 import time
 from collections.abc import Callable, Iterable
@@ -180,8 +181,16 @@ def measure_decode(
 
 
 def _sample_bytes(sample: Any) -> int:
+    """Bytes of a raw sample: an object's, a tar sample's fields', or a record's text (a parsed
+    JSON line or CSV row counted as its JSON text)."""
+    if isinstance(sample, str):
+        return len(sample.encode())
+    if isinstance(sample, dict) and not any(k.startswith("__") for k in sample):
+        return len(json.dumps(sample, default=str).encode())  # a parsed record
     if isinstance(sample, dict):
         return sum(len(memoryview(v)) for k, v in sample.items() if not k.startswith("__"))
+    if isinstance(sample, (list, int, float, bool)) or sample is None:
+        return len(json.dumps(sample, default=str).encode())  # a JSON line's value
     return len(memoryview(sample))
 
 

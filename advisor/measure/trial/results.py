@@ -292,6 +292,13 @@ class TrialResult:
         """The count with the highest median as training saw it (not the luckiest slice)."""
         return max(self.counts, key=lambda c: c.median, default=None)
 
+    def first_batch_s(self, num_workers: int) -> float | None:
+        """Seconds from a fresh loader with `num_workers` to its first batch, as the sweep
+        measured it: its count's first slice starts the loader (workers forked, first reads,
+        the first batch made), later slices reuse it. None: that count was not measured."""
+        first = next((p for p in self.sweep if p.num_workers == num_workers), None)
+        return None if first is None else first.time_to_first_batch_s
+
     def main_thread_s(self, num_workers: int) -> float | None:
         """The training thread's CPU seconds per sample that the sweep measured over its steady
         windows (median): with 0 workers all of the loading; with workers, taking their batches

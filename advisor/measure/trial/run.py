@@ -7,6 +7,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -103,7 +104,10 @@ def run_trial(
     """
     TrialBudget(seconds)  # raises ValueError naming the range
     raw = load_transform(workload.transform) if workload.transform else None
-    transform = WatchedTransform(raw or default_decoder(profile.dominant_format))
+    default = (
+        records_as_they_are if profile.record_format else default_decoder(profile.dominant_format)
+    )
+    transform = WatchedTransform(raw or default)
     stop = threading.Event()  # the caller's cancel, or the watch calling time
     watch = TrialWatch(seconds, transform, progress)
     clock = TrialClock(seconds, stop, watch.report)
@@ -137,7 +141,10 @@ def _measure(
 ) -> TrialResult:
     seconds = clock.seconds
     fmt = profile.dominant_format
-    transform_name = workload.transform or f"default decoder for {fmt}"
+    records = profile.record_format
+    transform_name = workload.transform or (
+        f"records as they are ({records})" if records else f"default decoder for {fmt}"
+    )
     storage = decode = None
     probes: dict[str, StorageProbe] = {}  # per read path, its storage as probed
     inflight: int | None = None
@@ -152,7 +159,14 @@ def _measure(
         clock.report("storage", "listing objects for the trial")
         data = TrialData.sample(location, fmt, transform, credentials)
         check_names(data.objects)
-        data = dataclasses.replace(data, samples_per_item=_samples_per_item(profile, fmt))
+        data = dataclasses.replace(
+            data, samples_per_item=_samples_per_item(profile, fmt), records=records
+        )
+        if records is not None:
+            notes.append(
+                f"the text shards were read as records ({records}), streamed: a sample is a "
+                "record, and samples/s are records/s"
+            )
         levels = LOCAL_LEVELS if location.storage == "local" else CONCURRENCY_LEVELS
         storage = probe_storage(data, clock, seconds * BUDGET_SHARES["storage"], levels)
         clock.check()
@@ -223,11 +237,17 @@ def _measure(
     )
 
 
+def records_as_they_are(record: Any) -> Any:
+    """The default transform of records: a line (``str``), a parsed JSON line or a CSV row is
+    already what training takes; the user's transform, when given, replaces it per record."""
+    return record
+
+
 def _samples_per_item(profile: DatasetProfile, fmt: str) -> float:
     """Samples in one item the trial's dataset yields (`TrialData.samples_per_item`): tar shards
-    yield their members one by one; other objects are one item each, holding the records the
-    profile counted in them (lines of a text shard)."""
-    if fmt == "tar":
+    yield their members one by one and text shards read as records their records; other objects
+    are one item each, holding the records the profile counted in them."""
+    if fmt == "tar" or profile.record_format is not None:
         return 1.0
     counted = next((f.samples_per_object for f in profile.formats if f.name == fmt), None)
     return max(1.0, counted or 1.0)
@@ -249,12 +269,13 @@ def _inflight_for(probe: StorageProbe, data: TrialData, decode: DecodeCost) -> i
 
 def _budget_for(data: TrialData, hardware: HardwareProfile, workload: Workload) -> int:
     """The byte budget per process for the sweep (`advisor.core.model.inflight_bytes`), for the
-    sampled objects' mean size."""
+    sampled objects' mean size (streamed ones: their read-ahead)."""
     return inflight_bytes(
         data.mean_object_bytes,
         hardware.ram_available_bytes,
         hardware.usable_cores,
         workload.gpus_per_node,
+        streamed=data.streamed,
     )
 
 

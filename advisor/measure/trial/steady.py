@@ -141,9 +141,10 @@ class StageGauge:
     def __init__(self, processes: int) -> None:
         self._slots = multiprocessing.get_context("fork").RawArray("d", self.FIELDS * processes)
 
-    def publishing(self, dataset: Any) -> PublishingDataset:
-        """`dataset` (an S3IterableDataset) publishing into this gauge as it is iterated."""
-        return PublishingDataset(dataset, self._slots)
+    def publishing(self, dataset: Any, every: int = 1) -> PublishingDataset:
+        """`dataset` (an S3IterableDataset) publishing into this gauge as it is iterated, its
+        reader's bytes every `every` items (records are too cheap to ask the reader after each)."""
+        return PublishingDataset(dataset, self._slots, every)
 
     def read(self) -> tuple[float, float]:
         """(items the processes have produced in all, items their readers hold fetched or in
@@ -159,9 +160,10 @@ class PublishingDataset(torch.utils.data.IterableDataset[Any]):
     """An S3IterableDataset that publishes its progress after every item it yields
     (`StageGauge`)."""
 
-    def __init__(self, dataset: Any, slots: Any) -> None:
+    def __init__(self, dataset: Any, slots: Any, every: int = 1) -> None:
         self.dataset = dataset
         self._slots = slots
+        self._every = max(every, 1)
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
@@ -169,17 +171,23 @@ class PublishingDataset(torch.utils.data.IterableDataset[Any]):
         slots = self._slots
         reader = self.dataset.reader
         items: Iterable[Any] = self.dataset
-        for item in items:
-            stats = reader.stats()
-            slots[base] = stats["inflight_bytes"]
-            slots[base + 1] = stats["bytes_received"]
+        every = self._every
+        for produced, item in enumerate(items, 1):
+            if produced % every == 0 or produced == 1:
+                stats = reader.stats()
+                slots[base] = stats["inflight_bytes"]
+                slots[base + 1] = stats["bytes_received"]
             slots[base + 2] += 1
             yield item
 
 
 def tensor_bytes(sample: Any) -> int:
+    """Bytes a transformed sample holds: its tensors', a record's text (characters, a close
+    enough count that costs no encoding), 0 for anything else."""
     if isinstance(sample, torch.Tensor):
         return sample.numel() * sample.element_size()
+    if isinstance(sample, (str, bytes)):
+        return len(sample)
     if isinstance(sample, dict):
         return sum(tensor_bytes(v) for v in sample.values())
     return 0

@@ -44,18 +44,21 @@ CYCLE_OBJECTS = 20_000  # the loaders cycle a small sample up to this many objec
 MIN_SLICE_SECONDS = 1.5
 SLICE_STRETCH = 1.5  # a budgeted slice may run this much over its share to reach a steady state
 BATCH_TIMEOUT_S = 60.0  # a worker batch slower than this ends the measurement (DataLoader timeout)
+RECORDS_PER_STATS = 64  # records a loader process yields between its reader's byte counts
 
 
 def candidate_counts(cores: int, predicted: Mapping[int, float], limit: int) -> list[int]:
     """num_workers to measure: 0 and 1 up to `cores`, or, when the budget holds only `limit`
-    of them, those around the model's choice: 0, 1, the smallest count predicted within 5% of
-    the best prediction (m), m + 1, the cores, m - 1, then the nearest to m."""
+    of them, the model's choice first and then the counts that can overturn it: the smallest
+    count predicted within 5% of the best prediction (m), 0 (the loader in the training
+    process) and 1, m + 1, the cores, m - 1, then the nearest to m. A count the model would
+    choose is always measured, so a budget of two never leaves its choice a prediction."""
     every = list(range(0, max(cores, 1) + 1))
     if len(every) <= limit:
         return every
     best = max((predicted.get(w, 0.0) for w in every), default=0.0)
     m = next((w for w in every if predicted.get(w, 0.0) >= 0.95 * best), cores)
-    order = [0, 1, m, m + 1, cores, m - 1, *sorted(every, key=lambda w: (abs(w - m), w))]
+    order = [m, 0, 1, m + 1, cores, m - 1, *sorted(every, key=lambda w: (abs(w - m), w))]
     chosen: list[int] = []
     for w in order:
         if 0 <= w <= cores and w not in chosen:
@@ -108,7 +111,8 @@ class LiveLoader:
         self.stages = StageGauge(max(workers, 1))
         dataset = data.dataset(data.transform, min_objects=CYCLE_OBJECTS)
         self.loader: torch.utils.data.DataLoader[Any] = make_dataloader(
-            self.stages.publishing(dataset),
+            # a record costs too little to ask its reader for its bytes after each one
+            self.stages.publishing(dataset, every=RECORDS_PER_STATS if data.records else 1),
             self.settings,
             multiprocessing_context="fork" if workers > 0 else None,
             # a batch that never comes must not hold the trial far past its budget
