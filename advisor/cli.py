@@ -274,15 +274,19 @@ def _print_trial(session: AdvisorSession) -> None:
         print(f"decode: {t.decode.transform}: {duration(t.decode.cpu_s_per_sample)} CPU/sample")
     if t.counts:
         # what training saw per num_workers: the slower step model's median and its spread
-        print("num_workers  samples/s (median, spread)    step   slices  worker RSS")
+        # a text set is read record by record: its samples are records
+        unit = "records/s" if session.profile and session.profile.record_format else "samples/s"
+        print(f"num_workers  {unit} (median, spread)    step   slices  worker RSS  first batch")
         rss = {p.num_workers: p.peak_worker_rss_mb for p in t.sweep}
         for c in t.counts:
             bound = ">=" if c.lower_bound else ""  # no steady state: a lower bound (see notes)
             spread = f"({per_s(c.low)}-{per_s(c.high)})"
             memory = data_size(rss.get(c.num_workers, 0.0) * MB)
+            first = t.first_batch_s(c.num_workers)
             print(
                 f"{c.num_workers:>11}  {bound:>2}{per_s(c.median):>7} {spread:<19}  "
-                f"{c.step:>5}  {c.slices:>6}  {memory:>10}"
+                f"{c.step:>5}  {c.slices:>6}  {memory:>10}  "
+                f"{duration(first) if first is not None else '-':>11}"
             )
     for note in t.notes:
         print(f"note: {note}")

@@ -35,6 +35,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("e2e", "bench.e2e", "the exported loader vs the loaders people write today"),
     Benchmark("e2e-large", "bench.e2e_large", "large objects streamed: 1 process vs several"),
     Benchmark("e2e-shards", "bench.e2e_shards", "150 MB tar shards vs small objects: 1st batch"),
+    Benchmark("handover", "bench.handover", "DataLoader workers: batch hand-over, first full gc"),
     Benchmark("demo-start", "bench.demo_start", "%advisor --demo in fresh kernels: the 2nd start"),
 )
 

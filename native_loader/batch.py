@@ -7,7 +7,8 @@ shared-memory segment (a file descriptor sent over a socket, a mapping on each s
 tensors stacked into one. `SampleList` is the list `collate_list` returns; when it is pickled
 for that hand-over, its CPU tensors (top level, or inside tuples, lists and dicts) are copied
 into one shared block per dtype, and the training process gets a list of views into it: the
-same values and shapes (contiguous), one segment per dtype instead of one per tensor.
+same values and shapes (contiguous), one segment per dtype instead of one per tensor. Pickled
+anywhere else (a deepcopy, a save), it is a plain list.
 """
 
 from __future__ import annotations
@@ -80,6 +81,10 @@ class SampleList(list[Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         plain = (SampleList, (list(self),))
+        from torch.utils.data import get_worker_info
+
+        if get_worker_info() is None:  # not a worker's hand-over (a copy, a save): as it is
+            return plain
         found: list[tuple[_Slot, torch.Tensor]] = []
         sizes: dict[torch.dtype, int] = {}
         skeleton = _skeleton(list(self), found, sizes)

@@ -102,6 +102,23 @@ def test_cli_exports_a_module_that_yields_every_line_once(
 
 
 @pytest.mark.timeout(120)
+def test_the_trial_table_counts_records_and_shows_the_first_batch(
+    capsys: pytest.CaptureFixture[str], s3_endpoint: S3Endpoint, s3_bucket: str, s3_client: object
+) -> None:
+    _upload_text(s3_client, s3_bucket, "table")
+    code = main([
+        "trial", f"s3://{s3_bucket}/table/", "--endpoint-url", s3_endpoint.url,
+        "--seconds", "5", "--batch-size", "64",
+    ])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    header = next(line for line in out.splitlines() if line.startswith("num_workers"))
+    assert "records/s (median, spread)" in header and header.endswith("first batch")
+    rows = out.split(header, 1)[1].strip().splitlines()
+    assert rows and rows[0].split()[0] == "0" and rows[0].rstrip().endswith("s")  # ms or s
+
+
+@pytest.mark.timeout(120)
 def test_jsonl_shards_measure_records_per_second_and_export_parsed_records(
     s3_endpoint: S3Endpoint, s3_bucket: str, s3_client: object, tmp_path: Path
 ) -> None:

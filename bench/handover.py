@@ -1,0 +1,118 @@
+"""DataLoader workers: the hand-over of a batch, and the first full collection in a new worker.
+
+    python -m bench handover [--repeats 3] [--quick] [--out bench/results/handover.json]
+
+(a) Hand-over: 60 batches of 32 tensors of 3x224x224 uint8 (a decoded, resized image each) from
+2 workers to the training process, collated as a plain list (one shared-memory segment per
+tensor), as `native_loader.batch.SampleList` (what `collate_list` returns: one block per
+dtype), and stacked by torch's `default_collate` (one tensor); samples/s over the 60 batches.
+(b) A new worker's first full collection: the CPU time of `gc.collect()` as the first sample of
+a worker of `native_loader.loader.make_dataloader`, with and without `FreezeInherited`'s
+`gc.freeze()` (in a worker that decodes, allocation triggers that collection in its first
+batch).
+Each configuration runs `--repeats` times, interleaved; figures are medians with the range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.data import DataLoader, IterableDataset, default_collate
+
+from native_loader.decoders import collate_list
+from native_loader.loader import FreezeInherited, LoaderSettings, make_dataloader, make_dataset
+
+RESULTS = Path(__file__).resolve().parent / "results" / "handover.json"
+BATCHES, BATCH, WORKERS = 60, 32, 2
+
+
+class Images(IterableDataset[torch.Tensor]):
+    def __iter__(self) -> Iterator[torch.Tensor]:
+        image = torch.zeros(3, 224, 224, dtype=torch.uint8)
+        for _ in range(BATCHES * BATCH // WORKERS):
+            yield image.clone()
+
+
+def plain_list(batch: list[Any]) -> list[Any]:
+    return list(batch)
+
+
+def handover(collate: Callable[[list[Any]], Any]) -> float:
+    loader = DataLoader(Images(), batch_size=BATCH, num_workers=WORKERS, collate_fn=collate)
+    started, samples = time.perf_counter(), 0
+    for batch in loader:
+        samples += len(batch)
+    return samples / (time.perf_counter() - started)
+
+
+def collect_once(_: Any) -> float:
+    """The transform: CPU seconds of a full collection in this worker (what its first one costs,
+    whenever allocation triggers it: in a decoding worker, during its first batch)."""
+    started = time.process_time()
+    gc.collect()
+    return time.process_time() - started
+
+
+def first_collection(folder: str, freeze: bool) -> float:
+    """CPU seconds of the first full collection in a new worker of the factory's DataLoader."""
+    dataset = make_dataset(folder, transform=collect_once, shuffle=False)
+    loader = make_dataloader(dataset, LoaderSettings(batch_size=1, num_workers=1))
+    if not freeze:  # what a DataLoader without the factory's worker_init_fn does
+        loader.worker_init_fn = None
+    assert freeze == isinstance(loader.worker_init_fn, FreezeInherited)
+    return float(next(iter(loader))[0])
+
+
+def _fmt(value: float) -> str:
+    return f"{value:,.0f}" if value >= 100 else f"{value:.4f}"
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"median": statistics.median(values), "low": min(values), "high": max(values)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench handover", description=__doc__)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--quick", action="store_true", help="one run of each")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args(argv)
+    repeats = 1 if args.quick else args.repeats
+    collates = {"plain list": plain_list, "SampleList": collate_list, "stacked": default_collate}
+    rates: dict[str, list[float]] = {name: [] for name in collates}
+    firsts: dict[str, list[float]] = {"frozen": [], "not frozen": []}
+    with tempfile.TemporaryDirectory(prefix="bench-handover-") as folder:
+        for i in range(BATCH):
+            (Path(folder) / f"{i:03d}.bin").write_bytes(b"x" * 1000)
+        for _ in range(repeats):
+            for name, collate in collates.items():
+                rates[name].append(handover(collate))
+            for name in firsts:
+                firsts[name].append(first_collection(folder + "/", freeze=name == "frozen"))
+    out: dict[str, Any] = {
+        "command": "python -m bench handover",
+        "handover_samples_per_s": {k: _spread(v) for k, v in rates.items()},
+        "worker_first_full_gc_cpu_s": {k: _spread(v) for k, v in firsts.items()},
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    print("| measure | configuration | median (range) |\n|---|---|---|")
+    for measure in ("handover_samples_per_s", "worker_first_full_gc_cpu_s"):
+        for name, s in out[measure].items():
+            low, high = _fmt(s["low"]), _fmt(s["high"])
+            print(f"| {measure} | {name} | {_fmt(s['median'])} ({low}-{high}) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
