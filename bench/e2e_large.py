@@ -6,7 +6,7 @@ One SeaweedFS behind the project's latency proxy at 0 ms and at 20 ms to first b
 caps each connection at 90 MB/s, as S3 does). For each object size (64 x 8 MiB, 8 x 64 MiB,
 2 x 1 GiB) and latency, N reader processes (1, 2, 4; at most one per object) split the same
 objects between them and stream each one
-(`S3Reader.open_many`, default `ReaderConfig`: 8 MiB parts, 64 MiB read-ahead) with a consumer
+(`S3Reader.open_many`, default `ReaderConfig`: 8 MiB parts, 128 MiB read-ahead) with a consumer
 that costs no CPU (it takes each chunk and drops it). Every run starts fresh processes, released
 together at one instant; repetitions are interleaved. Reported per (latency, size, processes):
 MB/s over the run (total bytes / first start to last end), the first byte (the slowest

@@ -128,17 +128,23 @@ def read_through(
 
 
 def stream_through(
-    reader: S3Reader, objects: Sequence[str | ObjectInfo], cache: LocalCache
+    reader: S3Reader,
+    objects: Sequence[str | ObjectInfo],
+    cache: LocalCache,
+    **stream: int,
 ) -> Iterator[ObjectStream | _TeeStream]:
     """Streams in the order of `objects`: cached ones from their local copy, the rest through
     one `open_many` (so misses keep their read-ahead), each copied into the cache as its parts
-    arrive and kept once it was read to the end. Use each stream before taking the next."""
+    arrive and kept once it was read to the end. Use each stream before taking the next.
+    ``stream``: `S3Reader.open`'s ``part_size`` and ``read_ahead_bytes``."""
 
     def key(item: str | ObjectInfo) -> tuple[str, str]:
         return (item.uri, item.etag) if isinstance(item, ObjectInfo) else (item, "")
 
     cached = [cache.path(*key(item)).exists() for item in objects]
-    misses = reader.open_many([o for o, hit in zip(objects, cached, strict=True) if not hit])
+    misses = reader.open_many(
+        [o for o, hit in zip(objects, cached, strict=True) if not hit], **stream
+    )
     try:
         for item, hit in zip(objects, cached, strict=True):
             uri, etag = key(item)
@@ -146,12 +152,12 @@ def stream_through(
                 try:
                     os.utime(cache.path(uri, etag))  # most recently used; fails if evicted
                     cache.hits += 1
-                    with reader.open(str(cache.path(uri, etag))) as local:
+                    with reader.open(str(cache.path(uri, etag)), **stream) as local:
                         yield local
                     continue
                 except FileNotFoundError:
                     pass  # evicted since we looked: read it from its source
-                with reader.open(item) as direct:
+                with reader.open(item, **stream) as direct:
                     yield direct
                 continue
             cache.misses += 1

@@ -20,7 +20,7 @@ import torch.utils.data
 from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through, stream_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
-from native_loader.records import RECORD_FORMATS, RecordFormat, iter_records
+from native_loader.records import RECORD_FORMATS, RecordFormat, record_blocks
 from native_loader.sample_errors import (
     SampleCounts,
     SampleError,
@@ -30,6 +30,7 @@ from native_loader.sample_errors import (
     readable_name,
     unreadable_name,
 )
+from native_loader.stream import parsed_stream
 from native_loader.tar import iter_samples_stream
 from native_loader.uri import is_metadata
 
@@ -189,6 +190,12 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
     def __iter__(self) -> Iterator[Any]:
         guard = SampleGuard(self.on_error, self.counts, flush_every=_COUNT_FLUSH)
         try:
+            if self.records is not None and self.transform is None and not self.shuffle_buffer:
+                # records as they are: a list per slice of text, no Python call per record
+                for _, block in self._streamed(self._share(guard), guard):
+                    guard.ok(len(block))
+                    yield from block
+                return
             for name, item in self.named_items(guard):
                 if self.transform is None:
                     guard.ok()
@@ -205,6 +212,15 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         it came from (``<shard uri>#<key>`` for a tar sample). Reads that fail go to `guard`
         (default: this dataset's policy)."""
         guard = guard if guard is not None else SampleGuard(self.on_error, self.counts)
+        items = self._items(self._share(guard), guard)
+        if self.shuffle_buffer > 0:
+            rng = random.Random(f"{self.seed}/{self.epoch}/{self.shard()[0]}")
+            items = _buffered_shuffle(items, self.shuffle_buffer, rng)
+        yield from items
+
+    def _share(self, guard: SampleGuard) -> list[str | ObjectInfo]:
+        """This process's objects of the epoch, in order; names no reader can open go to
+        `guard`."""
         objects = list(self._resolved())
         if self.shuffle:
             random.Random(f"{self.seed}/{self.epoch}").shuffle(objects)
@@ -216,11 +232,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             else:
                 error = unreadable_name(_uri(item))
                 guard.failed(str(error), error)
-        items = self._items(mine, guard)
-        if self.shuffle_buffer > 0:
-            rng = random.Random(f"{self.seed}/{self.epoch}/{index}")
-            items = _buffered_shuffle(items, self.shuffle_buffer, rng)
-        yield from items
+        return mine
 
     def _items(
         self, objects: list[str | ObjectInfo], guard: SampleGuard
@@ -228,8 +240,13 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         """Read `objects` in order; a failed read is raised as it is (it names the object), or
         skipped, and the reads go on after it."""
         cache = self._cache.get()
-        if self.tar_samples or self.records is not None:
+        if self.tar_samples:
             yield from self._streamed(objects, guard)
+            return
+        if self.records is not None:
+            for uri, block in self._streamed(objects, guard):
+                for record in block:
+                    yield uri, record
             return
         position = 0
         while position < len(objects):
@@ -256,17 +273,23 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
     def _streamed(
         self, objects: list[str | ObjectInfo], guard: SampleGuard
     ) -> Iterator[tuple[str, Any]]:
-        """Samples or records of each shard as its parts arrive (`S3Reader.open_many`, or the
-        cache's `stream_through`). A shard that fails to read is raised as it is, or skipped
-        and the reads go on after it; one that fails to parse goes to `guard`."""
+        """Samples of each tar shard, or lists of records of each text shard, as its parts
+        arrive (`S3Reader.open_many`, or the cache's `stream_through`). A shard that
+        fails to read is raised as it is, or skipped and the reads go on after it; one that
+        fails to parse goes to `guard`."""
         cache = self._cache.get()
+        # records: fewer, larger parts, two in flight (stream.parsed_stream)
+        parts: dict[str, int] = {}
+        if self.records is not None:
+            part, read_ahead = parsed_stream(self.config)
+            parts = {"part_size": part, "read_ahead_bytes": read_ahead}
         position = 0
         while position < len(objects):
             rest = objects[position:]
             streams = (
-                stream_through(self.reader, rest, cache)
+                stream_through(self.reader, rest, cache, **parts)
                 if cache is not None
-                else self.reader.open_many(rest)
+                else self.reader.open_many(rest, **parts)
             )
             current = position
             try:
@@ -292,9 +315,9 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
                 pass
             return
         assert self.records is not None
-        records = iter_records(stream.chunks(), self.records)
-        for record in _parsed(records, f"reading {self.records} records", uri, guard):
-            yield uri, record
+        blocks = record_blocks(stream.chunks(), self.records)
+        for block in _parsed(blocks, f"reading {self.records} records", uri, guard):
+            yield uri, block
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)

@@ -12,7 +12,7 @@ from typing import Any
 
 from native_loader import _native
 from native_loader._client import EngineSession
-from native_loader.config import Credentials, ReaderConfig
+from native_loader.config import MIN_PART_SIZE, Credentials, ReaderConfig
 from native_loader.errors import S3Error, error_from_outcome
 from native_loader.local import (
     LocalRead,
@@ -28,6 +28,7 @@ from native_loader.stream import (
     PartPipeline,
     StreamSource,
     iter_streams,
+    stream_budget,
 )
 from native_loader.uri import local_path, parse_uri
 
@@ -238,19 +239,36 @@ class S3Reader:
                 if item.local is not None:
                     item.local.cancel()
 
-    def open(self, source: str | ObjectInfo) -> ObjectStream:
+    def open(
+        self,
+        source: str | ObjectInfo,
+        *,
+        part_size: int | None = None,
+        read_ahead_bytes: int | None = None,
+    ) -> ObjectStream:
         """The object (or file) as a stream: a binary file-like object (``read``, ``readinto``,
         ``readline``, iteration over lines, ``chunks()``). Parts of ``part_size`` are fetched
         by ranged GETs up to ``read_ahead_bytes`` ahead of the consumer, so memory does not
-        grow with the object's size. Close it (or use ``with``) to cancel what is in flight."""
+        grow with the object's size. Both default to the config's; a part size that is a
+        multiple of the config's keeps parts on the same boundaries, and the read-ahead never
+        exceeds ``max_inflight_bytes``. Close it (or use ``with``) to cancel what is in flight."""
         sources = [self._stream_source(source)]
-        return ObjectStream(self._pipeline(sources), 0, sources[0].uri, owns=True)
+        pipeline = self._pipeline(sources, part_size, read_ahead_bytes)
+        return ObjectStream(pipeline, 0, sources[0].uri, owns=True)
 
-    def open_many(self, sources: Iterable[str | ObjectInfo]) -> Iterator[ObjectStream]:
+    def open_many(
+        self,
+        sources: Iterable[str | ObjectInfo],
+        *,
+        part_size: int | None = None,
+        read_ahead_bytes: int | None = None,
+    ) -> Iterator[ObjectStream]:
         """One stream per object, in order; the next object's first parts are fetched while
-        the current one is read (within the same ``read_ahead_bytes``). Read each stream before
-        taking the next: one left unfinished is skipped. Leaving the loop cancels the rest."""
-        return iter_streams(self._pipeline(self._stream_source(s) for s in sources))
+        the current one is read (within the same read-ahead). Read each stream before taking
+        the next: one left unfinished is skipped. Leaving the loop cancels the rest.
+        ``part_size`` and ``read_ahead_bytes`` as for `open`."""
+        streamed = (self._stream_source(s) for s in sources)
+        return iter_streams(self._pipeline(streamed, part_size, read_ahead_bytes))
 
     def _stream_source(self, source: str | ObjectInfo) -> StreamSource:
         uri, size = (source.uri, source.size) if isinstance(source, ObjectInfo) else (source, -1)
@@ -260,12 +278,19 @@ class S3Reader:
         _require_key(uri, key)
         return StreamSource(uri, bucket=bucket, key=key, size=size)
 
-    def _pipeline(self, sources: Iterable[StreamSource]) -> PartPipeline:
+    def _pipeline(
+        self, sources: Iterable[StreamSource], part_size: int | None, read_ahead: int | None
+    ) -> PartPipeline:
         config = self.config
-        budget = min(config.read_ahead_bytes, config.max_inflight_bytes)
-        return PartPipeline(
-            self._session.engine, sources, config.part_size, budget // config.part_size, _raise
-        )
+        part = config.part_size if part_size is None else part_size
+        if isinstance(part, bool) or not isinstance(part, int) or part < MIN_PART_SIZE:
+            raise ValueError(f"{part_size=} must be an int >= {MIN_PART_SIZE} (64 KiB) or None")
+        budget = stream_budget(config)
+        if read_ahead is not None:
+            if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
+                raise ValueError(f"read_ahead_bytes={read_ahead!r} must be an int >= 0 or None")
+            budget = min(budget, read_ahead)
+        return PartPipeline(self._session.engine, sources, part, budget // part, _raise)
 
     def _finish(self, engine: _native.Engine | None, item: _Pending) -> ReadResult:
         if item.local is not None:

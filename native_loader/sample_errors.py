@@ -147,10 +147,10 @@ class SampleGuard:
         self.flush_every = flush_every
         self._unflushed = 0
 
-    def ok(self) -> None:
-        """One sample went through."""
-        self.seen += 1
-        self._unflushed += 1
+    def ok(self, count: int = 1) -> None:
+        """``count`` samples went through."""
+        self.seen += count
+        self._unflushed += count
         if self._unflushed >= self.flush_every:
             self.flush()
 

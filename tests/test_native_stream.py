@@ -212,6 +212,110 @@ def test_parts_end_on_part_size_multiples(tmp_path: Path, monkeypatch: Any) -> N
     ]
 
 
+def test_a_part_size_for_the_streams_overrides_the_configs(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    part = 2 * FIRST_PART_BYTES
+    path = tmp_path / "a"
+    path.write_bytes(os.urandom(5 * part + 3))
+    requested: list[tuple[int, int]] = []
+
+    def recorded(fn: Any, file: str, offset: int, length: int) -> Any:
+        requested.append((offset, length))
+        return submit_local(fn, file, offset, length)
+
+    monkeypatch.setattr(stream_module, "submit_local", recorded)
+    config = ReaderConfig(part_size=part, read_ahead_bytes=4 * part)
+    with S3Reader(config) as reader:
+        with reader.open(str(path), part_size=2 * part) as stream:
+            assert stream.read() == path.read_bytes()
+        small = FIRST_PART_BYTES
+        # parts end on multiples of the stream's part size (a multiple of the config's)
+        head = [(0, small), (small, 2 * part - small)]
+        assert requested == [*head, (2 * part, 2 * part), (4 * part, part + 3)]
+        for wrong in (2**10, 1.5 * part, True):
+            with pytest.raises(ValueError, match="part_size"):
+                reader.open(str(path), part_size=wrong)  # type: ignore[arg-type]
+
+
+def test_the_window_starts_small_and_doubles_per_part_handed_over(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    part = 2 * FIRST_PART_BYTES
+    path = tmp_path / "w"
+    path.write_bytes(os.urandom(20 * part))
+    in_flight: list[int] = []
+    original = stream_module.PartPipeline.next_part
+
+    def recorded(pipeline: Any) -> Any:
+        got = original(pipeline)
+        in_flight.append(len(pipeline._queue))
+        return got
+
+    monkeypatch.setattr(stream_module.PartPipeline, "next_part", recorded)
+    config = ReaderConfig(part_size=part, read_ahead_bytes=16 * part)
+    with S3Reader(config) as reader, reader.open(str(path)) as stream:
+        assert sum(len(c) for c in stream.chunks()) == 20 * part
+    # after 1, 2, 3 parts handed over: 4, 8, 16 parts may be in flight (then the 16 of the
+    # read-ahead, until the object runs out)
+    assert in_flight[:4] == [4, 8, 16, 16]
+    assert [stream_module.opened_window(n) for n in range(4)] == [2, 4, 8, 16]
+
+
+def test_a_streams_part_size_is_one_ranged_get_per_part(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    part = 2 * FIRST_PART_BYTES
+    data = os.urandom(6 * part)
+    s3_client.put_object(Bucket=s3_bucket, Key="p", Body=data)
+    settings = {"part_size": part, "read_ahead_bytes": 4 * part, "max_inflight_bytes": 8 * part}
+    with _through_proxy(s3_endpoint, **settings) as (reader, proxy):
+        info = reader.stat(f"s3://{s3_bucket}/p")
+        before = proxy.stats().requests
+        with reader.open(info, part_size=3 * part) as stream:
+            assert stream.read() == data
+        # a small first part, the rest of the first 3-part span, then one 3-part GET
+        assert proxy.stats().requests - before == 3
+        assert reader.stats()["peak_active_requests"] <= 2
+
+
+def test_a_streams_read_ahead_bounds_its_parts_in_flight(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    data = os.urandom(12 * PART)
+    s3_client.put_object(Bucket=s3_bucket, Key="r", Body=data)
+    with _through_proxy(s3_endpoint) as (reader, _):
+        info = reader.stat(f"s3://{s3_bucket}/r")
+        with reader.open(info, read_ahead_bytes=PART) as stream:
+            assert stream.read() == data
+        assert reader.stats()["peak_active_requests"] == 1  # READ_AHEAD would allow 4
+        with pytest.raises(ValueError, match="read_ahead_bytes"):
+            reader.open(info, read_ahead_bytes=-1)
+
+
+@pytest.mark.parametrize(
+    ("part_mib", "read_ahead_mib", "inflight_mib", "expected_mib"),
+    [
+        (8, 128, 256, 24),  # the defaults: two parts of 3 x part_size in flight
+        (8, 64, 32, 16),  # two parts within the in-flight budget
+        (8, 8, 256, 8),  # never below part_size
+        (4, 128, 256, 12),
+    ],
+)
+def test_parsed_streams_keep_two_larger_parts_in_flight(
+    part_mib: int, read_ahead_mib: int, inflight_mib: int, expected_mib: int
+) -> None:
+    mib = 2**20
+    config = ReaderConfig(
+        part_size=part_mib * mib,
+        read_ahead_bytes=read_ahead_mib * mib,
+        max_inflight_bytes=inflight_mib * mib,
+    )
+    part, read_ahead = stream_module.parsed_stream(config)
+    assert part == expected_mib * mib and part % config.part_size == 0
+    assert read_ahead == min(2 * part, stream_module.stream_budget(config))
+
+
 def test_a_stalled_part_is_retried_without_a_hang(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:

@@ -17,8 +17,16 @@ import pytest
 from torch.utils.data import DataLoader
 
 from advisor.demo.server import S3Endpoint
-from native_loader import Credentials, ReaderConfig, S3IterableDataset
-from native_loader.records import iter_lines, iter_records
+from native_loader import (
+    Credentials,
+    ReaderConfig,
+    S3IterableDataset,
+    SampleError,
+    SamplePolicy,
+)
+from native_loader import stream as stream_module
+from native_loader.local_pool import submit_local
+from native_loader.records import iter_lines, iter_records, record_blocks
 from native_loader.tar import iter_samples, iter_samples_stream
 
 PART = 64 * 2**10
@@ -71,6 +79,34 @@ def test_lines_and_records_across_chunk_boundaries() -> None:
     assert list(iter_records([b"x\ny"], "lines")) == ["x", "y"]
     with pytest.raises(ValueError):
         iter_records([], "xml")  # type: ignore[arg-type]
+
+
+def test_record_blocks_keep_the_records_before_one_that_fails() -> None:
+    jsonl = b'{"a": 1}\n{"a": 2}\n{broken\n{"a": 4}\n'
+    blocks = record_blocks([jsonl], "jsonl")
+    assert next(blocks) == [{"a": 1}, {"a": 2}]
+    with pytest.raises(json.JSONDecodeError):
+        next(blocks)
+    text = b"a\n" + b"".join(b"%d\n" % i for i in range(3000))
+    assert [len(b) for b in record_blocks([text], "csv")] == [1024, 1024, 952]
+    assert list(record_blocks([b""], "csv")) == []
+
+
+@pytest.mark.parametrize("transform", [None, str], ids=["records as they are", "transformed"])
+def test_a_record_that_fails_to_parse_skips_the_rest_of_its_shard(
+    tmp_path: Any, transform: Any
+) -> None:
+    (tmp_path / "0.jsonl").write_text('{"n": 0}\n{"n": 1}\n{bad\n{"n": 3}\n')
+    (tmp_path / "1.jsonl").write_text("".join(f'{{"n": {i}}}\n' for i in range(10, 400)))
+    policy = SamplePolicy("skip")
+    dataset = S3IterableDataset(
+        f"{tmp_path}/", records="jsonl", transform=transform, on_error=policy
+    )
+    expected = [{"n": i} for i in [0, 1, *range(10, 400)]]
+    assert list(dataset) == (expected if transform is None else [str(r) for r in expected])
+    assert dataset.sample_stats() == {"samples_seen": len(expected) + 1, "samples_skipped": 1}
+    with pytest.raises(SampleError, match=r"reading jsonl records failed on .*0\.jsonl"):
+        list(S3IterableDataset(f"{tmp_path}/", records="jsonl", transform=transform))
 
 
 def test_first_tar_sample_arrives_before_the_shard(
@@ -165,6 +201,23 @@ def test_records_from_local_files_and_through_the_cache(tmp_path: Any) -> None:
     assert not list(cache_dir.glob("*.tmp"))
     with pytest.raises(ValueError, match="exclude"):
         S3IterableDataset(f"{folder}/", records="lines", tar_samples=True)
+
+
+def test_records_are_streamed_in_parsed_parts(tmp_path: Any, monkeypatch: Any) -> None:
+    # a records stream reads the same memory in fewer, larger parts (stream.parsed_part_size)
+    (tmp_path / "a.txt").write_bytes(b"".join(b"%07d\n" % i for i in range(100_000)))
+    requested: list[int] = []
+
+    def recorded(fn: Any, path: str, offset: int, length: int) -> Any:
+        requested.append(length)
+        return submit_local(fn, path, offset, length)
+
+    monkeypatch.setattr(stream_module, "submit_local", recorded)
+    config = ReaderConfig(part_size=PART, read_ahead_bytes=8 * PART)
+    dataset = S3IterableDataset(f"{tmp_path}/", config=config, records="lines")
+    assert list(dataset) == [f"{i:07d}" for i in range(100_000)]
+    assert stream_module.parsed_stream(config) == (3 * PART, 6 * PART)
+    assert requested == [3 * PART] * 4 + [800_000 - 12 * PART]
 
 
 def test_a_tar_shard_streamed_into_the_cache(tmp_path: Any) -> None:

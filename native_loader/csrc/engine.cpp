@@ -99,11 +99,11 @@ uint64_t Engine::submit(std::unique_ptr<Ticket> t, int64_t size_hint) {
             ticket.result_len = end - ticket.offset;
             ticket.layout_known = true;
             ticket.outcome.object_size = size_hint;
-            for (int64_t s = ticket.offset; s < end; s += config_.part_size)
-                add_part(ticket, s, std::min(config_.part_size, end - s), s == ticket.offset);
+            for (int64_t s = ticket.offset; s < end; s += ticket.part_size)
+                add_part(ticket, s, std::min(ticket.part_size, end - s), s == ticket.offset);
         } else {
-            int64_t len = ticket.length < 0 ? config_.part_size
-                                            : std::min(ticket.length, config_.part_size);
+            int64_t len = ticket.length < 0 ? ticket.part_size
+                                            : std::min(ticket.length, ticket.part_size);
             add_part(ticket, ticket.offset, len, true);
         }
         stats_.open_tickets = static_cast<int64_t>(tickets_.size());
@@ -113,8 +113,9 @@ uint64_t Engine::submit(std::unique_ptr<Ticket> t, int64_t size_hint) {
 }
 
 uint64_t Engine::submit_get(const std::string &bucket, const std::string &key, int64_t offset,
-                            int64_t length, int64_t size_hint) {
+                            int64_t length, int64_t size_hint, int64_t part_size) {
     if (offset < 0) throw std::invalid_argument("offset must be >= 0");
+    if (part_size < 0) throw std::invalid_argument("part_size must be >= 0");
     // A size no object can have would otherwise queue billions of parts before failing.
     if (size_hint > MAX_OBJECT_BYTES)
         throw std::invalid_argument("object size " + std::to_string(size_hint) +
@@ -125,6 +126,7 @@ uint64_t Engine::submit_get(const std::string &bucket, const std::string &key, i
     t->key = key;
     t->offset = offset;
     t->length = length;
+    t->part_size = part_size > 0 ? part_size : config_.part_size;
     if (length == 0) {  // nothing to fetch: complete at once
         std::lock_guard<std::mutex> lk(mu_);
         if (closed_) throw std::runtime_error("the reader is closed");

@@ -52,8 +52,9 @@ public:
 
     // length < 0: to the end of the object. size_hint > 0 (the size a listing gave): all parts
     // are queued at once instead of after the first answer; a different size fails the read.
+    // part_size > 0: bytes per ranged GET of this read (default: the config's part_size).
     uint64_t submit_get(const std::string &bucket, const std::string &key, int64_t offset,
-                        int64_t length, int64_t size_hint = -1);
+                        int64_t length, int64_t size_hint = -1, int64_t part_size = 0);
     uint64_t submit_head(const std::string &bucket, const std::string &key);
     uint64_t submit_list(const std::string &bucket, const std::string &prefix,
                          const std::string &delimiter, const std::string &token, int max_keys);
@@ -114,6 +115,7 @@ private:
         std::string key;
         int64_t offset = 0;
         int64_t length = -1;
+        int64_t part_size = 0;  // bytes per ranged GET
         Query query;  // LIST
         std::vector<std::unique_ptr<Part>> parts;
         int parts_pending = 0;

@@ -201,8 +201,8 @@ bool Engine::prepare_get(Ticket &t, Part &p) {
         t.layout_known = true;
         int64_t covered = std::min(end, last + 1);
         charge(t, p, std::max<int64_t>(0, covered - t.offset));
-        for (int64_t s = covered; s < end; s += config_.part_size)
-            add_part(t, s, std::min(config_.part_size, end - s), false);
+        for (int64_t s = covered; s < end; s += t.part_size)
+            add_part(t, s, std::min(t.part_size, end - s), false);
     } else if (total != t.outcome.object_size) {
         p.abort_kind = ErrorKind::Protocol;
         p.abort_message = "the object changed: its size is " + std::to_string(total) +

@@ -221,7 +221,7 @@ NB_MODULE(_native, m) {
             },
             "access_key"_a, "secret_key"_a, "session_token"_a)
         .def("submit_get", &nl::Engine::submit_get, "bucket"_a, "key"_a, "offset"_a, "length"_a,
-             "size_hint"_a = -1)
+             "size_hint"_a = -1, "part_size"_a = 0)
         .def("submit_head", &nl::Engine::submit_head, "bucket"_a, "key"_a)
         .def("submit_list", &nl::Engine::submit_list, "bucket"_a, "prefix"_a, "delimiter"_a,
              "token"_a, "max_keys"_a)
