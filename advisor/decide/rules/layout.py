@@ -56,7 +56,7 @@ class PackSmallObjects(Rule):
 
     Condition: median object under 50 MB
     Recommendation: 150 MB shards (tar shards, which the loader streams: a worker holds its
-    reader's 64 MiB read-ahead of a shard, not the whole shard)
+    reader's read-ahead of a shard, 128 MiB by default, not the whole shard)
     Source: [SRC] 3: ~150 MB containers; [CPP] 1: 50-200 MB; streams:
     `ReaderConfig.read_ahead_bytes` (native_loader/config.py)
     """

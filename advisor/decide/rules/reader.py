@@ -98,8 +98,8 @@ class ReaderBytesInFlight(Rule):
     Condition: the training streams from S3 objects it reads whole, of which the reader's default
     256 MiB byte budget holds fewer than 4. Tar shards (read as samples) and text shards (read as
     records), and the shards a reshard writes, are read as streams: a worker holds each one's
-    64 MiB read-ahead and the next one's first parts, never a whole shard, so the default holds
-    them whatever their size
+    read-ahead (128 MiB by default; 72 MiB for records) and the next one's first parts, never a
+    whole shard, so the default holds them whatever their size
     Recommendation: the native reader's `max_inflight_bytes` per loader process: the budget the
     trial's sweep read with when training reads what the trial read; else 4 objects in whole 8 MiB
     parts, the budgets of cores per rank + 1 processes within 25% of the rank's available RAM (never
