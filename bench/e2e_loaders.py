@@ -262,8 +262,10 @@ def _lines_native(spec: RunSpec) -> DataLoader[Any]:
     """native_loader's text records: the exported module's reader settings (requests and bytes
     in flight), each shard streamed by ranged parts and yielded line by line as its parts
     arrive (``records="lines"``), shards in order (no shuffle, as the fsspec loader reads them)
-    and split between workers by the dataset."""
+    and split between workers by the dataset; in the DataLoader the exported module builds
+    (`native_loader.loader.make_dataloader`, with its prefetch)."""
     from native_loader import ReaderConfig, S3IterableDataset
+    from native_loader.loader import LoaderSettings, make_dataloader
 
     settings = load_export(spec.export).CONFIG
     config = ReaderConfig(
@@ -274,7 +276,12 @@ def _lines_native(spec: RunSpec) -> DataLoader[Any]:
     )
     dataset = S3IterableDataset(f"s3://{spec.bucket}/{spec.prefix}", config=config, records="lines")
     dataset.uris()  # list once here; forked workers share the listing
-    return DataLoader(dataset, batch_size=spec.batch_size, num_workers=spec.num_workers)
+    loader = LoaderSettings(
+        batch_size=spec.batch_size,
+        num_workers=spec.num_workers,
+        prefetch_factor=settings.get("prefetch_factor"),
+    )
+    return make_dataloader(dataset, loader)
 
 
 LOADERS: dict[str, Callable[[RunSpec], DataLoader[Any]]] = {

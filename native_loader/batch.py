@@ -34,6 +34,10 @@ class _Slot:
         return blocks[self.dtype][self.offset : self.offset + numel].view(self.shape)
 
 
+# a batch whose first sample is none of these holds no tensor to pack (samples are alike)
+_CONTAINERS = (torch.Tensor, tuple, list, dict)
+
+
 def _packable(value: Any) -> bool:
     return (
         isinstance(value, torch.Tensor)
@@ -81,6 +85,8 @@ class SampleList(list[Any]):
 
     def __reduce__(self) -> tuple[Any, ...]:
         plain = (SampleList, (list(self),))
+        if not self or type(self[0]) not in _CONTAINERS:
+            return plain  # a batch of text or bytes: nothing to pack, no walk over its items
         from torch.utils.data import get_worker_info
 
         if get_worker_info() is None:  # not a worker's hand-over (a copy, a save): as it is
