@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from export_helpers import run_module_code
 
 from advisor.core.workload import Workload
 from advisor.demo.datasets import DemoSpec, upload
@@ -32,15 +33,6 @@ def session(s3_endpoint: S3Endpoint, s3_bucket: str) -> AdvisorSession:
     session.run_hardware()
     session.run_recommend()
     return session
-
-
-def _run(module_dir: Path, code: str, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT")}
-    env.update(HOME=str(home), PYTHONPATH=f"{module_dir}{os.pathsep}{ROOT}")
-    return subprocess.run(
-        [sys.executable, "-c", code], cwd=module_dir, env=env, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
 
 
 def test_module_and_json_hold_no_credentials(session: AdvisorSession, tmp_path: Path) -> None:
@@ -66,7 +58,7 @@ def test_exported_module_yields_batches(session: AdvisorSession, tmp_path: Path)
         "half = [s for b in loader_cfg.make_dataloader(rank=1, world_size=2) for s in b]\n"
         "print(len(samples), len(half))\n"
     )
-    result = _run(tmp_path, code, tmp_path)
+    result = run_module_code(tmp_path, code, tmp_path)
     assert result.returncode == 0, result.stderr
     total, half = map(int, result.stdout.split())
     assert total == SPEC.images
@@ -98,7 +90,7 @@ def test_copy_local_exports_a_resumable_prepare_step(
         "batches = list(copy_cfg.make_dataloader(num_workers=0))\n"
         "print('samples', sum(len(b) for b in batches))\n"
     )
-    result = _run(tmp_path, code, tmp_path)
+    result = run_module_code(tmp_path, code, tmp_path)
     assert result.returncode == 0, result.stderr
     count = session.profile.object_count  # type: ignore[union-attr]
     assert f"copying {count} of {count} objects" in result.stdout
@@ -122,7 +114,7 @@ def test_copy_local_overrides_reach_the_copy(session: AdvisorSession, tmp_path: 
         "default = os.path.expanduser(override_cfg.CONFIG['local_copy_dir'])\n"
         "print('default', os.path.exists(default))\n"
     )
-    result = _run(tmp_path, code, tmp_path)
+    result = run_module_code(tmp_path, code, tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"samples {SPEC.images}" in result.stdout
     assert "default False" in result.stdout
@@ -181,7 +173,9 @@ def test_multi_epoch_stream_exports_a_cache(session: AdvisorSession, tmp_path: P
     bundle = build_export(session.location, streaming, session.workload, session.profile)
     assert bundle.config.cache_dir is not None and bundle.config.cache_dir.startswith("~")
     bundle.save(tmp_path, "cached_cfg")
-    result = _run(tmp_path, "import cached_cfg\nlist(cached_cfg.make_dataloader())\n", tmp_path)
+    result = run_module_code(
+        tmp_path, "import cached_cfg\nlist(cached_cfg.make_dataloader())\n", tmp_path
+    )
     assert result.returncode == 0, result.stderr
     cache_files = list((tmp_path / ".cache" / "loader-advisor").rglob("*.obj"))
     assert len(cache_files) == session.profile.object_count  # type: ignore[union-attr]
@@ -203,7 +197,7 @@ def test_recommended_reader_settings_reach_the_reader(
         "import tuned_cfg\nloader = tuned_cfg.make_dataloader()\nconfig = loader.dataset.config\n"
     )
     code += "print(config.max_inflight_requests, config.max_inflight_bytes)\n"
-    result = _run(tmp_path, code, tmp_path)
+    result = run_module_code(tmp_path, code, tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["77", str(768 * 2**20)]
 
@@ -240,7 +234,7 @@ def test_the_failure_policy_is_exported_and_counts_in_the_loader_stats(
     args = (session.location, session.recommendation, session.workload, session.profile)
     build_export(*args).save(tmp_path, "strict_cfg")
     assert json.loads((tmp_path / "strict_cfg.json").read_text())["on_error"] == "raise"
-    strict = _run(
+    strict = run_module_code(
         tmp_path, "import strict_cfg\nlist(strict_cfg.make_dataloader(num_workers=0))\n", tmp_path
     )
     assert strict.returncode != 0
@@ -256,7 +250,7 @@ def test_the_failure_policy_is_exported_and_counts_in_the_loader_stats(
         "import skip_cfg\nloader = skip_cfg.make_dataloader(num_workers=2)\n"
         "print(sum(len(batch) for batch in loader), skip_cfg.loader_stats(loader))\n"
     )
-    result = _run(tmp_path, code, tmp_path)
+    result = run_module_code(tmp_path, code, tmp_path)
     assert result.returncode == 0, result.stderr
     images = SPEC.images
     assert result.stdout.strip() == (

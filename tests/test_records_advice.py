@@ -5,12 +5,10 @@ across its workers (issue #32)."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from export_helpers import run_module_code
 
 from advisor.cli import main
 from advisor.core.location import DatasetLocation
@@ -23,7 +21,6 @@ from advisor.measure.profile import profile_dataset
 from advisor.measure.trial.run import run_trial
 from native_loader import ReaderConfig, S3Reader
 
-ROOT = Path(__file__).resolve().parent.parent
 SHARDS, LINES = 4, 3000
 
 
@@ -54,12 +51,7 @@ def _run_module(module_dir: Path, name: str, home: Path) -> list[list[object]]:
         f"loader = {name}.make_dataloader(num_workers=2, batch_size=64)\n"
         "print(json.dumps([list(batch) for batch in loader]))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT")}
-    env.update(HOME=str(home), PYTHONPATH=f"{module_dir}{os.pathsep}{ROOT}")
-    result = subprocess.run(
-        [sys.executable, "-c", code], cwd=module_dir, env=env, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
+    result = run_module_code(module_dir, code, home)
     assert result.returncode == 0, result.stderr
     batches: list[list[object]] = json.loads(result.stdout.strip().splitlines()[-1])
     return batches

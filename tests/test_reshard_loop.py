@@ -4,13 +4,13 @@ data, the advisor profiles and measures the shards, and the export reads them.""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from export_helpers import run_module_code
 from reshard_helpers import environ
 
 from advisor.core.workload import Workload
@@ -20,7 +20,6 @@ from advisor.reshard.advice import default_destination, reshard_command
 from advisor.session import AdvisorSession
 
 SPEC = DemoSpec(images=40, image_kb=(10, 20), classes=4, shard_mb=0.1, large_files=1, large_mb=1)
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_reshard_command_is_quoted_and_sized() -> None:
@@ -102,11 +101,6 @@ def test_reshard_then_advise_and_export_the_shards(
         "assert all(isinstance(s['jpg'], torch.Tensor) for s in samples)\n"
         "print(len(samples), len({int(s['cls']) for s in samples}))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT")}
-    env.update(HOME=str(tmp_path), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
-    run = subprocess.run(
-        [sys.executable, "-c", code_text], cwd=tmp_path, env=env, capture_output=True, text=True,
-        timeout=120, check=False,
-    )  # fmt: skip
+    run = run_module_code(tmp_path, code_text, tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == [str(SPEC.images), str(SPEC.classes)]

@@ -1,0 +1,22 @@
+"""Running an exported loader module as a user's training script does: a fresh interpreter with
+the module's folder on the path, a HOME of its own, and no endpoint from the environment (the
+module must carry its own)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_module_code(module_dir: Path, code: str, home: Path) -> subprocess.CompletedProcess[str]:
+    """`python -c code` in `module_dir` (bounded at 120 s); its output and return code."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT")}
+    env.update(HOME=str(home), PYTHONPATH=f"{module_dir}{os.pathsep}{ROOT}")
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=module_dir, env=env, capture_output=True, text=True,
+        timeout=120, check=False,
+    )  # fmt: skip
