@@ -6,7 +6,11 @@
 2 workers to the training process, collated as a plain list (one shared-memory segment per
 tensor), as `native_loader.batch.SampleList` (what `collate_list` returns: one block per
 dtype), and stacked by torch's `default_collate` (one tensor); samples/s over the 60 batches.
-(b) A new worker's first full collection: the CPU time of `gc.collect()` as the first sample of
+(b) Text: 1,000 batches of 512 lines of ~1.1 KB (a batch of text records, ~600 KB of str, which
+crosses through the result queue's pipe, not shared memory) from 4 workers, through Linux's
+default 64 KiB pipe or the factory's `wide_pipe_context` (1 MiB); lines/s after the first batch
+(the workers' start left out) and the CPU of the process tree per line over the same span.
+(c) A new worker's first full collection: the CPU time of `gc.collect()` as the first sample of
 a worker of `native_loader.loader.make_dataloader`, with and without `FreezeInherited`'s
 `gc.freeze()` (in a worker that decodes, allocation triggers that collection in its first
 batch).
@@ -18,6 +22,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
+import resource
 import statistics
 import sys
 import tempfile
@@ -30,7 +36,13 @@ import torch
 from torch.utils.data import DataLoader, IterableDataset, default_collate
 
 from native_loader.decoders import collate_list
-from native_loader.loader import FreezeInherited, LoaderSettings, make_dataloader, make_dataset
+from native_loader.loader import (
+    FreezeInherited,
+    LoaderSettings,
+    make_dataloader,
+    make_dataset,
+    wide_pipe_context,
+)
 
 RESULTS = Path(__file__).resolve().parent / "results" / "handover.json"
 BATCHES, BATCH, WORKERS = 60, 32, 2
@@ -55,6 +67,44 @@ def handover(collate: Callable[[list[Any]], Any]) -> float:
     return samples / (time.perf_counter() - started)
 
 
+LINE_BATCHES, LINE_BATCH, LINE_WORKERS = 1000, 512, 4
+
+
+class Lines(IterableDataset[str]):
+    def __iter__(self) -> Iterator[str]:
+        line = "w123 " * 225
+        for i in range(LINE_BATCHES * LINE_BATCH // LINE_WORKERS):
+            yield f"{i:08d} {line}"
+
+
+def _tree_cpu_s() -> float:
+    """CPU seconds of this process, its live workers and those already joined."""
+    from advisor.measure.hardware.host import cpu_seconds, process_tree
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    joined = resource.getrusage(resource.RUSAGE_CHILDREN)
+    live = sum(cpu_seconds(pid) for pid in process_tree(os.getpid())[1:])
+    return own.ru_utime + own.ru_stime + joined.ru_utime + joined.ru_stime + live
+
+
+def text_handover(wide: bool) -> tuple[float, float]:
+    """(lines/s, CPU ms per line of this process and its workers) for batches of lines, from
+    the first batch on."""
+    context = wide_pipe_context() if wide else None
+    loader = DataLoader(
+        Lines(), batch_size=LINE_BATCH, num_workers=LINE_WORKERS,
+        collate_fn=collate_list, multiprocessing_context=context,
+    )  # fmt: skip
+    batches = iter(loader)
+    next(batches)
+    cpu, started, lines = _tree_cpu_s(), time.perf_counter(), 0
+    for batch in batches:
+        lines += len(batch)
+    elapsed, cpu = time.perf_counter() - started, _tree_cpu_s() - cpu
+    del batches  # the workers exit
+    return lines / elapsed, 1000 * cpu / lines
+
+
 def collect_once(_: Any) -> float:
     """The transform: CPU seconds of a full collection in this worker (what its first one costs,
     whenever allocation triggers it: in a decoding worker, during its first batch)."""
@@ -74,7 +124,7 @@ def first_collection(folder: str, freeze: bool) -> float:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:,.0f}" if value >= 100 else f"{value:.4f}"
+    return f"{value:,.0f}" if value >= 100 else f"{value:.3g}"
 
 
 def _spread(values: list[float]) -> dict[str, float]:
@@ -90,6 +140,8 @@ def main(argv: list[str] | None = None) -> int:
     repeats = 1 if args.quick else args.repeats
     collates = {"plain list": plain_list, "SampleList": collate_list, "stacked": default_collate}
     rates: dict[str, list[float]] = {name: [] for name in collates}
+    text: dict[str, list[float]] = {k: [] for k in ("64 KiB pipe", "wide pipe")}
+    text_cpu: dict[str, list[float]] = {k: [] for k in text}
     firsts: dict[str, list[float]] = {"frozen": [], "not frozen": []}
     with tempfile.TemporaryDirectory(prefix="bench-handover-") as folder:
         for i in range(BATCH):
@@ -97,17 +149,24 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(repeats):
             for name, collate in collates.items():
                 rates[name].append(handover(collate))
+            for name in text:
+                rate, cpu_ms = text_handover(wide=name == "wide pipe")
+                text[name].append(rate)
+                text_cpu[name].append(cpu_ms)
             for name in firsts:
                 firsts[name].append(first_collection(folder + "/", freeze=name == "frozen"))
     out: dict[str, Any] = {
         "command": "python -m bench handover",
         "handover_samples_per_s": {k: _spread(v) for k, v in rates.items()},
+        "text_handover_lines_per_s": {k: _spread(v) for k, v in text.items()},
+        "text_handover_cpu_ms_per_line": {k: _spread(v) for k, v in text_cpu.items()},
         "worker_first_full_gc_cpu_s": {k: _spread(v) for k, v in firsts.items()},
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(out, indent=2) + "\n")
     print("| measure | configuration | median (range) |\n|---|---|---|")
-    for measure in ("handover_samples_per_s", "worker_first_full_gc_cpu_s"):
+    measures = [k for k in out if k != "command"]
+    for measure in measures:
         for name, s in out[measure].items():
             low, high = _fmt(s["low"]), _fmt(s["high"])
             print(f"| {measure} | {name} | {_fmt(s['median'])} ({low}-{high}) |")
