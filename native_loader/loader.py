@@ -99,7 +99,7 @@ class FreezeInherited:
     collector's permanent generation (`gc.freeze`), then runs `then` (the caller's own init).
 
     A forked worker starts with every object of the training process (torch alone brings
-    170,000), and its first full collection walks them all: about 0.09 s of CPU in each worker
+    170,000), and its first full collection walks them all: about 0.1 s of CPU in each worker
     on an idle machine (`python -m bench handover`), inside the first batch of a worker that
     decodes, writing to every inherited page, which the fork then copies (Python's `gc.freeze`
     documentation gives the pattern for forked children). Frozen, they are never walked; the
