@@ -188,10 +188,9 @@ def _measure(
             try:
                 scratch = Path(tempfile.mkdtemp(prefix="loader-advisor-trial-", dir=scratch_dir))
                 sources[made] = _make_sample(made, data, location, scratch, clock)
-                if made == READ_PACKED:  # streamed shards: the reader's read-ahead budget
-                    sources[made] = sources[made].with_inflight(
-                        inflight, _budget_for(sources[made], hardware, workload)
-                    )
+                if made == READ_PACKED:  # streamed shards: the budget for streams, recorded
+                    budget = _budget_for(sources[made], hardware, workload)
+                    sources[made] = sources[made].with_inflight(inflight, budget)
                 probes[made] = probe_storage(
                     sources[made], clock, seconds * BUDGET_SHARES["copy_probe"],
                     LOCAL_LEVELS, phase="copy",
