@@ -31,9 +31,17 @@ with Proxy(sys.argv[1], network=network) as proxy:
 
 
 def raise_priority(pid: int) -> None:
-    """Give a server process (SeaweedFS, nginx) the proxy's priority, when allowed."""
-    with contextlib.suppress(OSError):
-        os.setpriority(os.PRIO_PROCESS, pid, PROXY_NICE)
+    """Give a server process (SeaweedFS, nginx) the proxy's priority, when allowed.
+
+    On Linux a nice value belongs to a thread: `setpriority` on the process id alone renices its
+    first thread, and a Go server such as SeaweedFS runs its goroutines on the others, so every
+    thread is reniced (threads it starts later inherit the value from the thread that starts
+    them)."""
+    tasks = Path(f"/proc/{pid}/task")
+    threads = [int(t.name) for t in tasks.iterdir()] if tasks.is_dir() else [pid]
+    for thread in threads:
+        with contextlib.suppress(OSError):
+            os.setpriority(os.PRIO_PROCESS, thread, PROXY_NICE)
 
 
 @contextlib.contextmanager

@@ -14,7 +14,10 @@ records: lines, parsed JSON lines or CSV rows, each through the transform where 
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
+import multiprocessing
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -112,13 +115,58 @@ class FreezeInherited:
             self.then(worker_id)
 
 
+PIPE_BYTES = 2**20  # Linux's default /proc/sys/fs/pipe-max-size: what any user may ask for
+
+
+class _WidePipes:
+    """A multiprocessing context whose queues' pipes hold PIPE_BYTES, not Linux's default 64 KiB.
+
+    A batch that is not shared memory (lines, bytes, anything a tensor does not carry) crosses
+    from a worker through the result queue's pipe: through a 64 KiB pipe, a 600 KB batch of
+    text takes ten writes, each waiting for the training process to read the last, and ten
+    reads of a fresh buffer each. The training process is the one that must not wait."""
+
+    def Queue(self, maxsize: int = 0) -> Any:  # multiprocessing's name
+        queue = super().Queue(maxsize)  # type: ignore[misc]
+        reader = getattr(queue, "_reader", None)  # the pipe's read end: either end sizes it
+        if reader is not None:
+            widen_pipe(reader.fileno())
+        return queue
+
+
+def widen_pipe(fd: int, size: int = PIPE_BYTES) -> None:
+    """Make the pipe of `fd` hold `size` bytes where the system allows it (Linux; a size over
+    the user's limit leaves it as it was)."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        return
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)  # Linux only
+    if set_size is not None:
+        with contextlib.suppress(OSError, ValueError):
+            fcntl.fcntl(fd, set_size, size)
+
+
+@functools.cache
+def _wide_pipe_context(method: str) -> Any:
+    base = type(multiprocessing.get_context(method))
+    return type(f"WidePipe{base.__name__}", (_WidePipes, base), {})()
+
+
+def wide_pipe_context() -> Any:
+    """The default multiprocessing context (its start method), with wide queue pipes."""
+    return _wide_pipe_context(multiprocessing.get_start_method())
+
+
 def make_dataloader(
     dataset: Any, settings: LoaderSettings, **overrides: Any
 ) -> torch.utils.data.DataLoader[Any]:
     """A DataLoader over `dataset` with `settings`; keyword `overrides` (any DataLoader
     argument: collate_fn, timeout, multiprocessing_context, worker_init_fn, ...) win. Batches
     are lists (`collate_list`) unless a collate_fn is given. Workers freeze what they inherit
-    before the caller's `worker_init_fn` runs (`FreezeInherited`)."""
+    before the caller's `worker_init_fn` runs (`FreezeInherited`), and hand their batches over
+    through queues with wide pipes (`wide_pipe_context`) unless a multiprocessing_context is
+    given."""
     import torch
 
     from native_loader.decoders import collate_list
@@ -130,6 +178,8 @@ def make_dataloader(
         kwargs["persistent_workers"] = False
     else:
         kwargs["worker_init_fn"] = FreezeInherited(kwargs.get("worker_init_fn"))
+        if kwargs.get("multiprocessing_context") is None:
+            kwargs["multiprocessing_context"] = wide_pipe_context()
     return torch.utils.data.DataLoader(dataset, **kwargs)
 
 

@@ -172,3 +172,33 @@ def test_bars_judge_both_latencies_and_show_later_epochs_for_images_only() -> No
     later = bars(rows, "later_samples_per_s")
     assert not any("text" in b.name for b in later)
     assert next(b for b in later if b.name.startswith("0 ms")).ratio.median == pytest.approx(1.35)
+
+
+def _nice(pid: int, thread: int) -> int:
+    with open(f"/proc/{pid}/task/{thread}/stat") as f:
+        stat = f.read()
+    return int(stat.rsplit(")", 1)[1].split()[16])  # field 19, counted after the name
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="Linux /proc only")
+def test_raise_priority_renices_every_thread_of_the_server() -> None:
+    from bench.netem import PROXY_NICE, raise_priority
+
+    sleeper = "threading.Thread(target=time.sleep, args=(30,)).start()\n"
+    code = "import threading, time\n" + sleeper * 3
+    code += "print('up', flush=True); time.sleep(30)"
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "up"
+        try:
+            os.setpriority(os.PRIO_PROCESS, proc.pid, PROXY_NICE)
+        except PermissionError:
+            pytest.skip("this user may not raise a priority")
+        os.setpriority(os.PRIO_PROCESS, proc.pid, 0)  # back: the test is the function's
+        raise_priority(proc.pid)
+        threads = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+        assert len(threads) == 4
+        assert {t: _nice(proc.pid, t) for t in threads} == dict.fromkeys(threads, PROXY_NICE)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)

@@ -5,16 +5,19 @@ runs, and their batches cross to the training process whole (`native_loader.batc
 from __future__ import annotations
 
 import gc
+import multiprocessing
 import os
 import pickle
 from pathlib import Path
 from typing import Any
 
+import pytest
 import torch
 
-from native_loader.loader import LoaderSettings, make_dataloader, make_dataset
+from native_loader.loader import PIPE_BYTES, LoaderSettings, make_dataloader, make_dataset
 
 INIT_MARK = "NL_TEST_WORKER_INIT"
+PIPE_MAX = "/proc/sys/fs/pipe-max-size"
 
 
 def frozen_in_this_process(data: memoryview) -> tuple[int, str]:
@@ -92,3 +95,46 @@ def test_a_batch_pickled_in_process_keeps_what_cannot_be_packed() -> None:
     assert isinstance(back, SampleList)
     assert torch.equal(back[0], torch.zeros(2)) and torch.equal(back[2], torch.ones(2, 2))
     assert back[1].requires_grad and torch.equal(back[1].detach(), weights.detach())
+
+
+def text_line(data: memoryview) -> str:
+    """A sample the size of a line of text: a batch of them is not a tensor, and 10 KB."""
+    n = bytes(memoryview(data))[0]
+    return f"{n:04d} " + "x" * 1200
+
+
+def _result_pipe_bytes(loader: Any) -> int:
+    import fcntl
+
+    iterator = loader._get_iterator()
+    try:
+        reader = iterator._worker_result_queue._reader
+        return int(fcntl.fcntl(reader.fileno(), fcntl.F_GETPIPE_SZ))
+    finally:
+        iterator._shutdown_workers()
+
+
+@pytest.mark.skipif(not os.path.exists(PIPE_MAX), reason="pipe sizes are Linux's")
+def test_batches_that_are_not_tensors_cross_through_a_wide_pipe(tmp_path: Path) -> None:
+    for i in range(16):
+        (tmp_path / f"{i:02d}.bin").write_bytes(bytes([i]))
+    dataset = make_dataset(f"{tmp_path}/", transform=text_line, shuffle=False)
+    loader = make_dataloader(dataset, LoaderSettings(batch_size=8, num_workers=2))
+    lines = sorted(line for batch in loader for line in batch)
+    assert lines == [text_line(memoryview(bytes([i]))) for i in range(16)]
+    with open(PIPE_MAX) as f:
+        allowed = int(f.read()) >= PIPE_BYTES or os.geteuid() == 0
+    assert _result_pipe_bytes(loader) == (PIPE_BYTES if allowed else 2**16)
+
+
+def test_the_callers_multiprocessing_context_wins(tmp_path: Path) -> None:
+    (tmp_path / "a.bin").write_bytes(b"x")
+    dataset = make_dataset(f"{tmp_path}/")
+    mine = multiprocessing.get_context("spawn")
+    settings = LoaderSettings(batch_size=1, num_workers=1)
+    assert (
+        make_dataloader(dataset, settings, multiprocessing_context=mine).multiprocessing_context
+        is mine
+    )
+    default = make_dataloader(dataset, settings).multiprocessing_context
+    assert isinstance(default, type(multiprocessing.get_context()))  # the same start method
