@@ -187,14 +187,17 @@ def _measure(
         if made is not None:
             try:
                 scratch = Path(tempfile.mkdtemp(prefix="loader-advisor-trial-", dir=scratch_dir))
-                sources[made] = _make_sample(made, data, location, scratch, clock)
-                if made == READ_PACKED:  # streamed shards: the budget for streams, recorded
-                    budget = _budget_for(sources[made], hardware, workload)
-                    sources[made] = sources[made].with_inflight(inflight, budget)
+                made_data = _make_sample(made, data, location, scratch, clock)
+                if made == READ_PACKED:  # streamed shards: the budget for streams
+                    made_data = made_data.with_inflight(
+                        inflight, _budget_for(made_data, hardware, workload)
+                    )
                 probes[made] = probe_storage(
-                    sources[made], clock, seconds * BUDGET_SHARES["copy_probe"],
+                    made_data, clock, seconds * BUDGET_SHARES["copy_probe"],
                     LOCAL_LEVELS, phase="copy",
                 )  # fmt: skip
+                sources[made] = made_data
+                budget = made_data.config.max_inflight_bytes  # recorded: what the sweep read with
             except (CopyUnavailable, OSError) as exc:
                 notes.append(
                     f"the trial could not make {MADE[made]} training reads ({exc}); it "
