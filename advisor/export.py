@@ -248,6 +248,13 @@ def _reads_note(config: LoaderConfig) -> str:
             f"The first epoch streams from {config.uri} and fills a local cache in "
             f"{config.cache_dir}; later epochs read the cached files."
         )
+    if config.data_source == "reshard-first":
+        return (
+            f"Every epoch reads {config.uri} where it is, unpacked, but the advice is to pack it "
+            "into tar shards first (`python -m advisor reshard`): num_workers was chosen for the "
+            "packed shards (measured on a packed sample where the trial made one). Once packed, "
+            "advise on and export the shards."
+        )
     return f"Every epoch reads {config.uri} where it is."
 
 
@@ -268,11 +275,21 @@ def _batch_note(config: LoaderConfig) -> str:
             "(none by default: records as they are); to\nwork on whole batches (a tokenizer), "
             "pass collate_fn=... to make_dataloader."
         )
-    return (
+    note = (
         "A batch is a list of `batch_size` samples as the transform returns them, not a stacked "
         "tensor:\nthe default image decoders (jpeg, png) give uint8 tensors of shape (H, W, C) "
         "whose sizes differ.\nPass collate_fn=... to make_dataloader to stack samples your "
         "transform makes equal in size."
+    )
+    if not config.tar_samples:
+        return note
+    return note + (
+        '\nEach tar sample reaches the transform as a dict {"__key__": key, "<ext>": bytes, ...}'
+        " (the default\ndecoder decodes each member by its extension). Shards packed by "
+        "`python -m advisor reshard` hold one\nobject per sample (plus a `cls` label where "
+        "folders name classes): a transform written for one\nobject's bytes takes it as "
+        "`native_loader.decoders.on_payload(transform)`, as the advisor's trial\napplies it "
+        "to a packed sample."
     )
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "decode_sample",
     "default_decoder",
     "load_transform",
+    "on_payload",
 ]
 
 Transform = Callable[[Any], Any]
@@ -87,6 +88,30 @@ def decode_sample(sample: dict[str, Any]) -> dict[str, torch.Tensor]:
         else:
             out[field] = decode_raw(value)
     return out
+
+
+class PayloadTransform:
+    """A transform of one object's bytes, applied to a WebDataset sample that holds one object:
+    its payload, the one member other than ``__key__`` (and a ``cls`` label). `python -m advisor
+    reshard` packs each object so, named by its key and extension (``{"__key__": "cat/1",
+    "jpg": bytes, "cls": b"0"}``); the advisor's trial sweeps a packed sample through this."""
+
+    def __init__(self, transform: Transform) -> None:
+        self.transform = transform
+
+    def __call__(self, sample: dict[str, Any]) -> Any:
+        fields = [k for k in sample if not k.startswith("__") and k != "cls"]
+        if len(fields) != 1:
+            raise ValueError(
+                f"a packed sample holds one object; {sample.get('__key__')!r} holds {fields}"
+            )
+        return self.transform(sample[fields[0]])
+
+
+def on_payload(transform: Transform) -> PayloadTransform:
+    """`transform`, written for single objects' bytes, for the tar samples of packed shards
+    (`PayloadTransform`): ``make_dataloader(transform=on_payload(my_transform))``."""
+    return PayloadTransform(transform)
 
 
 DEFAULT_DECODERS: dict[str, Transform] = {

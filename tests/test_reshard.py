@@ -226,8 +226,8 @@ def test_tars_are_deterministic_and_readable_by_tarfile_and_the_native_reader() 
     import io
     import tarfile
 
-    from advisor.reshard.tarwriter import FIXED_MODE, FIXED_MTIME, build_tar
     from native_loader.tar import iter_samples
+    from native_loader.tarwriter import FIXED_MODE, FIXED_MTIME, build_tar
 
     long = "d/" + "x" * 150
     members = [("a b/ünï.jpg", b"1" * 700), ("a b/ünï.json", b"{}"), (f"{long}.png", b"2")]

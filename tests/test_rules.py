@@ -39,7 +39,10 @@ from advisor.measure.trial.results import (
 DOC = Path(__file__).resolve().parents[1] / "docs" / "decision-flow.md"
 PACKAGE = Path(__file__).resolve().parents[1] / "advisor" / "decide" / "rules"
 # what a family may import from advisor.decide.rules: the shared modules, never another family
-SHARED = {"keys", "base", "context", "evidence", "thresholds", "bottleneck", "words"}
+SHARED = {
+    "keys", "base", "reading", "context", "evidence", "thresholds", "bottleneck", "words",
+    "readpath",
+}  # fmt: skip
 
 
 def make_profile(

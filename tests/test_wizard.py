@@ -260,6 +260,8 @@ def test_trial_chart_without_demand_or_lower_bounds() -> None:
 def test_throughput_chart_skips_unknowns() -> None:
     figure = charts.throughput_chart(500.0, None, 450.0)
     assert list(figure.data[0].x) == ["loader (expected)", "loader (best measured)"]
+    packed = charts.throughput_chart(500.0, None, 450.0, "a packed sample")
+    assert list(packed.data[0].x)[1] == "loader (best measured on a packed sample)"
 
 
 def test_figure_bundle_is_plotly_mime() -> None:

@@ -31,7 +31,7 @@ from advisor.decide.rules import (
 from advisor.decide.rules.bottleneck import Bottleneck, of_trial
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
-from advisor.measure.trial.results import READ_LISTED, READ_LOCAL_COPY
+from advisor.measure.trial.results import READ_LISTED, READ_LOCAL_COPY, READ_PACKED
 from native_loader.loader import LoaderSettings
 
 if TYPE_CHECKING:
@@ -319,10 +319,14 @@ def read_paths(
     """What training will read, in epoch order, as the trial should measure it
     (`advisor.measure.trial.run.run_trial`'s `read_paths`): the data source rules decide it
     without a trial. A local copy from S3 reads local files every epoch; a cache over several
-    epochs streams the first and reads local files after; packed shards and file systems the
-    trial cannot make read as listed (the model then decides for them)."""
+    epochs streams the first and reads local files after; a reshard-first set reads packed
+    shards: the trial packs a sample (what training reads from local disk; for shards streamed
+    from S3 its CPU costs feed the model); file systems the trial cannot make read as listed
+    (the model then decides for them)."""
     ctx = Context(profile, hardware, workload, None, data_fs=data_fs)
     state = evaluate(ctx).state
+    if state.get(Key.DATA_SOURCE) == "reshard-first":
+        return (READ_PACKED,) if ctx.packable else (READ_LISTED,)
     steady = ctx.read_path(state)
     if steady != READ_LOCAL_COPY:
         return (READ_LISTED,)

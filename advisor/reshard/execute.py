@@ -32,8 +32,8 @@ from advisor.reshard.plan import (
 )
 from advisor.reshard.progress import Meter, ProgressCallback, ReshardEvent
 from advisor.reshard.store import S3Store, Store
-from advisor.reshard.tarwriter import ShardWriter
 from native_loader import ObjectInfo, ReadResult, S3Reader
+from native_loader.tarwriter import ShardWriter
 
 INDEX_NAME = "shards.json"
 CLASSES_NAME = "classes.json"

@@ -14,9 +14,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from advisor.reshard.config import ReshardConfig
-from advisor.reshard.tarwriter import member_bytes, tar_size
 from native_loader import ObjectInfo, S3Reader
 from native_loader.sample_errors import check_name
+from native_loader.tarwriter import member_bytes, split_key, tar_size
 from native_loader.uri import is_metadata
 
 MANIFEST_VERSION = 1
@@ -163,16 +163,6 @@ def list_source(
         progress(len(objects))
     objects.sort(key=lambda o: o.key)
     return tuple(objects)
-
-
-def split_key(relative: str) -> tuple[str, str] | None:
-    """WebDataset key and extension (``a/b.c.d`` -> ``a/b``, ``c.d``); None for files that
-    cannot be a sample member (no extension, empty stem: hidden files such as ``.DS_Store``)."""
-    folder, _, base = relative.rpartition("/")
-    stem, dot, ext = base.partition(".")
-    if not stem or not dot or not ext:
-        return None
-    return (f"{folder}/{stem}" if folder else stem), ext
 
 
 def make_plan(manifest: Manifest, config: ReshardConfig) -> Plan:

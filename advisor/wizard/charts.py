@@ -108,13 +108,18 @@ def trial_chart(counts: Sequence[CountRate], consumer_rate: float | None = None)
 
 
 def throughput_chart(
-    expected: float | None, consumer_rate: float | None, measured_best: float | None = None
+    expected: float | None,
+    consumer_rate: float | None,
+    measured_best: float | None = None,
+    measured_on: str | None = None,
 ) -> go.Figure:
-    """Expected loader throughput beside the training's consumption rate (samples/s per GPU)."""
+    """Expected loader throughput beside the training's consumption rate (samples/s per GPU);
+    `measured_on` names what the trial's sweep read where it is not the listed objects."""
     names, values, colours = [], [], []
+    on = f" on {measured_on}" if measured_on else ""
     for name, value, colour in (
         ("loader (expected)", expected, PINNED_COLOUR),
-        ("loader (best measured)", measured_best, PAGEABLE_COLOUR),
+        (f"loader (best measured{on})", measured_best, PAGEABLE_COLOUR),
         ("training consumes", consumer_rate, DEMAND_COLOUR),
     ):
         if value is not None:

@@ -3,7 +3,9 @@ docs/decision-flow.md.
 
 - `keys`: `Key` (the decided values), `DecisionKind` (the reported decisions, their units and
   formats), `Finding` and its `Confidence`; `base`: `Rule` (a rule's text is its docstring);
-- `context`: `Context`, the facts every rule may read; `evidence`: the trial's sweep as evidence;
+- `context`: `Context`, the facts every rule may read, on `reading`'s `Reading` (the inputs,
+  where the data is, what training reads and whether the trial read it); `evidence`: the
+  trial's sweep as evidence; `readpath`: what the num_workers decision says about the read path;
 - `thresholds`: every threshold with its source; `bottleneck`: what limits the loader, named
   from the measurements (the recommendation and the diagnosis report it, MEAS-4 heeds it);
 - the families, each importing only those shared modules: `source` (data source), `reader`

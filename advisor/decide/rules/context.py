@@ -11,7 +11,6 @@ import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
-from advisor.core.location import NETWORK_FILESYSTEMS
 from advisor.core.model import (
     EFS_DEFAULTS,
     HDD_DEFAULTS,
@@ -25,37 +24,27 @@ from advisor.core.model import (
     predict,
 )
 from advisor.core.units import MB
-from advisor.core.workload import Workload
 from advisor.decide.rules.evidence import SweepEvidence
 from advisor.decide.rules.keys import Key, State
+from advisor.decide.rules.reading import Reading
 from advisor.decide.rules.thresholds import (
     DEFAULT_CPU_S,
     DEFAULT_CPU_S_PER_SAMPLE,
     DEFAULT_WORKER_RSS_BYTES,
     SHARD_TARGET_BYTES,
 )
-from advisor.measure.hardware import HardwareProfile
-from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.results import (
-    READ_LISTED,
     READ_LOCAL_COPY,
+    READ_PACKED,
     CountRate,
     StorageProbe,
-    TrialResult,
-    TrialSetup,
 )
-from native_loader.uri import uri_scheme
 
 
 @dataclass(frozen=True)
-class Context:
-    """The facts every rule may read: the inputs plus quantities derived from them."""
-
-    profile: DatasetProfile
-    hardware: HardwareProfile
-    workload: Workload
-    trial: TrialResult | None = None
-    data_fs: str | None = None  # file system type of a local data path ("nfs4", "ext4", ...)
+class Context(Reading):
+    """The facts every rule may read: the inputs (`Reading`, with where training reads) plus
+    quantities derived from them."""
 
     # --- the job ------------------------------------------------------------------------------
 
@@ -120,32 +109,6 @@ class Context:
     def cpu_measured(self) -> bool:
         return self.trial is not None and self.trial.decode is not None
 
-    @property
-    def on_network_fs(self) -> bool:
-        loc = self.workload.data_location
-        uri = self.profile.uri.lower()
-        return (
-            loc in ("efs", "nfs")
-            or uri_scheme(uri) in ("efs", "nfs")
-            or (
-                self.profile.storage == "local"
-                and (self.data_fs or "") in NETWORK_FILESYSTEMS
-                and not self.on_fsx
-            )
-        )
-
-    @property
-    def on_fsx(self) -> bool:
-        loc = self.workload.data_location
-        return loc == "fsx" or (self.profile.storage == "local" and self.data_fs == "lustre")
-
-    @property
-    def in_s3(self) -> bool:
-        loc = self.workload.data_location
-        if loc is not None:
-            return loc == "s3"
-        return self.profile.storage == "s3"
-
     # --- the machine --------------------------------------------------------------------------
 
     @property
@@ -195,9 +158,9 @@ class Context:
 
     def read_storage(self, state: State) -> StorageParams:
         """What one rank reads from in the steady state (`read_path`): a local copy (a
-        copy-local from S3, or the cache later epochs read) reads local files, whatever the
-        first epoch streamed from."""
-        if self.read_path(state) == READ_LOCAL_COPY:
+        copy-local from S3, or the cache later epochs read) or local packed shards read local
+        files, whatever the first epoch streamed from."""
+        if self.read_path(state) in (READ_LOCAL_COPY, READ_PACKED):
             return self.storage_for("copy-local")
         return self.storage_for(self.training_source(state))
 
@@ -205,7 +168,8 @@ class Context:
         """The trial's probe behind `read_storage` (None: no trial, or defaults)."""
         if self.trial is None or not self.read_storage(state).measured:
             return None
-        if self.read_path(state) == READ_LOCAL_COPY and self.profile.storage != "local":
+        local_copy = self.read_path(state) in (READ_LOCAL_COPY, READ_PACKED)
+        if local_copy and self.profile.storage != "local":
             return self.trial.copy_storage
         return self.trial.storage
 
@@ -300,45 +264,13 @@ class Context:
         if decode is None:
             return {}
         costs: dict[str, float | None] = {"overhead_s_per_sample": decode.overhead_s}
-        if self.reads_as_trialled(state):
+        if self.reads_as_trialled(state) or self.packed_cpu_measured(state):
             assert self.trial is not None
             costs["main_s_per_sample"] = self.trial.main_thread_s(num_workers)
+        if self.reads_as_trialled(state):
+            assert self.trial is not None
             costs["machine_s_per_sample"] = self.trial.machine_s(num_workers)
         return costs
-
-    def read_path(self, state: State) -> str | None:
-        """What training reads in its steady state (every epoch, or every epoch after the first
-        where a cache fills then): the listed objects (`READ_LISTED`), a local copy
-        (`READ_LOCAL_COPY`: copy-local from S3, or a cache over several epochs), or None where
-        the trial makes no such thing (packed shards, a shared file system not mounted here)."""
-        source = state.get(Key.DATA_SOURCE)
-        if source == "reshard-first":
-            return None
-        if source == "copy-local":
-            return READ_LISTED if self.profile.storage == "local" else READ_LOCAL_COPY
-        if source == "shared-fs":
-            return READ_LISTED if self.on_fsx else None
-        if state.get(Key.CACHE_LOCALLY) and self.workload.epochs > 1:
-            return READ_LOCAL_COPY
-        return READ_LISTED  # stream / efs: the data stays where the trial read it
-
-    @cached_property
-    def trial_setup_changes(self) -> list[str]:
-        """How the workload and machine now differ from the trial's setup (empty: the same, or
-        a result that recorded none)."""
-        setup = self.trial.setup if self.trial is not None else None
-        if setup is None:
-            return []
-        now = TrialSetup.of(self.workload, self.hardware.usable_cores, setup.read_path)
-        return setup.differences(now)
-
-    def reads_as_trialled(self, state: State) -> bool:
-        """True when training reads what the trial's sweep read (the same read path), under the
-        setup the trial measured."""
-        if self.trial is None or self.trial_setup_changes:
-            return False
-        trialled = self.trial.setup.read_path if self.trial.setup is not None else READ_LISTED
-        return self.read_path(state) == trialled
 
     def measured_prefetch(self, state: State, num_workers: int) -> int | None:
         """The prefetch_factor the sweep measured `num_workers` with, where its rates hold."""
@@ -357,7 +289,8 @@ class Context:
         with every core loading, at most 1."""
         if self.consumer_rate is not None or num_workers == 0:
             return 1.0
-        trial = self.trial if self.reads_as_trialled(state) else None
+        measured = self.reads_as_trialled(state) or self.packed_cpu_measured(state)
+        trial = self.trial if measured else None
         main_s = trial.main_thread_s(num_workers) if trial is not None else None
         if main_s is None:
             main_s = 1 / PROCESS_OBJECTS_S

@@ -15,6 +15,7 @@ from advisor.core.units import counted, data_size, per_s, rate
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
+from advisor.decide.rules.readpath import first_epoch_rates, read_path_rationale, why_model
 from advisor.decide.rules.thresholds import (
     HEADROOM,
     MAX_SEARCH_WORKERS,
@@ -23,7 +24,7 @@ from advisor.decide.rules.thresholds import (
     TOLERANCE,
 )
 from advisor.decide.rules.words import workers
-from advisor.measure.trial.results import READ_LOCAL_COPY, CountRate, StepRate
+from advisor.measure.trial.results import CountRate, StepRate
 
 
 def core_cap(ctx: Context, state: State) -> int:
@@ -35,28 +36,6 @@ def core_cap(ctx: Context, state: State) -> int:
     if ctx.measured_rates(state):
         return cores
     return max(math.ceil(cores - ctx.training_share(state, cores) - 1e-9), 0)
-
-
-def why_model(ctx: Context, state: State) -> str:
-    """Why the model decides num_workers (NW-4) rather than the trial's measurements."""
-    if ctx.trial is None:
-        return "no trial ran"
-    if ctx.hardware.planned:
-        return "the job runs on a planned machine (--target-gpu), not this one"
-    if ctx.trial_setup_changes:
-        return (
-            "the trial was measured under another setup ("
-            + "; ".join(ctx.trial_setup_changes)
-            + ")"
-        )
-    if ctx.read_path(state) is None:
-        return "training reads packed shards or a file system the trial could not make here"
-    if not ctx.trial.counts:
-        return "the trial measured no count"
-    return (
-        f"training reads {ctx.read_path(state)} objects, and the trial could not measure that "
-        "read path (its notes say why)"
-    )
 
 
 def ram_cap(ctx: Context) -> int:
@@ -217,8 +196,8 @@ class WorkersFromSweep(Rule):
     """Workers from the measured sweep.
 
     Condition: the trial's training-loop sweep has counts within the caps (and training reads what
-    the trial read: the same read path, a local copy included, under the trial's setup, on this
-    machine)
+    the trial read: the same read path, a local copy or a packed sample included, under the
+    trial's setup, on this machine)
     Recommendation: among the measured counts within the caps, the smallest whose score is within
     the measured noise of the best score, or the smallest that already delivers >= 1.2 x the
     consumer rate with every step model. A count's score is the lowest, over the two step models
@@ -250,7 +229,7 @@ class WorkersFromSweep(Rule):
         predicted = ctx.model(state, w).trained_samples_per_s
         rationale = _measured_rationale(w, top, counts, reason, ctx.consumer_rate)
         rationale += f" {_spread(chosen)}; the model predicted {per_s(predicted)}."
-        rationale += _read_path_rationale(ctx, state)
+        rationale += read_path_rationale(ctx, state)
         unsteady = ctx.lower_bounds_left_out()
         if unsteady:
             rationale += (
@@ -273,7 +252,7 @@ class WorkersFromSweep(Rule):
                 "consumer_rate_samples_per_s": ctx.consumer_rate,
                 "cap": cap,
                 "read_path": ctx.read_path(state),
-                "first_epoch_samples_per_s": _first_epoch_rates(ctx),
+                "first_epoch_samples_per_s": first_epoch_rates(ctx),
             },
             measured=True,
             confidence="medium" if lower or unsteady else "high",
@@ -284,10 +263,13 @@ class WorkersFromModel(Rule):
     """Workers from the throughput model.
 
     Condition: otherwise (no trial, a target machine, a trial under another setup, or training reads
-    something the trial could not make: packed shards, or a local copy it had no room for)
+    something the trial could not make: shards streamed from S3, or a local copy or packed sample
+    it had no room for)
     Recommendation: smallest num_workers (from 1 when a core is free) whose predicted loader rate >=
     1.2 x consumer, else smallest within 5% of the best prediction, within NW-1's cap (the cores the
-    training process's share leaves); the rationale says it is a prediction and why
+    training process's share leaves); the rationale says it is a prediction and why. For shards
+    streamed from S3, the model takes the training thread's CPU per sample that the trial measured
+    on a packed sample
     Source: model (below)
     """
 
@@ -367,29 +349,4 @@ def _workers_rationale(w: int, rates: Mapping[int, float], consumer: float | Non
     return (
         f"{workers(w)} deliver {rate(rates[w])} (predicted), within 5% of the best "
         f"{rate(best)} over {min(rates)} to {max(rates)} workers."
-    )
-
-
-def _first_epoch_rates(ctx: Context) -> dict[str, float] | None:
-    """Median samples/s per num_workers the trial measured on what the first epoch reads, where
-    that differs from the later epochs (S3 before the cache fills); None otherwise."""
-    first = ctx.trial.first_epoch if ctx.trial is not None else None
-    if first is None:
-        return None
-    return {str(c.num_workers): round(c.median, 1) for c in first.counts}
-
-
-def _read_path_rationale(ctx: Context, state: State) -> str:
-    """What the measured count optimises: the read path of the job's steady state."""
-    first = ctx.trial.first_epoch if ctx.trial is not None else None
-    if ctx.read_path(state) != READ_LOCAL_COPY:
-        return ""
-    if first is None:
-        return " Measured on a local copy of a sample: what training reads after the copy."
-    best = first.best_count()
-    first_rate = f"; the first epoch streams: {rate(best.median)}" if best else ""
-    return (
-        f" Measured on a local copy of a sample: it optimises the steady state, the "
-        f"{ctx.workload.epochs - 1} of {ctx.workload.epochs} epochs that read the local cache"
-        f"{first_rate} at best ({workers(best.num_workers) if best else 'none'}, measured)."
     )

@@ -28,8 +28,8 @@ class TrialEvent:
     """A progress report from a running trial, for progress bars and live charts.
 
     phase: "storage" | "decode" | "copy" | "sweep" | "h2d" | "done" ("copy": a local copy of a
-    sample, where training reads one, and its storage probe); fraction: overall progress in
-    [0, 1];
+    sample, or the sample packed into tar shards, where training reads one, and its storage
+    probe); fraction: overall progress in [0, 1];
     point: set when a DataLoader configuration of the sweep has just been measured.
     """
 

@@ -13,9 +13,10 @@ from advisor.core.model import StorageParams
 from advisor.core.workload import Workload
 
 STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
-# What the trial's loaders read: the objects where the profile listed them, or a local copy of a
-# sample (what training reads after a copy-local, and what a local cache serves later epochs).
-READ_LISTED, READ_LOCAL_COPY = "listed", "local-copy"
+# What the trial's loaders read: the objects where the profile listed them, a local copy of a
+# sample (what training reads after a copy-local, and what a local cache serves later epochs),
+# or a sample packed into tar shards on local disk (after a reshard-first: `trial/packed.py`).
+READ_LISTED, READ_LOCAL_COPY, READ_PACKED = "listed", "local-copy", "packed"
 
 
 @dataclass(frozen=True)
@@ -284,8 +285,9 @@ class TrialResult:
     inflight_bytes: int | None = None  # the byte budget per process the sweep read with
     setup: TrialSetup | None = None  # None: a result from before setups were recorded
     first_epoch: ReadPathSweep | None = None
-    # the storage probe on the local copy of the sample, where the trial made one (what training
-    # reads after a copy-local, or from a cache): its own first byte and bandwidth, not S3's
+    # the storage probe on the local copy of the sample (or its packed shards), where the trial
+    # made one (what training reads after a copy-local, or from a cache): its own first byte and
+    # bandwidth, not S3's
     copy_storage: StorageProbe | None = None
 
     def best_count(self) -> CountRate | None:

@@ -25,6 +25,7 @@ from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
 from advisor.measure.trial.localcopy import CopyUnavailable, copy_sample
+from advisor.measure.trial.packed import pack_sample
 from advisor.measure.trial.probes import (
     CONCURRENCY_LEVELS,
     WatchedTransform,
@@ -36,6 +37,7 @@ from advisor.measure.trial.probes import (
 from advisor.measure.trial.results import (
     READ_LISTED,
     READ_LOCAL_COPY,
+    READ_PACKED,
     CountRate,
     DecodeCost,
     LoaderPoint,
@@ -51,8 +53,9 @@ from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
 from native_loader.loader import prefetch_for
 
-# The sweep also takes what the storage probe, the decode timing and the sample copy with its
-# own probe (when the training reads a local copy; at most their shares) left over.
+# The sweep also takes what the storage probe, the decode timing and the sample copy (or packing)
+# with its own probe (when the training reads a local copy or packed shards; at most their
+# shares) left over.
 BUDGET_SHARES = {
     "storage": 0.2, "decode": 0.1, "copy": 0.15, "copy_probe": 0.05, "sweep": 0.65, "h2d": 0.05
 }  # fmt: skip
@@ -62,6 +65,9 @@ LOCAL_LEVELS = tuple(level for level in CONCURRENCY_LEVELS if level <= LOCAL_REA
 SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
 SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 MAX_SECONDS = range_of(TrialBudget, "seconds").high
+# The read paths the trial makes from a sample of the listed objects, as progress and notes
+# name them (`_make_sample`).
+MADE = {READ_LOCAL_COPY: "the local copy", READ_PACKED: "the sample packed into tar shards"}
 
 
 def _lower_bound_note(workers: int, samples_per_s: float, seconds: float) -> str:
@@ -91,12 +97,13 @@ def run_trial(
 
     `read_paths` are what training reads, in epoch order: the listed objects (`READ_LISTED`),
     a local copy of a sample (`READ_LOCAL_COPY`: after a copy-local, or a cache that later
-    epochs read), or both (the first epoch streams, the later ones read the cache). The sweep
-    runs on each, the budget split evenly; the last is the steady state (`TrialResult.counts`).
-    A local copy gets a storage probe of its own (`TrialResult.copy_storage`): the model of the
-    local reads takes its first byte and bandwidth, not the listed objects'.
-    A copy that cannot be made (no room, no permission, no time) is named in the notes, and the
-    sweep reads the listed objects only.
+    epochs read), or both (the first epoch streams, the later ones read the cache); or a sample
+    packed into tar shards on local disk (`READ_PACKED`: after a reshard-first,
+    `advisor.measure.trial.packed`). The sweep runs on each, the budget split evenly; the last
+    is the steady state (`TrialResult.counts`). A local copy or packed sample gets a storage
+    probe of its own (`TrialResult.copy_storage`): the model of the local reads takes its first
+    byte and bandwidth, not the listed objects'. One that cannot be made (no room, no
+    permission, no time) is named in the notes, and the sweep reads the listed objects only.
     Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
     The measurements run in a thread of their own, watched from the caller's (`TrialWatch`): a
     transform that never returns ends the trial with a TimeoutError naming the sample, at most
@@ -176,19 +183,25 @@ def _measure(
         data = data.with_inflight(inflight, budget)
         sources = {READ_LISTED: data}
         probes[READ_LISTED] = storage
-        if READ_LOCAL_COPY in paths:
+        made = next((path for path in paths if path in MADE), None)
+        if made is not None:
             try:
                 scratch = Path(tempfile.mkdtemp(prefix="loader-advisor-trial-", dir=scratch_dir))
-                copy_s = seconds * BUDGET_SHARES["copy"]
-                sources[READ_LOCAL_COPY] = copy_sample(data, scratch, clock, copy_s)
-                probes[READ_LOCAL_COPY] = probe_storage(
-                    sources[READ_LOCAL_COPY], clock, seconds * BUDGET_SHARES["copy_probe"],
+                made_data = _make_sample(made, data, location, scratch, clock)
+                if made == READ_PACKED:  # streamed shards: the budget for streams
+                    made_data = made_data.with_inflight(
+                        inflight, _budget_for(made_data, hardware, workload)
+                    )
+                probes[made] = probe_storage(
+                    made_data, clock, seconds * BUDGET_SHARES["copy_probe"],
                     LOCAL_LEVELS, phase="copy",
                 )  # fmt: skip
+                sources[made] = made_data
+                budget = made_data.config.max_inflight_bytes  # recorded: what the sweep read with
             except (CopyUnavailable, OSError) as exc:
                 notes.append(
-                    f"the trial could not make the local copy training reads ({exc}); it "
-                    "measured the listed objects, and the model predicts the local reads"
+                    f"the trial could not make {MADE[made]} training reads ({exc}); it "
+                    "measured the listed objects, and the model predicts what training reads"
                 )
                 paths = (READ_LISTED,)
         clock.report(
@@ -198,7 +211,7 @@ def _measure(
         )
         for index, path in enumerate(paths):
             share = 1.0 / (len(paths) - index)  # of what is left for the sweep
-            local = path == READ_LOCAL_COPY or location.storage == "local"
+            local = path in MADE or location.storage == "local"
             sweep, counts = _sweep(
                 sources[path], hardware, workload, clock, probes[path], decode, path, share,
                 local=local,
@@ -233,8 +246,19 @@ def _measure(
         inflight_bytes=budget,
         setup=TrialSetup.of(workload, hardware.usable_cores, steady.read_path),
         first_epoch=measured[0] if len(measured) > 1 else None,
-        copy_storage=probes.get(READ_LOCAL_COPY) if READ_LOCAL_COPY in paths else None,
+        copy_storage=next((probes[p] for p in paths if p in MADE and p in probes), None),
     )
+
+
+def _make_sample(
+    path: str, data: TrialData, location: DatasetLocation, scratch: Path, clock: TrialClock
+) -> TrialData:
+    """The sample `path` reads, made in `scratch` within the copy's share of the budget: a
+    local copy of the sampled objects, or the objects packed into tar shards."""
+    seconds = clock.seconds * BUDGET_SHARES["copy"]
+    if path == READ_PACKED:
+        return pack_sample(data, location.prefix_uri(), scratch, clock, seconds)
+    return copy_sample(data, scratch, clock, seconds)
 
 
 def records_as_they_are(record: Any) -> Any:
@@ -322,7 +346,9 @@ def _sweep(
         for w in counts
         if w > 0
     }
-    on = "a local copy" if read_path == READ_LOCAL_COPY else "the listed objects"
+    on = {READ_LOCAL_COPY: "a local copy", READ_PACKED: "packed tar shards"}.get(
+        read_path, "the listed objects"
+    )
     clock.report(
         "sweep", f"measuring num_workers {', '.join(map(str, counts))} on {on} as training sees"
     )

@@ -1,8 +1,10 @@
 """Deterministic WebDataset tars: the same samples give the same bytes on any machine.
 
-Each sample's members are contiguous and sorted by extension; every header has the same fixed
-mtime, owner and mode, and names that do not fit ustar (long or non-ASCII) get a pax record,
-so the bytes depend only on the names and contents.
+The writer beside the reader (`native_loader.tar`): `python -m advisor reshard` packs shards
+with it, and the advisor's trial packs a sample of them the same way. Each sample's members are
+contiguous and sorted by extension; every header has the same fixed mtime, owner and mode, and
+names that do not fit ustar (long or non-ASCII) get a pax record, so the bytes depend only on
+the names and contents. A file becomes a member named by its key and extension (`split_key`).
 """
 
 from __future__ import annotations
@@ -14,6 +16,16 @@ from collections.abc import Iterable
 BLOCK = 512
 FIXED_MTIME = 946684800  # 2000-01-01T00:00:00Z: a fixed, plausible date for every member
 FIXED_MODE = 0o444
+
+
+def split_key(relative: str) -> tuple[str, str] | None:
+    """WebDataset key and extension (``a/b.c.d`` -> ``a/b``, ``c.d``); None for files that
+    cannot be a sample member (no extension, empty stem: hidden files such as ``.DS_Store``)."""
+    folder, _, base = relative.rpartition("/")
+    stem, dot, ext = base.partition(".")
+    if not stem or not dot or not ext:
+        return None
+    return (f"{folder}/{stem}" if folder else stem), ext
 
 
 def member_bytes(size: int) -> int:
