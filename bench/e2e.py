@@ -11,8 +11,9 @@ interleaved over repetitions (A B C A B C ...): see `bench.e2e_loaders`. Data:
           objects as raw bytes ("bytes"); batch 32.
   text    ~150 MB text shards (one ~1 KB document per line) read as lines; batch 512.
 Peak RSS is the largest sum of the RSS of the run's process and its workers, sampled every
-50 ms from outside (pages shared after fork count once per process). The table and JSON go to
-bench/results/e2e.{md,json}.
+50 ms from outside (pages shared after fork count once per process). Server CPU is the CPU time
+SeaweedFS spent over each run (start-up included): where it nears the epoch, the loader reads
+what the server serves. The table and JSON go to bench/results/e2e.{md,json}.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from advisor.measure.hardware.host import process_tree, rss_bytes
+from advisor.measure.hardware.host import cpu_seconds, process_tree, rss_bytes
 from bench.e2e_data import BUCKET, upload
 from bench.e2e_loaders import RunSpec, missing
 from bench.e2e_report import METRICS, Bar, Spread, bar, bars_table, derived, table
@@ -228,7 +229,10 @@ def tree_rss_sampler(pid: int, period_s: float = 0.05) -> Iterator[list[float]]:
         thread.join(timeout=2)
 
 
-def run_one(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
+def run_one(spec: RunSpec, env: dict[str, str], server_pid: int | None = None) -> dict[str, Any]:
+    """One run in a fresh process: its result line, with the peak RSS of its process tree and
+    the CPU seconds the S3 server (`server_pid`) spent meanwhile (NaN where not known)."""
+    server_cpu = cpu_seconds(server_pid) if server_pid is not None else float("nan")
     with tempfile.NamedTemporaryFile("w", suffix=".json", prefix="bench-e2e-") as f:
         json.dump(asdict(spec), f)
         f.flush()
@@ -249,6 +253,8 @@ def run_one(spec: RunSpec, env: dict[str, str]) -> dict[str, Any]:
         return {"error": " | ".join(err.strip().splitlines()[-3:])[-400:]}
     result = dict(json.loads(out.strip().splitlines()[-1]))
     result["peak_rss_mb"] = peak[0]
+    if server_pid is not None:
+        result["server_cpu_s"] = cpu_seconds(server_pid) - server_cpu
     return result
 
 
@@ -293,6 +299,7 @@ def run_scenario(
     repeats: int,
     env: dict[str, str],
     image_epochs: int = 1,
+    server_pid: int | None = None,
 ) -> list[dict[str, Any]]:
     """Every config `repeats` times, interleaved; one row per config."""
     labels = [_label(loader, w) for loader, w in s.configs]
@@ -306,7 +313,7 @@ def run_scenario(
             if skipped[label]:
                 continue
             spec = _spec(s, loader, workers, url, keys, advice, image_epochs)
-            raw = run_one(spec, env)
+            raw = run_one(spec, env, server_pid)
             raw.update(rep=rep)
             if "error" in raw:
                 errors[label].append(raw["error"])
@@ -498,7 +505,9 @@ def main(argv: list[str] | None = None) -> int:
             if a["note"]:
                 print(f"#   note: {a['note']}", flush=True)
             repeats = p.repeats if s.judged else max(2, p.repeats - 1)
-            rows += run_scenario(s, url, keys, advice[s.name], repeats, env, p.image_epochs)
+            rows += run_scenario(
+                s, url, keys, advice[s.name], repeats, env, p.image_epochs, server.pid
+            )
             write_report(
                 args.out, command, started, t0, load_before, p, chosen, advice, rows, False
             )

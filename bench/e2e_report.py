@@ -17,6 +17,7 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("later_samples_per_s", "samples/s (later epochs)", "{:,.0f}"),
     ("peak_rss_mb", "peak RSS MB", "{:,.0f}"),
     ("cpu_ms_per_sample", "CPU ms/sample", "{:.3g}"),
+    ("server_cpu_s", "server CPU s", "{:.1f}"),
 )
 
 
@@ -66,6 +67,7 @@ def derived(raw: dict[str, Any]) -> dict[str, float]:
         "later_samples_per_s": statistics.median(later) if later else float("nan"),
         "peak_rss_mb": raw["peak_rss_mb"],
         "cpu_ms_per_sample": raw["cpu_s"] / samples * 1e3,
+        "server_cpu_s": raw.get("server_cpu_s", float("nan")),
     }
 
 

@@ -56,7 +56,8 @@ def test_table_shows_skipped_loaders_and_spreads() -> None:
     rows = [
         {"scenario": "s", "loader": "l w0", "workers": 0, "runs": 3, "samples_per_s": spread,
          "steady_samples_per_s": spread, "first_batch_s": spread, "epoch_s": spread,
-         "peak_rss_mb": spread, "cpu_ms_per_sample": spread, "later_samples_per_s": spread},
+         "peak_rss_mb": spread, "cpu_ms_per_sample": spread, "later_samples_per_s": spread,
+         "server_cpu_s": spread},
         {"scenario": "s", "loader": "s3tc-map w0", "skipped": "not installed: s3torchconnector"},
     ]  # fmt: skip
     text = table(rows)
