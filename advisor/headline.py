@@ -32,8 +32,10 @@ def what_to_change(rec: Recommendation, changed: tuple[str, ...] = ()) -> str:
 
 
 def chosen_count(rec: Recommendation, trial: TrialResult | None) -> CountRate | None:
-    """The trial's measurement at the recommended num_workers (None: not measured)."""
-    if trial is None:
+    """The trial's measurement at the recommended num_workers (None: not measured, or measured
+    on what training will not read: the recommendation has no measured rate then, and the
+    model decided)."""
+    if trial is None or rec.measured_samples_per_s is None:
         return None
     return next((c for c in trial.counts if c.num_workers == rec.num_workers), None)
 
@@ -83,6 +85,11 @@ def headline_lines(
         )
     elif after is not None:
         lines.append(f"Measured at num_workers={rec.num_workers}: {bound}{rate(after)}.")
+    elif trial is not None:
+        lines.append(
+            f"Expected at num_workers={rec.num_workers}: {rate(rec.expected_samples_per_s)} "
+            "(predicted: the trial did not read what training will read; see num_workers)."
+        )
     else:
         lines.append(
             f"Expected: {rate(rec.expected_samples_per_s)} (not measured: run the live trial)."

@@ -22,6 +22,7 @@ from advisor.decide.rules import Context, evaluate
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
+from advisor.headline import headline_lines
 from advisor.measure.hardware import DiskInfo, HardwareProfile, probe_hardware
 from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats, profile_dataset
 from advisor.measure.trial import localcopy, packed
@@ -192,6 +193,10 @@ def test_a_sample_that_cannot_be_packed_is_named_and_the_model_decides(
     rationale = rec.decision("num_workers").rationale
     assert "A prediction of the throughput model" in rationale
     assert "could not pack a sample" in rationale
+    # the headline does not pass the listed objects' sweep off as what training will read
+    headline = headline_lines(rec, result, 300.0)
+    assert headline[1].startswith(f"Expected at num_workers={rec.num_workers}: ")
+    assert "Measured" not in " ".join(headline)
 
 
 # --- the rules, without a trial: which read path, and what the model takes -------------------

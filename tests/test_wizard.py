@@ -789,7 +789,7 @@ def test_headline_gives_the_measured_wait_at_the_recommended_count() -> None:
     from advisor.headline import headline_lines
 
     rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
-                          expected_samples_per_s=400.0)  # fmt: skip
+                          expected_samples_per_s=400.0, measured_samples_per_s=255.0)  # fmt: skip
     trial = SimpleNamespace(counts=summarise([_slice(2, 255), _slice(0, 31)]))
     lines = headline_lines(rec, trial, 300.0)  # type: ignore[arg-type]
     assert (
@@ -807,13 +807,21 @@ def test_headline_gives_the_measured_wait_at_the_recommended_count() -> None:
     )
     untried = headline_lines(rec, None, 300.0)  # type: ignore[arg-type]
     assert "not measured" in untried[1]
+    # the model decided (the trial read the listed objects, training reads something else):
+    # the trial's figure at that count is not what training will get
+    modelled = SimpleNamespace(**{**vars(rec), "measured_samples_per_s": None})
+    predicted = headline_lines(modelled, trial, 300.0)  # type: ignore[arg-type]
+    assert predicted[1] == (
+        "Expected at num_workers=2: 400 samples/s (predicted: the trial did not read what "
+        "training will read; see num_workers)."
+    )
 
 
 def test_headline_with_the_users_loader_measured() -> None:
     from advisor.headline import headline_lines
 
     rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
-                          expected_samples_per_s=400.0)  # fmt: skip
+                          expected_samples_per_s=400.0, measured_samples_per_s=290.0)  # fmt: skip
     trial = SimpleNamespace(counts=summarise([_slice(2, 290)]))
     spread = SimpleNamespace
     diagnosis = SimpleNamespace(
@@ -846,7 +854,8 @@ def test_headline_leads_with_both_loaders_in_the_same_loop() -> None:
         return SimpleNamespace(summary=summary, verdict=None, bottleneck=None)
 
     rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
-                          expected_samples_per_s=400.0, bottleneck=None)  # fmt: skip
+                          expected_samples_per_s=400.0, measured_samples_per_s=290.0,
+                          bottleneck=None)  # fmt: skip
     trial = SimpleNamespace(counts=summarise([_slice(2, 290)]))
     comparison = Comparison(
         (run(31.0, 0.78), run(33.0, 0.76)), (run(130.0, 0.03), run(128.0, 0.04))
