@@ -161,6 +161,7 @@ class FakeSession:
             decisions=(decision,),
             path=lambda: ["W-1"],
             expected_samples_per_s=300.0,
+            measured_samples_per_s=300.0,  # the trial measured what training reads
             num_workers=2,
             pin_memory=False,
             prefetch_factor=2,
