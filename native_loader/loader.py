@@ -153,9 +153,10 @@ def _wide_pipe_context(method: str) -> Any:
     return type(f"WidePipe{base.__name__}", (_WidePipes, base), {})()
 
 
-def wide_pipe_context() -> Any:
-    """The default multiprocessing context (its start method), with wide queue pipes."""
-    return _wide_pipe_context(multiprocessing.get_start_method())
+def wide_pipe_context(method: str | None = None) -> Any:
+    """The multiprocessing context of start `method` (default: the default start method's),
+    with wide queue pipes."""
+    return _wide_pipe_context(method or multiprocessing.get_start_method())
 
 
 def make_dataloader(
@@ -165,8 +166,8 @@ def make_dataloader(
     argument: collate_fn, timeout, multiprocessing_context, worker_init_fn, ...) win. Batches
     are lists (`collate_list`) unless a collate_fn is given. Workers freeze what they inherit
     before the caller's `worker_init_fn` runs (`FreezeInherited`), and hand their batches over
-    through queues with wide pipes (`wide_pipe_context`) unless a multiprocessing_context is
-    given."""
+    through queues with wide pipes (`wide_pipe_context`; a start method given by name, such as
+    ``multiprocessing_context="fork"``, gets them too; a context object is used as it is)."""
     import torch
 
     from native_loader.decoders import collate_list
@@ -178,8 +179,9 @@ def make_dataloader(
         kwargs["persistent_workers"] = False
     else:
         kwargs["worker_init_fn"] = FreezeInherited(kwargs.get("worker_init_fn"))
-        if kwargs.get("multiprocessing_context") is None:
-            kwargs["multiprocessing_context"] = wide_pipe_context()
+        context = kwargs.get("multiprocessing_context")
+        if context is None or isinstance(context, str):
+            kwargs["multiprocessing_context"] = wide_pipe_context(context)
     return torch.utils.data.DataLoader(dataset, **kwargs)
 
 

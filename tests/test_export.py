@@ -133,6 +133,7 @@ def test_the_loader_is_built_one_way(
     from advisor.measure.trial.data import TrialData
     from advisor.measure.trial.sweep import LiveLoader
     from native_loader.decoders import default_decoder
+    from native_loader.loader import _WidePipes
 
     assert session.recommendation is not None and session.location is not None
     rec = dataclasses.replace(
@@ -157,6 +158,8 @@ def test_the_loader_is_built_one_way(
             assert loader.pin_memory is kwargs["pin_memory"] is False
             assert loader.batch_size == session.workload.batch_size
             assert loader.collate_fn is exported.collate_fn
+            # batches cross from the workers the same way (the trial names "fork")
+            assert isinstance(loader.multiprocessing_context, _WidePipes)
         reader_configs = [exported.dataset.config, live.loader.dataset.dataset.config]
         for config in reader_configs:
             assert config.max_inflight_requests == 48

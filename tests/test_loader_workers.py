@@ -138,3 +138,7 @@ def test_the_callers_multiprocessing_context_wins(tmp_path: Path) -> None:
     )
     default = make_dataloader(dataset, settings).multiprocessing_context
     assert isinstance(default, type(multiprocessing.get_context()))  # the same start method
+    # a start method by name (the advisor's trial asks for "fork"): that method, wide pipes
+    named = make_dataloader(dataset, settings, multiprocessing_context="spawn")
+    assert isinstance(named.multiprocessing_context, type(mine))
+    assert type(named.multiprocessing_context).Queue is not type(mine).Queue
