@@ -154,9 +154,15 @@ def _wide_pipe_context(method: str) -> Any:
 
 
 def wide_pipe_context(method: str | None = None) -> Any:
-    """The multiprocessing context of start `method` (default: the default start method's),
-    with wide queue pipes."""
-    return _wide_pipe_context(method or multiprocessing.get_start_method())
+    """The multiprocessing context of start `method` (default: the start method set for this
+    process, else the platform's default), with wide queue pipes. Asking does not set the
+    process's start method: a `multiprocessing.set_start_method` after it still works."""
+    chosen = (
+        method
+        or multiprocessing.get_start_method(allow_none=True)
+        or multiprocessing.get_all_start_methods()[0]  # documented: the default comes first
+    )
+    return _wide_pipe_context(chosen)
 
 
 def make_dataloader(

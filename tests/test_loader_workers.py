@@ -8,6 +8,8 @@ import gc
 import multiprocessing
 import os
 import pickle
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +127,21 @@ def test_batches_that_are_not_tensors_cross_through_a_wide_pipe(tmp_path: Path) 
     with open(PIPE_MAX) as f:
         allowed = int(f.read()) >= PIPE_BYTES or os.geteuid() == 0
     assert _result_pipe_bytes(loader) == (PIPE_BYTES if allowed else 2**16)
+
+
+def test_building_a_loader_leaves_the_start_method_unset(tmp_path: Path) -> None:
+    """A user may still call multiprocessing.set_start_method after building the loader."""
+    code = (
+        "import multiprocessing, sys\n"
+        "from native_loader.loader import LoaderSettings, make_dataloader, make_dataset\n"
+        f"dataset = make_dataset({str(tmp_path)!r} + '/')\n"
+        "make_dataloader(dataset, LoaderSettings(batch_size=1, num_workers=1))\n"
+        "assert multiprocessing.get_start_method(allow_none=True) is None\n"
+        "multiprocessing.set_start_method('spawn')\n"
+    )
+    (tmp_path / "a.bin").write_bytes(b"x")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_the_callers_multiprocessing_context_wins(tmp_path: Path) -> None:
