@@ -157,6 +157,17 @@ def test_a_real_loop_that_waits_while_its_loader_idles_names_storage() -> None:
     assert result.to_dict()["bottleneck"]["stage"] == found.stage
 
 
+def test_a_loader_measured_at_no_cpu_idles() -> None:
+    """A loader that only sleeps can measure 0 CPU per sample at the clock's resolution: that
+    is a measurement (it idles), not a missing one."""
+    quiet = of_loop(summary(0.6, 55.0, 0.0), usable_cores=2, workers=0, machine_busy=0.3)
+    assert quiet is not None and quiet.stage == "storage" and quiet.ceilings == ()
+    busy = of_loop(summary(0.6, 55.0, 0.0), usable_cores=2, workers=0, machine_busy=0.95)
+    assert busy is not None and "cannot tell apart" in busy.reason
+    unknown = of_loop(summary(0.6, 55.0, None), usable_cores=2, workers=0)
+    assert unknown is not None and "was not measured" in unknown.reason
+
+
 def test_an_idle_loader_on_busy_cores_is_not_named() -> None:
     found = of_loop(summary(0.6, 55.0, 0.0005), usable_cores=2, workers=0, machine_busy=0.95)
     assert found is not None and found.stage == "unexplained"
