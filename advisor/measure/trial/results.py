@@ -17,6 +17,12 @@ STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
 # sample (what training reads after a copy-local, and what a local cache serves later epochs),
 # or a sample packed into tar shards on local disk (after a reshard-first: `trial/packed.py`).
 READ_LISTED, READ_LOCAL_COPY, READ_PACKED = "listed", "local-copy", "packed"
+# Each read path in a few words, for progress, labels and notes.
+READ_PATH_WORDS = {
+    READ_LISTED: "the listed objects",
+    READ_LOCAL_COPY: "a local copy",
+    READ_PACKED: "a packed sample",
+}
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,7 @@ from advisor.measure.trial.results import (
     READ_LISTED,
     READ_LOCAL_COPY,
     READ_PACKED,
+    READ_PATH_WORDS,
     CountRate,
     DecodeCost,
     LoaderPoint,
@@ -346,9 +347,7 @@ def _sweep(
         for w in counts
         if w > 0
     }
-    on = {READ_LOCAL_COPY: "a local copy", READ_PACKED: "packed tar shards"}.get(
-        read_path, "the listed objects"
-    )
+    on = READ_PATH_WORDS.get(read_path, READ_PATH_WORDS[READ_LISTED])
     clock.report(
         "sweep", f"measuring num_workers {', '.join(map(str, counts))} on {on} as training sees"
     )

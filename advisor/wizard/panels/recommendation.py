@@ -13,7 +13,7 @@ from advisor.core.units import per_s, rate
 from advisor.decide.recommend import Decision, Recommendation
 from advisor.export import decision_label, decision_value
 from advisor.headline import headline_lines
-from advisor.measure.trial.results import READ_LOCAL_COPY, READ_PACKED
+from advisor.measure.trial.results import READ_LISTED, READ_PATH_WORDS
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.evidence import evidence_rows
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
 
 # Decisions that act on S3 requests and object layout: nothing to do for a local folder.
 S3_ONLY = frozenset({"requests_in_flight", "inflight_bytes", "shard_size", "prefix_layout"})
-# What the trial's sweep read where it was not the listed objects, for the chart's label.
-MEASURED_ON = {READ_LOCAL_COPY: "a local copy", READ_PACKED: "a packed sample"}
 
 
 def shown_decisions(rec: Recommendation, is_s3: bool) -> list[Decision]:
@@ -237,10 +235,11 @@ class RecommendationPanel(StepPanel):
         cards = "".join(decision_card(d) for d in shown_decisions(rec, is_s3))
         self.cards.value = f"<div>{cards}</div>"
         best = trial.best_count() if trial else None
-        read_path = trial.setup.read_path if trial and trial.setup else None
+        read_path = trial.setup.read_path if trial and trial.setup else READ_LISTED
         self.supply_figure = charts.throughput_chart(
             rec.expected_samples_per_s, consumer_rate, best.median if best else None,
-            MEASURED_ON.get(read_path or ""),
+            # named where the sweep read something other than the listed objects
+            READ_PATH_WORDS.get(read_path) if read_path != READ_LISTED else None,
         )  # fmt: skip
         set_outputs(self.supply_chart, charts.figure_bundle(self.supply_figure))
         self.path_taken.value = path_html(rec.path())
