@@ -66,12 +66,15 @@ def test_a_packed_sample_is_bounded_named_as_the_reshard_names_it_and_read_as_ta
 ) -> None:
     location, _ = _many_small(s3_endpoint, demo)
     data = TrialData.sample(location, "jpeg", lambda b: bytes(memoryview(b)))
+    data = dataclasses.replace(data, epoch_objects=30)  # an epoch of training: 30 objects
     monkeypatch.setattr(packed, "ENOUGH_OBJECTS", 10)  # the sample's bound
     events: list[TrialEvent] = []
     clock = TrialClock(10, threading.Event(), events.append)
     shards = packed.pack_sample(data, location.prefix_uri(), tmp_path, clock, 5.0)
     assert shards.fmt == "tar" and shards.config.endpoint_url is None
     assert len(shards.objects) == packed.PACKED_SHARDS
+    # 10 objects in 4 shards: training's epoch of 30 objects is 12 such shards
+    assert shards.epoch_objects == 12
     assert sorted(p.name for p in tmp_path.iterdir()) == [o.key for o in shards.objects]
     names = []
     for shard in shards.objects:

@@ -106,9 +106,10 @@ def test_trial_measures_what_training_sees_within_budget(
     location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
     before = child_pids()
     started = time.monotonic()
+    events: list[TrialEvent] = []
     result = run_trial(
         location, profile, probe_hardware(), Workload(batch_size=8, consumer_rate=200.0),  # type: ignore[arg-type]
-        seconds=10,
+        seconds=10, progress=events.append,
     )  # fmt: skip
     elapsed = time.monotonic() - started
     assert elapsed <= 10 * 1.1 and result.seconds_used <= 10 * 1.1, elapsed
@@ -124,6 +125,9 @@ def test_trial_measures_what_training_sees_within_budget(
         assert 0 < count.median <= 200.0 * 1.05
     order = [p.num_workers for p in result.sweep]
     assert order[: len(counts)] == sorted(counts)  # one slice per count, then the next round
+    # the loaders' epochs are the set's: its end and the next one's start are measured too
+    epochs = f"in epochs of {profile.object_count} objects as training's"  # type: ignore[attr-defined]
+    assert any(e.phase == "sweep" and epochs in e.message for e in events), events
 
 
 def test_candidate_counts_every_core_or_those_around_the_models_choice() -> None:
@@ -300,6 +304,24 @@ def test_trial_data_with_records_streams_one_record_per_sample(tmp_path: Path) -
     assert list(data.dataset(str)) == [f"line {n}" for n in range(100)]
     whole = dataclasses.replace(data, records=None, fmt="npy")
     assert not whole.streamed
+
+
+def test_a_loader_cycles_the_sample_to_trainings_epoch_and_no_further(tmp_path: Path) -> None:
+    """The sweep's loaders cycle a small sample so that a slice is not cut short, but an
+    epoch of theirs ends where training's does: a 5-object set read from a 3-object sample
+    ends its epoch after 5 objects, as the set's own loader would."""
+    from native_loader import ObjectInfo
+
+    objects = []
+    for n in range(3):
+        path = tmp_path / f"{n}.bin"
+        path.write_bytes(bytes([n]) * 10)
+        objects.append(ObjectInfo(str(path), path.name, 10, ""))
+    data = TrialData(tuple(objects), ReaderConfig(), "bin", lambda b: bytes(memoryview(b))[0])
+    assert list(data.dataset(data.transform, min_objects=20)) == [0, 1, 2] * 6 + [0, 1]
+    epoch = dataclasses.replace(data, epoch_objects=5)
+    assert list(epoch.dataset(epoch.transform, min_objects=20)) == [0, 1, 2, 0, 1]
+    assert list(epoch.dataset(epoch.transform)) == [0, 1, 2]  # no cycling asked for
 
 
 def test_only_a_saturated_concurrency_curve_is_a_storage_ceiling() -> None:

@@ -83,6 +83,10 @@ class TrialData:
     # text shards read as records (`S3IterableDataset(records=...)`: "lines", "jsonl", "csv"):
     # one item is one record, so the sweep's samples/s are records/s; None: objects or tar samples
     records: str | None = None
+    # How many of `objects`' kind one epoch of training reads per rank (the data set's count;
+    # shards for a packed sample); None: unknown. A loader cycles the sample to this length, so
+    # that its epochs end where training's do (`dataset`).
+    epoch_objects: int | None = None
 
     @classmethod
     def sample(
@@ -142,7 +146,10 @@ class TrialData:
         line, a parsed JSON line, a CSV row); everything else one object per sample.
 
         With `min_objects`, the sample is cycled up to that length, so that a time-bounded
-        measurement of a set with few (large) objects is not cut short by its end.
+        measurement of a set with few (large) objects is not cut short by its end; but never
+        past `epoch_objects`: an epoch of the loader is then one of training's, its end and the
+        next one's start included (a loader whose readers are refilled at every epoch's start
+        loads at another rate than one reading an endless list).
         """
         # Listed objects (with their sizes), as the datasets read a prefix: a read of unknown
         # size reserves a whole part of the byte budget until it answers, which would cap
@@ -150,8 +157,9 @@ class TrialData:
         objects = list(self.objects)
         if self.fmt == "tar":  # a shard folder's index and bookkeeping are not shards
             objects = [o for o in objects if o.uri.endswith(".tar")] or objects
-        if len(objects) < min_objects:
-            objects = objects * -(-min_objects // len(objects))
+        length = min(min_objects, self.epoch_objects or min_objects)
+        if len(objects) < length:
+            objects = (objects * -(-length // len(objects)))[:length]
         return make_dataset(
             objects,
             config=self.config,

@@ -120,9 +120,14 @@ def pack_sample(
         )
     clock.report("copy", f"packed {packed} objects into {len(written)} tar shard(s)")
     config = dataclasses.replace(data.config, endpoint_url=None)
+    # an epoch of training reads every object: as many of these shards as hold them
+    shards_per_epoch = (
+        None if data.epoch_objects is None else -(-data.epoch_objects * len(written) // packed)
+    )
     return dataclasses.replace(
         data, objects=tuple(written), config=config, fmt="tar",
         transform=PayloadTransform(data.transform), samples_per_item=1.0, records=None,
+        epoch_objects=shards_per_epoch,
     )  # fmt: skip
 
 

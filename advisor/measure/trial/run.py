@@ -48,7 +48,12 @@ from advisor.measure.trial.results import (
     TrialSetup,
     summarise,
 )
-from advisor.measure.trial.sweep import MIN_SLICE_SECONDS, candidate_counts, measure_counts
+from advisor.measure.trial.sweep import (
+    CYCLE_OBJECTS,
+    MIN_SLICE_SECONDS,
+    candidate_counts,
+    measure_counts,
+)
 from advisor.measure.trial.watch import TrialWatch, overrun_s
 from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
@@ -168,8 +173,9 @@ def _measure(
         data = TrialData.sample(location, fmt, transform, credentials)
         check_names(data.objects)
         data = dataclasses.replace(
-            data, samples_per_item=_samples_per_item(profile, fmt), records=records
-        )
+            data, samples_per_item=_samples_per_item(profile, fmt), records=records,
+            epoch_objects=-(-profile.object_count // workload.ranks),
+        )  # fmt: skip
         if records is not None:
             notes.append(
                 f"the text shards were read as records ({records}), streamed: a sample is a "
@@ -348,8 +354,13 @@ def _sweep(
         if w > 0
     }
     on = READ_PATH_WORDS.get(read_path, READ_PATH_WORDS[READ_LISTED])
+    epochs = ""
+    if data.epoch_objects is not None and data.epoch_objects < CYCLE_OBJECTS:
+        unit = "shards" if data.fmt == "tar" else "objects"
+        epochs = f", in epochs of {data.epoch_objects:,} {unit} as training's"
     clock.report(
-        "sweep", f"measuring num_workers {', '.join(map(str, counts))} on {on} as training sees"
+        "sweep",
+        f"measuring num_workers {', '.join(map(str, counts))} on {on} as training sees{epochs}",
     )
 
     measured: list[LoaderPoint] = []
