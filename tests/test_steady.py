@@ -111,6 +111,23 @@ def test_steady_window_does_not_wait_for_a_full_read_ahead_when_the_transform_bo
     assert _window_rate(arrivals, seconds=1.5) == pytest.approx(100.0, rel=0.05)
 
 
+def test_steady_window_at_an_epochs_end_counts_what_it_delivered() -> None:
+    # 100 samples/s delivered all along; the readers hold 150 samples ahead until the epoch's
+    # last object is fetched at 1.5 s, then drain them to the epoch's end at 3 s. A window that
+    # closes then saw the backlog shrink by 150 with nothing slow in it.
+    arrivals = [(0.1 * i, 10, 10.0 * i, 150.0 if i <= 15 else 150.0 - 10 * (i - 15))
+                for i in range(1, 31)]  # fmt: skip
+    drained = _window_rate(arrivals, seconds=3.0)
+    assert drained is not None and drained < 40  # the epoch's end read as a slow fetch
+    window = SteadyWindow(0.0, 3.0, 0, min_samples=0, hard_stop=9.0)
+    for index, (now, samples, produced, backlog) in enumerate(arrivals):
+        # left of the epoch: 300 - 10 * (index + 1) samples, no more than the backlog from 1.5 s
+        window.arrival(index, now, samples, produced, backlog, finishing=now > 1.5)
+        if window.closed:
+            break
+    assert window.rate() == pytest.approx(100.0, rel=0.05)
+
+
 def test_steady_window_ignores_a_read_ahead_that_refills() -> None:
     # A backlog that grows in the window was fetched faster than it is consumed: the rate is
     # the delivered one.
@@ -183,5 +200,26 @@ def test_a_short_slice_of_a_transform_bound_loader_is_steady(images: TrialData) 
         assert point.steady, point
         # two workers at 8 ms a sample: at most 250 samples/s (fewer on a shared machine)
         assert 0 < point.samples_per_s <= 250 * 1.1, point
+    finally:
+        live.close()
+
+
+@pytest.mark.timeout(60)
+def test_a_live_loader_knows_when_it_is_finishing_an_epoch(images: TrialData) -> None:
+    """The trial's loaders read epochs of the set's length; one whose buffers hold what is
+    left of its epoch says so (`SteadyWindow` then counts what it delivers)."""
+    epoch = dataclasses.replace(images, epoch_objects=len(images.objects))
+    live = LiveLoader(epoch, batch_size=8, workers=0, pin=False)
+    try:
+        assert live.epoch_samples == len(images.objects)
+        live.next_batch()
+        assert not live.finishing_epoch(backlog=0.0)  # 112 left, none held
+        assert live.finishing_epoch(backlog=len(images.objects))
+        batches = len(images.objects) // 8
+        for _ in range(batches - 1):
+            live.next_batch()
+        assert live.finishing_epoch(backlog=0.0)  # the epoch's last batch is the one it fills
+        live.next_batch()  # the next epoch's first
+        assert not live.finishing_epoch(backlog=0.0)
     finally:
         live.close()

@@ -139,6 +139,23 @@ class TrialData:
         config = dataclasses.replace(self.config, **overrides) if overrides else self.config
         return S3Reader(config, credentials=self.credentials)
 
+    def _epoch(self, min_objects: int) -> list[ObjectInfo]:
+        """The objects one epoch of `dataset(min_objects=...)` reads, in order."""
+        objects = list(self.objects)
+        if self.fmt == "tar":  # a shard folder's index and bookkeeping are not shards
+            objects = [o for o in objects if o.uri.endswith(".tar")] or objects
+        length = min(min_objects, self.epoch_objects or min_objects)
+        if objects and len(objects) < length:
+            objects = (objects * -(-length // len(objects)))[:length]
+        return objects
+
+    def epoch_samples(self, min_objects: int = 0) -> float | None:
+        """Training samples in one epoch of `dataset(min_objects=...)`; None where the objects
+        are streamed (tar samples, records): how many they hold is known once they are read."""
+        if self.streamed:
+            return None
+        return len(self._epoch(min_objects)) * self.samples_per_item
+
     def dataset(
         self, transform: Callable[[Any], Any] | None = None, min_objects: int = 0
     ) -> Iterable[Any]:
@@ -151,17 +168,11 @@ class TrialData:
         next one's start included (a loader whose readers are refilled at every epoch's start
         loads at another rate than one reading an endless list).
         """
-        # Listed objects (with their sizes), as the datasets read a prefix: a read of unknown
-        # size reserves a whole part of the byte budget until it answers, which would cap
-        # small objects at max_inflight_bytes / part_size requests in flight.
-        objects = list(self.objects)
-        if self.fmt == "tar":  # a shard folder's index and bookkeeping are not shards
-            objects = [o for o in objects if o.uri.endswith(".tar")] or objects
-        length = min(min_objects, self.epoch_objects or min_objects)
-        if len(objects) < length:
-            objects = (objects * -(-length // len(objects)))[:length]
         return make_dataset(
-            objects,
+            # Listed objects (with their sizes), as the datasets read a prefix: a read of unknown
+            # size reserves a whole part of the byte budget until it answers, which would cap
+            # small objects at max_inflight_bytes / part_size requests in flight.
+            self._epoch(min_objects),
             config=self.config,
             credentials=self.credentials,
             transform=transform,

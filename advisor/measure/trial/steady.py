@@ -42,6 +42,11 @@ class SteadyWindow:
     a burst more or less by where it falls; whole rounds count every burst whole, which about
     halves the scatter around the long-run rate.
 
+    A loader finishing an epoch (what is left of it no more than its buffers hold) drains them
+    with nothing upstream to do until the next epoch starts: its readers have fetched, and its
+    processes produced, the epoch's last samples. A window that closes then counts the delivered
+    rate alone; the produced and fetched ones would read the epoch's end as a slow stage.
+
     It closes on the first round's end at or after the end of the slice, or a third of the
     slice after it opens if that is later. Both ends follow a time, not a batch count: batches
     also come in bursts when a stalled request holds up everything behind it, and a window that
@@ -70,6 +75,7 @@ class SteadyWindow:
     # (produced, backlog) in samples as it opened, and at the last counted round's end
     stages_at_open: tuple[float, float] = (0.0, 0.0)
     stages_at_last: tuple[float, float] = (0.0, 0.0)
+    finishing_at_last: bool = False  # the loader was finishing an epoch at the last counted round
 
     @property
     def enough(self) -> bool:
@@ -82,10 +88,11 @@ class SteadyWindow:
         samples: int,
         produced: float | None = None,
         backlog: float = 0.0,
+        finishing: bool = False,
     ) -> bool:
         """Batch `index` of `samples` arrived at `now`, when the loader's processes had produced
         `produced` samples in all (None: count what arrives) and their readers held `backlog`
-        samples fetched ahead; True if it ended a counted round."""
+        samples fetched ahead, `finishing` an epoch or not; True if it ended a counted round."""
         self.delivered += samples
         stages = (self.delivered if produced is None else produced, backlog)
         if self.opens is None:
@@ -107,6 +114,7 @@ class SteadyWindow:
         self.round_samples = 0
         self.last_counted_at = now
         self.stages_at_last = stages
+        self.finishing_at_last = finishing
         step, limit = self.seconds / 3, self.started + self.hard_stop
         while now >= self.closes and not self.enough and self.closes + step <= limit:
             self.closes += step
@@ -115,12 +123,13 @@ class SteadyWindow:
 
     def rate(self) -> float | None:
         """Samples per second within the window: the lowest of the delivered, produced and
-        fetched rates; None if it never held enough."""
+        fetched rates (the delivered one where it closed on a loader finishing an epoch); None
+        if it never held enough."""
         if self.opens is None or not self.enough or self.last_counted_at <= self.opens:
             return None
         produced = self.stages_at_last[0] - self.stages_at_open[0]
         fetched = produced + self.stages_at_last[1] - self.stages_at_open[1]
-        lowest = min(self.samples, produced, fetched)
+        lowest = self.samples if self.finishing_at_last else min(self.samples, produced, fetched)
         return max(lowest, 0.0) / (self.last_counted_at - self.opens)
 
 

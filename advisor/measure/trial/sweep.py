@@ -119,6 +119,10 @@ class LiveLoader:
             timeout=batch_timeout_s if workers > 0 else 0,
         )
         self._iterator: Any = None
+        # training samples in one epoch (learned at the first epoch's end where the objects are
+        # streamed), and delivered so far in this one
+        self.epoch_samples = data.epoch_samples(CYCLE_OBJECTS)
+        self._in_epoch = 0.0
 
     def samples_in(self, batch: Any) -> int:
         """Training samples in a batch of items."""
@@ -135,16 +139,30 @@ class LiveLoader:
         if self._iterator is None:
             self._iterator = iter(self.loader)
         try:
-            return next(self._iterator)
-        except StopIteration:  # the cycled sample ran out: a new epoch
-            self._iterator = iter(self.loader)
-            return next(self._iterator)
+            try:
+                batch = next(self._iterator)
+            except StopIteration:  # the epoch ended: a new one
+                self.epoch_samples = self.epoch_samples or self._in_epoch
+                self._in_epoch = 0.0
+                self._iterator = iter(self.loader)
+                batch = next(self._iterator)
         except RuntimeError as exc:
             if "timed out" not in str(exc):
                 raise
             raise TimeoutError(
                 f"num_workers={self.workers}: a batch took over {self.loader.timeout:.0f} s"
             ) from exc
+        self._in_epoch += self.samples_in(batch)
+        return batch
+
+    def finishing_epoch(self, backlog: float) -> bool:
+        """True when what is left of this epoch is no more than the loader's buffers hold: its
+        readers' `backlog` (samples), the DataLoader's prefetch queue and the batch each process
+        is filling."""
+        if self.epoch_samples is None:
+            return False
+        queued = max(self.workers, 1) * ((self.prefetch or 0) + 1) * self.settings.batch_size
+        return self.epoch_samples - self._in_epoch <= backlog + queued * self.samples_per_item
 
     def close(self) -> None:
         iterator, self._iterator = self._iterator, None
@@ -201,7 +219,9 @@ def measure_slice(
             first_batch_s = now - started
         waiting = window.opens is None
         batch_samples = live.samples_in(batch)
-        if window.arrival(batch_index, now, batch_samples, *live.stage_samples()):
+        produced, backlog = live.stage_samples()
+        finishing = live.finishing_epoch(backlog)
+        if window.arrival(batch_index, now, batch_samples, produced, backlog, finishing):
             cpu_window_end, busy_window_end = cpu_now, busy_cpu_s(cores)
         elif waiting and window.opens is not None:
             cpu_window_start, busy_window_start = cpu_now, busy_cpu_s(cores)
