@@ -128,6 +128,23 @@ def test_steady_window_at_an_epochs_end_counts_what_it_delivered() -> None:
     assert window.rate() == pytest.approx(100.0, rel=0.05)
 
 
+def test_steady_window_holding_an_epochs_restart_counts_what_it_delivered() -> None:
+    # The epoch ends at 2 s: the readers' 150 samples drain from 1.5 s, and the next epoch
+    # refills them from empty, 50 by the window's close at 3 s. Delivered stays 100/s (the
+    # restart's wait is in it); the backlog at the close is below the one at the open.
+    def backlog(t: float) -> float:
+        return 150.0 if t <= 1.5 else max(150.0 - 300 * (t - 1.5), 0.0) if t <= 2.0 else 50.0
+
+    arrivals = [(0.1 * i, 10, 10.0 * i, backlog(0.1 * i)) for i in range(1, 31)]
+    assert (_window_rate(arrivals, seconds=3.0) or 0) < 70  # the refill read as a slow fetch
+    window = SteadyWindow(0.0, 3.0, 0, min_samples=0, hard_stop=9.0)
+    for index, (now, samples, produced, held) in enumerate(arrivals):
+        window.arrival(index, now, samples, produced, held, finishing=1.5 < now <= 2.0)
+        if window.closed:
+            break
+    assert window.held_epoch_end and window.rate() == pytest.approx(100.0, rel=0.05)
+
+
 def test_steady_window_ignores_a_read_ahead_that_refills() -> None:
     # A backlog that grows in the window was fetched faster than it is consumed: the rate is
     # the delivered one.

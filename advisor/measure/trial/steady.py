@@ -44,8 +44,10 @@ class SteadyWindow:
 
     A loader finishing an epoch (what is left of it no more than its buffers hold) drains them
     with nothing upstream to do until the next epoch starts: its readers have fetched, and its
-    processes produced, the epoch's last samples. A window that closes then counts the delivered
-    rate alone; the produced and fetched ones would read the epoch's end as a slow stage.
+    processes produced, the epoch's last samples; then the next epoch refills them from empty.
+    A window that holds an epoch's end counts the delivered rate alone: the produced and fetched
+    ones would read the drain, or a refill not yet done at its close, as a slow stage, while the
+    delivered one holds the drain and the restart's wait alike.
 
     It closes on the first round's end at or after the end of the slice, or a third of the
     slice after it opens if that is later. Both ends follow a time, not a batch count: batches
@@ -75,7 +77,7 @@ class SteadyWindow:
     # (produced, backlog) in samples as it opened, and at the last counted round's end
     stages_at_open: tuple[float, float] = (0.0, 0.0)
     stages_at_last: tuple[float, float] = (0.0, 0.0)
-    finishing_at_last: bool = False  # the loader was finishing an epoch at the last counted round
+    held_epoch_end: bool = False  # the loader finished an epoch within the window
 
     @property
     def enough(self) -> bool:
@@ -106,6 +108,7 @@ class SteadyWindow:
             return False
         if self.closed:
             return False
+        self.held_epoch_end = self.held_epoch_end or finishing
         self.round_samples += samples
         if (index - self.opening_index) % self.round_batches:
             return False
@@ -114,7 +117,6 @@ class SteadyWindow:
         self.round_samples = 0
         self.last_counted_at = now
         self.stages_at_last = stages
-        self.finishing_at_last = finishing
         step, limit = self.seconds / 3, self.started + self.hard_stop
         while now >= self.closes and not self.enough and self.closes + step <= limit:
             self.closes += step
@@ -123,13 +125,13 @@ class SteadyWindow:
 
     def rate(self) -> float | None:
         """Samples per second within the window: the lowest of the delivered, produced and
-        fetched rates (the delivered one where it closed on a loader finishing an epoch); None
-        if it never held enough."""
+        fetched rates (the delivered one where it held an epoch's end); None if it never held
+        enough."""
         if self.opens is None or not self.enough or self.last_counted_at <= self.opens:
             return None
         produced = self.stages_at_last[0] - self.stages_at_open[0]
         fetched = produced + self.stages_at_last[1] - self.stages_at_open[1]
-        lowest = self.samples if self.finishing_at_last else min(self.samples, produced, fetched)
+        lowest = self.samples if self.held_epoch_end else min(self.samples, produced, fetched)
         return max(lowest, 0.0) / (self.last_counted_at - self.opens)
 
 
