@@ -203,13 +203,11 @@ def of_loop(
         reason = f"{share(waits)} of each step waits; the loader's CPU was not measured"
         return Bottleneck("unexplained", measured, (), reason, "loop")
     cores = max(usable_cores, 1)
+    busy = measured * cpu
     ceilings: list[Ceiling] = []
     if cpu > 0:  # a loader measured at no CPU (one that sleeps) has no CPU ceiling: it idles
-        ceilings.append(
-            Ceiling(
-                "cores", cores / cpu, f"{counted(cores, 'core')} / {duration(cpu)} CPU per sample"
-            )
-        )
+        how = f"{duration(cpu)} CPU per sample"
+        ceilings.append(Ceiling("cores", cores / cpu, f"{counted(cores, 'core')} / {how}"))
         if workers is not None:
             # with workers they load all along; with none the main process loads only while it
             # waits
@@ -219,18 +217,15 @@ def of_loop(
                 if workers > 0
                 else f"the main process {share(waits)} of the time"
             )
-            ceilings.append(
-                Ceiling("decode", processes / cpu, f"{label} / {duration(cpu)} CPU per sample")
-            )
-        stage, nearest = name_stage(measured, ceilings, None)
-        if nearest is not None:
-            reason = (
-                f"{share(waits)} of each step waits while the loader keeps "
-                f"{cores_busy(measured * cpu)} cores busy, "
-                f"{share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
-            )
-            return Bottleneck(stage, measured, tuple(ceilings), reason, "loop")
-    busy = measured * cpu
+            ceilings.append(Ceiling("decode", processes / cpu, f"{label} / {how}"))
+    stage, nearest = name_stage(measured, ceilings, None)
+    if nearest is not None:
+        reason = (
+            f"{share(waits)} of each step waits while the loader keeps {cores_busy(busy)} "
+            "cores busy, "
+            f"{share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
+        )
+        return Bottleneck(stage, measured, tuple(ceilings), reason, "loop")
     idle = (
         f"{share(waits)} of each step waits while the loader keeps only {cores_busy(busy)} of "
         f"{counted(cores, 'core')} busy"
