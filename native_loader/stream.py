@@ -1,11 +1,12 @@
 """Objects read as streams: parts fetched by ranged GETs ahead of the consumer, in bounded memory.
 
 `PartPipeline` keeps up to ``window`` parts of a sequence of objects in flight, in (object,
-offset) order, and hands them over in that order; `ObjectStream` is the file-like view of one
-object (``read``, ``readinto``, ``readline``, iteration over lines, `chunks`). Memory for a
-pipeline is its window plus the part being consumed, whatever the objects' sizes: each part is
-one engine ticket, so it is admitted under the process's ``max_inflight_requests`` and
-``max_inflight_bytes`` and its reservation is released when the part is handed over.
+offset) order, and hands their bytes over in that order as they arrive: a part still on the
+wire in pieces of `PIECE_BYTES` or more. `ObjectStream` is the file-like view of one object
+(``read``, ``readinto``, ``readline``, iteration over lines, `chunks`). Memory for a pipeline is
+its window plus the part being consumed, whatever the objects' sizes: each part is one engine
+ticket, so it is admitted under the process's ``max_inflight_requests`` and
+``max_inflight_bytes``, and its reservation is released once the last of it is handed over.
 
 A part the engine could not fetch after its retries raises the reader's usual exception. A part
 whose ETag or object size differs from the object's first part (the object was overwritten
@@ -38,6 +39,10 @@ _WAIT_SLICE_S = 0.2
 # waits for it (see PartPipeline._part_length).
 INITIAL_WINDOW = 2
 FIRST_PART_BYTES = 2**20
+# A part still arriving is handed over in pieces of at least this many bytes: the consumer works
+# on them while the rest arrives, instead of waiting for the whole part (24 MiB for text records,
+# a quarter of a second at S3's ~90 MB/s per connection) and then working while nothing does.
+PIECE_BYTES = 2**20
 
 
 def opened_window(delivered: int) -> int:
@@ -100,8 +105,10 @@ class StreamSource:
 class _Part:
     index: int  # which source
     offset: int
+    length: int  # bytes asked for (an object's end may come first)
     ticket: int | None  # S3
     future: Future[tuple[Any, int, int]] | None  # local
+    taken: int = 0  # bytes of it handed over so far
 
 
 RaiseOutcome = Callable[[Any, str], None]
@@ -172,57 +179,83 @@ class PartPipeline:
         size = self._sizes[index]
         if source.path:
             future = submit_local(_native.read_file, source.path, offset, length)
-            self._queue.append(_Part(index, offset, None, future))
+            self._queue.append(_Part(index, offset, length, None, future))
             return
         if self._engine is None:
             self._engine = self._engine_factory()
         ticket = self._engine.submit_get(
             source.bucket, source.key, offset, length, size_hint=size, part_size=self._part_size
         )
-        self._queue.append(_Part(index, offset, ticket, None))
+        self._queue.append(_Part(index, offset, length, ticket, None))
 
     # -- delivery ----------------------------------------------------------------------------
 
-    def next_part(self) -> tuple[int, int, _native.Buffer] | None:
-        """(source index, offset, bytes) of the next part, or None after the last one."""
+    def next_piece(self) -> tuple[int, int, memoryview] | None:
+        """(source index, offset, bytes) of the next bytes in order, or None after the last
+        ones: the rest of the head part once it has all arrived, or before that the bytes of it
+        that have (at least `PIECE_BYTES`, or what is left of it)."""
         if self._closed:
             raise ValueError("I/O operation on a closed stream")
         self._fill()
-        if not self._queue:
-            return None
-        part = self._queue.popleft()
-        try:
-            data = self._collect(part)
-        except BaseException:
-            self.close()
-            raise
-        self._delivered += 1
-        self._fill()
-        return part.index, part.offset, data
+        while self._queue:
+            part = self._queue[0]
+            try:
+                data, whole = self._arrived(part)
+            except BaseException:
+                self.close()
+                raise
+            offset = part.offset + part.taken
+            part.taken += len(data)
+            if whole:
+                self._queue.popleft()
+                self._delivered += 1
+                self._fill()
+            # nothing new at the end of a part handed over in pieces: on to the next part (an
+            # empty part, an empty object's, is handed over: it ends its object)
+            if len(data) or offset == part.offset:
+                return part.index, offset, data
+        return None
 
-    def _collect(self, part: _Part) -> _native.Buffer:
+    def _arrived(self, part: _Part) -> tuple[memoryview, bool]:
+        """The bytes of `part` not yet handed over that have arrived, and whether they end it."""
         source = self._sources[part.index]
         if part.future is not None:
             data, err, file_size = part.future.result()
             if data is None:
                 raise OSError(err, os.strerror(err), source.path)
             self._check(part.index, file_size, None)
-            return data
+            return memoryview(data).cast("B"), True
         engine = self._engine
         assert engine is not None and part.ticket is not None
+        want = part.taken + PIECE_BYTES
         try:
-            while not engine.wait(part.ticket, _WAIT_SLICE_S):
-                pass
+            while True:
+                progress = engine.wait_readable(part.ticket, want, _WAIT_SLICE_S)
+                if progress.complete:
+                    break
+                if progress.readable >= part.length:
+                    # all its bytes are in: they go with the answer's end, which is near
+                    want = part.length + 1
+                elif progress.readable >= want and progress.data is not None:
+                    # the answer's size and ETag are known before its first byte is written
+                    self._check(part.index, progress.object_size, progress.etag)
+                    arrived: Any = progress.data  # a native Buffer: the buffer protocol in C
+                    return memoryview(arrived).cast("B")[part.taken : progress.readable], False
         except BaseException:
             engine.cancel(part.ticket)
             raise
         outcome = engine.take(part.ticket)
+        part.ticket = None
         if outcome.error_kind is not _native.ErrorKind.NONE:
+            if outcome.error_kind is _native.ErrorKind.PROTOCOL and outcome.message.startswith(
+                "the object changed"
+            ):  # the engine's words for a retry that found another object (engine_attempt.cpp)
+                raise _changed(source.uri, outcome.message)
             self._raise(outcome, source.uri)
         self._check(part.index, outcome.object_size, outcome.etag)
-        data = outcome.data
-        assert data is not None
-        return data
+        whole: Any = outcome.data  # a native Buffer
+        assert whole is not None
+        return memoryview(whole).cast("B")[part.taken :], True
 
     def _check(self, index: int, size: int, etag: str | None) -> None:
         known, uri = self._sizes[index], self._sources[index].uri
@@ -284,7 +317,7 @@ def _changed(uri: str, why: str) -> S3Error:
 class ObjectStream(io.RawIOBase):
     """One object read as a stream (a binary, read-only, non-seekable file).
 
-    ``read(n)``, ``readinto(b)``, ``readline()``, ``for line in stream``, `chunks` (the parts as
+    ``read(n)``, ``readinto(b)``, ``readline()``, ``for line in stream``, `chunks` (its bytes as
     they arrive, no copy). ``size`` is the object's size once known (-1 before). Closing it
     (``with``, ``close()``, or garbage collection) cancels its parts still in flight. A stream
     belongs to one thread at a time; open one per thread to read in parallel.
@@ -298,7 +331,7 @@ class ObjectStream(io.RawIOBase):
         self._owns = owns  # close the pipeline with the stream (a single open())
         self._view = memoryview(b"")
         self._loaded = 0  # bytes of the object handed over by the pipeline so far
-        self._parts = 0
+        self._pieces = 0
         self._eof = False
 
     @property
@@ -309,24 +342,23 @@ class ObjectStream(io.RawIOBase):
         return True
 
     def _advance(self) -> bool:
-        """Load the next part into the view; False at the end of the object."""
+        """Load the next piece into the view; False at the end of the object."""
         size = self.size
-        if self._eof or (self._parts and size >= 0 and self._loaded >= size):
+        if self._eof or (self._pieces and size >= 0 and self._loaded >= size):
             self._eof = True
             return False
-        got = self._pipeline.next_part()
+        got = self._pipeline.next_piece()
         assert got is not None and got[0] == self._index, "the pipeline lost its order"
-        data: Any = got[2]  # a native Buffer: the buffer protocol in C
-        self._view = memoryview(data).cast("B")
+        self._view = got[2]
         self._loaded += len(self._view)
-        self._parts += 1
+        self._pieces += 1
         if len(self._view) == 0:
             self._eof = True
             return False
         return True
 
     def chunks(self) -> Iterator[memoryview]:
-        """The rest of the object as views of its parts, in order (no copy)."""
+        """The rest of the object as views of its bytes as they arrive, in order (no copy)."""
         if len(self._view):
             view, self._view = self._view, memoryview(b"")
             yield view

@@ -10,16 +10,23 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from advisor.demo.proxy import NetworkProfile
 from advisor.demo.server import S3Endpoint
-from native_loader import Credentials, ReaderConfig, S3Error, S3Reader
+from native_loader import Credentials, ReaderConfig, S3Error, S3Reader, _native
 from native_loader import stream as stream_module
 from native_loader.local_pool import submit_local
-from native_loader.stream import FIRST_PART_BYTES
+from native_loader.stream import (
+    FIRST_PART_BYTES,
+    PIECE_BYTES,
+    PartPipeline,
+    StreamSource,
+    iter_streams,
+)
 from testing import FaultProxy, Faults, When
 
 PART = 64 * 2**10
@@ -245,14 +252,14 @@ def test_the_window_starts_small_and_doubles_per_part_handed_over(
     path = tmp_path / "w"
     path.write_bytes(os.urandom(20 * part))
     in_flight: list[int] = []
-    original = stream_module.PartPipeline.next_part
+    original = stream_module.PartPipeline.next_piece
 
     def recorded(pipeline: Any) -> Any:
         got = original(pipeline)
         in_flight.append(len(pipeline._queue))
         return got
 
-    monkeypatch.setattr(stream_module.PartPipeline, "next_part", recorded)
+    monkeypatch.setattr(stream_module.PartPipeline, "next_piece", recorded)
     config = ReaderConfig(part_size=part, read_ahead_bytes=16 * part)
     with S3Reader(config) as reader, reader.open(str(path)) as stream:
         assert sum(len(c) for c in stream.chunks()) == 20 * part
@@ -457,3 +464,145 @@ def test_local_reads_start_ahead_within_the_budget(tmp_path: Path) -> None:
         assert unordered == {str(p): d for p, d in files.items()}
         with pytest.raises(FileNotFoundError):
             list(reader.read_many([str(tmp_path / "missing")]))
+
+
+def _pieces(stream: Any) -> list[bytes]:
+    return [bytes(chunk) for chunk in stream.chunks()]
+
+
+def test_a_part_is_handed_over_in_pieces_as_it_arrives(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    part = 4 * PIECE_BYTES
+    data = os.urandom(3 * part + 12345)
+    s3_client.put_object(Bucket=s3_bucket, Key="p", Body=data)
+    slow = NetworkProfile(bandwidth_mbps=40)  # a 4 MiB part takes 0.1 s
+    settings = {"part_size": part, "read_ahead_bytes": 2 * part, "max_inflight_bytes": 4 * part}
+    with _through_proxy(s3_endpoint, network=slow, **settings) as (reader, _):
+        with reader.open(f"s3://{s3_bucket}/p") as stream:
+            pieces = _pieces(stream)
+        assert b"".join(pieces) == data
+        # parts of 1, 3, 4, 4 MiB and the rest; a consumer that waits gets each a MiB or more
+        # at a time, before all of it has arrived (and what is left once it has)
+        assert len(pieces) > 5
+        assert max(len(p) for p in pieces) < part
+        assert _idle(reader) == (0, 0, 0)
+
+
+def test_a_part_reset_after_pieces_were_handed_over_resumes_with_the_right_bytes(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    part = 4 * PIECE_BYTES
+    objects = {f"r/{i}": os.urandom(3 * part + 999 * i) for i in range(2)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    faults = Faults(reset_mid_body=When(every_n=2), reset_at=0.7)
+    slow = NetworkProfile(bandwidth_mbps=40)
+    settings = {"part_size": part, "read_ahead_bytes": 2 * part, "max_inflight_bytes": 4 * part}
+    with _through_proxy(s3_endpoint, faults, network=slow, **settings) as (reader, proxy):
+        uris = [f"s3://{s3_bucket}/{k}" for k in objects]
+        got = [_pieces(stream) for stream in reader.open_many(uris)]
+        assert [b"".join(p) for p in got] == list(objects.values())
+        assert sum(len(p) for p in got) > 2 * 5  # handed over in pieces
+        assert proxy.stats().faults_injected["reset_mid_body"] >= 2
+        assert reader.stats()["retries"] >= 2
+        assert _idle(reader) == (0, 0, 0)
+
+
+def test_a_retry_after_pieces_that_sees_another_object_raises_object_changed(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    part = 4 * PIECE_BYTES
+    old, new = os.urandom(3 * part), os.urandom(3 * part)
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=old)
+    # The second part (3 MiB, after a first part of 1 MiB) is reset after 70% of its body; its
+    # retry waits at least 1 s, by which time the object has been overwritten (new ETag).
+    faults = Faults(reset_mid_body=When(requests=(2,)), reset_at=0.7)
+    settings = {
+        "part_size": part,
+        "read_ahead_bytes": part,  # one part in flight: requests in order
+        "max_inflight_bytes": 4 * part,
+        "backoff_base_s": 1.0,
+        "backoff_max_s": 1.0,
+    }
+    with _through_proxy(s3_endpoint, faults, **settings) as (reader, _):
+        with reader.open(f"s3://{s3_bucket}/k") as stream:
+            chunks = stream.chunks()
+            first, piece = bytes(next(chunks)), bytes(next(chunks))
+            assert len(first) == FIRST_PART_BYTES and len(piece) < part - FIRST_PART_BYTES
+            assert first + piece == old[: len(first) + len(piece)]  # the old object's bytes
+            s3_client.put_object(Bucket=s3_bucket, Key="k", Body=new)
+            with pytest.raises(S3Error, match="object changed") as info:
+                list(chunks)
+            assert info.value.code == "ObjectChanged"
+        assert _idle(reader) == (0, 0, 0)
+
+
+class _EngineUnderLoad:
+    """The answers a real engine gives under load, where a waiter can run between the body's
+    last byte and the end of the transfer (the engine thread's next round): each GET is first
+    all readable but unfinished, and finished at the next wait."""
+
+    def __init__(self, objects: dict[str, bytes]) -> None:
+        self.objects = objects
+        self.tickets: dict[int, tuple[str, int, int, int]] = {}  # key, start, end, waits
+
+    def submit_get(self, bucket: str, key: str, offset: int, length: int, **_: Any) -> int:
+        end = min(offset + length, len(self.objects[key]))
+        self.tickets[len(self.tickets) + 1] = (key, offset, end, 0)
+        return len(self.tickets)
+
+    def wait_readable(self, ticket: int, min_bytes: int, timeout_s: float) -> Any:
+        key, start, end, waits = self.tickets[ticket]
+        self.tickets[ticket] = (key, start, end, waits + 1)
+        return SimpleNamespace(**self._answer(ticket), readable=end - start, complete=waits > 0)
+
+    def take(self, ticket: int) -> Any:
+        return SimpleNamespace(**self._answer(ticket), error_kind=_native.ErrorKind.NONE)
+
+    def _answer(self, ticket: int) -> dict[str, Any]:
+        key, start, end, _ = self.tickets[ticket]
+        data = _native.buffer_from(self.objects[key][start:end])
+        return {"data": data, "object_size": len(self.objects[key]), "etag": '"1"'}
+
+    def cancel(self, ticket: int) -> None:
+        pass
+
+
+def test_a_part_whose_bytes_are_in_before_its_end_keeps_its_stream_in_order() -> None:
+    part = 4 * PIECE_BYTES
+    objects = {
+        "a": os.urandom(PIECE_BYTES),  # its first part (waited for) is exactly a piece
+        "b": os.urandom(PIECE_BYTES + 5),  # fetched ahead as a whole part: shorter than that
+        "c": os.urandom(part + 7),
+    }
+    engine = _EngineUnderLoad(objects)
+
+    def unexpected(outcome: Any, uri: str) -> None:
+        raise AssertionError(uri)
+
+    # a's size known (a listing's), so b's first part is asked for while a's is in the queue
+    sizes = {"a": len(objects["a"]), "b": -1, "c": -1}
+    sources = [StreamSource(f"s3://b/{k}", bucket="b", key=k, size=sizes[k]) for k in objects]
+    pipeline = PartPipeline(lambda: engine, sources, part, 2, unexpected)  # type: ignore[arg-type,return-value]
+    got = [b"".join(_pieces(stream)) for stream in iter_streams(pipeline)]
+    assert got == list(objects.values())
+
+
+def test_objects_of_piece_and_part_sizes_stream_in_order(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    # a first part of exactly a piece, objects ending on a piece or short of a whole part, sizes
+    # unknown until their first answer: each stream gets its own bytes, and ends with its object
+    part = 4 * PIECE_BYTES
+    sizes = [PIECE_BYTES, 2 * PIECE_BYTES, part - 1, part + PIECE_BYTES, 3 * PIECE_BYTES + 5]
+    objects = {f"s/{i}": os.urandom(n) for i, n in enumerate(sizes)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    slow = NetworkProfile(bandwidth_mbps=40)
+    settings = {"part_size": part, "read_ahead_bytes": 2 * part, "max_inflight_bytes": 4 * part}
+    with _through_proxy(s3_endpoint, network=slow, **settings) as (reader, _):
+        uris = [f"s3://{s3_bucket}/{k}" for k in objects]
+        got = [b"".join(_pieces(stream)) for stream in reader.open_many(uris)]
+        assert got == list(objects.values())
+        assert _idle(reader) == (0, 0, 0)

@@ -176,6 +176,40 @@ bool Engine::wait(uint64_t id, double timeout_s) {
     return done_cv_->wait_for(lk, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
 }
 
+Progress Engine::wait_readable(uint64_t id, int64_t min_bytes, double timeout_s) {
+    std::unique_lock<std::mutex> lk(mu_);
+    auto find = [&]() -> Ticket * {
+        auto it = tickets_.find(id);
+        return it == tickets_.end() ? nullptr : it->second.get();
+    };
+    auto ready = [&] {
+        Ticket *t = find();
+        return t == nullptr || t->complete ||
+               t->readable.load(std::memory_order_acquire) >= min_bytes;
+    };
+    if (find() == nullptr) throw std::out_of_range("unknown ticket");
+    if (!ready()) {
+        WaitMark mark(*this, id);
+        find()->wanted = min_bytes;
+        watched_.insert(id);
+        done_cv_->wait_for(lk, std::chrono::duration<double>(std::max(0.0, timeout_s)), ready);
+        watched_.erase(id);
+    }
+    Progress out;
+    Ticket *t = find();
+    if (t == nullptr) {  // cancelled meanwhile by another thread
+        out.complete = true;
+        return out;
+    }
+    t->wanted = 0;
+    out.data = t->outcome.data;
+    out.readable = t->readable.load(std::memory_order_acquire);
+    out.complete = t->complete;
+    out.object_size = t->outcome.object_size;
+    out.etag = t->outcome.etag;
+    return out;
+}
+
 Engine::WaitMark::WaitMark(Engine &e, uint64_t id) : engine(e), ticket(id) {
     engine.waited_[ticket] += 1;
     if (!engine.closed_ && !engine.ready_.empty()) engine.wake_engine();  // it is exempt now

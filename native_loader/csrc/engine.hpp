@@ -5,8 +5,9 @@
 // Threads: callers submit tickets and wait for them (without the GIL); only the engine thread
 // touches curl. Every piece of shared state is guarded by one mutex, which the engine thread
 // does not hold while curl moves bytes: the body callbacks touch only their own part and its
-// ticket's result storage (neither can go away while the part is active), and take the lock
-// for the rest, so callers collect results and submit while transfers run.
+// ticket's result storage and readable count (an atomic; none can go away while the part is
+// active), and take the lock for the rest, so callers collect results and submit while
+// transfers run, and read a result's first bytes while the rest arrives (wait_readable).
 //
 // One class, implemented along its seams:
 //   engine.cpp            construction, close, and the tickets as callers see them (submit,
@@ -22,6 +23,7 @@
 
 #include <curl/curl.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -63,6 +65,10 @@ public:
     bool wait(uint64_t id, double timeout_s);
     // Finished tickets among ids; waits at most timeout_s for at least one.
     std::vector<uint64_t> wait_any(const std::vector<uint64_t> &ids, double timeout_s);
+    // Blocks at most timeout_s until min_bytes of a GET's result are readable (see Progress) or
+    // the ticket is finished; returns how far it has come. The readable bytes are those of the
+    // part that starts the result, so a ticket of several parts shows its prefix until it ends.
+    Progress wait_readable(uint64_t id, int64_t min_bytes, double timeout_s);
     // Removes a finished ticket and returns its outcome; releases its byte reservation.
     Outcome take(uint64_t id);
     // Abandons a ticket: queued parts are dropped, running transfers aborted promptly.
@@ -121,6 +127,10 @@ private:
         int parts_pending = 0;
         bool layout_known = false;
         int64_t result_len = -1;
+        // Bytes of the result, from its start, written by the part that starts it: advanced
+        // by that part's body callback (without the lock), never moved back by a retry.
+        std::atomic<int64_t> readable{0};
+        int64_t wanted = 0;  // readable bytes a blocked wait_readable needs (under the lock)
         bool complete = false;
         bool cancelled = false;
         int64_t charge = 0;
@@ -160,6 +170,7 @@ private:
     void detach(Part &p);
     void check_timeouts(Clock::time_point now);
     void drain_messages();
+    void notify_readable();
     // engine_attempt.cpp
     void start_part(Ticket &t, Part &p);
     void on_done(Ticket &t, Part &p, CURLcode rc);
@@ -190,6 +201,7 @@ private:
     std::map<CURL *, Part *> active_;
     std::vector<uint64_t> cancelled_;
     std::map<uint64_t, int> waited_;  // tickets callers are blocked on
+    std::set<uint64_t> watched_;      // tickets a wait_readable is blocked on
     EngineStats stats_;
     std::mt19937_64 rng_;
 };

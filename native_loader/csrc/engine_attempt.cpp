@@ -287,9 +287,18 @@ size_t Engine::write_cb(char *data, size_t size, size_t n, void *user) {
     int64_t lo = std::max(begin, p.window_begin);
     int64_t hi = std::min(end, p.window_end);
     if (hi > lo) {
-        std::memcpy(t.outcome.data->data + (lo - t.offset), data + (lo - begin),
-                    static_cast<size_t>(hi - lo));
+        // The part that starts the result writes it from its start, in order: what it wrote
+        // is readable (Progress). A retry does not write those bytes again (they are the same
+        // object's, its ETag checked), as a caller may be reading them.
+        bool prefix = p.start == t.offset;
+        int64_t readable = prefix ? t.readable.load(std::memory_order_relaxed) : 0;
+        int64_t from = std::max(lo, t.offset + readable);
+        if (hi > from)
+            std::memcpy(t.outcome.data->data + (from - t.offset), data + (from - begin),
+                        static_cast<size_t>(hi - from));
         p.copied += hi - lo;
+        if (prefix && hi - t.offset > readable)
+            t.readable.store(hi - t.offset, std::memory_order_release);
     }
     if (end > p.window_end && p.status == 206 && !p.first) {
         p.abort_kind = ErrorKind::Protocol;

@@ -27,6 +27,7 @@ void Engine::run() {
         lk.lock();
         drain_messages();
         admit();
+        notify_readable();
         int timeout_ms = poll_timeout_ms(Clock::now());
         bool wake = std::exchange(notify_, false);
         polling_ = true;
@@ -101,6 +102,15 @@ void Engine::check_timeouts(Clock::time_point now) {
         auto it = tickets_.find(p->ticket);
         if (it == tickets_.end() || p->state != PartState::Active) continue;
         on_done(*it->second, *p, CURLE_OPERATION_TIMEDOUT);
+    }
+}
+
+void Engine::notify_readable() {
+    for (uint64_t id : watched_) {
+        auto it = tickets_.find(id);
+        if (it == tickets_.end()) continue;
+        const Ticket &t = *it->second;
+        if (t.readable.load(std::memory_order_acquire) >= t.wanted) notify_ = true;
     }
 }
 

@@ -75,6 +75,16 @@ struct Outcome {
     double elapsed_s = 0.0;
 };
 
+// How far an unfinished GET has come (Engine::wait_readable): the bytes of its result written so
+// far from its start, in order, which a caller may read while the rest arrives.
+struct Progress {
+    std::shared_ptr<Storage> data;  // null until the first answer's headers
+    int64_t readable = 0;           // bytes of data, from its start, that are final
+    bool complete = false;          // finished (then take() gives the outcome, errors included)
+    int64_t object_size = -1;
+    std::string etag;
+};
+
 struct EngineStats {
     int64_t active_requests = 0;
     int64_t peak_active_requests = 0;

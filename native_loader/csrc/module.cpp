@@ -211,6 +211,17 @@ NB_MODULE(_native, m) {
         .def_ro("first_byte_s", &nl::Outcome::first_byte_s)
         .def_ro("elapsed_s", &nl::Outcome::elapsed_s);
 
+    nb::class_<nl::Progress>(m, "Progress", "How far an unfinished GET has come.")
+        .def_prop_ro("data",
+                     [](const nl::Progress &p) -> std::optional<Buffer> {
+                         if (!p.data) return std::nullopt;
+                         return wrap(p.data);
+                     })
+        .def_ro("readable", &nl::Progress::readable)
+        .def_ro("complete", &nl::Progress::complete)
+        .def_ro("object_size", &nl::Progress::object_size)
+        .def_ro("etag", &nl::Progress::etag);
+
     nb::class_<nl::Engine>(m, "Engine", "Background libcurl multi loop for one process.")
         .def(nb::init<nl::EngineConfig>(), "config"_a)
         .def(
@@ -229,6 +240,8 @@ NB_MODULE(_native, m) {
              nb::call_guard<nb::gil_scoped_release>())
         .def("wait_any", &nl::Engine::wait_any, "tickets"_a, "timeout_s"_a,
              nb::call_guard<nb::gil_scoped_release>())
+        .def("wait_readable", &nl::Engine::wait_readable, "ticket"_a, "min_bytes"_a,
+             "timeout_s"_a, nb::call_guard<nb::gil_scoped_release>())
         .def("take", &nl::Engine::take, "ticket"_a)
         .def("cancel", &nl::Engine::cancel, "ticket"_a)
         .def("close", &nl::Engine::close, nb::call_guard<nb::gil_scoped_release>())
