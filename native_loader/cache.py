@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from native_loader import _native
+from native_loader.object_stream import ObjectStream
 from native_loader.reader import ObjectInfo, ReadResult, S3Reader
-from native_loader.stream import ObjectStream
 
 _SUFFIX = ".obj"
 DEFAULT_CACHE_BYTES = 100 * 2**30

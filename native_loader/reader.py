@@ -22,14 +22,9 @@ from native_loader.local import (
     read_local,
     start_local_reads,
 )
+from native_loader.object_stream import ObjectStream, iter_streams
 from native_loader.results import ObjectInfo, ReadResult
-from native_loader.stream import (
-    ObjectStream,
-    PartPipeline,
-    StreamSource,
-    iter_streams,
-    stream_budget,
-)
+from native_loader.stream import PartPipeline, StreamSource, stream_budget
 from native_loader.uri import local_path, parse_uri
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.

@@ -20,13 +20,8 @@ from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ReaderConfig, S3Error, S3Reader, _native
 from native_loader import stream as stream_module
 from native_loader.local_pool import submit_local
-from native_loader.stream import (
-    FIRST_PART_BYTES,
-    PIECE_BYTES,
-    PartPipeline,
-    StreamSource,
-    iter_streams,
-)
+from native_loader.object_stream import iter_streams
+from native_loader.stream import FIRST_PART_BYTES, PIECE_BYTES, PartPipeline, StreamSource
 from testing import FaultProxy, Faults, When
 
 PART = 64 * 2**10
