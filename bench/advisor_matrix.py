@@ -201,6 +201,8 @@ def run_scenario(
         profile = profile_dataset(location, reader)
     batch = max(1, min(BATCH, BATCH_BYTES // SIZES[size][0]))
     data = TrialData.sample(location, "binary", load_transform(TRANSFORMS[cpu]), credentials)
+    # every count reads epochs of the set, as training and the trial do (one rank here)
+    data = dataclasses.replace(data, epoch_objects=profile.object_count)
     results = []
     for consumer in consumers:
         # the trial measures with the consumer's step, so each consumer gets its own
