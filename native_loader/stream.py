@@ -3,10 +3,10 @@
 `PartPipeline` keeps up to ``window`` parts of a sequence of objects in flight, in (object,
 offset) order, and hands their bytes over in that order as they arrive: a part still on the
 wire in pieces of `PIECE_BYTES` or more. `native_loader.object_stream.ObjectStream` is the
-file-like view of one object of a pipeline. Memory for a pipeline is
-its window plus the part being consumed, whatever the objects' sizes: each part is one engine
-ticket, so it is admitted under the process's ``max_inflight_requests`` and
-``max_inflight_bytes``, and its reservation is released once the last of it is handed over.
+file-like view of one object of a pipeline. Memory for a pipeline is its window plus the part
+being consumed, whatever the objects' sizes: each part is one engine ticket, so it is admitted
+under the process's ``max_inflight_requests`` and ``max_inflight_bytes``, and its reservation
+is released once the last of it is handed over.
 
 A part the engine could not fetch after its retries raises the reader's usual exception. A part
 whose ETag or object size differs from the object's first part (the object was overwritten
