@@ -471,7 +471,7 @@ def test_a_part_is_handed_over_in_pieces_as_it_arrives(
     part = 4 * PIECE_BYTES
     data = os.urandom(3 * part + 12345)
     s3_client.put_object(Bucket=s3_bucket, Key="p", Body=data)
-    slow = NetworkProfile(bandwidth_mbps=40)  # a 4 MiB part takes 0.1 s
+    slow = NetworkProfile(bandwidth_mbps=10)  # a 4 MiB part takes 0.4 s: the consumer waits
     settings = {"part_size": part, "read_ahead_bytes": 2 * part, "max_inflight_bytes": 4 * part}
     with _through_proxy(s3_endpoint, network=slow, **settings) as (reader, _):
         with reader.open(f"s3://{s3_bucket}/p") as stream:
@@ -492,7 +492,7 @@ def test_a_part_reset_after_pieces_were_handed_over_resumes_with_the_right_bytes
     for key, data in objects.items():
         s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
     faults = Faults(reset_mid_body=When(every_n=2), reset_at=0.7)
-    slow = NetworkProfile(bandwidth_mbps=40)
+    slow = NetworkProfile(bandwidth_mbps=10)
     settings = {"part_size": part, "read_ahead_bytes": 2 * part, "max_inflight_bytes": 4 * part}
     with _through_proxy(s3_endpoint, faults, network=slow, **settings) as (reader, proxy):
         uris = [f"s3://{s3_bucket}/{k}" for k in objects]
@@ -594,7 +594,7 @@ def test_objects_of_piece_and_part_sizes_stream_in_order(
     objects = {f"s/{i}": os.urandom(n) for i, n in enumerate(sizes)}
     for key, data in objects.items():
         s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
-    slow = NetworkProfile(bandwidth_mbps=40)
+    slow = NetworkProfile(bandwidth_mbps=10)
     settings = {"part_size": part, "read_ahead_bytes": 2 * part, "max_inflight_bytes": 4 * part}
     with _through_proxy(s3_endpoint, network=slow, **settings) as (reader, _):
         uris = [f"s3://{s3_bucket}/{k}" for k in objects]
