@@ -56,6 +56,12 @@ PyType_Slot buffer_slots[] = {
 
 Buffer wrap(std::shared_ptr<nl::Storage> s) { return Buffer{std::move(s)}; }
 
+// A result's bytes for Python, or None where it has none (yet).
+std::optional<Buffer> wrap_if_any(const std::shared_ptr<nl::Storage> &s) {
+    if (!s) return std::nullopt;
+    return wrap(s);
+}
+
 }  // namespace
 
 NB_MODULE(_native, m) {
@@ -186,11 +192,7 @@ NB_MODULE(_native, m) {
         .def_ro("open_tickets", &nl::EngineStats::open_tickets);
 
     nb::class_<nl::Outcome>(m, "Outcome", "What a finished ticket produced.")
-        .def_prop_ro("data",
-                     [](const nl::Outcome &o) -> std::optional<Buffer> {
-                         if (!o.data) return std::nullopt;
-                         return wrap(o.data);
-                     })
+        .def_prop_ro("data", [](const nl::Outcome &o) { return wrap_if_any(o.data); })
         .def_ro("object_size", &nl::Outcome::object_size)
         .def_ro("etag", &nl::Outcome::etag)
         .def_prop_ro("entries",
@@ -212,11 +214,7 @@ NB_MODULE(_native, m) {
         .def_ro("elapsed_s", &nl::Outcome::elapsed_s);
 
     nb::class_<nl::Progress>(m, "Progress", "How far an unfinished GET has come.")
-        .def_prop_ro("data",
-                     [](const nl::Progress &p) -> std::optional<Buffer> {
-                         if (!p.data) return std::nullopt;
-                         return wrap(p.data);
-                     })
+        .def_prop_ro("data", [](const nl::Progress &p) { return wrap_if_any(p.data); })
         .def_ro("readable", &nl::Progress::readable)
         .def_ro("complete", &nl::Progress::complete)
         .def_ro("object_size", &nl::Progress::object_size)
