@@ -9,11 +9,12 @@ decodes/transforms every sample on one core. Three ceilings bound the loader:
   where ``fetch_s = first_byte_s + object_bytes / per_connection_bandwidth``, and no more than one
   process hands over (`process_objects_per_s`); with a single request in flight, fetching and
   decoding do not overlap, so the process needs ``fetch_s + cpu_per_object`` per object;
-- CPU: the cores left for loading (usable cores minus the main process, at least one; the main
-  process's one with 0 workers) run ``cores / loading_cpu_per_object`` objects/s, however many
-  workers share them, where the loading CPU is the transform's and the process's Python work;
-  and no more than the usable cores over the busy CPU the trial measured per sample (the
-  readers' threads, the network stack, a storage server on the same machine, the hand-over);
+- CPU: the cores left for loading (usable cores less the training thread's share of a core, at
+  least one; the main process's one with 0 workers) run ``cores / loading_cpu_per_object``
+  objects/s, however many workers share them, where the loading CPU is the transform's and the
+  process's Python work; and no more than the usable cores (less the step's spin) over the busy
+  CPU the trial measured per sample (the readers' threads, the network stack, a storage server
+  on the same machine, the hand-over);
 - bandwidth: the storage or NIC delivers at most ``aggregate_mb_s``.
 
 Predicted samples/s = samples_per_object x min(processes x per-process rate, CPU, bandwidth).
@@ -24,33 +25,34 @@ takes each batch from them (unpickling, `main_s` per sample, as the trial measur
 steps, so ``min(loader, 1 / (main_s + 1 / consumer))``; with 0 workers, the main thread's share
 of the loading (the transform and the per-sample hand-over) and the step take turns while the
 reader's thread fetches on, so a sample every ``max(1 / loader, main_s + 1 / consumer)``
-seconds. The CPU ceiling already leaves one core to the main process, which a spin-waiting GPU
-step keeps busy.
+seconds. The training thread's share of a core is what it is at that rate: a GPU step that
+spin-waits (CUDA's default) holds the core ``1 / consumer`` s per sample, so at a delivered rate R
+a share of ``R / consumer``, plus ``R x main_s`` for taking batches; the CPU ceiling leaves the
+loaders the rest, and the rate is the one at which the two agree.
 
 The model is monotone: more latency never raises it, and it never exceeds what the cores can
-decode; more workers never lower the loader's rate (what training sees with workers also pays
-the training thread's share of taking their batches, which 0 workers do not).
+decode; from one worker up, more workers never lower the loader's rate (what training sees with
+workers also pays the training thread's share of taking their batches, which 0 workers do not:
+on one core a worker reads no faster than the training process itself).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from advisor.core.storage import (
+    S3_DEFAULTS,
+    StorageParams,
+)
 from advisor.core.units import MB
 from native_loader.config import ReaderConfig
-from native_loader.local_pool import LOCAL_THREADS
 
 __all__ = [
-    "EFS_DEFAULTS",
-    "HDD_DEFAULTS",
-    "LOCAL_NVME_DEFAULTS",
-    "LOCAL_SSD_DEFAULTS",
-    "S3_DEFAULTS",
-    "SHARED_FS_DEFAULTS",
+    "HEADROOM",
+    "NOISE_CAP",
     "Prediction",
-    "StorageParams",
     "choose_workers",
     "first_batch_s",
     "inflight_bytes",
@@ -70,9 +72,6 @@ READER_READ_AHEAD_BYTES: int = ReaderConfig.read_ahead_bytes
 # Streams one loader process holds at once: the shard it reads and the next one, whose first
 # parts are fetched while the current one ends.
 STREAMS_PER_PROCESS = 2
-# The native reader reads local files ahead on this many threads per process (`native_loader.
-# local`): however many requests it may keep in flight, no more local reads run at once.
-LOCAL_READ_THREADS: int = LOCAL_THREADS
 # A reader's byte budget should hold this many of its objects: one the consumer holds, one
 # finished and waiting, two in flight. Under that, large objects idle the reader between objects
 # (200 MB objects with 0 workers read faster with 768 MiB than with 256 MiB).
@@ -84,77 +83,15 @@ BUDGET_RAM_SHARE = 0.25
 # from SeaweedFS on the 2-core machine), so no process needs requests in flight for more than this.
 PROCESS_OBJECTS_S = 3000.0
 PROCESS_MB_S = 1000.0
+# A loader must beat the consumer's rate by this much to keep up with it through its noise.
+HEADROOM = 1.2
+# A median over a count's slices is taken to carry this share of noise at most: rates that
+# close are the same rate (the rules' "within the measured noise", the trial's step models and
+# goals alike). The quality bar asks a mean of 95% of the best count.
+NOISE_CAP = 0.05
 # The most requests in flight per process: at 100 ms of latency 128 held one process reading
 # 10 KB objects clearly below what 256 reach. The byte budget still bounds what they hold.
 INFLIGHT_MAX = 256
-
-
-@dataclass(frozen=True)
-class StorageParams:
-    """How one storage answers one reader.
-
-    first_byte_s: time to first byte of a GET/open+read, seconds.
-    per_connection_mb_s: bandwidth of one request once data flows, MB/s (10^6 bytes).
-    requests_in_flight: requests the reader keeps open per loader process (the native reader
-        pipelines several; a plain ``open().read()`` dataset has 1).
-    aggregate_mb_s: ceiling over all connections of the node (NIC, device, volume); None = none.
-    measured: True when the numbers come from the trial's storage probe.
-    local: files on this node (a local disk, or a local copy): the native reader reads at most
-        LOCAL_READ_THREADS of them at once per process, whatever `requests_in_flight` allows.
-    """
-
-    name: str
-    first_byte_s: float
-    per_connection_mb_s: float
-    requests_in_flight: int = 1
-    aggregate_mb_s: float | None = None
-    measured: bool = False
-    local: bool = False
-
-    def __post_init__(self) -> None:
-        if not 0 <= self.first_byte_s <= 60:
-            raise ValueError(f"first_byte_s={self.first_byte_s} must be in [0, 60]")
-        if not self.per_connection_mb_s > 0:
-            raise ValueError(f"per_connection_mb_s={self.per_connection_mb_s} must be > 0")
-        if self.requests_in_flight < 1:
-            raise ValueError(f"requests_in_flight={self.requests_in_flight} must be >= 1")
-        if self.aggregate_mb_s is not None and not self.aggregate_mb_s > 0:
-            raise ValueError(f"aggregate_mb_s={self.aggregate_mb_s} must be > 0 or None")
-
-    @property
-    def concurrent_reads(self) -> int:
-        """Reads one loader process runs at once: its requests in flight, and for local files
-        no more than the reader's read-ahead threads."""
-        if self.local:
-            return min(self.requests_in_flight, LOCAL_READ_THREADS)
-        return self.requests_in_flight
-
-
-# Defaults when there is no trial. S3: ~30 ms to first byte and ~90 MB/s per connection for one
-# GET, as many requests in flight per process as the native reader keeps by default (its
-# datasets pipeline read_many), 10 Gbit/s NIC.
-S3_DEFAULTS = StorageParams(
-    "s3", 0.030, 90.0, requests_in_flight=READER_INFLIGHT, aggregate_mb_s=1250.0
-)
-# Local files are read by the native reader, which reads up to LOCAL_READ_THREADS of them ahead
-# per process (`native_loader.local`): `concurrent_reads`, whatever RD-1 sets for S3.
-# Local NVMe instance storage [IO]: sub-millisecond access, GB/s per device.
-LOCAL_NVME_DEFAULTS = StorageParams(
-    "local-nvme", 0.0002, 1000.0, READER_INFLIGHT, aggregate_mb_s=2000.0, local=True
-)
-# EBS-backed / SATA SSD: EBS-backed instances cap at ~250 MB/s [SRC]; EBS's own figures: io2
-# Block Express averages under 500 us for a 16 KiB read, gp2/gp3 more (AWS, "Amazon EBS
-# optimization"), so 0.5 ms to a file's first byte.
-LOCAL_SSD_DEFAULTS = StorageParams(
-    "local-ssd", 0.0005, 250.0, READER_INFLIGHT, aggregate_mb_s=250.0, local=True
-)
-HDD_DEFAULTS = StorageParams(
-    "local-hdd", 0.008, 150.0, READER_INFLIGHT, aggregate_mb_s=150.0, local=True
-)
-# EFS: a few ms per open/read, bursting ~150 MB/s baseline per TB stored [SRC].
-EFS_DEFAULTS = StorageParams("efs", 0.005, 100.0, 1, aggregate_mb_s=None)
-# FSx for Lustre / distributed cache: low latency, hundreds of MB/s per client [SRC][ORC].
-SHARED_FS_DEFAULTS = StorageParams("shared-fs", 0.001, 500.0, 1, aggregate_mb_s=1250.0)
 
 
 @dataclass(frozen=True)
@@ -170,15 +107,19 @@ class Prediction:
     # what a training loop with the consumer's step sees (see the module docstring); the
     # loader's rate when no consumer rate was given
     trained_samples_per_s: float = 0.0
+    # the training thread's share of a core at that rate: a spinning step's duty cycle and, with
+    # workers, taking their batches (`predict`)
+    training_share: float = 0.0
 
 
 def loading_cores(num_workers: int, usable_cores: int, training_share: float = 1.0) -> float:
     """Cores that decode: the main process alone when num_workers == 0, else the usable cores
-    less the training process's share of a core (`training_share`: 1 while its step spins on a
-    core, the hand-over's fraction when it only takes batches), at least 1."""
+    less the training thread's share of a core (`Prediction.training_share`: a spinning step's
+    duty cycle and the hand-over at the loop's rate). On one core a step that spins all the
+    time leaves a worker nothing: the loop then runs at the serial rate its share allows."""
     if num_workers == 0:
         return 1
-    return min(num_workers, max(usable_cores - training_share, 1.0))
+    return min(num_workers, max(usable_cores - training_share, 0.0))
 
 
 def predict(
@@ -193,7 +134,6 @@ def predict(
     overhead_s_per_sample: float | None = None,
     main_s_per_sample: float | None = None,
     machine_s_per_sample: float | None = None,
-    training_share: float = 1.0,
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
     loop consuming `consumer_rate` samples/s sees of it (see module docstring).
@@ -206,61 +146,125 @@ def predict(
     taking their batches, which takes turns with the step; `machine_s_per_sample`, the busy CPU
     of the usable cores per sample with this kind of count (the readers' threads, the network
     stack, a storage server on the same machine, the hand-over between processes), which bounds
-    the loader at usable cores / machine_s. `training_share`: the cores' share the training
-    process keeps (`loading_cores`)."""
+    the loader at the usable cores less the step's spin over machine_s.
+
+    The training thread's share of a core (`Prediction.training_share`) is what it is at the
+    rate the loop runs: a step that spins holds its core 1 / consumer_rate s per sample, and
+    taking the workers' batches costs main_s per sample (the model's hand-over where the sweep
+    did not measure it). The loop's rate depends on that share and the share on the rate, so
+    the rate is the one at which they agree (`_agreeing_rate`)."""
     if num_workers < 0:
         raise ValueError(f"num_workers={num_workers} must be >= 0")
     if object_bytes < 0 or samples_per_object <= 0 or cpu_s_per_sample < 0:
         raise ValueError(f"{object_bytes=}, {samples_per_object=}, {cpu_s_per_sample=}")
-    spo = samples_per_object
-    processes = max(num_workers, 1)
-    fetch_s = storage.first_byte_s + object_bytes / (storage.per_connection_mb_s * MB)
-    cpu_obj = spo * cpu_s_per_sample
-    k = storage.concurrent_reads
-    # the loading thread's time per sample: measured in the training thread with 0 workers
-    thread_s = None if overhead_s_per_sample is None else overhead_s_per_sample + cpu_s_per_sample
-    if num_workers == 0 and main_s_per_sample is not None:
-        thread_s = max(main_s_per_sample, cpu_s_per_sample)
-    # one request in flight: fetch and decode alternate; several: the reader fetches ahead
-    per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
-    if thread_s is not None:  # measured: one thread per process does it all
-        per_process_s = max(per_process_s, spo * thread_s)
-    elif k > 1:  # the reader pipelines requests; the process still hands over one at a time
-        per_process_s = max(per_process_s, 1 / process_objects_per_s(object_bytes))
-    latency = math.inf if per_process_s <= 0 else spo * processes / per_process_s
-    cores = loading_cores(num_workers, usable_cores, training_share)
-    loading_s = thread_s if thread_s is not None else cpu_s_per_sample
-    cpu = math.inf if loading_s <= 0 else cores / loading_s
-    if machine_s_per_sample is not None and machine_s_per_sample > 0:
-        cpu = min(cpu, max(usable_cores, 1) / machine_s_per_sample)
-    if storage.aggregate_mb_s is None or object_bytes <= 0:
-        bandwidth = math.inf
-    else:
-        bandwidth = spo * storage.aggregate_mb_s * MB / object_bytes
-    rate = min(latency, cpu, bandwidth)
-    # on a tie name the CPU first (the ceiling users can act on offline); a serial process that
-    # spends longer decoding than fetching is CPU-bound too
-    bounds = {"cpu": cpu, "bandwidth": bandwidth, "latency": latency}
-    bottleneck = min(bounds, key=lambda name: bounds[name])
-    if bottleneck == "latency" and k == 1 and cpu_obj >= fetch_s:
-        bottleneck = "cpu"
-    if math.isinf(rate):
-        rate = 1e9  # nothing costs anything: a number, not infinity, for JSON
-    trained = rate
-    if num_workers > 0:
-        # the training thread takes each batch from the workers, then steps: they take turns
-        receive = main_s_per_sample or 0.0
-        step = 1 / consumer_rate if consumer_rate is not None and consumer_rate > 0 else 0.0
-        if receive + step > 0:
-            trained = min(rate, 1 / (receive + step))
-    elif consumer_rate is not None and consumer_rate > 0:
-        # the main thread's share of the loading and the step take turns, while the reader's
-        # thread fetches on (with one request in flight the main thread fetches too)
-        if thread_s is None:
-            thread_s = cpu_s_per_sample + 1 / (spo * PROCESS_OBJECTS_S)
-        main_s = 1 / rate if k == 1 else thread_s
-        trained = 1 / max(1 / rate, main_s + 1 / consumer_rate)
-    return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, trained)
+    loader = _Loader(
+        num_workers, object_bytes, samples_per_object, cpu_s_per_sample, usable_cores, storage,
+        consumer_rate, overhead_s_per_sample, main_s_per_sample, machine_s_per_sample,
+    )  # fmt: skip
+    return loader.at(_agreeing_rate(loader.trained))
+
+
+@dataclass(frozen=True)
+class _Loader:
+    """`predict`'s inputs, and its prediction at a given rate of the training loop."""
+
+    num_workers: int
+    object_bytes: float
+    spo: float
+    cpu_s_per_sample: float
+    usable_cores: int
+    storage: StorageParams
+    consumer_rate: float | None
+    overhead_s: float | None
+    main_s: float | None
+    machine_s: float | None
+
+    @property
+    def step_s(self) -> float:
+        """Seconds per sample a spinning step holds the training thread's core."""
+        rate = self.consumer_rate
+        return 1 / rate if rate is not None and rate > 0 else 0.0
+
+    def training_share(self, trained: float) -> float:
+        """The training thread's share of a core at a loop rate of `trained` samples/s: the
+        step's spin and, with workers, taking their batches."""
+        receive = 0.0
+        if self.num_workers > 0:
+            receive = self.main_s if self.main_s is not None else 1 / PROCESS_OBJECTS_S
+        return min(1.0, max(trained, 0.0) * (self.step_s + receive))
+
+    def trained(self, trained: float) -> float:
+        """The loop's rate when its training thread holds the share of a core it holds at
+        `trained` (a decreasing function of `trained`: `_agreeing_rate` solves it)."""
+        return self.at(trained).trained_samples_per_s
+
+    def at(self, trained: float) -> Prediction:
+        num_workers, spo, storage = self.num_workers, self.spo, self.storage
+        processes = max(num_workers, 1)
+        fetch_s = storage.first_byte_s + self.object_bytes / (storage.per_connection_mb_s * MB)
+        cpu_obj = spo * self.cpu_s_per_sample
+        k = storage.concurrent_reads
+        # the loading thread's time per sample: measured in the training thread with 0 workers
+        thread_s = None if self.overhead_s is None else self.overhead_s + self.cpu_s_per_sample
+        if num_workers == 0 and self.main_s is not None:
+            thread_s = max(self.main_s, self.cpu_s_per_sample)
+        # one request in flight: fetch and decode alternate; several: the reader fetches ahead
+        per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
+        if thread_s is not None:  # measured: one thread per process does it all
+            per_process_s = max(per_process_s, spo * thread_s)
+        elif k > 1:  # the reader pipelines requests; the process still hands over one at a time
+            per_process_s = max(per_process_s, 1 / process_objects_per_s(self.object_bytes))
+        latency = math.inf if per_process_s <= 0 else spo * processes / per_process_s
+        share = self.training_share(trained)
+        cores = loading_cores(num_workers, self.usable_cores, share)
+        loading_s = thread_s if thread_s is not None else self.cpu_s_per_sample
+        cpu = math.inf if loading_s <= 0 else cores / loading_s
+        if self.machine_s is not None and self.machine_s > 0:
+            # the sweep measured busy CPU without the spin: the spin holds its share beside it
+            spin = min(max(trained, 0.0) * self.step_s, 1.0)
+            cpu = min(cpu, max(max(self.usable_cores, 1) - spin, 1e-9) / self.machine_s)
+        if storage.aggregate_mb_s is None or self.object_bytes <= 0:
+            bandwidth = math.inf
+        else:
+            bandwidth = spo * storage.aggregate_mb_s * MB / self.object_bytes
+        rate = min(latency, cpu, bandwidth)
+        # on a tie name the CPU first (the ceiling users can act on offline); a serial process
+        # that spends longer decoding than fetching is CPU-bound too
+        bounds = {"cpu": cpu, "bandwidth": bandwidth, "latency": latency}
+        bottleneck = min(bounds, key=lambda name: bounds[name])
+        if bottleneck == "latency" and k == 1 and cpu_obj >= fetch_s:
+            bottleneck = "cpu"
+        if math.isinf(rate):
+            rate = 1e9  # nothing costs anything: a number, not infinity, for JSON
+        loop = rate
+        consumer = self.consumer_rate
+        if num_workers > 0:
+            # the training thread takes each batch from the workers, then steps: they take turns
+            receive = self.main_s or 0.0
+            if receive + self.step_s > 0:
+                loop = min(rate, 1 / (receive + self.step_s))
+        elif consumer is not None and consumer > 0:
+            # the main thread's share of the loading and the step take turns, while the reader's
+            # thread fetches on (with one request in flight the main thread fetches too)
+            if thread_s is None:
+                thread_s = self.cpu_s_per_sample + 1 / (spo * PROCESS_OBJECTS_S)
+            main_s = 1 / rate if k == 1 else thread_s
+            loop = 1 / max(1 / rate, main_s + 1 / consumer)
+        return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, loop, share)
+
+
+def _agreeing_rate(trained_at: Callable[[float], float], rounds: int = 40) -> float:
+    """The loop rate T with T == trained_at(T), for a `trained_at` that falls as T rises (a
+    faster loop spins and receives more, leaving less CPU to load): bisection between 0 and
+    the rate with no training share at all."""
+    low, high = 0.0, trained_at(0.0)
+    for _ in range(rounds):
+        middle = (low + high) / 2
+        if trained_at(middle) > middle:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def process_objects_per_s(object_bytes: float, cpu_s_per_object: float = 0.0) -> float:
@@ -380,8 +384,8 @@ def choose_workers(
     rates: Mapping[int, float],
     consumer_rate: float | None,
     *,
-    headroom: float = 1.2,
-    tolerance: float = 0.05,
+    headroom: float = HEADROOM,
+    tolerance: float = NOISE_CAP,
 ) -> int:
     """The num_workers to use, given samples/s per candidate (measured or predicted).
 

@@ -12,7 +12,8 @@ OTHER_SETUP = {
 }
 
 CASES: list[Case] = [
-    ("PF-1", {"hardware": {"cores": 1}}, True, None),
+    # one core held by a step the loader keeps up with (100/s): no worker, no prefetch
+    ("PF-1", {"hardware": {"cores": 1}, "workload": {"consumer_rate": 100.0}}, True, None),
     ("PF-1", {}, False, ...),
     ("PF-2", {}, True, 2),
     # the prefetch the trial measured the chosen count with, where its rates hold
@@ -20,7 +21,7 @@ CASES: list[Case] = [
     # a trial under another setup (batch 64): its rates do not hold, the formula with the
     # measured first-byte p95: 60 ms at the predicted rate per worker spans many batches of 1
     ("PF-2", {"workload": {"batch_size": 1}, "trial": {"setup": OTHER_SETUP}}, True, 8),
-    ("PF-2", {"hardware": {"cores": 1}}, False, ...),
+    ("PF-2", {"hardware": {"cores": 1}, "workload": {"consumer_rate": 100.0}}, False, ...),
     (
         "SHM-1",
         {"hardware": {"shm": 64 * 2**20}, "profile": {"size": 150 * MB, "spo": 1}},
@@ -28,7 +29,12 @@ CASES: list[Case] = [
         ...,
     ),
     ("SHM-1", {}, False, ...),
-    ("SHM-1", {"hardware": {"cores": 1, "shm": 1}}, False, ...),
+    (
+        "SHM-1",
+        {"hardware": {"cores": 1, "shm": 1}, "workload": {"consumer_rate": 100.0}},
+        False,
+        ...,
+    ),
     ("PIN-1", {"hardware": {"gpus": 0}}, True, False),
     ("PIN-1", {}, False, ...),
     ("PIN-2", {"trial": {"pinned": 10.5, "pageable": 10.0}}, True, False),

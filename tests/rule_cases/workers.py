@@ -9,8 +9,10 @@ from rule_cases import Case
 from rule_cases.common import GB
 
 CASES: list[Case] = [
-    ("NW-1", {"hardware": {"cores": 2}}, True, 1),
-    ("NW-1", {"hardware": {"cores": 8}, "workload": {"gpus_per_node": 8}}, True, 0),
+    # the cap is the cores less the training thread's share of one at the predicted rate (its
+    # step's duty cycle and the hand-over), rounded up
+    ("NW-1", {"hardware": {"cores": 2}}, True, 2),
+    ("NW-1", {"hardware": {"cores": 8}, "workload": {"gpus_per_node": 8}}, True, 1),
     ("NW-1", {}, False, ...),
     ("NW-1", {"hardware": {"cores": 64}, "workload": {"consumer_rate": 100.0}}, False, ...),
     ("NW-2", {"hardware": {"ram_available": 1 * GB}}, True, 1),

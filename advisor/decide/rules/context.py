@@ -11,17 +11,15 @@ import dataclasses
 from dataclasses import dataclass
 from functools import cached_property
 
-from advisor.core.model import (
+from advisor.core.model import Prediction, predict
+from advisor.core.storage import (
     EFS_DEFAULTS,
     HDD_DEFAULTS,
     LOCAL_NVME_DEFAULTS,
     LOCAL_SSD_DEFAULTS,
-    PROCESS_OBJECTS_S,
     S3_DEFAULTS,
     SHARED_FS_DEFAULTS,
-    Prediction,
     StorageParams,
-    predict,
 )
 from advisor.core.units import MB
 from advisor.decide.rules.evidence import SweepEvidence
@@ -226,19 +224,9 @@ class Context(Reading):
     ) -> dict[int, float]:
         return {w: self.model(state, w, cores).samples_per_s for w in workers}
 
-    def model(
-        self,
-        state: State,
-        num_workers: int,
-        cores: int | None = None,
-        training_share: float | None = None,
-    ) -> Prediction:
-        """The model's Prediction for `num_workers` (cores per rank unless `cores` is given;
-        the training process's share of a core as `training_share` says, unless given)."""
+    def model(self, state: State, num_workers: int, cores: int | None = None) -> Prediction:
+        """The model's Prediction for `num_workers` (cores per rank unless `cores` is given)."""
         object_bytes, spo = self.layout(state)
-        share = training_share
-        if share is None:
-            share = self.training_share(state, num_workers)
         storage = self.read_storage(state)
         if storage.requests_in_flight > 1 and Key.REQUESTS_IN_FLIGHT in state:
             storage = dataclasses.replace(
@@ -252,7 +240,6 @@ class Context(Reading):
             usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
             storage=storage,
             consumer_rate=self.consumer_rate,
-            training_share=share,
             **self.measured_costs(state, num_workers),
         )
 
@@ -282,20 +269,11 @@ class Context(Reading):
         )
 
     def training_share(self, state: State, num_workers: int) -> float:
-        """The share of a core the training process keeps while `num_workers` workers load:
-        a whole core with a consumer (its step may spin on the core, CUDA's default; the choice
-        must hold with that step too), else taking the batches: the training thread's CPU per
-        sample (measured by the sweep, else the model's hand-over cost) x the loader's rate
-        with every core loading, at most 1."""
-        if self.consumer_rate is not None or num_workers == 0:
-            return 1.0
-        measured = self.reads_as_trialled(state) or self.packed_cpu_measured(state)
-        trial = self.trial if measured else None
-        main_s = trial.main_thread_s(num_workers) if trial is not None else None
-        if main_s is None:
-            main_s = 1 / PROCESS_OBJECTS_S
-        rate = self.model(state, num_workers, training_share=0.0).samples_per_s
-        return min(1.0, main_s * rate)
+        """The share of a core the training thread keeps while `num_workers` workers load, at
+        the rate the model predicts for the loop: a spinning step's duty cycle (the rate over
+        the consumer's) and taking the workers' batches (the sweep's measured CPU per sample,
+        else the model's hand-over) x the rate (`Prediction.training_share`)."""
+        return self.model(state, num_workers).training_share
 
     @cached_property
     def sweep(self) -> SweepEvidence:

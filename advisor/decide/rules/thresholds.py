@@ -6,6 +6,11 @@ quantity the advisor measures; docs/decision-flow.md traces each rule to them.
 
 from __future__ import annotations
 
+# The loader must beat the consumer by 20% (HEADROOM); "within the measured noise" never spans
+# more than 5% of the best median (NOISE_CAP: the quality bar asks a mean of 95% of the best
+# count). Their home is the model, which the trial's count search shares.
+from advisor.core.model import HEADROOM as HEADROOM
+from advisor.core.model import NOISE_CAP as NOISE_CAP
 from advisor.core.units import GB, MB, TB
 
 SMALL_SET_BYTES = 100 * GB  # [SRC] "small (< 50-100 GB) -> File mode"
@@ -26,10 +31,6 @@ EFS_BASELINE_MB_S_PER_TB = 150.0  # [SRC] EFS bursting baseline
 FSX_USD_PER_TB_MONTH, FSX_MIN_TB = 140.0, 1.2  # [SRC] FSx Scratch 2
 S3_USD_PER_TB_MONTH = 23.0  # [SRC]
 FSX_INDEX_OBJECTS_PER_HOUR = 2_000_000.0  # [SRC] indexing ~2 M objects takes about an hour
-HEADROOM = 1.2  # loader must beat the consumer by 20%
-# "Within the measured noise" never spans more than this share of the best median: the quality
-# bar asks a mean of 95% of the best count.
-NOISE_CAP = 0.05
 TOLERANCE = 0.05  # "within 5% of the best"
 # A stage limits the loader only when the measured rate reaches this share of the stage's
 # ceiling (its capacity, from its measured cost): below it, the stage leaves at least a fifth of

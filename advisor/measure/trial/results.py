@@ -9,7 +9,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from advisor.core.model import StorageParams
+from advisor.core.storage import StorageParams
 from advisor.core.workload import Workload
 
 STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
@@ -39,17 +39,20 @@ class LoaderPoint:
     time_to_first_batch_s: float  # from the slice's start (a fresh loader's: its start-up)
     peak_worker_rss_mb: float
     # CPU seconds the main (training) thread spent per sample on loading, in the steady window:
-    # with 0 workers all of the loader's Python work, with workers receiving the batches. None:
-    # not measured, or a spinning step (whose spin is no loading).
+    # with 0 workers all of the loader's Python work, with workers receiving the batches; a
+    # spinning step's spin left out (it is no loading). None: not measured.
     main_cpu_s_per_sample: float | None = None
     # Busy CPU seconds per sample of the cores this process may use, in the steady window (all
-    # processes': the loader's, its readers', a local storage server's). None: not measured, or
-    # a spinning step (whose spin is no loading).
+    # processes': the loader's, its readers', a local storage server's), the spin left out.
+    # None: not measured.
     machine_cpu_s_per_sample: float | None = None
     # False: the slice ended before a steady window held enough batches, so the rate counts
     # start-up (or the batches that waited) too and is only a lower bound.
     steady: bool = True
     step: str = STEP_NONE  # how the consumer's step cost the host in this slice
+    # The training thread's share of a core over the steady window, its step's spin included:
+    # what the model's `Prediction.training_share` predicts. None: not measured.
+    training_share: float | None = None
 
 
 @dataclass(frozen=True)
@@ -317,9 +320,20 @@ class TrialResult:
         """The busy CPU seconds per sample of the cores this process may use, as the sweep
         measured them over its steady windows with this kind of count (0 workers, or workers):
         the loading with everything it costs beside the training thread (the readers' threads,
-        the network stack, a storage server on the same machine, the workers' hand-over). Slices
-        with a spinning step are left out (the spin is no loading). None: not measured."""
+        the network stack, a storage server on the same machine, the workers' hand-over), a
+        spinning step's spin left out (it is no loading). None: not measured."""
         return self._median_cost(num_workers, "machine_cpu_s_per_sample")
+
+    def measured_share(self, num_workers: int) -> float | None:
+        """The training thread's share of a core with exactly `num_workers`, its step's spin
+        included: the median over the steady slices with a spinning step where there are any
+        (what the model predicts), else over those of the step measured. None: not measured."""
+        mine = [
+            p for p in self.sweep if p.num_workers == num_workers and p.training_share is not None
+        ]
+        spinning = [p for p in mine if p.step == STEP_SPIN]
+        values = [p.training_share for p in spinning or mine if p.training_share is not None]
+        return statistics.median(values) if values else None
 
     def _median_cost(self, num_workers: int, name: str) -> float | None:
         values = [
