@@ -31,7 +31,7 @@ from advisor.measure.trial.results import (
     summarise,
 )
 from advisor.measure.trial.run import _lower_bound_note, run_trial
-from advisor.measure.trial.sweep import candidate_counts, measure_loader, spin_step
+from advisor.measure.trial.sweep import measure_loader, spin_step
 from native_loader import ReaderConfig, S3Reader
 from native_loader.decoders import default_decoder
 
@@ -81,7 +81,8 @@ def test_trial_measures_everything_within_budget(
     assert result.inflight_bytes == ReaderConfig().max_inflight_bytes
     assert result.decode is not None and result.decode.cpu_s_per_sample > 0
     workers = [p.num_workers for p in result.sweep]
-    assert workers[:2] == [0, 1]
+    # 8 s on 2 cores hold two counts at first: 0 and the model's choice, interleaved
+    assert workers[0] == 0 and workers[1] in (1, 2) and workers[2:4] == workers[:2]
     assert all(p.samples_per_s > 0 and p.samples > 0 for p in result.sweep)
     # the main thread's loading work per sample: some CPU, never more than a sample's wall time
     zero = result.sweep[0]
@@ -128,18 +129,6 @@ def test_trial_measures_what_training_sees_within_budget(
     # the loaders' epochs are the set's: its end and the next one's start are measured too
     epochs = f"in epochs of {profile.object_count} objects as training's"  # type: ignore[attr-defined]
     assert any(e.phase == "sweep" and epochs in e.message for e in events), events
-
-
-def test_candidate_counts_every_core_or_those_around_the_models_choice() -> None:
-    assert candidate_counts(2, {}, limit=3) == [0, 1, 2]
-    predicted = {w: min(100.0 * w, 900.0) for w in range(17)}  # 9 workers reach the best
-    assert candidate_counts(16, predicted, limit=5) == [0, 1, 9, 10, 16]
-    assert candidate_counts(16, predicted, limit=7) == [0, 1, 7, 8, 9, 10, 16]
-    # never fewer than two, and the model's choice among them: 0 and 1 alone left it unmeasured
-    assert candidate_counts(16, predicted, limit=1) == [0, 9]
-    two_reach_the_best = {0: 150.0, 1: 160.0, 2: 260.0}
-    assert candidate_counts(2, two_reach_the_best, limit=2) == [0, 2]
-    assert candidate_counts(2, {0: 150.0, 1: 260.0, 2: 262.0}, limit=2) == [0, 1]
 
 
 def _slice(workers: int, rate: float, step: str, steady: bool = True) -> LoaderPoint:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import shutil
 import tempfile
 import threading
@@ -14,12 +15,13 @@ import torch
 from advisor.core.bounds import TrialBudget, range_of
 from advisor.core.location import DatasetLocation
 from advisor.core.model import (
-    LOCAL_READ_THREADS,
+    HEADROOM,
     inflight_bytes,
     predict,
     process_objects_per_s,
     requests_in_flight,
 )
+from advisor.core.storage import LOCAL_READ_THREADS
 from advisor.core.workload import Workload
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
@@ -48,12 +50,8 @@ from advisor.measure.trial.results import (
     TrialSetup,
     summarise,
 )
-from advisor.measure.trial.sweep import (
-    CYCLE_OBJECTS,
-    MIN_SLICE_SECONDS,
-    candidate_counts,
-    measure_counts,
-)
+from advisor.measure.trial.search import CountSearch, measured_ceiling, step_modes
+from advisor.measure.trial.sweep import CYCLE_OBJECTS, MIN_SLICE_SECONDS, measure_counts
 from advisor.measure.trial.watch import TrialWatch, overrun_s
 from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
@@ -61,9 +59,9 @@ from native_loader.loader import prefetch_for
 
 # The sweep also takes what the storage probe, the decode timing and the sample copy (or packing)
 # with its own probe (when the training reads a local copy or packed shards; at most their
-# shares) left over.
+# shares) left over: at least 60% of the budget, the counts it measures being what decides.
 BUDGET_SHARES = {
-    "storage": 0.2, "decode": 0.1, "copy": 0.15, "copy_probe": 0.05, "sweep": 0.65, "h2d": 0.05
+    "storage": 0.1, "decode": 0.06, "copy": 0.12, "copy_probe": 0.03, "sweep": 0.6, "h2d": 0.03
 }  # fmt: skip
 # The local copy's probe: one process reads no more local files at once than its read-ahead
 # threads, so higher levels would measure the same.
@@ -71,6 +69,7 @@ LOCAL_LEVELS = tuple(level for level in CONCURRENCY_LEVELS if level <= LOCAL_REA
 SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
 SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 MAX_SECONDS = range_of(TrialBudget, "seconds").high
+
 # The read paths the trial makes from a sample of the listed objects, as progress and notes
 # name them (`_make_sample`).
 MADE = {READ_LOCAL_COPY: "the local copy", READ_PACKED: "the sample packed into tar shards"}
@@ -323,15 +322,14 @@ def _sweep(
     local: bool = False,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
     """num_workers 0 and 1 up to the rank's cores, measured as training sees them
-    (`advisor.measure.trial.sweep.measure_counts`); when the budget holds fewer at MIN_SLICE_SECONDS
-    a slice, those around the model's choice (`candidate_counts`). Pinned when a GPU is present, as
-    the exported loader reads then."""
+    (`advisor.measure.trial.sweep.measure_counts`); when the budget holds fewer at
+    MIN_SLICE_SECONDS a slice, those the count search chooses as it measures (`CountSearch`,
+    from the model's choice). Both step models where they can disagree (`step_modes`). Pinned
+    when a GPU is present, as the exported loader reads then."""
     cores = max(hardware.usable_cores // max(workload.gpus_per_node, 1), 1)
     # what the earlier phases left, less the copy test's share and the loaders' shutdown
     seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
     seconds = max(seconds * share, clock.seconds * BUDGET_SHARES["sweep"] * share / 4)
-    modes = 2 if workload.consumer_rate else 1
-    limit = int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * modes))
     spo = max(1.0, data.mean_object_bytes / max(decode.bytes_per_sample, 1.0))
     # `storage`: the probe of what this sweep reads (the listed objects, or the local copy);
     # `local`: it reads local files
@@ -346,21 +344,30 @@ def _sweep(
         for w in range(cores + 1)
     }  # fmt: skip
     predicted = {w: p.trained_samples_per_s for w, p in predictions.items()}
-    counts = candidate_counts(cores, predicted, limit)
+    modes = step_modes(workload.consumer_rate, max(predicted.values()), cores)
+    limit = max(int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * len(modes))), 2)
+    consumer = workload.consumer_rate
+    search = CountSearch(cores, predicted, limit, None if consumer is None else consumer * HEADROOM)
     # each count reads with the prefetch the advice would export for it (PF-2's formula)
     prefetch = {
         w: prefetch_for(stall_s, predictions[w].samples_per_s / w, workload.batch_size)
-        for w in counts
-        if w > 0
+        for w in range(1, cores + 1)
     }
+    ceiling = functools.partial(
+        measured_ceiling, cores=cores, storage=storage if not local else None, spo=spo
+    )
+    counts = search.first()
     on = READ_PATH_WORDS.get(read_path, READ_PATH_WORDS[READ_LISTED])
     epochs = ""
     if data.epoch_objects is not None and data.epoch_objects < CYCLE_OBJECTS:
         unit = "shards" if data.fmt == "tar" else "objects"
         epochs = f", in epochs of {data.epoch_objects:,} {unit} as training's"
+    more = "" if search.every else f", then up to {limit - len(counts)} more as the rates direct"
+    steps = " and ".join(f"a {m} step" for m in modes)
     clock.report(
         "sweep",
-        f"measuring num_workers {', '.join(map(str, counts))} on {on} as training sees{epochs}",
+        f"measuring num_workers {', '.join(map(str, counts))}{more} on {on} as training sees"
+        f"{epochs} ({steps})",
     )
 
     measured: list[LoaderPoint] = []
@@ -375,10 +382,10 @@ def _sweep(
 
     try:
         return measure_counts(
-            data, workload.batch_size, counts, workload.consumer_rate, seconds=seconds,
-            slices_per_mode=SLICES_PER_MODE, pin=torch.cuda.is_available(), check=clock.check,
-            on_slice=on_slice, prefetch=prefetch,
-            batch_timeout_s=clock.seconds + overrun_s(clock.seconds),
+            data, workload.batch_size, search, workload.consumer_rate, seconds=seconds,
+            slices_per_mode=SLICES_PER_MODE, modes=modes, pin=torch.cuda.is_available(),
+            check=clock.check, on_slice=on_slice, prefetch=prefetch,
+            batch_timeout_s=clock.seconds + overrun_s(clock.seconds), ceiling=ceiling,
         )  # fmt: skip
     except TimeoutError as exc:  # what was measured before the stall still stands
         clock.report("sweep", f"the sweep stopped: {exc}")

@@ -7,8 +7,11 @@ default spin-wait on synchronisation, a core kept busy for the step (`STEP_SPIN`
 consumer rate there is no step (`STEP_NONE`): the loader's own rate is what counts.
 
 Counts are measured in interleaved slices (0, 1, 2, 0, 1, 2, ...; the step mode alternates from
-round to round), each on a loader kept alive between its slices, each over a `SteadyWindow`.
-`summarise` gives each count the lower of its two step modes' medians and that mode's spread.
+round to round), each on a loader kept alive between its slices, each over a `SteadyWindow`;
+where the count search (`advisor.measure.trial.search`) adds a count, its slices follow. Every
+slice measures the training thread's CPU per sample, the cores' busy CPU per sample (a spinning
+step's spin left out of both) and the thread's share of a core (the spin in it).
+`summarise` gives each count the lower of its step modes' medians and that mode's spread.
 The trial (advisor/measure/trial/run.py) and the bench's matrix (bench/advisor_matrix.py) both
 measure here.
 """
@@ -34,6 +37,7 @@ from advisor.measure.trial.results import (
     LoaderPoint,
     summarise,
 )
+from advisor.measure.trial.search import CountSearch
 from advisor.measure.trial.steady import StageGauge, SteadyWindow, tensor_bytes
 from native_loader.loader import LoaderSettings, make_dataloader
 
@@ -45,25 +49,6 @@ MIN_SLICE_SECONDS = 1.5
 SLICE_STRETCH = 1.5  # a budgeted slice may run this much over its share to reach a steady state
 BATCH_TIMEOUT_S = 60.0  # a worker batch slower than this ends the measurement (DataLoader timeout)
 RECORDS_PER_STATS = 64  # records a loader process yields between its reader's byte counts
-
-
-def candidate_counts(cores: int, predicted: Mapping[int, float], limit: int) -> list[int]:
-    """num_workers to measure: 0 and 1 up to `cores`, or, when the budget holds only `limit`
-    of them, the model's choice first and then the counts that can overturn it: the smallest
-    count predicted within 5% of the best prediction (m), 0 (the loader in the training
-    process) and 1, m + 1, the cores, m - 1, then the nearest to m. A count the model would
-    choose is always measured, so a budget of two never leaves its choice a prediction."""
-    every = list(range(0, max(cores, 1) + 1))
-    if len(every) <= limit:
-        return every
-    best = max((predicted.get(w, 0.0) for w in every), default=0.0)
-    m = next((w for w in every if predicted.get(w, 0.0) >= 0.95 * best), cores)
-    order = [m, 0, 1, m + 1, cores, m - 1, *sorted(every, key=lambda w: (abs(w - m), w))]
-    chosen: list[int] = []
-    for w in order:
-        if 0 <= w <= cores and w not in chosen:
-            chosen.append(w)
-    return sorted(chosen[: max(limit, 2)])
 
 
 def spin_step(seconds: float) -> None:
@@ -206,8 +191,12 @@ def measure_slice(
     sample_bytes = 0
     peak_rss = 0.0
     # The main thread's CPU time at arrivals: a batch's loading work happens before it arrives,
-    # so the window's share runs from its opening batch's arrival to its last round's end.
+    # so the window's share runs from its opening batch's arrival to its last round's end. A
+    # spinning step's CPU is counted apart (`spun`): the thread's share of a core holds it, its
+    # loading CPU and the cores' busy CPU per sample do not.
     cpu_window_start = cpu_window_end = time.thread_time()
+    spun = spun_window_start = spun_window_end = 0.0
+    wall_window_start = wall_window_end = started
     # ... and the busy CPU of the cores this process may use, over the same window
     cores = frozenset(os.sched_getaffinity(0))
     busy_window_start = busy_window_end = 0.0
@@ -223,8 +212,10 @@ def measure_slice(
         finishing = live.finishing_epoch(backlog)
         if window.arrival(batch_index, now, batch_samples, produced, backlog, finishing):
             cpu_window_end, busy_window_end = cpu_now, busy_cpu_s(cores)
+            spun_window_end, wall_window_end = spun, now
         elif waiting and window.opens is not None:
             cpu_window_start, busy_window_start = cpu_now, busy_cpu_s(cores)
+            spun_window_start, wall_window_start = spun, now
         samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
         if batch_index % 8 == 0:
@@ -236,17 +227,23 @@ def measure_slice(
         if step_rate is not None:
             step_s = batch_samples / step_rate
             if step == STEP_SPIN:
+                before = time.thread_time()
                 spin_step(step_s)
+                spun += time.thread_time() - before
             else:
                 time.sleep(step_s)
     elapsed = max(time.monotonic() - started, 1e-6)
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
-    main_cpu = machine_cpu = None
-    if steady_rate is not None and step != STEP_SPIN:  # the spin is no loading
-        main_cpu = (cpu_window_end - cpu_window_start) / window.samples
+    main_cpu = machine_cpu = share = None
+    if steady_rate is not None:
+        spin_cpu = spun_window_end - spun_window_start
+        thread_cpu = cpu_window_end - cpu_window_start
+        main_cpu = max(thread_cpu - spin_cpu, 0.0) / window.samples
         if busy_window_end > busy_window_start:
-            machine_cpu = (busy_window_end - busy_window_start) / window.samples
+            machine_cpu = max(busy_window_end - busy_window_start - spin_cpu, 0.0) / window.samples
+        if wall_window_end > wall_window_start:
+            share = thread_cpu / (wall_window_end - wall_window_start)
     bytes_per_sample = sample_bytes / samples if samples else 0.0
     return LoaderPoint(
         num_workers=live.workers,
@@ -262,6 +259,7 @@ def measure_slice(
         machine_cpu_s_per_sample=machine_cpu,
         steady=steady_rate is not None,
         step=step if step_rate is not None else STEP_NONE,
+        training_share=share,
     )
 
 
@@ -303,63 +301,95 @@ def _close_all(loaders: Mapping[int, LiveLoader]) -> None:
 def measure_counts(
     data: TrialData,
     batch_size: int,
-    counts: Sequence[int],
+    counts: Sequence[int] | CountSearch,
     consumer_rate: float | None,
     *,
     seconds: float | None = None,
     slice_seconds: float | None = None,
     max_slice_seconds: float | None = None,
     slices_per_mode: int = 2,
+    modes: tuple[str, ...] | None = None,
     pin: bool = False,
     min_samples: int = 0,
     check: Callable[[], None] | None = None,
     on_slice: Callable[[LoaderPoint], None] | None = None,
     prefetch: Mapping[int, int] | None = None,
     batch_timeout_s: float = BATCH_TIMEOUT_S,
+    ceiling: Callable[[Sequence[LoaderPoint], int], float | None] | None = None,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
     """Measure `counts` in interleaved slices as training sees them: the slices and per count.
     `prefetch` gives each count's prefetch_factor (the one that would be exported for it;
-    default torch's 2).
+    default torch's 2). `modes`: the step models (default both with a consumer rate).
 
-    Rounds of one slice per count (0, 1, 2, 0, 1, 2, ...), `slices_per_mode` per step mode,
-    the step mode alternating from round to round. Either within `seconds` in all (the trial:
-    each slice gets an even share of what is left, and may stretch SLICE_STRETCH x that, never
-    past the end), or `slice_seconds` each, stretched up to `max_slice_seconds` (the bench).
-    Every count's loader stays alive, its workers persistent, from its first slice to the end.
-    A worker batch slower than `batch_timeout_s` ends the measurement (TimeoutError).
+    `counts` is a list, measured as one group, or a `CountSearch`: its first counts as one
+    group, then one count at a time as it asks for them, given the medians so far and
+    `ceiling(points, best)` (the samples/s a measured ceiling allows at the best count).
+    A group is measured in rounds of one slice per count (0, 1, 2, 0, 1, 2, ...),
+    `slices_per_mode` per step mode, the mode alternating from round to round. Either within
+    `seconds` in all (the trial: each slice gets an even share of what is left over the slices
+    the budget was planned for, and may stretch SLICE_STRETCH x that, never past the end), or
+    `slice_seconds` each, stretched up to `max_slice_seconds` (the bench). A count's loader
+    stays alive, its workers persistent, from its first slice to its group's last. A worker
+    batch slower than `batch_timeout_s` ends the measurement (TimeoutError).
     """
     if (seconds is None) == (slice_seconds is None):
         raise ValueError("give either seconds (a budget) or slice_seconds")
-    modes = (STEP_SLEEP, STEP_SPIN) if consumer_rate else (STEP_NONE,)
-    order = [
-        (w, modes[r % len(modes)]) for r in range(slices_per_mode * len(modes)) for w in counts
-    ]
+    if modes is None:
+        modes = (STEP_SLEEP, STEP_SPIN) if consumer_rate else (STEP_NONE,)
+    search = counts if isinstance(counts, CountSearch) else None
+    group = counts.first() if isinstance(counts, CountSearch) else list(counts)
+    per_count = slices_per_mode * len(modes)
+    planned = search.limit if search is not None else len(group)
     deadline = time.monotonic() + seconds if seconds is not None else math.inf
     points: list[LoaderPoint] = []
-    loaders: dict[int, LiveLoader] = {}
+    measured_counts: set[int] = set()
     ignore = child_pids()
-    try:
-        for index, (workers, mode) in enumerate(order):
-            left = deadline - time.monotonic()
-            if slice_seconds is not None:
-                target, stop = slice_seconds, max_slice_seconds
-            elif left > max(0.2, _one_batch_s(points, batch_size)):
-                target = left / (len(order) - index)
-                stop = min(SLICE_STRETCH * target, left)
-            else:
-                break  # what is left cannot hold a batch at the slowest rate measured so far
-            if workers not in loaders:
-                loaders[workers] = LiveLoader(
-                    data, batch_size, workers, pin, batch_timeout_s,
-                    prefetch=(prefetch or {}).get(workers),
+    while group:
+        order = [(w, modes[r % len(modes)]) for r in range(per_count) for w in group]
+        later = per_count * max(planned - len(measured_counts) - len(group), 0)
+        loaders: dict[int, LiveLoader] = {}
+        try:
+            for index, (workers, mode) in enumerate(order):
+                left = deadline - time.monotonic()
+                if slice_seconds is not None:
+                    target, stop = slice_seconds, max_slice_seconds
+                elif left > max(0.2, _one_batch_s(points, batch_size)):
+                    target = left / (len(order) - index + later)
+                    stop = min(SLICE_STRETCH * target, left)
+                else:
+                    break  # what is left cannot hold a batch at the slowest rate measured so far
+                if workers not in loaders:
+                    loaders[workers] = LiveLoader(
+                        data, batch_size, workers, pin, batch_timeout_s,
+                        prefetch=(prefetch or {}).get(workers),
+                    )  # fmt: skip
+                point = measure_slice(
+                    loaders[workers], target, consumer_rate=consumer_rate, step=mode,
+                    check=check, max_seconds=stop, min_samples=min_samples, ignore_pids=ignore,
                 )  # fmt: skip
-            point = measure_slice(
-                loaders[workers], target, consumer_rate=consumer_rate, step=mode,
-                check=check, max_seconds=stop, min_samples=min_samples, ignore_pids=ignore,
-            )  # fmt: skip
-            points.append(point)
-            if on_slice is not None:
-                on_slice(point)
-    finally:
-        _close_all(loaders)
+                points.append(point)
+                if on_slice is not None:
+                    on_slice(point)
+        finally:
+            _close_all(loaders)
+        measured_counts.update(loaders)
+        group = _next_group(search, points, ceiling)
+        if seconds is not None and deadline - time.monotonic() <= 0.2:
+            break
     return tuple(points), summarise(points)
+
+
+def _next_group(
+    search: CountSearch | None,
+    points: Sequence[LoaderPoint],
+    ceiling: Callable[[Sequence[LoaderPoint], int], float | None] | None,
+) -> list[int]:
+    """The next count the search asks for (as a group of one), given the medians so far."""
+    if search is None:
+        return []
+    rates = {c.num_workers: c.median for c in summarise(points)}
+    if not rates:
+        return []
+    best = max(rates, key=lambda w: (rates[w], -w))
+    wanted = search.next_count(rates, ceiling(points, best) if ceiling is not None else None)
+    return [] if wanted is None or wanted in rates else [wanted]
