@@ -190,3 +190,42 @@ def test_meas4_states_the_ceiling_the_measurements_named() -> None:
     assert "caps the loader at 2,105 samples/s with 8 workers" in advice.rationale
     assert "3.8 ms CPU per sample" in advice.rationale
     assert advice.evidence["cpu_bound_samples_per_s"] == pytest.approx(8 / 0.0038)
+
+
+def test_an_unmeasured_count_the_ceilings_leave_room_for_is_named_not_decode() -> None:
+    """The independent run's miss: on 2 cores a 30 s trial measured 0 and 1 worker (140 and
+    146 samples/s) for a 5,000/s GPU, while the cores' busy CPU per sample measured at 1
+    worker allows 270. No card may then call decode the bottleneck or advise moving it
+    offline, and the choice is not 'high': the count above was not measured."""
+    case = {
+        "hardware": {"cores": 2},
+        "workload": {"consumer_rate": 5000.0, "gpus_per_node": 1},
+        "trial": {"rates": {0: (140.0, 141.0), 1: (145.0, 147.0)}},
+    }
+    ctx = make_ctx(case)
+    assert ctx.trial is not None
+    sweep = tuple(
+        dataclasses.replace(p, machine_cpu_s_per_sample=2 / 270, main_cpu_s_per_sample=1e-4)
+        for p in ctx.trial.sweep
+    )
+    ctx = with_trial(ctx, sweep=sweep)
+    evaluation = evaluate(ctx)
+    found = of_trial(ctx, evaluation.state)
+    assert found is not None and found.stage == "workers", found
+    assert "270 samples/s" in found.reason and "no count above it was measured" in found.reason
+    assert "MEAS-4" not in evaluation.path
+    nw = next(f for f in evaluation.fired if f.rule_id == "NW-3")
+    assert nw.confidence == "medium"
+    assert "were not measured within the trial" in nw.rationale
+    assert nw.evidence["unmeasured_ceiling_samples_per_s"] == pytest.approx(270.0)
+
+
+def test_a_ceiling_the_measurement_exceeds_is_left_out_and_named() -> None:
+    """A decode ceiling under the measured rate (the decode probe timed on a busier machine)
+    was estimated wrong: the bottleneck is not judged by it, and it says so."""
+    case = {**DECODE_BOUND, "trial": {"rates": {0: 230.0, 1: 250.0, 2: 480.0, 4: 950.0, 8: 2600.0}}}
+    found, path = judged(make_ctx(case))
+    assert found is not None and found.stage != "decode"
+    assert "left out: the decode ceiling" in found.reason
+    assert all(c.stage != "decode" for c in found.ceilings)
+    assert "MEAS-4" not in path

@@ -41,7 +41,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "advisor" / "decide" / "rules"
 # what a family may import from advisor.decide.rules: the shared modules, never another family
 SHARED = {
     "keys", "base", "reading", "context", "evidence", "thresholds", "bottleneck", "words",
-    "readpath",
+    "readpath", "measured",
 }  # fmt: skip
 
 

@@ -37,18 +37,20 @@ from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
 from advisor.decide.rules.words import workers as workers_words
 from advisor.decide.verdict import INPUT_BOUND
 from advisor.measure.trial.results import READ_LISTED
+from advisor.measure.trial.search import measured_ceiling
 
 if TYPE_CHECKING:
     from advisor.decide.rules.context import Context
     from advisor.measure.loop.results import LoopSummary
 
-Stage = Literal["storage", "decode", "handover", "cores", "step", "unexplained"]
+Stage = Literal["storage", "decode", "handover", "cores", "step", "workers", "unexplained"]
 STAGE_WORDS: dict[str, str] = {
     "storage": "storage",
     "decode": "decode or transform",
     "handover": "collate or transfer between processes",
     "cores": "cores",
     "step": "the training step (not input-bound)",
+    "workers": "too few workers (more were not measured)",
     "unexplained": "no measured stage",
 }
 CPU_STAGES = ("decode", "cores")  # the stages that less CPU per sample relieves
@@ -112,8 +114,49 @@ def name_stage(
     near = [c for c in ceilings if c.near(measured) and c.samples_per_s > 0]
     if not near:
         return "unexplained", None
-    nearest = min(near, key=lambda c: abs(math.log(measured / c.samples_per_s)))
+    nearest = min(near, key=lambda c: _distance(measured, c))
     return nearest.stage, nearest  # type: ignore[return-value]
+
+
+def _distance(measured: float, ceiling: Ceiling) -> float:
+    return abs(math.log(measured / ceiling.samples_per_s))
+
+
+def exceeded(measured: float, ceilings: list[Ceiling]) -> tuple[list[Ceiling], list[Ceiling]]:
+    """(the ceilings the measured rate respects, those it exceeds beyond the noise): a ceiling
+    under what was measured was estimated wrong (its cost measured on a busier machine, or
+    its cores miscounted), and nothing is judged by it."""
+    kept = [c for c in ceilings if measured <= c.samples_per_s * (1 + NOISE_CAP)]
+    return kept, [c for c in ceilings if c not in kept]
+
+
+def unmeasured_room(ctx: Context, state: State, workers: int) -> Ceiling | None:
+    """The measured ceiling that leaves room above `workers` where no count above it was
+    measured within the caps: the lowest one at that count (the cores over the busy CPU per
+    sample there, the storage where its probe saturated) that the measured rate lies more than
+    the noise under, and that it does not exceed. None: a count above was measured, the caps
+    allow none, the consumer's rate is reached, or the ceilings leave no room."""
+    trial, counts = ctx.trial, ctx.measured_counts(state)
+    cap = int(state.get(Key.WORKERS_CAP_CORES, ctx.cores_per_rank))
+    cap = min(cap, int(state.get(Key.WORKERS_CAP_RAM, cap)))
+    if trial is None or workers not in counts or workers >= cap:
+        return None
+    if any(workers < w <= cap for w in counts):
+        return None
+    rate_at = counts[workers].median
+    consumer = ctx.consumer_rate
+    if consumer is not None and rate_at >= consumer * (1 - NOISE_CAP):
+        return None
+    _, spo = ctx.layout(state)
+    ceiling = measured_ceiling(
+        trial.sweep, workers, cores=max(ctx.cores_per_rank, 1),
+        storage=trial.storage if trial.setup is None or trial.setup.read_path == READ_LISTED
+        else None, spo=spo,
+    )  # fmt: skip
+    if ceiling is None or not rate_at < (1 - NOISE_CAP) * ceiling:
+        return None
+    how = f"the cores' busy CPU per sample and the storage as measured at {workers_words(workers)}"
+    return Ceiling("cores", ceiling, how)
 
 
 def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling]:
@@ -158,24 +201,51 @@ def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling
 
 def of_trial(ctx: Context, state: State) -> Bottleneck | None:
     """The bottleneck at the chosen num_workers where the trial measured it for what training
-    reads (None: not measured there)."""
+    reads (None: not measured there). Ceilings the measured rate exceeds are left out and
+    named; where the ceilings leave room above a count no higher count was measured at, the
+    stage is "workers", not one a count above might relieve."""
     workers = int(state.get(Key.NUM_WORKERS, 0))
     count = ctx.measured_counts(state).get(workers)
     if count is None or ctx.trial is None:
         return None
     measured = count.median
-    ceilings = trial_ceilings(ctx, state, workers)
-    stage, nearest = name_stage(measured, ceilings, ctx.consumer_rate)
+    ceilings, wrong = exceeded(measured, trial_ceilings(ctx, state, workers))
+    dropped = "".join(
+        f"; left out: the {c.stage} ceiling of {rate(c.samples_per_s)} ({c.how}), under the "
+        "measured rate, was estimated wrong"
+        for c in wrong
+    )
     at = f"{rate(measured)} measured with {workers_words(workers)}"
+    room = unmeasured_room(ctx, state, workers)
+    stage, nearest = name_stage(measured, ceilings, ctx.consumer_rate)
+    if room is not None and stage != "step":
+        reason = (
+            f"{at}, the most measured; no count above it was measured, and the measured "
+            f"ceilings allow {rate(room.samples_per_s)} ({room.how}): more workers may read "
+            f"faster, which a longer trial measures{dropped}"
+        )
+        return Bottleneck("workers", measured, tuple(ceilings), reason, "trial")
+    rivals = [
+        c.stage
+        for c in ceilings
+        if nearest is not None
+        and c is not nearest
+        and c.near(measured)
+        and abs(_distance(measured, c) - _distance(measured, nearest)) <= NOISE_CAP
+    ]
+    tie = f"; {' and '.join(rivals)} lies within the noise of it" if rivals else ""
     if stage == "step":
         reason = f"{at}, what the {rate(ctx.consumer_rate or 0)} step takes: it waits for the GPU"
     elif nearest is not None:
-        reason = f"{at}, {share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
+        reason = (
+            f"{at}, {share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
+            f"{tie}{dropped}"
+        )
     else:
         listed = "; ".join(f"{c.stage} {rate(c.samples_per_s)}" for c in ceilings) or "none"
         reason = (
             f"{at} is under {share(BOTTLENECK_SHARE)} of every measured ceiling ({listed}): "
-            "the limit is elsewhere (e.g. requests in flight, the loop itself)"
+            f"the limit is elsewhere (e.g. requests in flight, the loop itself){dropped}"
         )
     return Bottleneck(stage, measured, tuple(ceilings), reason, "trial")
 

@@ -116,7 +116,9 @@ class CpuBoundDecode(Rule):
     for loading over the measured CPU per sample), and the measured bottleneck (the stage whose
     measured ceiling lies nearest that rate: storage, decode, hand-over between processes, cores)
     is decode or the cores: else the measurements say decoding is not what holds the loader
-    back, and the advice is not given
+    back, and the advice is not given. Nor is it given where the measured rate exceeds the
+    ceiling (estimated wrong), or where a count above the chosen one, within the caps, was not
+    measured and the measured ceilings leave room for it (the bottleneck is then "workers")
     Recommendation: do deterministic decode/resize offline, keep random augmentation online
     Source: [IO] 2: make `__getitem__` cheap (1 worker reached the speed of 7); measured: the
     sweep's rate at the chosen count against the decode ceiling
@@ -143,6 +145,8 @@ class CpuBoundDecode(Rule):
         ceiling = named.samples_per_s if named is not None else p.cpu_bound
         if measured is not None and measured < BOTTLENECK_SHARE * ceiling:
             return None  # decoding leaves capacity unused: it is not what limits the loader
+        if measured is not None and measured > (1 + NOISE_CAP) * ceiling:
+            return None  # the measurement exceeds the ceiling: it was estimated wrong
         at = f"; it reads {rate(measured)}" if measured is not None else ""
         if named is not None:
             cap = f"The CPU caps the loader at {rate(ceiling)} with {workers(count)} ({named.how})"

@@ -8,30 +8,30 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
 
 from advisor.core.model import choose_workers
 from advisor.core.units import counted, data_size, per_s, rate
 from advisor.decide.rules.base import Rule
+from advisor.decide.rules.bottleneck import unmeasured_room
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
+from advisor.decide.rules.measured import choose, choose_measured, sweep_table
 from advisor.decide.rules.readpath import first_epoch_rates, read_path_rationale, why_model
 from advisor.decide.rules.thresholds import (
     HEADROOM,
     MAX_SEARCH_WORKERS,
-    NOISE_CAP,
     RAM_FRACTION_FOR_WORKERS,
     TOLERANCE,
 )
 from advisor.decide.rules.words import workers
-from advisor.measure.trial.results import CountRate, StepRate
+from advisor.measure.trial.results import CountRate
 
 
 def core_cap(ctx: Context, state: State) -> int:
-    """Workers up to the cores per rank when the trial measured what training reads (it
-    measured every count up to them, so the measurements decide whether the last core is
-    worth a worker); else the cores the training process's share of a core leaves
-    (`Context.training_share`: a whole one when its step may spin), rounded up."""
+    """Workers up to the cores per rank when the trial measured what training reads (the
+    measurements decide whether the last core is worth a worker); else the cores the training
+    thread's share of a core leaves (`Context.training_share`: its step's duty cycle and the
+    hand-over at the predicted rate), rounded up."""
     cores = ctx.cores_per_rank
     if ctx.measured_rates(state):
         return cores
@@ -64,71 +64,16 @@ def workers_cap(ctx: Context, state: State) -> int:
     )
 
 
-def choose_measured(
-    counts: Mapping[int, CountRate], consumer: float | None
-) -> tuple[int, int, str]:
-    """(the count NW-3 chooses, the best-scoring count, why: "headroom", "best", or "noise:T"
-    with T the tolerance the choice was within, as a share of the best).
-
-    A count's score is the lowest, over the step models, of its median over that model's best
-    median: a count good with a blocking step but not with a spinning one (or the reverse)
-    scores low. Its tolerance is the larger half-range of its own slices and the model's best
-    count's, as a share of that best, the largest over the models, and at most NOISE_CAP.
-    """
-    best: dict[str, StepRate] = {}
-    for c in counts.values():
-        for s in c.steps:
-            if s.step not in best or s.median > best[s.step].median:
-                best[s.step] = s
-
-    def score(c: CountRate) -> float:
-        return min(s.median / best[s.step].median for s in c.steps if best[s.step].median > 0)
-
-    def tolerance(c: CountRate) -> float:
-        shares = [
-            max(s.noise, best[s.step].noise) / best[s.step].median
-            for s in c.steps
-            if best[s.step].median > 0
-        ]
-        return min(max(shares, default=0.0), NOISE_CAP)
-
-    top = max(counts, key=lambda w: (score(counts[w]), -w))
-    for w in sorted(counts):
-        c = counts[w]
-        if consumer is not None and all(s.median >= consumer * HEADROOM for s in c.steps):
-            return w, top, "headroom"
-        if score(c) >= score(counts[top]) - tolerance(c):
-            if w == top:
-                return w, top, "best"
-            return w, top, f"noise:{tolerance(c):.3f}"
-    return top, top, "best"
-
-
-def sweep_table(ctx: Context, state: State) -> dict[str, dict[str, Any]]:
-    """Per measured num_workers: median, spread, lower bound and the model's prediction (what
-    training sees, samples/s)."""
-    return {
-        str(c.num_workers): {
-            "median": round(c.median, 1),
-            "low": round(c.low, 1),
-            "high": round(c.high, 1),
-            "lower_bound": c.lower_bound,
-            "step": c.step,
-            "predicted": round(ctx.model(state, c.num_workers).trained_samples_per_s, 1),
-        }
-        for c in ctx.sweep.counts
-    }
-
-
 class WorkersCappedByCores(Rule):
     """Cores bound the workers.
 
     Condition: the workers the throughput asks for exceed the cap
     Recommendation: cap num_workers at the cores per rank when the trial measured what the training
-    reads (it measured every count up to them, so its measurements decide whether the last core is
-    worth a worker); else, for the model (NW-4), at the cores the training process's share of a
-    core leaves, rounded up: a whole core when a consumer's step may spin on it, else the training
-    thread's CPU per sample (measured by the sweep, or the model's hand-over) x the rate
+    reads (its measurements decide whether the last core is worth a worker); else, for the model
+    (NW-4), at the cores the training thread's share of a core leaves, rounded up: at the rate the
+    model predicts, a spinning step holds its core rate / consumer rate of the time, and taking
+    the batches costs the training thread's CPU per sample (measured by the sweep, or the model's
+    hand-over) x the rate
     Source: [IO] 2: "scale up to (CPU count - 1)"; measured: the training-loop sweep up to the
     cores, the training thread's CPU per sample
     """
@@ -207,10 +152,15 @@ class WorkersFromSweep(Rule):
     largest over the models), and never more than 5%. Measured in a training loop no count reads
     faster than its consumer, so with a consumer rate the 1.2 x test is met only through the
     first. A count that reached no steady state is a lower bound (shown as ">="): it counts where
-    it reaches the best steady median, else it is left out and named; with a lower bound the
-    confidence is medium. The evidence holds the measured table (median, range, lower bound, the
-    model's prediction per count, `sweep_table`) and the model's error at the chosen count
-    (`prediction_error`)
+    it reaches the best steady median, else it is left out and named. The confidence is high only
+    where a repeated trial would choose the same: no lower bound, no measured count within the
+    noise of the line the choice drew (the best score less the tolerance, or 1.2 x the consumer
+    rate; such counts are named), and no count above the chosen one left unmeasured while the
+    ceilings measured there (the cores over the busy CPU per sample, the storage) leave room (the
+    rationale then says so and what they allow). The evidence holds the measured table (median,
+    range, lower bound, the model's prediction and its error per count, the training thread's
+    share of a core measured and predicted, `sweep_table`) and the model's error at the chosen
+    count (`prediction_error`)
     Source: measured: samples/s per num_workers in the trial's training loop
     (`advisor/measure/trial/sweep.py`)
     """
@@ -224,7 +174,8 @@ class WorkersFromSweep(Rule):
         counts = {w: c for w, c in ctx.measured_counts(state).items() if w <= cap}
         if not counts:
             return None
-        w, top, reason = choose_measured(counts, ctx.consumer_rate)
+        choice = choose(counts, ctx.consumer_rate)
+        w, top, reason = choice.count, choice.top, choice.reason
         chosen = counts[w]
         predicted = ctx.model(state, w).trained_samples_per_s
         rationale = _measured_rationale(w, top, counts, reason, ctx.consumer_rate)
@@ -243,6 +194,21 @@ class WorkersFromSweep(Rule):
                 " No count reached a steady state within the trial: these rates include "
                 "start-up (lower bounds); a longer trial measures them."
             )
+        close = [v for v in choice.close if v != w]
+        if close and not reason.startswith("noise"):
+            names = ", ".join(map(str, close))
+            rationale += (
+                f" num_workers={names} came within the measured noise of this choice: a "
+                "repeated trial may choose it."
+            )
+        room = unmeasured_room(ctx, {**state, Key.NUM_WORKERS: w}, w)
+        if room is not None:
+            rationale += (
+                f" Counts above {w} were not measured within the trial; the measured ceilings "
+                f"allow {rate(room.samples_per_s)} ({room.how}), so more workers may read faster: "
+                "a longer trial measures them."
+            )
+        firm = not (lower or unsteady or close or room is not None)
         return self.finding(
             w,
             rationale,
@@ -253,9 +219,13 @@ class WorkersFromSweep(Rule):
                 "cap": cap,
                 "read_path": ctx.read_path(state),
                 "first_epoch_samples_per_s": first_epoch_rates(ctx),
+                "within_noise_of": close,
+                "unmeasured_ceiling_samples_per_s": None
+                if room is None
+                else round(room.samples_per_s, 1),
             },
             measured=True,
-            confidence="medium" if lower or unsteady else "high",
+            confidence="high" if firm else "medium",
         )
 
 
@@ -265,9 +235,10 @@ class WorkersFromModel(Rule):
     Condition: otherwise (no trial, a target machine, a trial under another setup, or training reads
     something the trial could not make: shards streamed from S3, or a local copy or packed sample
     it had no room for)
-    Recommendation: smallest num_workers (from 1 when a core is free) whose predicted loader rate >=
-    1.2 x consumer, else smallest within 5% of the best prediction, within NW-1's cap (the cores the
-    training process's share leaves); the rationale says it is a prediction and why. For shards
+    Recommendation: smallest num_workers (from 1 when a whole core is free of the training thread's
+    share) whose predicted loader rate >= 1.2 x consumer, else smallest within 5% of the best
+    prediction, within NW-1's cap (the cores the training thread's share leaves); the rationale
+    says it is a prediction and why. For shards
     streamed from S3, the model takes the training thread's CPU per sample that the trial measured
     on a packed sample
     Source: model (below)
@@ -279,7 +250,10 @@ class WorkersFromModel(Rule):
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         cap = workers_cap(ctx, state)
-        rates = ctx.model_rates(state, range(min(1, cap), cap + 1))
+        # from 1 when a whole core is free of the training thread's share, else from 0: a
+        # worker on what is left of a core reads no faster than the training process
+        free = ctx.cores_per_rank - ctx.training_share(state, 1)
+        rates = ctx.model_rates(state, range(min(1 if free >= 1 else 0, cap), cap + 1))
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
         storage = ctx.read_storage(state)
         measured_inputs = storage.measured or ctx.cpu_measured
