@@ -3,12 +3,14 @@
 `iter_records(chunks, format)` turns the byte chunks of one object (`ObjectStream.chunks`, or a
 whole buffer as one chunk) into records: ``"lines"`` gives each line as ``str`` (no line end),
 ``"jsonl"`` each non-blank line parsed with `json.loads`, ``"csv"`` each row after the header as
-a ``dict`` (header -> field). Text is UTF-8; ``\\r\\n`` ends a line too.
+a ``dict`` (header -> field), as `csv.DictReader` reads the whole object (RFC 4180: a quoted
+field keeps the line ends it holds). Text is UTF-8; ``\\r\\n`` ends a line too.
 """
 
 from __future__ import annotations
 
 import csv
+import io
 import itertools
 import json
 from collections.abc import Iterable, Iterator
@@ -33,29 +35,44 @@ def iter_lines(chunks: Iterable[Any]) -> Iterator[bytes]:
         yield rest[:-1] if rest.endswith(b"\r") else rest
 
 
-def text_blocks(chunks: Iterable[Any]) -> Iterator[list[str]]:
-    """The lines of the concatenated chunks as ``str``, a list per slice of `SLICE_BYTES`: each
-    slice is cut at its last line end, decoded and split in one call each (a character or line
-    cut by a boundary is carried to the next), so the cost per line is not a Python call, and a
-    slice stays in the CPU's cache while it is worked on."""
+def _slices(chunks: Iterable[Any]) -> Iterator[bytes]:
+    """The concatenated chunks about `SLICE_BYTES` at a time, each cut just after its last line
+    end (a character or line cut by a boundary is carried to the next); the last may have none."""
     rest = b""
     for chunk in chunks:
         view = memoryview(chunk).cast("B")
         for start in range(0, len(view), SLICE_BYTES):
             data = view[start : start + SLICE_BYTES].tobytes()
-            cut = data.rfind(b"\n")
-            if cut < 0:
+            cut = data.rfind(b"\n") + 1
+            if cut == 0:
                 rest += data
                 continue
-            block = rest + data[:cut] if rest else data[:cut]
-            rest = data[cut + 1 :]
-            yield _split(block)
+            yield rest + data[:cut] if rest else data[:cut]
+            rest = data[cut:]
     if rest:
-        yield _split(rest)
+        yield rest
+
+
+def text_blocks(chunks: Iterable[Any]) -> Iterator[list[str]]:
+    """The lines of the concatenated chunks as ``str``, a list per slice of `SLICE_BYTES`: each
+    slice is decoded and split in one call each, so the cost per line is not a Python call, and
+    a slice stays in the CPU's cache while it is worked on."""
+    for block in _slices(chunks):
+        yield _split(block)
+
+
+def csv_lines(chunks: Iterable[Any]) -> Iterator[str]:
+    """The lines of the concatenated chunks with their line ends, as a file opened with
+    ``newline=""`` gives them: `csv.reader` keeps a quoted field's line ends only when it is
+    handed them, and a record may span lines, slices and parts (the reader carries it over)."""
+    for block in _slices(chunks):
+        yield from io.StringIO(block.decode("utf-8"), newline="")
 
 
 def _split(block: bytes) -> list[str]:
     lines = block.decode("utf-8").split("\n")
+    if block.endswith(b"\n"):
+        lines.pop()  # the empty text after the slice's last line end
     if b"\r" in block:  # memchr; CRLF text only then pays for a pass per line
         return [line[:-1] if line.endswith("\r") else line for line in lines]
     return lines
@@ -72,7 +89,7 @@ def record_blocks(chunks: Iterable[Any], format: RecordFormat) -> Iterator[list[
         return blocks
     if format == "jsonl":
         return _kept(map(json.loads, filter(str.strip, block)) for block in blocks)
-    rows = csv.DictReader(itertools.chain.from_iterable(blocks))
+    rows = csv.DictReader(csv_lines(chunks))
     return _kept((itertools.islice(rows, CSV_BLOCK_ROWS) for _ in itertools.count()), True)
 
 

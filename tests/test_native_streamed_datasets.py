@@ -26,7 +26,7 @@ from native_loader import (
 )
 from native_loader import stream as stream_module
 from native_loader.local_pool import submit_local
-from native_loader.records import iter_lines, iter_records, record_blocks
+from native_loader.records import SLICE_BYTES, iter_lines, iter_records, record_blocks
 from native_loader.tar import iter_samples, iter_samples_stream
 
 PART = 64 * 2**10
@@ -107,6 +107,44 @@ def test_a_record_that_fails_to_parse_skips_the_rest_of_its_shard(
     assert dataset.sample_stats() == {"samples_seen": len(expected) + 1, "samples_skipped": 1}
     with pytest.raises(SampleError, match=r"reading jsonl records failed on .*0\.jsonl"):
         list(S3IterableDataset(f"{tmp_path}/", records="jsonl", transform=transform))
+
+
+def _csv_oracle(body: bytes) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(body.decode("utf-8"), newline="")))
+
+
+def test_a_quoted_csv_field_keeps_its_line_ends() -> None:
+    body = b'id,text\r\n1,"line one\nline two"\r\n2,"a\r\nb, ""c"""\n3,plain\n4,"\n"'
+    expected = _csv_oracle(body)
+    assert expected[0]["text"] == "line one\nline two" and len(expected) == 4
+    for cut in range(len(body) + 1):
+        assert list(iter_records([body[:cut], body[cut:]], "csv")) == expected
+
+
+def test_csv_records_that_span_slices_and_parts_read_as_csv_reads_them(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    out = io.StringIO()
+    writer = csv.writer(out)  # "\r\n" ends a row; the fields hold "\n" and "\r\n"
+    writer.writerow(["i", "text", "more"])
+    for i in range(400):
+        text = "\n".join(f'line {j} of {i}, "quoted"' for j in range(i % 7 + 1))
+        writer.writerow([i, text, "x\r\ny" * (i % 5)])
+    # fields of 112 KB (csv's limit is 128 KiB) of many lines: the first slice of 256 KiB ends
+    # inside this record's quotes, at one of their line ends
+    big = ["\n".join(f"{c}{j:05d}" for j in range(16_000)) for c in "abc"]
+    writer.writerow(["big", *big[:2]])
+    writer.writerow(["big2", big[2], ""])
+    body = out.getvalue().encode()
+    assert body.index(b"big,") < SLICE_BYTES < body.index(b"big2,")
+    s3_client.put_object(Bucket=s3_bucket, Key="text/rows.csv", Body=body)
+    config, credentials = _config(s3_endpoint)
+    dataset = S3IterableDataset(
+        f"s3://{s3_bucket}/text/", config=config, credentials=credentials, records="csv"
+    )
+    expected = _csv_oracle(body)
+    assert len(expected) == 402 and expected[1]["text"].count("\n") == 1
+    assert list(dataset) == expected
 
 
 def test_first_tar_sample_arrives_before_the_shard(
