@@ -13,7 +13,7 @@ import csv
 import io
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Literal
 
 RecordFormat = Literal["lines", "jsonl", "csv"]
@@ -78,19 +78,54 @@ def _split(block: bytes) -> list[str]:
     return lines
 
 
-def record_blocks(chunks: Iterable[Any], format: RecordFormat) -> Iterator[list[Any]]:
+BadRecord = Callable[[Exception], None]
+
+
+def _raise(exc: Exception) -> None:
+    raise exc
+
+
+def record_blocks(
+    chunks: Iterable[Any], format: RecordFormat, on_bad: BadRecord = _raise
+) -> Iterator[list[Any]]:
     """The records of one text object (see the module's doc) in lists, about a slice of text
-    at a time, so that a consumer that takes them all pays no Python call per record. A record
-    that fails to parse ends the iteration with its error, after a list of those before it."""
+    at a time, so that a consumer that takes them all pays no Python call per record.
+
+    A JSON line that fails to parse goes to ``on_bad`` (after a list of the records before it)
+    and the lines after it are read on: each line is a record of its own. By default
+    ``on_bad`` raises, ending the iteration. A CSV row that fails ends the iteration with its
+    error, after a list of those before it: a record may span lines, so the rows after a broken
+    one are not known to start where a line does."""
     if format not in RECORD_FORMATS:
         raise ValueError(f"{format=} must be one of {RECORD_FORMATS}")
-    blocks = text_blocks(chunks)
     if format == "lines":
-        return blocks
+        return text_blocks(chunks)
     if format == "jsonl":
-        return _kept(map(json.loads, filter(str.strip, block)) for block in blocks)
+        return _jsonl_blocks(text_blocks(chunks), on_bad)
     rows = csv.DictReader(csv_lines(chunks))
     return _kept((itertools.islice(rows, CSV_BLOCK_ROWS) for _ in itertools.count()), True)
+
+
+def _jsonl_blocks(blocks: Iterable[list[str]], on_bad: BadRecord) -> Iterator[list[Any]]:
+    for block in blocks:
+        try:
+            parsed = list(map(json.loads, filter(str.strip, block)))
+        except (ValueError, RecursionError):
+            parsed = None  # a broken line: this block again line by line (rare, slower)
+        if parsed is not None:
+            yield parsed
+            continue
+        done: list[Any] = []
+        for line in filter(str.strip, block):
+            try:
+                done.append(json.loads(line))
+            except (ValueError, RecursionError) as exc:
+                if done:
+                    yield done  # the records before the one that failed
+                    done = []
+                on_bad(exc)
+        if done:
+            yield done
 
 
 def _kept(groups: Iterable[Iterable[Any]], end_when_empty: bool = False) -> Iterator[list[Any]]:

@@ -93,20 +93,42 @@ def test_record_blocks_keep_the_records_before_one_that_fails() -> None:
 
 
 @pytest.mark.parametrize("transform", [None, str], ids=["records as they are", "transformed"])
-def test_a_record_that_fails_to_parse_skips_the_rest_of_its_shard(
-    tmp_path: Any, transform: Any
-) -> None:
+def test_a_json_line_that_fails_to_parse_is_skipped_alone(tmp_path: Any, transform: Any) -> None:
     (tmp_path / "0.jsonl").write_text('{"n": 0}\n{"n": 1}\n{bad\n{"n": 3}\n')
     (tmp_path / "1.jsonl").write_text("".join(f'{{"n": {i}}}\n' for i in range(10, 400)))
     policy = SamplePolicy("skip")
     dataset = S3IterableDataset(
         f"{tmp_path}/", records="jsonl", transform=transform, on_error=policy
     )
-    expected = [{"n": i} for i in [0, 1, *range(10, 400)]]
+    expected = [{"n": i} for i in [0, 1, 3, *range(10, 400)]]
     assert list(dataset) == (expected if transform is None else [str(r) for r in expected])
     assert dataset.sample_stats() == {"samples_seen": len(expected) + 1, "samples_skipped": 1}
     with pytest.raises(SampleError, match=r"reading jsonl records failed on .*0\.jsonl"):
         list(S3IterableDataset(f"{tmp_path}/", records="jsonl", transform=transform))
+
+
+def test_a_broken_json_line_loses_that_line_only(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    # 1,500 lines of ~1 KB: the shard spans slices and parts; the broken line is in the first
+    lines = [json.dumps({"n": i, "pad": "p" * 1000}) for i in range(1500)]
+    lines[40] = '{"n": 40, "pad": "cut short'
+    body = "".join(line + "\n" for line in lines).encode()
+    s3_client.put_object(Bucket=s3_bucket, Key="text/0.jsonl", Body=body)
+    s3_client.put_object(Bucket=s3_bucket, Key="text/1.jsonl", Body=b'{"n": 9000}\n')
+    config, credentials = _config(s3_endpoint)
+    dataset = S3IterableDataset(
+        f"s3://{s3_bucket}/text/", config=config, credentials=credentials, records="jsonl",
+        on_error=SamplePolicy("skip"),
+    )  # fmt: skip
+    expected = [json.loads(line) for i, line in enumerate(lines) if i != 40] + [{"n": 9000}]
+    assert list(dataset) == expected
+    assert dataset.sample_stats() == {"samples_seen": 1501, "samples_skipped": 1}
+    strict = S3IterableDataset(
+        f"s3://{s3_bucket}/text/", config=config, credentials=credentials, records="jsonl"
+    )
+    with pytest.raises(SampleError, match=r"reading jsonl records failed on .*text/0\.jsonl"):
+        list(strict)
 
 
 def _csv_oracle(body: bytes) -> list[dict[str, str]]:
