@@ -189,6 +189,30 @@ def test_first_tar_sample_arrives_before_the_shard(
     assert dataset.reader.stats()["peak_inflight_bytes"] <= 5 * PART
 
 
+def test_a_tar_shard_cut_inside_a_header_is_named_or_skipped(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    samples = {f"s{i:02d}": {"bin": os.urandom(3000 + i), "cls": b"%d" % i} for i in range(10)}
+    shard = _tar(samples)
+    cut = shard.index(b"s06.bin") + 100  # inside the header of sample 6's first member
+    for name, body in (("a", shard), ("b", shard[:cut]), ("c", shard)):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"tars/{name}.tar", Body=body)
+    config, credentials = _config(s3_endpoint)
+    uri = f"s3://{s3_bucket}/tars/"
+    strict = S3IterableDataset(uri, config=config, credentials=credentials, tar_samples=True)
+    with pytest.raises(SampleError, match=rf"reading the tar shard failed on {uri}b\.tar: .*trunc"):
+        list(strict)
+    skipping = S3IterableDataset(
+        uri, config=config, credentials=credentials, tar_samples=True,
+        on_error=SamplePolicy("skip", max_skipped_share=0.1),
+    )  # fmt: skip
+    keys = [sample["__key__"] for sample in skipping]
+    # the samples before the cut, less s05 (its members might go on past the cut); the rest of
+    # the shard is one sample skipped
+    assert keys == [*samples, *list(samples)[:5], *samples]
+    assert skipping.sample_stats() == {"samples_seen": 26, "samples_skipped": 1}
+
+
 @pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("records", ["lines", "jsonl", "csv"])
