@@ -91,34 +91,36 @@ def record_blocks(
     """The records of one text object (see the module's doc) in lists, about a slice of text
     at a time, so that a consumer that takes them all pays no Python call per record.
 
-    A JSON line that fails to parse goes to ``on_bad`` (after a list of the records before it)
-    and the lines after it are read on: each line is a record of its own. By default
-    ``on_bad`` raises, ending the iteration. A CSV row that fails ends the iteration with its
-    error, after a list of those before it: a record may span lines, so the rows after a broken
-    one are not known to start where a line does."""
+    A JSON line that fails to decode (UTF-8) or parse goes to ``on_bad`` (after a list of the
+    records before it) and the lines after it are read on: each line is a record of its own.
+    By default ``on_bad`` raises, ending the iteration. A CSV row that fails ends the iteration
+    with its error, after a list of those before it: a record may span lines, so the rows after
+    a broken one are not known to start where a line does."""
     if format not in RECORD_FORMATS:
         raise ValueError(f"{format=} must be one of {RECORD_FORMATS}")
     if format == "lines":
         return text_blocks(chunks)
     if format == "jsonl":
-        return _jsonl_blocks(text_blocks(chunks), on_bad)
+        return _jsonl_blocks(chunks, on_bad)
     rows = csv.DictReader(csv_lines(chunks))
     return _kept((itertools.islice(rows, CSV_BLOCK_ROWS) for _ in itertools.count()), True)
 
 
-def _jsonl_blocks(blocks: Iterable[list[str]], on_bad: BadRecord) -> Iterator[list[Any]]:
-    for block in blocks:
+def _jsonl_blocks(chunks: Iterable[Any], on_bad: BadRecord) -> Iterator[list[Any]]:
+    for block in _slices(chunks):
         try:
-            parsed = list(map(json.loads, filter(str.strip, block)))
-        except (ValueError, RecursionError):
-            parsed = None  # a broken line: this block again line by line (rare, slower)
+            parsed: list[Any] | None = list(map(json.loads, filter(str.strip, _split(block))))
+        except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError too
+            parsed = None  # a broken line: this slice again line by line (rare, slower)
         if parsed is not None:
             yield parsed
             continue
         done: list[Any] = []
-        for line in filter(str.strip, block):
+        for raw in block.split(b"\n"):
             try:
-                done.append(json.loads(line))
+                line = raw.decode("utf-8")  # a line that is not UTF-8 is one broken record
+                if line.strip():
+                    done.append(json.loads(line))
             except (ValueError, RecursionError) as exc:
                 if done:
                     yield done  # the records before the one that failed

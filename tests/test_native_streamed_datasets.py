@@ -110,10 +110,12 @@ def test_a_json_line_that_fails_to_parse_is_skipped_alone(tmp_path: Any, transfo
 def test_a_broken_json_line_loses_that_line_only(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:
-    # 1,500 lines of ~1 KB: the shard spans slices and parts; the broken line is in the first
+    # 1,500 lines of ~1 KB: the shard spans slices and parts; two broken lines in the first
     lines = [json.dumps({"n": i, "pad": "p" * 1000}) for i in range(1500)]
     lines[40] = '{"n": 40, "pad": "cut short'
     body = "".join(line + "\n" for line in lines).encode()
+    bad_utf8 = body.index(b'{"n": 900,') + 12
+    body = body[:bad_utf8] + b"\xff" + body[bad_utf8 + 1 :]  # and one line not UTF-8
     s3_client.put_object(Bucket=s3_bucket, Key="text/0.jsonl", Body=body)
     s3_client.put_object(Bucket=s3_bucket, Key="text/1.jsonl", Body=b'{"n": 9000}\n')
     config, credentials = _config(s3_endpoint)
@@ -121,9 +123,9 @@ def test_a_broken_json_line_loses_that_line_only(
         f"s3://{s3_bucket}/text/", config=config, credentials=credentials, records="jsonl",
         on_error=SamplePolicy("skip"),
     )  # fmt: skip
-    expected = [json.loads(line) for i, line in enumerate(lines) if i != 40] + [{"n": 9000}]
-    assert list(dataset) == expected
-    assert dataset.sample_stats() == {"samples_seen": 1501, "samples_skipped": 1}
+    expected = [json.loads(line) for i, line in enumerate(lines) if i not in (40, 900)]
+    assert list(dataset) == [*expected, {"n": 9000}]
+    assert dataset.sample_stats() == {"samples_seen": 1501, "samples_skipped": 2}
     strict = S3IterableDataset(
         f"s3://{s3_bucket}/text/", config=config, credentials=credentials, records="jsonl"
     )
