@@ -315,8 +315,15 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
                 pass
             return
         assert self.records is not None
-        blocks = record_blocks(stream.chunks(), self.records)
-        for block in _parsed(blocks, f"reading {self.records} records", uri, guard):
+        what = f"reading {self.records} records"
+
+        def bad_record(exc: Exception) -> None:
+            # one broken JSON line is one sample: skipped and counted alone, the lines after
+            # it read on
+            guard.failed(failure(what, uri, exc), exc)
+
+        blocks = record_blocks(stream.chunks(), self.records, on_bad=bad_record)
+        for block in _parsed(blocks, what, uri, guard):
             yield uri, block
 
     def __getstate__(self) -> dict[str, Any]:
@@ -327,13 +334,14 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
 
 def _parsed(items: Iterator[Any], what: str, uri: str, guard: SampleGuard) -> Iterator[Any]:
     """`items` of one shard until one fails to parse: that goes to `guard` (the shard's items
-    not yet read are skipped with it). Read failures (OSError) pass through as they are."""
+    not yet read are skipped with it). Read failures (OSError) and the guard's own
+    `SampleError` pass through as they are."""
     while True:
         try:
             item = next(items)
         except StopIteration:
             return
-        except OSError:
+        except (OSError, SampleError):  # a read failure; one the guard already raised
             raise
         except Exception as exc:
             guard.failed(failure(what, uri, exc), exc)

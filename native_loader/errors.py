@@ -68,6 +68,14 @@ class S3Error(OSError):
         )
 
 
+def object_changed(uri: str, why: str) -> S3Error:
+    """`S3Error` with code ``ObjectChanged`` for an object (or a local file) whose parts differ
+    in version, `why` saying how: its bytes would be of two versions."""
+    return S3Error(
+        f"{uri}: the object changed while it was streamed: {why}", code="ObjectChanged", uri=uri
+    )
+
+
 def _rebuild_s3_error(message: str, code: str, status: int, request_id: str, uri: str) -> S3Error:
     return S3Error(message, code=code, status=status, request_id=request_id, uri=uri)
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from native_loader import _native
+from native_loader.errors import object_changed
 from native_loader.local_pool import submit_local
 from native_loader.results import ObjectInfo, ReadResult
 
@@ -28,20 +29,21 @@ class LocalRead:
     uri: str
     path: str
     size: int  # bytes reserved (the listing's size, else the file's size now)
-    future: Future[tuple[Any, int, int]] | None = None
+    future: Future[tuple[Any, int, int, str, str]] | None = None
     started: float = field(default=0.0)
 
     def start(self) -> None:
         self.started = time.perf_counter()
-        self.future = submit_local(_native.read_file, self.path, 0, -1)
+        self.future = submit_local(read_part, self.path, 0, -1)
 
     def result(self) -> ReadResult:
         if self.future is None:
             self.start()
         assert self.future is not None
-        data, err, _ = self.future.result()
+        data, err, _, before, after = self.future.result()
         if data is None:
             raise OSError(err, os.strerror(err), self.path)
+        unchanged(self.uri, before, after)
         elapsed = time.perf_counter() - self.started
         return ReadResult(data, self.uri, elapsed, elapsed, 1)
 
@@ -79,12 +81,35 @@ def file_etag(st: os.stat_result) -> str:
     return f'"{st.st_mtime_ns:x}-{st.st_size:x}"'
 
 
+def file_version(st: os.stat_result) -> str:
+    """What stands for a local file's ETag while it is read: a file rewritten or replaced
+    changes its size or its modification time (ns)."""
+    return f"(size {st.st_size}, st_mtime_ns {st.st_mtime_ns})"
+
+
+def read_part(path: str, offset: int, length: int) -> tuple[Any, int, int, str, str]:
+    """`_native.read_file`'s (bytes or None, errno, file size) for a byte range of a local
+    file, and the file's version (`file_version`) before and after the read: the bytes are of
+    one version only if both are that version. A file that went away raises OSError."""
+    before = file_version(os.stat(path))
+    data, err, size = _native.read_file(path, offset, length)
+    after = file_version(os.stat(path)) if data is not None else before
+    return data, err, size, before, after
+
+
+def unchanged(uri: str, before: str, after: str) -> None:
+    """Raise `ObjectChanged` (`object_changed`) where a read's file changed while it was read."""
+    if after != before:
+        raise object_changed(uri, f"its version went from {before} to {after} during a read")
+
+
 def read_local(uri: str, path: str, offset: int, length: int) -> ReadResult:
     """A byte range of a local file (length < 0: to the end), read in this thread."""
     start = time.perf_counter()
-    data, err, _ = _native.read_file(path, offset, length)
+    data, err, _, before, after = read_part(path, offset, length)
     if data is None:
         raise OSError(err, os.strerror(err), path)
+    unchanged(uri, before, after)
     elapsed = time.perf_counter() - start
     return ReadResult(data, uri, elapsed, elapsed, 1)
 

@@ -14,7 +14,9 @@ while it was streamed, a retry included) raises `S3Error` with code ``ObjectChan
 the pipeline cancels its parts in flight.
 
 Local files take the same path: their parts are read with ``pread`` by a small thread pool,
-within the same window, so a local copy is read ahead too.
+within the same window, so a local copy is read ahead too. A file's size and modification time
+stand for its ETag: taken at the start and at the end of every part, they must stay those of
+its first part, or `ObjectChanged` is raised as for an object.
 """
 
 from __future__ import annotations
@@ -28,7 +30,8 @@ from typing import Any
 
 from native_loader import _native
 from native_loader.config import ReaderConfig
-from native_loader.errors import S3Error
+from native_loader.errors import object_changed
+from native_loader.local import read_part
 from native_loader.local_pool import submit_local
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
@@ -106,7 +109,7 @@ class _Part:
     offset: int
     length: int  # bytes asked for (an object's end may come first)
     ticket: int | None  # S3
-    future: Future[tuple[Any, int, int]] | None  # local
+    future: Future[tuple[Any, int, int, str, str]] | None  # local (`local.read_part`)
     taken: int = 0  # bytes of it handed over so far
 
 
@@ -177,7 +180,7 @@ class PartPipeline:
         source = self._sources[index]
         size = self._sizes[index]
         if source.path:
-            future = submit_local(_native.read_file, source.path, offset, length)
+            future = submit_local(read_part, source.path, offset, length)
             self._queue.append(_Part(index, offset, length, None, future))
             return
         if self._engine is None:
@@ -219,10 +222,13 @@ class PartPipeline:
         """The bytes of `part` not yet handed over that have arrived, and whether they end it."""
         source = self._sources[part.index]
         if part.future is not None:
-            data, err, file_size = part.future.result()
+            data, err, file_size, before, after = part.future.result()
             if data is None:
                 raise OSError(err, os.strerror(err), source.path)
-            self._check(part.index, file_size, None)
+            # the file's version (size, mtime) at the start and at the end of the part stands
+            # for an object's ETag: a file rewritten or replaced while it is read differs
+            self._check(part.index, file_size, before)
+            self._check(part.index, file_size, after)
             return memoryview(data).cast("B"), True
         engine = self._engine
         assert engine is not None and part.ticket is not None
@@ -249,7 +255,7 @@ class PartPipeline:
             if outcome.error_kind is _native.ErrorKind.PROTOCOL and outcome.message.startswith(
                 "the object changed"
             ):  # the engine's words for a retry that found another object (engine_attempt.cpp)
-                raise _changed(source.uri, outcome.message)
+                raise object_changed(source.uri, outcome.message)
             self._raise(outcome, source.uri)
         self._check(part.index, outcome.object_size, outcome.etag)
         whole: Any = outcome.data  # a native Buffer
@@ -259,7 +265,7 @@ class PartPipeline:
     def _check(self, index: int, size: int, etag: str | None) -> None:
         known, uri = self._sizes[index], self._sources[index].uri
         if known >= 0 and size >= 0 and size != known:
-            raise _changed(uri, f"its size is {size} bytes, not the {known} expected")
+            raise object_changed(uri, f"its size is {size} bytes, not the {known} expected")
         if known < 0:
             self._sizes[index] = size
         if etag:
@@ -267,7 +273,9 @@ class PartPipeline:
             if first is None:
                 self._etags[index] = etag
             elif etag != first:
-                raise _changed(uri, f"ETag {etag} differs from {first} of its earlier parts")
+                what = "its version" if self._sources[index].path else "ETag"
+                why = f"{what} {etag} differs from {first} of its earlier parts"
+                raise object_changed(uri, why)
 
     def has(self, index: int) -> bool:
         """Whether there is a source `index` (taking sources from the input as needed)."""
@@ -305,9 +313,3 @@ class PartPipeline:
         self._closed = True
         while self._queue:
             self._cancel(self._queue.popleft())
-
-
-def _changed(uri: str, why: str) -> S3Error:
-    return S3Error(
-        f"{uri}: the object changed while it was streamed: {why}", code="ObjectChanged", uri=uri
-    )

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from native_loader import S3Reader
+from native_loader import ReaderConfig, S3Error, S3Reader
 from native_loader.uri import is_metadata
 
 
@@ -144,3 +144,25 @@ def test_a_file_name_that_is_not_utf8_is_refused_by_the_reader_itself(tmp_path: 
         for read in (reader.read, lambda u: list(reader.read_many([u])), reader.open):
             with pytest.raises(ValueError, match=r"caf\\xe9.bin failed: its file name is not"):
                 read(listed[0])
+
+
+@pytest.mark.parametrize("how", ["replaced", "rewritten in place"])
+def test_a_file_changed_while_it_streams_is_refused(tmp_path: Path, how: str) -> None:
+    """As an object overwritten mid-stream: a file replaced or rewritten (same size) between
+    its parts raises ObjectChanged naming it, never old bytes then new ones."""
+    path = tmp_path / "shard.bin"
+    old, new = os.urandom(8 * 2**20), os.urandom(8 * 2**20)
+    path.write_bytes(old)
+    os.utime(path, ns=(10**18, 10**18))  # written long ago: a rewrite now has another mtime
+    config = ReaderConfig(part_size=2**20, read_ahead_bytes=2 * 2**20)
+    with S3Reader(config) as reader, reader.open(str(path)) as stream:
+        assert stream.read(2**20) == old[: 2**20]
+        if how == "replaced":
+            (tmp_path / "new.bin").write_bytes(new)
+            os.replace(tmp_path / "new.bin", path)
+        else:
+            with open(path, "r+b") as file:
+                file.write(new)
+        with pytest.raises(S3Error, match=f"{path}: the object changed") as info:
+            stream.read()
+        assert info.value.code == "ObjectChanged" and info.value.uri == str(path)

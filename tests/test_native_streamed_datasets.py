@@ -26,7 +26,7 @@ from native_loader import (
 )
 from native_loader import stream as stream_module
 from native_loader.local_pool import submit_local
-from native_loader.records import iter_lines, iter_records, record_blocks
+from native_loader.records import SLICE_BYTES, iter_lines, iter_records, record_blocks
 from native_loader.tar import iter_samples, iter_samples_stream
 
 PART = 64 * 2**10
@@ -93,20 +93,82 @@ def test_record_blocks_keep_the_records_before_one_that_fails() -> None:
 
 
 @pytest.mark.parametrize("transform", [None, str], ids=["records as they are", "transformed"])
-def test_a_record_that_fails_to_parse_skips_the_rest_of_its_shard(
-    tmp_path: Any, transform: Any
-) -> None:
+def test_a_json_line_that_fails_to_parse_is_skipped_alone(tmp_path: Any, transform: Any) -> None:
     (tmp_path / "0.jsonl").write_text('{"n": 0}\n{"n": 1}\n{bad\n{"n": 3}\n')
     (tmp_path / "1.jsonl").write_text("".join(f'{{"n": {i}}}\n' for i in range(10, 400)))
     policy = SamplePolicy("skip")
     dataset = S3IterableDataset(
         f"{tmp_path}/", records="jsonl", transform=transform, on_error=policy
     )
-    expected = [{"n": i} for i in [0, 1, *range(10, 400)]]
+    expected = [{"n": i} for i in [0, 1, 3, *range(10, 400)]]
     assert list(dataset) == (expected if transform is None else [str(r) for r in expected])
     assert dataset.sample_stats() == {"samples_seen": len(expected) + 1, "samples_skipped": 1}
     with pytest.raises(SampleError, match=r"reading jsonl records failed on .*0\.jsonl"):
         list(S3IterableDataset(f"{tmp_path}/", records="jsonl", transform=transform))
+
+
+def test_a_broken_json_line_loses_that_line_only(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    # 1,500 lines of ~1 KB: the shard spans slices and parts; two broken lines in the first
+    lines = [json.dumps({"n": i, "pad": "p" * 1000}) for i in range(1500)]
+    lines[40] = '{"n": 40, "pad": "cut short'
+    body = "".join(line + "\n" for line in lines).encode()
+    bad_utf8 = body.index(b'{"n": 900,') + 12
+    body = body[:bad_utf8] + b"\xff" + body[bad_utf8 + 1 :]  # and one line not UTF-8
+    s3_client.put_object(Bucket=s3_bucket, Key="text/0.jsonl", Body=body)
+    s3_client.put_object(Bucket=s3_bucket, Key="text/1.jsonl", Body=b'{"n": 9000}\n')
+    config, credentials = _config(s3_endpoint)
+    dataset = S3IterableDataset(
+        f"s3://{s3_bucket}/text/", config=config, credentials=credentials, records="jsonl",
+        on_error=SamplePolicy("skip"),
+    )  # fmt: skip
+    expected = [json.loads(line) for i, line in enumerate(lines) if i not in (40, 900)]
+    assert list(dataset) == [*expected, {"n": 9000}]
+    assert dataset.sample_stats() == {"samples_seen": 1501, "samples_skipped": 2}
+    strict = S3IterableDataset(
+        f"s3://{s3_bucket}/text/", config=config, credentials=credentials, records="jsonl"
+    )
+    with pytest.raises(SampleError, match=r"reading jsonl records failed on .*text/0\.jsonl"):
+        list(strict)
+
+
+def _csv_oracle(body: bytes) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(body.decode("utf-8"), newline="")))
+
+
+def test_a_quoted_csv_field_keeps_its_line_ends() -> None:
+    body = b'id,text\r\n1,"line one\nline two"\r\n2,"a\r\nb, ""c"""\n3,plain\n4,"\n"'
+    expected = _csv_oracle(body)
+    assert expected[0]["text"] == "line one\nline two" and len(expected) == 4
+    for cut in range(len(body) + 1):
+        assert list(iter_records([body[:cut], body[cut:]], "csv")) == expected
+
+
+def test_csv_records_that_span_slices_and_parts_read_as_csv_reads_them(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    out = io.StringIO()
+    writer = csv.writer(out)  # "\r\n" ends a row; the fields hold "\n" and "\r\n"
+    writer.writerow(["i", "text", "more"])
+    for i in range(400):
+        text = "\n".join(f'line {j} of {i}, "quoted"' for j in range(i % 7 + 1))
+        writer.writerow([i, text, "x\r\ny" * (i % 5)])
+    # fields of 112 KB (csv's limit is 128 KiB) of many lines: the first slice of 256 KiB ends
+    # inside this record's quotes, at one of their line ends
+    big = ["\n".join(f"{c}{j:05d}" for j in range(16_000)) for c in "abc"]
+    writer.writerow(["big", *big[:2]])
+    writer.writerow(["big2", big[2], ""])
+    body = out.getvalue().encode()
+    assert body.index(b"big,") < SLICE_BYTES < body.index(b"big2,")
+    s3_client.put_object(Bucket=s3_bucket, Key="text/rows.csv", Body=body)
+    config, credentials = _config(s3_endpoint)
+    dataset = S3IterableDataset(
+        f"s3://{s3_bucket}/text/", config=config, credentials=credentials, records="csv"
+    )
+    expected = _csv_oracle(body)
+    assert len(expected) == 402 and expected[1]["text"].count("\n") == 1
+    assert list(dataset) == expected
 
 
 def test_first_tar_sample_arrives_before_the_shard(
@@ -127,6 +189,30 @@ def test_first_tar_sample_arrives_before_the_shard(
     rest = list(items)
     assert [s["__key__"] for s in [first, *rest]] == list(samples)
     assert dataset.reader.stats()["peak_inflight_bytes"] <= 5 * PART
+
+
+def test_a_tar_shard_cut_inside_a_header_is_named_or_skipped(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    samples = {f"s{i:02d}": {"bin": os.urandom(3000 + i), "cls": b"%d" % i} for i in range(10)}
+    shard = _tar(samples)
+    cut = shard.index(b"s06.bin") + 100  # inside the header of sample 6's first member
+    for name, body in (("a", shard), ("b", shard[:cut]), ("c", shard)):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"tars/{name}.tar", Body=body)
+    config, credentials = _config(s3_endpoint)
+    uri = f"s3://{s3_bucket}/tars/"
+    strict = S3IterableDataset(uri, config=config, credentials=credentials, tar_samples=True)
+    with pytest.raises(SampleError, match=rf"reading the tar shard failed on {uri}b\.tar: .*trunc"):
+        list(strict)
+    skipping = S3IterableDataset(
+        uri, config=config, credentials=credentials, tar_samples=True,
+        on_error=SamplePolicy("skip", max_skipped_share=0.1),
+    )  # fmt: skip
+    keys = [sample["__key__"] for sample in skipping]
+    # the samples before the cut, less s05 (its members might go on past the cut); the rest of
+    # the shard is one sample skipped
+    assert keys == [*samples, *list(samples)[:5], *samples]
+    assert skipping.sample_stats() == {"samples_seen": 26, "samples_skipped": 1}
 
 
 @pytest.mark.filterwarnings("ignore:This DataLoader will create:UserWarning")
