@@ -80,6 +80,17 @@ def s3_endpoint() -> Iterator[S3Endpoint]:
         yield endpoint
 
 
+@pytest.fixture(scope="session")
+def second_s3_endpoint() -> Iterator[S3Endpoint]:
+    """Another SeaweedFS server, started on first use: the same bucket names on another
+    endpoint, for tests of what must never be mixed up between endpoints."""
+    credentials = S3Credentials(
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+    )
+    with S3Server(credentials=credentials) as endpoint:
+        yield endpoint
+
+
 @pytest.fixture
 def s3_client(s3_endpoint: S3Endpoint):  # type: ignore[no-untyped-def]
     return s3_endpoint.boto3_client()
@@ -103,7 +114,7 @@ def s3_bucket(s3_endpoint: S3Endpoint, s3_client, request: pytest.FixtureRequest
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that uses the S3 endpoint, so `make unit` can leave them out."""
     for item in items:
-        if "s3_endpoint" in getattr(item, "fixturenames", ()):
+        if {"s3_endpoint", "second_s3_endpoint"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.s3)
 
 
