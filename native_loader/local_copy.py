@@ -93,12 +93,14 @@ def local_copy_state(
     root = os.path.expanduser(os.fspath(directory))
     source = copy_source(uri, config)
     recorded = _read_json(os.path.join(root, SOURCE))
+    if recorded is None and os.path.exists(os.path.join(root, MANIFEST)):
+        return "was made by an earlier version, which did not record its source"
     if recorded is None or not os.path.exists(os.path.join(root, COMPLETE)):
         return "is not made yet"
     _check_source(root, recorded, source)
     with S3Reader(config, credentials=credentials) as reader:
         listed = _listed(reader, uri)
-    manifest = _read_json(os.path.join(root, MANIFEST)) or {}
+    manifest = _manifest(root)
     wanted = {o.key: [o.size, o.etag] for o in listed}
     new = sum(1 for key in wanted if key not in manifest)
     changed = sum(1 for key, entry in wanted.items() if key in manifest and manifest[key] != entry)
@@ -154,7 +156,7 @@ def _sync(
     recorded = _read_json(os.path.join(root, SOURCE))
     if recorded is not None:
         _check_source(root, recorded, source)
-    manifest: dict[str, list[Any]] = _read_json(os.path.join(root, MANIFEST)) or {}
+    manifest = _manifest(root)
     listed = _listed(reader, uri)
     targets = {o.key: _target(root, source.prefix, o.key) for o in listed}
     ours = set(targets.values()) | {_target(root, source.prefix, key) for key in manifest}
@@ -307,6 +309,12 @@ def _read_json(path: str) -> Any:
             return json.load(f)
     except (OSError, ValueError):
         return None  # absent or unreadable (a crash in an earlier version's write): not vouched
+
+
+def _manifest(root: str) -> dict[str, Any]:
+    """The copy's `key -> [size, ETag]`; empty when absent or not a mapping (vouches for none)."""
+    manifest = _read_json(os.path.join(root, MANIFEST))
+    return manifest if isinstance(manifest, dict) else {}
 
 
 def _write_json(path: str, value: Any) -> None:

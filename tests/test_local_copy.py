@@ -229,3 +229,24 @@ def test_a_stuck_copier_is_waited_for_a_bounded_time(
                 f"s3://{s3_bucket}/data/", tmp_path, progress=None, wait_s=0.5,
                 config=ReaderConfig(endpoint_url=s3_endpoint.url),
             )  # fmt: skip
+
+
+def test_a_copy_made_by_an_earlier_version_is_checked_and_kept(
+    s3_endpoint: S3Endpoint,
+    s3_client,  # type: ignore[no-untyped-def]
+    s3_bucket: str,
+    tmp_path: Path,
+) -> None:
+    """A copy from before copies recorded their source (a manifest, no `_source.json`) is not
+    read unchecked: its state says so, and the next prepare adopts it, keeping every object
+    that matches the listing."""
+    uri, config = f"s3://{s3_bucket}/data/", ReaderConfig(endpoint_url=s3_endpoint.url)
+    _put(s3_client, s3_bucket, "a", range(5))
+    copy_to_local(uri, tmp_path, config=config, progress=None)
+    (tmp_path / "_source.json").unlink()
+    state = local_copy_state(uri, tmp_path, config=config)
+    assert state == "was made by an earlier version, which did not record its source"
+    lines: list[str] = []
+    copy_to_local(uri, tmp_path, config=config, progress=lines.append)
+    assert lines[0].startswith("copying 0 of 5 objects")
+    assert local_copy_state(uri, tmp_path, config=config) is None
