@@ -108,7 +108,12 @@ def build_export(
     data is the advisor's demo endpoint (the module says which credentials it takes)."""
     policy = on_error if on_error is not None else SamplePolicy()
     fmt = recommendation.data_format or "binary"
-    digest = hashlib.sha256(location.uri.encode()).hexdigest()[:12]
+    # the folders are the source's: one URI on two endpoints is two data sets (AWS's own keeps
+    # the URI alone, the name exports made before the endpoint counted)
+    source = (
+        location.uri if not location.endpoint_url else f"{location.endpoint_url}\0{location.uri}"
+    )
+    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
     cache_dir = cache_max = local_copy_dir = None
     if recommendation.data_source == "copy-local" and uri_scheme(location.uri) == "s3":
         local_copy_dir = f"{CACHE_ROOT}/{digest}/copy"
@@ -239,9 +244,10 @@ def _reads_note(config: LoaderConfig) -> str:
     if config.local_copy_dir:
         return (
             f"Every epoch reads a local copy in {config.local_copy_dir} (copy-local): "
-            "`make_dataloader` makes it on first use with one process; with several ranks, run "
-            "this module with `--prepare` once per node first. The copy is resumable and "
-            "checks each object's size and ETag against the listing."
+            "`make_dataloader` makes it on first use with one process, and at every start checks "
+            "it against the listing (each object's key, size and ETag), bringing it up to date "
+            "where it differs; with several ranks, run this module with `--prepare` once per "
+            "node first. Processes preparing the copy at once take turns."
         )
     if config.cache_dir:
         return (

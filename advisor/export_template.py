@@ -57,11 +57,13 @@ def _say(line: str) -> None:
 
 
 def prepare(progress: Any = _say, credentials: Any = None, **overrides: Any) -> str | None:
-    """Make the local copy every epoch reads (copy-local), before the first epoch: resumable,
-    each object checked against its listed size and ETag. None: this loader reads in place.
+    """Make the local copy every epoch reads (copy-local), before the first epoch, or bring it
+    up to date with the data set's listing: objects copied with their listed size and ETag are
+    kept, changed and new ones fetched, removed ones deleted. Processes on one node that prepare
+    at once take turns (a lock in the copy's folder). None: this loader reads in place.
     credentials: a native_loader.Credentials (None: the standard AWS chain); keyword overrides
     (e.g. local_copy_dir=...) win over CONFIG, as they do in make_dataloader."""
-    from native_loader.loader import copy_to_local
+    from native_loader.local_copy import copy_to_local
 
     settings = {{**CONFIG, **overrides}}
     if not settings.get("local_copy_dir"):
@@ -73,17 +75,25 @@ def prepare(progress: Any = _say, credentials: Any = None, **overrides: Any) -> 
 
 
 def _source(settings: dict[str, Any], world_size: int, credentials: Any = None) -> str:
-    """Where the dataset reads: the local copy once made (made here with one process), else
-    the data set's URI."""
-    from native_loader.loader import local_copy_complete
+    """Where the dataset reads: the local copy once it is the listing's (checked at every
+    start; made or refreshed here with one process), else the data set's URI. Another URI
+    than the export's reads in place, as does another endpoint without a local_copy_dir of its
+    own: the exported folder is the copy of the export's source, never another's."""
+    from native_loader.local_copy import local_copy_state
 
     copy_dir = settings.get("local_copy_dir")
-    if not copy_dir or settings["uri"] != CONFIG["uri"]:
+    moved = settings["endpoint_url"] != CONFIG["endpoint_url"] and (
+        copy_dir == CONFIG["local_copy_dir"]
+    )  # fmt: skip
+    if not copy_dir or settings["uri"] != CONFIG["uri"] or moved:
         return settings["uri"]
-    if not local_copy_complete(copy_dir):
+    stale = local_copy_state(
+        settings["uri"], copy_dir, config=_reader_config(settings), credentials=credentials
+    )
+    if stale is not None:
         if world_size > 1:
             raise RuntimeError(
-                f"the local copy in {{copy_dir}} is not made yet: run "
+                f"the local copy in {{copy_dir}} {{stale}}: run "
                 f"`python {{os.path.basename(__file__)}} --prepare` once per node first"
             )
         prepare(credentials=credentials, **settings)

@@ -1,9 +1,12 @@
 """A local, size-capped cache of object bytes, so that epochs after the first read from disk.
 
-Files are keyed by a hash of the URI and the ETag (when the listing gave one), so a changed
-object is never served stale. Writes go to a temporary name and are renamed into place, so
-DataLoader workers of the same job can share one cache directory; when the cache grows past
-`max_bytes`, the least recently used files are removed (a hit refreshes a file's mtime).
+Files are keyed by a hash of the endpoint, the URI and the ETag (when the listing gave one), so
+a changed object, or the same bucket on another endpoint, is never served stale. Writes go to a
+temporary name, are flushed to disk (fsync) and renamed into place, so a crash leaves the old file
+or a whole new one and DataLoader workers of the same job can share one cache directory; a file
+whose size is not the listed size (a crash before the data reached the disk) is a miss, read again.
+When the cache grows past `max_bytes`, the least recently used files are removed (a hit refreshes a
+file's mtime).
 """
 
 from __future__ import annotations
@@ -26,14 +29,17 @@ DEFAULT_CACHE_BYTES = 100 * 2**30
 
 
 class LocalCache:
-    """Object bytes under `directory`, at most about `max_bytes` of them (LRU eviction)."""
+    """Object bytes under `directory`, at most about `max_bytes` of them (LRU eviction).
+    `source`: where the URIs are (the endpoint URL), part of every key, so that one bucket name
+    on two endpoints is two sets of files."""
 
-    def __init__(self, directory: str | os.PathLike[str], max_bytes: int) -> None:
+    def __init__(self, directory: str | os.PathLike[str], max_bytes: int, source: str = "") -> None:
         if max_bytes <= 0:
             raise ValueError(f"cache {max_bytes=} must be > 0")
         self.directory = Path(directory).expanduser()
         self.directory.mkdir(parents=True, exist_ok=True)
         self.max_bytes = max_bytes
+        self.source = source
         self._added_since_scan = 0
         self.hits = 0
         self.misses = 0
@@ -42,11 +48,27 @@ class LocalCache:
         return f"LocalCache({str(self.directory)!r}, max_bytes={self.max_bytes})"
 
     def path(self, uri: str, etag: str = "") -> Path:
-        digest = hashlib.sha256(f"{uri}\0{etag}".encode()).hexdigest()
+        key = f"{self.source}\0{uri}\0{etag}" if self.source else f"{uri}\0{etag}"
+        digest = hashlib.sha256(key.encode()).hexdigest()
         return self.directory / f"{digest}{_SUFFIX}"
 
-    def get(self, uri: str, etag: str = "") -> ReadResult | None:
-        """The cached bytes of `uri` as a ReadResult, or None."""
+    def has(self, uri: str, etag: str = "", size: int = -1) -> bool:
+        """True when `uri` is cached whole: its file is there and, where the listing gave a
+        `size` (>= 0), of that size. A file of another size (left short by a crash) is removed."""
+        path = self.path(uri, etag)
+        try:
+            held = path.stat().st_size
+        except OSError:
+            return False
+        if size < 0 or held == size:
+            return True
+        with contextlib.suppress(OSError):
+            path.unlink()
+        return False
+
+    def get(self, uri: str, etag: str = "", size: int = -1) -> ReadResult | None:
+        """The cached bytes of `uri` as a ReadResult, or None (also when they are not the
+        listed `size`, where one is given)."""
         path = self.path(uri, etag)
         started = time.monotonic()
         try:
@@ -54,6 +76,11 @@ class LocalCache:
                 data = f.read()
             os.utime(path)  # most recently used
         except OSError:
+            self.misses += 1
+            return None
+        if size >= 0 and len(data) != size:
+            with contextlib.suppress(OSError):
+                path.unlink()
             self.misses += 1
             return None
         self.hits += 1
@@ -69,6 +96,8 @@ class LocalCache:
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(view)
+                f.flush()
+                os.fsync(f.fileno())  # on disk before the rename: never a short file after a crash
             os.replace(tmp, self.path(uri, etag))
         except OSError:
             with contextlib.suppress(OSError):
@@ -107,16 +136,12 @@ def read_through(
 ) -> Iterator[ReadResult]:
     """Results in the order of `objects`: cached ones from disk, the rest through one
     `read_many` stream (so misses keep their prefetch), stored in the cache as they arrive."""
-
-    def key(item: str | ObjectInfo) -> tuple[str, str]:
-        return (item.uri, item.etag) if isinstance(item, ObjectInfo) else (item, "")
-
-    cached = [cache.path(*key(item)).exists() for item in objects]
+    cached = [cache.has(*_key(item)) for item in objects]
     stream = reader.read_many([item for item, hit in zip(objects, cached, strict=True) if not hit])
     try:
         for item, hit in zip(objects, cached, strict=True):
-            uri, etag = key(item)
-            result = cache.get(uri, etag) if hit else None
+            uri, etag, size = _key(item)
+            result = cache.get(uri, etag, size) if hit else None
             if result is None and hit:
                 result = reader.read(uri)  # evicted since we looked: read it directly
             if result is None:
@@ -137,17 +162,13 @@ def stream_through(
     one `open_many` (so misses keep their read-ahead), each copied into the cache as its parts
     arrive and kept once it was read to the end. Use each stream before taking the next.
     ``stream``: `S3Reader.open`'s ``part_size`` and ``read_ahead_bytes``."""
-
-    def key(item: str | ObjectInfo) -> tuple[str, str]:
-        return (item.uri, item.etag) if isinstance(item, ObjectInfo) else (item, "")
-
-    cached = [cache.path(*key(item)).exists() for item in objects]
+    cached = [cache.has(*_key(item)) for item in objects]
     misses = reader.open_many(
         [o for o, hit in zip(objects, cached, strict=True) if not hit], **stream
     )
     try:
         for item, hit in zip(objects, cached, strict=True):
-            uri, etag = key(item)
+            uri, etag, _ = _key(item)
             if hit:
                 try:
                     os.utime(cache.path(uri, etag))  # most recently used; fails if evicted
@@ -210,9 +231,11 @@ class _TeeStream:
     def close(self) -> None:
         complete = self._stream.size >= 0 and self._written == self._stream.size
         if self._file is not None and complete and self._written <= self._cache.max_bytes:
-            self._file.close()
-            self._file = None
             try:
+                self._file.flush()
+                os.fsync(self._file.fileno())  # on disk before the rename, as in `put`
+                self._file.close()
+                self._file = None
                 os.replace(self._tmp, self._cache.path(self.uri, self._etag))
                 self._cache.note_added(self._written)
             except OSError:
@@ -222,14 +245,23 @@ class _TeeStream:
         self._stream.close()
 
 
-class CacheSpec:
-    """Where a dataset caches; the `LocalCache` itself is made per process on first use."""
+def _key(item: str | ObjectInfo) -> tuple[str, str, int]:
+    """(uri, etag, listed size); a bare URI has neither ETag nor size (-1)."""
+    return (item.uri, item.etag, item.size) if isinstance(item, ObjectInfo) else (item, "", -1)
 
-    def __init__(self, directory: str | os.PathLike[str] | None, max_bytes: int) -> None:
+
+class CacheSpec:
+    """Where a dataset caches; the `LocalCache` itself is made per process on first use.
+    `source`: the endpoint the dataset reads (see `LocalCache`)."""
+
+    def __init__(
+        self, directory: str | os.PathLike[str] | None, max_bytes: int, source: str = ""
+    ) -> None:
         if directory is not None and max_bytes <= 0:
             raise ValueError(f"cache_max_bytes={max_bytes} must be > 0")
         self.directory = directory
         self.max_bytes = max_bytes
+        self.source = source
         self._cache: LocalCache | None = None
         self._pid = 0
 
@@ -237,7 +269,8 @@ class CacheSpec:
         if self.directory is None:
             return None
         if self._cache is None or self._pid != os.getpid():
-            self._cache, self._pid = LocalCache(self.directory, self.max_bytes), os.getpid()
+            self._cache = LocalCache(self.directory, self.max_bytes, self.source)
+            self._pid = os.getpid()
         return self._cache
 
     def __getstate__(self) -> dict[str, Any]:

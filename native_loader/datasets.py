@@ -141,7 +141,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self.epoch = 0
         self._reader: S3Reader | None = None
         self._objects: list[str | ObjectInfo] | None = None
-        self._cache = CacheSpec(cache_dir, cache_max_bytes)
+        self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()
         self.counts = SampleCounts()
 
@@ -382,7 +382,7 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         self._reader: S3Reader | None = None
         self._objects = _resolve(source, self.reader)
         self.uris = [_uri(item) for item in self._objects]
-        self._cache = CacheSpec(cache_dir, cache_max_bytes)
+        self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()
         self.counts = SampleCounts()
         self._guard: SampleGuard | None = None

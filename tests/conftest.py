@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import itertools
 import os
+import pwd
 import shutil
 import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -38,10 +40,50 @@ from advisor.demo.server import S3Credentials, S3Endpoint, S3Server  # noqa: E40
 
 _bucket_numbers = itertools.count()
 
+# The user's home as the system knows it, whatever HOME says: what the suite must never write to.
+_REAL_USER_CACHE = Path(pwd.getpwuid(os.getuid()).pw_dir) / ".cache" / "loader-advisor"
+
+
+def _listing(folder: Path) -> set[str]:
+    return {str(p.relative_to(folder)) for p in folder.rglob("*")} if folder.is_dir() else set()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def real_home_untouched() -> Iterator[None]:
+    """Fails the session if the real ~/.cache/loader-advisor gained a file: a test once left a
+    40-object copy there that a later real export read as its own."""
+    before = _listing(_REAL_USER_CACHE)
+    yield
+    gained = sorted(_listing(_REAL_USER_CACHE) - before)
+    assert not gained, f"the tests wrote into the real {_REAL_USER_CACHE}: {gained[:10]}"
+
+
+@pytest.fixture(autouse=True)
+def own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Every test (and every process it starts) gets a HOME and cache folders of its own, so
+    that `~/.cache/loader-advisor` in the code under test never means the user's. The demo
+    cache stays the session's (generating it takes about 20 s)."""
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", _DEMO_CACHE)
+    return home
+
 
 @pytest.fixture(scope="session")
 def s3_endpoint() -> Iterator[S3Endpoint]:
     """A SeaweedFS server on 127.0.0.1 for the whole session, accepting the dummy credentials."""
+    credentials = S3Credentials(
+        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
+    )
+    with S3Server(credentials=credentials) as endpoint:
+        yield endpoint
+
+
+@pytest.fixture(scope="session")
+def second_s3_endpoint() -> Iterator[S3Endpoint]:
+    """Another SeaweedFS server, started on first use: the same bucket names on another
+    endpoint, for tests of what must never be mixed up between endpoints."""
     credentials = S3Credentials(
         os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
     )
@@ -72,7 +114,7 @@ def s3_bucket(s3_endpoint: S3Endpoint, s3_client, request: pytest.FixtureRequest
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark every test that uses the S3 endpoint, so `make unit` can leave them out."""
     for item in items:
-        if "s3_endpoint" in getattr(item, "fixturenames", ()):
+        if {"s3_endpoint", "second_s3_endpoint"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.s3)
 
 

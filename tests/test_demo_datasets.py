@@ -134,6 +134,22 @@ def test_the_cache_keeps_generated_data_across_processes(
     assert DemoCache(tmp_path, DemoSpec(images=3)).folder != cache.folder
 
 
+def test_a_kept_file_changed_on_disk_is_generated_again(tmp_path: Path) -> None:
+    """A kept JPEG zeroed in place (same size) is not served: the layout's recorded digests
+    no longer match, so it is generated again, and the kept file is right once more."""
+    layouts = ("small-images",)
+    first = sorted((o.key, o.data) for _, o in DemoCache(tmp_path, SMALL).objects(layouts))
+    cache = DemoCache(tmp_path, SMALL)
+    folder = cache.folder / "small-images"
+    victim = sorted(folder.rglob("*.jpg"))[0]
+    victim.write_bytes(bytes(victim.stat().st_size))
+    again = sorted((o.key, o.data) for _, o in cache.objects(layouts))
+    assert again == first
+    key = f"small-images/{victim.relative_to(folder).as_posix()}"
+    assert victim.read_bytes() == dict(first)[key]
+    assert cache.has("small-images")
+
+
 def test_default_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", "/tmp/demo-cache")
     assert default_cache_root() == Path("/tmp/demo-cache")

@@ -138,6 +138,31 @@ def test_a_store_that_does_not_match_is_not_used(
     assert all(got[key] == want[key] for key in want)
 
 
+def test_a_store_changed_on_disk_is_not_served(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A kept store whose volume was zeroed in part (its objects' sizes, and so the listing,
+    unchanged) is not started on: its files' digests do not match the stamp's, so the data is
+    uploaded again from the cached files, every object reads back right, and a whole store is
+    kept in its place."""
+    cache = tmp_path / "cache"
+    store = _first_start(cache)
+    volume = max((p for p in store.rglob("*") if p.is_file()), key=lambda p: p.stat().st_size)
+    with open(volume, "r+b") as f:  # zero 64 KiB in the middle: JPEG bytes, as a bad disk would
+        f.seek(volume.stat().st_size // 2)
+        f.write(bytes(64 * 2**10))
+    work = _forbid_work(monkeypatch)
+
+    demo = advisor.demo.ensure_demo(SPEC, layouts=("small-images",), cache=cache)
+    assert work == ["upload"]
+    got = _read_all(demo)
+    want = _generated(("small-images",))
+    assert sorted(got) == sorted(want)
+    assert all(got[key] == want[key] for key in want)
+    advisor.demo.stop_demo()
+    assert StoreSnapshot(DemoCache(cache, SPEC), ["small-images"]).stamp() is not None
+
+
 def test_a_store_is_kept_per_set_of_layouts(tmp_path: Path) -> None:
     cache = DemoCache(tmp_path, SPEC)
     one, two = StoreSnapshot(cache, ["small-images"]), StoreSnapshot(cache, ["large", "shards"])

@@ -8,8 +8,10 @@ Three layouts of the same kind of data, the shapes the advisor must tell apart:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
+import json
 import os
 import shutil
 import tarfile
@@ -22,6 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from advisor.core.bounds import bounded, check_ranges
+from advisor.demo.digests import Digests, folder_digests
 
 if TYPE_CHECKING:
     from advisor.demo.server import S3Endpoint
@@ -205,6 +208,11 @@ def _expected_counts(spec: DemoSpec) -> dict[str, int]:
 # cache written by another version is then never read.
 DEMO_DATA_VERSION = 1
 ENV_CACHE = "LOADER_ADVISOR_DEMO_CACHE"
+COMPLETE = ".complete"  # a kept layout's stamp: {"version": ..., "files": {path: [size, sha256]}}
+
+
+def _is_stamp(path: Path) -> bool:
+    return path.name == COMPLETE
 
 
 def default_cache_root() -> Path:
@@ -219,7 +227,9 @@ def default_cache_root() -> Path:
 class DemoCache:
     """Generated demo objects kept as files under `<root>/v<version>-<spec digest>/<layout>/`,
     so that a second kernel uploads them without generating them again. A layout's folder
-    appears whole or not at all (written beside it, then renamed)."""
+    appears whole or not at all (written beside it, then renamed); its `.complete` records each
+    file's size and SHA-256, checked before the files are served: a layout whose files changed
+    on disk (a zeroed JPEG) is removed and generated again."""
 
     def __init__(self, root: Path, spec: DemoSpec) -> None:
         digest = hashlib.sha256(repr(spec).encode()).hexdigest()[:12]
@@ -227,7 +237,22 @@ class DemoCache:
         self.spec = spec
 
     def has(self, layout: str) -> bool:
-        return (self.folder / layout / ".complete").exists()
+        """True when `layout` is kept whole: the files its `.complete` lists, each as it was
+        written. A kept layout that is not (or whose `.complete` records no digests, as an
+        earlier version wrote it) is removed, so that it is generated again."""
+        folder = self.folder / layout
+        try:
+            recorded = json.loads((folder / COMPLETE).read_text()).get("files")
+        except (OSError, ValueError, AttributeError):
+            recorded = None
+        if recorded is not None and folder_digests(folder, _is_stamp) == recorded:
+            return True
+        if folder.exists():
+            doomed = folder.with_name(f"{layout}.discarded-{os.getpid()}")
+            with contextlib.suppress(OSError):  # another kernel removed it first
+                folder.rename(doomed)
+            shutil.rmtree(doomed, ignore_errors=True)
+        return False
 
     def objects(self, layouts: Sequence[str]) -> Iterator[tuple[str, DemoObject]]:
         """(layout, object) for `layouts`: read from the cache where complete, else generated
@@ -242,7 +267,7 @@ class DemoCache:
     def _read(self, layout: str) -> Iterator[tuple[str, DemoObject]]:
         root = self.folder / layout
         for path in sorted(root.rglob("*")):
-            if path.is_file() and path.name != ".complete":
+            if path.is_file() and not _is_stamp(path):
                 key = f"{layout}/{path.relative_to(root).as_posix()}"
                 yield layout, DemoObject(key, path.read_bytes())
 
@@ -250,14 +275,19 @@ class DemoCache:
         partial = {layout: self.folder / f"{layout}.partial-{os.getpid()}" for layout in layouts}
         for folder in partial.values():
             shutil.rmtree(folder, ignore_errors=True)
+        written: dict[str, Digests] = {layout: {} for layout in layouts}
         for layout, obj in iter_objects(self.spec, layouts):
-            path = partial[layout] / obj.key.split("/", 1)[1]
+            relative = obj.key.split("/", 1)[1]
+            path = partial[layout] / relative
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(obj.data)
+            # the digest of the bytes generated, not of what the disk gave back
+            written[layout][relative] = [len(obj.data), hashlib.sha256(obj.data).hexdigest()]
             yield layout, obj
         for layout, folder in partial.items():
             folder.mkdir(parents=True, exist_ok=True)
-            (folder / ".complete").write_text(f"{DEMO_DATA_VERSION}\n")
+            stamp = {"version": DEMO_DATA_VERSION, "files": written[layout]}
+            (folder / COMPLETE).write_text(json.dumps(stamp) + "\n")
             try:
                 folder.rename(self.folder / layout)
             except OSError:  # another kernel finished the same layout first: keep theirs

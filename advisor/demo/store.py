@@ -11,8 +11,10 @@ ids and the highest file key from the volume server).
 
 A kept store is used only when its name matches (demo data version, spec, layouts, the `weed`
 binary and STORE_FORMAT) and its stamp is there; the stamp also says how many objects and bytes
-each layout holds, which the restored server must list back. A store is written beside its final
-name, then renamed, so a half-written one is never seen.
+each layout holds, which the restored server must list back, and each file's size and SHA-256,
+which the copy must match (a volume changed on disk, a zeroed JPEG in it, is not served: the
+store is discarded and the data uploaded again). A store is written beside its final name, then
+renamed, so a half-written one is never seen.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.demo.datasets import DEMO_BUCKET, DemoCache
+from advisor.demo.digests import Digests, copy_checked, folder_digests
 from advisor.demo.server import weed_binary
 
 if TYPE_CHECKING:
@@ -80,26 +83,39 @@ class StoreSnapshot:
 
     def stamp(self) -> Summary | None:
         """What the kept store holds (layout -> [objects, bytes]); None when there is none."""
+        kept = self._stamp()
+        return None if kept is None else kept[0]
+
+    def _stamp(self) -> tuple[Summary, Digests] | None:
+        """(summary, the digest of each file); None without a whole stamp (or one from before
+        stores recorded their files' digests)."""
         try:
             stamp = json.loads((self.folder / STAMP).read_text())
         except (OSError, ValueError):
             return None
         if not isinstance(stamp, dict) or stamp.get("layouts") != self.layouts:
             return None
-        summary = stamp.get("summary")
-        return summary if isinstance(summary, dict) else None
+        summary, files = stamp.get("summary"), stamp.get("files")
+        if not isinstance(summary, dict) or not isinstance(files, dict):
+            return None
+        return summary, files
 
     def restore_into(self, data_dir: Path) -> Summary | None:
         """Copy the kept store into the empty `data_dir`; its stamp, or None (and `data_dir`
         left empty) when there is no kept store or the copy failed."""
-        summary = self.stamp()
-        if summary is None:
+        kept = self._stamp()
+        if kept is None:
             return None
+        summary, files = kept
         try:
             ignore = _top(self.folder, re.escape(STAMP))
-            shutil.copytree(self.folder, data_dir, dirs_exist_ok=True, ignore=ignore)
+            whole = copy_checked(self.folder, data_dir, files, ignore)
         except OSError:
             empty_folder(data_dir)
+            return None
+        if not whole:  # changed on disk since it was kept: of no use to anyone
+            empty_folder(data_dir)
+            self.discard()
             return None
         return summary
 
@@ -110,7 +126,8 @@ class StoreSnapshot:
         shutil.rmtree(partial, ignore_errors=True)
         try:
             shutil.copytree(data_dir, partial, ignore=_top(data_dir, _PER_RUN.pattern))
-            stamp = {"layouts": self.layouts, "summary": summary}
+            files = folder_digests(partial)
+            stamp = {"layouts": self.layouts, "summary": summary, "files": files}
             (partial / STAMP).write_text(json.dumps(stamp) + "\n")
             if self.folder.exists() and self.stamp() is None:
                 self.discard()  # a store without a readable stamp is of no use to anyone
