@@ -6,7 +6,8 @@ temporary name, are flushed to disk (fsync) and renamed into place, so a crash l
 or a whole new one and DataLoader workers of the same job can share one cache directory; a file
 whose size is not the listed size (a crash before the data reached the disk) is a miss, read again.
 When the cache grows past `max_bytes`, the least recently used files are removed (a hit refreshes a
-file's mtime).
+file's access time, never its modification time: that stands for its version while a process
+streams it).
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ from native_loader.reader import ObjectInfo, ReadResult, S3Reader
 _SUFFIX = ".obj"
 DEFAULT_CACHE_BYTES = 100 * 2**30
 
+
+
+def touch(path: str | os.PathLike[str]) -> None:
+    """Mark a cached file most recently used: its access time, never its modification time. A
+    file's size and mtime stand for its version while it is streamed (`native_loader.stream`):
+    a hit in one process must not read as a rewrite to another process streaming the file."""
+    mtime = os.stat(path).st_mtime_ns
+    os.utime(path, ns=(time.time_ns(), mtime))
 
 class LocalCache:
     """Object bytes under `directory`, at most about `max_bytes` of them (LRU eviction).
@@ -74,7 +83,7 @@ class LocalCache:
         try:
             with open(path, "rb") as f:
                 data = f.read()
-            os.utime(path)  # most recently used
+            touch(path)
         except OSError:
             self.misses += 1
             return None
@@ -112,7 +121,8 @@ class LocalCache:
             self.evict()
 
     def evict(self) -> int:
-        """Remove least recently used files until the cache fits; returns the bytes it holds."""
+        """Remove least recently used files (`touch`) until the cache fits; returns the bytes it
+        holds."""
         self._added_since_scan = 0
         entries = []
         for entry in os.scandir(self.directory):
@@ -120,7 +130,7 @@ class LocalCache:
                 continue
             with contextlib.suppress(OSError):
                 st = entry.stat()
-                entries.append((st.st_mtime, st.st_size, entry.path))
+                entries.append((st.st_atime, st.st_size, entry.path))
         total = sum(size for _, size, _ in entries)
         for _, size, path in sorted(entries):
             if total <= self.max_bytes:
@@ -171,7 +181,7 @@ def stream_through(
             uri, etag, _ = _key(item)
             if hit:
                 try:
-                    os.utime(cache.path(uri, etag))  # most recently used; fails if evicted
+                    touch(cache.path(uri, etag))  # fails if evicted
                     cache.hits += 1
                     with reader.open(str(cache.path(uri, etag)), **stream) as local:
                         yield local

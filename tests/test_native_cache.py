@@ -80,6 +80,25 @@ def test_size_cap_evicts_least_recently_used(tmp_path: Path) -> None:
     assert cache.get("huge") is None
 
 
+def test_a_hit_leaves_the_file_version_alone(tmp_path: Path) -> None:
+    """A hit marks the file used by its access time: its size and mtime stand for its version
+    while another process streams it, and a hit must not read there as a rewrite."""
+    body = os.urandom(1 << 20)  # 16 parts of 64 KiB, read one part ahead
+    cache = LocalCache(tmp_path, max_bytes=1 << 22)
+    cache.put("s3://b/shard.tar", body)
+    path = cache.path("s3://b/shard.tar", "")
+    before = os.stat(path)
+    time.sleep(0.02)
+    config = ReaderConfig(part_size=1 << 16, read_ahead_bytes=1 << 16)
+    with S3Reader(config) as reader, reader.open(str(path)) as stream:
+        first = stream.read(1000)
+        assert cache.get("s3://b/shard.tar") is not None  # another reader's hit meanwhile
+        rest = stream.read()
+    after = os.stat(path)
+    assert first + rest == body
+    assert after.st_mtime_ns == before.st_mtime_ns and after.st_atime_ns > before.st_atime_ns
+
+
 def test_changed_object_is_not_served_stale(
     s3_endpoint: S3Endpoint,
     s3_client,
