@@ -126,6 +126,16 @@ def test_trial_measures_what_training_sees_within_budget(
         assert 0 < count.median <= 200.0 * 1.05
     order = [p.num_workers for p in result.sweep]
     assert order[: len(counts)] == sorted(counts)  # one slice per count, then the next round
+    # every steady slice measures the training thread's CPU per sample (a spin's left out) and
+    # its share of a core (the spin in it): spinning for the step holds more of the core
+    steady = [p for p in result.sweep if p.steady]
+    assert steady and all(
+        p.main_cpu_s_per_sample is not None and p.training_share is not None for p in steady
+    )
+    spin = [p.training_share or 0.0 for p in steady if p.step == "spin"]
+    sleep = [p.training_share or 0.0 for p in steady if p.step == "sleep"]
+    assert spin and sleep and max(spin) > max(sleep), (spin, sleep)
+    assert all(0 < share <= 1.05 for share in spin + sleep)
     # the loaders' epochs are the set's: its end and the next one's start are measured too
     epochs = f"in epochs of {profile.object_count} objects as training's"  # type: ignore[attr-defined]
     assert any(e.phase == "sweep" and epochs in e.message for e in events), events

@@ -187,11 +187,15 @@ class _Loader:
 
     def training_share(self, trained: float) -> float:
         """The training thread's share of a core at a loop rate of `trained` samples/s: the
-        step's spin and, with workers, taking their batches."""
-        receive = 0.0
+        step's spin and, with workers, taking their batches; with none, all of the loading
+        (which `loading_cores` gives the main process a core for)."""
         if self.num_workers > 0:
-            receive = self.main_s if self.main_s is not None else 1 / PROCESS_OBJECTS_S
-        return min(1.0, max(trained, 0.0) * (self.step_s + receive))
+            own = self.main_s if self.main_s is not None else 1 / PROCESS_OBJECTS_S
+        elif self.main_s is not None:
+            own = self.main_s
+        else:
+            own = (self.overhead_s or 0.0) + self.cpu_s_per_sample
+        return min(1.0, max(trained, 0.0) * (self.step_s + own))
 
     def trained(self, trained: float) -> float:
         """The loop's rate when its training thread holds the share of a core it holds at

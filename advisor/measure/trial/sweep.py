@@ -339,7 +339,8 @@ def measure_counts(
     search = counts if isinstance(counts, CountSearch) else None
     group = counts.first() if isinstance(counts, CountSearch) else list(counts)
     per_count = slices_per_mode * len(modes)
-    planned = search.limit if search is not None else len(group)
+    # the counts the budget was planned for: the search's limit, never more than it can ask for
+    planned = min(search.limit, search.cores + 1) if search is not None else len(group)
     deadline = time.monotonic() + seconds if seconds is not None else math.inf
     points: list[LoaderPoint] = []
     measured_counts: set[int] = set()
