@@ -127,6 +127,41 @@ def test_a_hung_loader_is_reported_within_its_bound() -> None:
         release.set()
 
 
+class HangingDataset(torch.utils.data.Dataset[int]):
+    """Item 0 comes at once; every other item hangs its worker for a minute."""
+
+    def __len__(self) -> int:
+        return 64
+
+    def __getitem__(self, index: int) -> int:
+        if index > 0:
+            time.sleep(60)
+        return index
+
+
+def test_a_hung_dataloader_leaves_no_workers_behind() -> None:
+    """A notebook lives on after the loop gave up on a hung DataLoader: its workers go when the
+    loop gives up, not when the process ends."""
+    before = child_pids()
+    loader = torch.utils.data.DataLoader(HangingDataset(), batch_size=1, num_workers=2)
+    limits = LoopLimits(max_batches=10, max_seconds=10, batch_timeout_s=1.0)
+    with pytest.raises(LoaderHung):
+        diagnose(loader, seconds_per_batch=0.001, limits=limits)
+    deadline = time.monotonic() + 8
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not child_pids() - before, "the hung DataLoader's workers were left running"
+
+
+def test_compare_names_the_loader_that_failed() -> None:
+    def broken() -> Iterator[list[int]]:
+        yield [1]
+        raise RuntimeError("disk on fire")
+
+    with pytest.raises(LoaderFailed, match=r"^the recommended loader raised on batch 2"):
+        compare([[1]] * 20, broken(), seconds_per_batch=0.001, limits=QUICK, rounds=1)
+
+
 def test_cancel_ends_the_loop_with_what_was_measured() -> None:
     cancel = threading.Event()
     threading.Timer(0.5, cancel.set).start()

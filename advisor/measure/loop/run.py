@@ -11,6 +11,8 @@ loop's rate with loading free (the "headspace").
 
 from __future__ import annotations
 
+import contextlib
+
 import queue
 import threading
 import time
@@ -101,6 +103,7 @@ class _Fetcher:
         self._results: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._waiting = False  # a batch was asked for and has not come (a hung loader)
         self.made: Iterable[Any] | None = None  # what was iterated (made by a loader function)
+        self._iterator: Any = None  # its iterator, to stop a hung DataLoader's workers
         self._thread = threading.Thread(target=self._run, name="diagnose-loader", daemon=True)
         self._thread.start()
 
@@ -110,7 +113,7 @@ class _Fetcher:
             try:
                 if iterator is None:
                     self.made = fresh(self._loader)
-                    iterator = iter(self.made)
+                    iterator = self._iterator = iter(self.made)
                 self._results.put(("batch", next(iterator)))
             except StopIteration:
                 self._results.put(("end", None))
@@ -136,10 +139,23 @@ class _Fetcher:
     def close(self, timeout_s: float = 10.0) -> None:
         """Ends the thread, which drops the iterator (a DataLoader then stops its workers). A
         thread still inside a hung `next()` is left behind: it is a daemon, and waiting on it is
-        what the bound is there to avoid."""
+        what the bound is there to avoid; a DataLoader's workers it would hold are stopped
+        here, so that a notebook does not keep them for its whole life."""
         self._requests.put(False)
         if not self._waiting:
             self._thread.join(timeout=timeout_s)
+            return
+        shutdown = getattr(self._iterator, "_shutdown_workers", None)
+        if callable(shutdown):
+            with contextlib.suppress(Exception):  # the loader is broken already; it is reported
+                shutdown()
+
+
+def loader_words(label: str) -> str:
+    """A loop's label as the subject of a sentence: "your loader", "the recommended loader"."""
+    if label.startswith(("your ", "the ")) or label.endswith("loader"):
+        return label
+    return f"the {label} loader"
 
 
 def fresh(loader: LoaderSource) -> Iterable[Any]:
@@ -181,15 +197,17 @@ def run_loop(
             )
             progress(LoopEvent(label, min(done, 1.0), message))
 
+    who = loader_words(label)
+
     def fetch(timeout_s: float, index: int) -> tuple[str, Any]:
         kind, value = fetcher.next(timeout_s, cancel)
         if kind == "error":
             raise LoaderFailed(
-                f"your loader raised on batch {index}: {type(value).__name__}: {value}"
+                f"{who} raised on batch {index}: {type(value).__name__}: {value}"
             ) from value
         if kind == "hung":
             raise LoaderHung(
-                f"your loader yielded no batch {index} within {timeout_s:g} s: it looks hung "
+                f"{who} yielded no batch {index} within {timeout_s:g} s: it looks hung "
                 "(a stuck read, a worker that died, a lock); the loop stopped waiting"
             )
         return kind, value
@@ -201,7 +219,7 @@ def run_loop(
             kind, first = fetch(limits.first_batch_timeout_s, 1)
             first_batch_s = time.monotonic() - started
             if kind == "end":
-                raise LoaderEmpty("your loader yielded no batch: its iterator ended at once")
+                raise LoaderEmpty(f"{who} yielded no batch: its iterator ended at once")
             if kind == "cancelled":
                 raise LoaderError("cancelled before the first batch")
             kept.append(first)
