@@ -90,6 +90,7 @@ class _Failed:
     request_id: str
     attempts: int
     uri: str
+    unsigned: bool = False  # the request was sent unsigned on purpose (a public bucket)
 
     @property
     def tries(self) -> str:
@@ -104,9 +105,19 @@ def _http_error(f: _Failed) -> BaseException:
         detail += f": {f.message}"
     cause = S3Error(detail, code=f.code, status=f.status, request_id=f.request_id, uri=f.uri)
     exc: OSError
-    if f.status == 404 or f.code in _NOT_FOUND_CODES:
+    if f.status == 412 or f.code == "PreconditionFailed":
+        # a later part asks for the first part's ETag (If-Match): the object was overwritten
+        # between its parts, and its bytes would be of two versions
+        exc = object_changed(f.uri, "it was overwritten between its parts (HTTP 412); read again")
+    elif f.status == 404 or f.code in _NOT_FOUND_CODES:
         exc = FileNotFoundError(errno.ENOENT, detail, f.uri)
     elif f.status == 403 or f.code in _DENIED_CODES:
+        if f.unsigned:
+            detail += (
+                "; the request was unsigned on purpose (anonymous access, for a public "
+                "bucket): a private bucket needs credentials, so drop --anonymous "
+                "(ReaderConfig(unsigned=False))"
+            )
         exc = PermissionError(errno.EACCES, detail, f.uri)
     else:
         return S3Error(
@@ -131,17 +142,28 @@ _RAISE: dict[ErrorKind, Callable[[_Failed], BaseException]] = {
     ErrorKind.NETWORK: lambda f: ConnectionError(errno.ECONNRESET, f"{f.message}{f.tries}", f.uri),
     ErrorKind.MEMORY: lambda f: MemoryError(f"{f.uri}: {f.message}"),
     ErrorKind.CLOSED: lambda f: ValueError(f"{f.uri}: the reader was closed during the request"),
-    ErrorKind.PROTOCOL: lambda f: S3Error(
-        f"{f.uri}: {f.message}", code="ProtocolError", status=f.status, uri=f.uri
+    ErrorKind.PROTOCOL: lambda f: (
+        object_changed(f.uri, f.message)
+        if f.message.startswith("the object changed")  # the engine's words (engine_attempt.cpp)
+        else S3Error(f"{f.uri}: {f.message}", code="ProtocolError", status=f.status, uri=f.uri)
     ),
 }
 
 
 def error_from_outcome(
-    kind: ErrorKind, status: int, code: str, message: str, request_id: str, attempts: int, uri: str
+    kind: ErrorKind,
+    status: int,
+    code: str,
+    message: str,
+    request_id: str,
+    attempts: int,
+    uri: str,
+    *,
+    unsigned: bool = False,
 ) -> BaseException:
-    """The exception to raise for a failed native request (its `__cause__` set when useful)."""
-    return _RAISE[kind](_Failed(status, code, message, request_id, attempts, uri))
+    """The exception to raise for a failed native request (its `__cause__` set when useful).
+    `unsigned`: the request was sent without credentials on purpose, which a refusal says."""
+    return _RAISE[kind](_Failed(status, code, message, request_id, attempts, uri, unsigned))
 
 
 class CredentialsError(PermissionError):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import collections
 import os
 import stat as stat_module
@@ -285,7 +287,8 @@ class S3Reader:
             if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
                 raise ValueError(f"read_ahead_bytes={read_ahead!r} must be an int >= 0 or None")
             budget = min(budget, read_ahead)
-        return PartPipeline(self._session.engine, sources, part, budget // part, _raise)
+        raise_outcome = functools.partial(_raise, unsigned=self.config.unsigned)
+        return PartPipeline(self._session.engine, sources, part, budget // part, raise_outcome)
 
     def _finish(self, engine: _native.Engine | None, item: _Pending) -> ReadResult:
         if item.local is not None:
@@ -302,7 +305,7 @@ class S3Reader:
             raise
         outcome = engine.take(ticket)
         if outcome.error_kind is not _native.ErrorKind.NONE:
-            _raise(outcome, uri)
+            _raise(outcome, uri, unsigned=self.config.unsigned)
         return outcome
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -336,7 +339,7 @@ class S3Reader:
         self.close()
 
 
-def _raise(outcome: _native.Outcome, uri: str) -> None:
+def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False) -> None:
     raise error_from_outcome(
         outcome.error_kind,
         outcome.status,
@@ -345,6 +348,7 @@ def _raise(outcome: _native.Outcome, uri: str) -> None:
         outcome.request_id,
         outcome.attempts,
         uri,
+        unsigned=unsigned,
     )
 
 

@@ -20,6 +20,7 @@ from advisor.core.location import DatasetLocation
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.session import AdvisorSession
+from native_loader import ReaderConfig, S3Reader
 
 SPEC = DemoSpec(images=12, image_kb=(4, 8), classes=2, shard_mb=0.2, large_files=1, large_mb=1)
 AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
@@ -186,3 +187,17 @@ def test_the_wizards_toggle_reaches_the_export(s3_endpoint: S3Endpoint, public_b
     bundle = c.export_bundle
     assert bundle is not None and bundle.config.unsigned is True
     assert json.loads(bundle.json_text)["unsigned"] is True
+
+
+def test_an_unsigned_request_to_a_private_bucket_says_it_was_unsigned(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    """'Access Denied' alone reads as wrong credentials; --anonymous sent none on purpose."""
+    s3_client.put_object(Bucket=s3_bucket, Key="private.bin", Body=b"secret data")
+    config = ReaderConfig(endpoint_url=s3_endpoint.url, unsigned=True)
+    with S3Reader(config) as reader, pytest.raises(PermissionError) as refused:
+        reader.read(f"s3://{s3_bucket}/private.bin")
+    assert "unsigned on purpose" in str(refused.value) and "--anonymous" in str(refused.value)
+    # signed, the same object reads
+    with S3Reader(ReaderConfig(endpoint_url=s3_endpoint.url)) as reader:
+        assert bytes(memoryview(reader.read(f"s3://{s3_bucket}/private.bin").data)) == b"secret data"

@@ -601,3 +601,28 @@ def test_objects_of_piece_and_part_sizes_stream_in_order(
         got = [b"".join(_pieces(stream)) for stream in reader.open_many(uris)]
         assert got == list(objects.values())
         assert _idle(reader) == (0, 0, 0)
+
+
+def test_an_object_overwritten_between_its_parts_says_it_changed(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    """A whole-object read in parts asks later parts for the first part's ETag (If-Match): an
+    overwrite between them is refused by the server (HTTP 412), and the reader says what that
+    means, as `prepare()` copying the object must, not 'PreconditionFailed (HTTP 412)'."""
+    part = 4 * PIECE_BYTES
+    old, new = os.urandom(3 * part), os.urandom(3 * part)
+    s3_client.put_object(Bucket=s3_bucket, Key="w", Body=old)
+    slow = NetworkProfile(bandwidth_mbps=10)  # a 4 MiB part takes 0.4 s
+    settings = {"part_size": part, "read_ahead_bytes": part, "max_inflight_bytes": part}
+    with _through_proxy(s3_endpoint, network=slow, **settings) as (reader, _):
+        overwrite = threading.Timer(0.6, s3_client.put_object, kwargs={
+            "Bucket": s3_bucket, "Key": "w", "Body": new,
+        })  # fmt: skip
+        overwrite.start()
+        try:
+            with pytest.raises(S3Error, match="changed") as info:
+                reader.read(f"s3://{s3_bucket}/w")
+        finally:
+            overwrite.join()
+        assert info.value.code == "ObjectChanged" and "412" not in info.value.code
+        assert _idle(reader) == (0, 0, 0)
