@@ -70,12 +70,16 @@ def environment_settings(config: ReaderConfig, endpoint: str) -> tuple[Credentia
     """(credentials, CA bundle) exactly as botocore's chain would resolve them, when that answer
     is fixed by the environment alone: static keys in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY
     (the chain's first provider), no profile given in code (an explicit profile skips the
-    environment's keys), no AWS_CREDENTIAL_EXPIRATION (those keys are refreshed), the region set
+    environment's keys) nor in AWS_PROFILE / AWS_DEFAULT_PROFILE (botocore refuses a profile that
+    is not in the config files, keys or not, and so must every reader), no
+    AWS_CREDENTIAL_EXPIRATION (those keys are refreshed), the region set
     by config or environment, and a CA bundle that is not needed (plain http), set in
     AWS_CA_BUNDLE, or absent from the shared config file. None: ask botocore."""
     env = os.environ
     key, secret = env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")
     if config.profile is not None or not key or not secret:
+        return None
+    if env.get("AWS_PROFILE") or env.get("AWS_DEFAULT_PROFILE"):
         return None
     if env.get("AWS_CREDENTIAL_EXPIRATION"):
         return None

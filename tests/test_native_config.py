@@ -30,6 +30,7 @@ def test_defaults() -> None:
     ("field", "value", "message"),
     [
         ("endpoint_url", "127.0.0.1:9000", "must start with http"),
+        ("endpoint_url", "http://127.0.0.1:9000/s3", "has a path"),
         ("addressing_style", "dns", "addressing_style"),
         ("max_inflight_requests", 0, "max_inflight_requests"),
         ("part_size", 1024, "part_size"),
@@ -268,6 +269,7 @@ def test_environment_settings_agree_with_botocore(
     [
         ({"profile": "other"}, "an explicit profile skips the environment's keys"),
         ({"env": ("AWS_CREDENTIAL_EXPIRATION", "2030-01-01T00:00:00Z")}, "refreshable keys"),
+        ({"env": ("AWS_PROFILE", "nope")}, "a profile botocore refuses when it is not there"),
         ({"unset": "AWS_SECRET_ACCESS_KEY"}, "half a key pair: botocore says what is missing"),
         ({"unset": "AWS_DEFAULT_REGION"}, "the region may come from the profile"),
         ({"config": "[default]\nca_bundle = /corp-ca.pem\n"}, "a CA bundle in the config file"),
