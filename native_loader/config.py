@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import urllib.parse
 from dataclasses import dataclass, field
 
 MIN_PART_SIZE = 64 * 2**10
@@ -68,10 +69,9 @@ class ReaderConfig:
     backoff_max_s: float = 5.0
 
     def __post_init__(self) -> None:
-        if self.endpoint_url is not None and not self.endpoint_url.startswith(
-            ("http://", "https://")
-        ):
-            raise ValueError(f"{self.endpoint_url=} must start with http:// or https://")
+        problem = endpoint_problem(self.endpoint_url)
+        if problem is not None:
+            raise ValueError(f"{self.endpoint_url=} {problem}")
         if self.region is not None and not self.region.strip():
             raise ValueError(f"{self.region=} must be a region name such as 'us-east-1' or None")
         if self.addressing_style not in _ADDRESSING_STYLES:
@@ -120,3 +120,22 @@ class Credentials:
     def __post_init__(self) -> None:
         if not self.access_key or not self.secret_key:
             raise ValueError("Credentials need a non-empty access_key and secret_key")
+
+
+def endpoint_problem(url: str | None) -> str | None:
+    """What is wrong with an S3 endpoint URL, None if nothing. An endpoint is a scheme, a host
+    and a port: the reader addresses buckets at its root, so a path (``http://host:9000/s3``)
+    would be dropped from every request, and its listing would answer NoSuchBucket."""
+    if url is None:
+        return None
+    if not url.startswith(("http://", "https://")):
+        return "must start with http:// or https://"
+    parts = urllib.parse.urlsplit(url)
+    if not parts.hostname:
+        return "names no host"
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        return (
+            f"has a path ({parts.path + (('?' + parts.query) if parts.query else '')!r}): S3 "
+            f"endpoints are addressed at their root; give {parts.scheme}://{parts.netloc}"
+        )
+    return None

@@ -20,11 +20,19 @@ from advisor.core.workload import Workload
         ("s3://ab/x", None, "invalid bucket name"),
         ("s3://bad_bucket!/x", None, "invalid bucket name"),
         ("s3://bucket/x", "127.0.0.1:9000", "must start with http"),
+        # a path would be dropped from every request: the listing answered NoSuchBucket
+        ("s3://bucket/x", "http://127.0.0.1:9000/s3", r"has a path \('/s3'\).*http://127.0.0.1:9000$"),
+        ("s3://bucket/x", "http://:9000", "names no host"),
     ],
 )
 def test_bad_locations(uri: str, endpoint: str | None, message: str) -> None:
     with pytest.raises(LocationError, match=message):
         DatasetLocation(uri, endpoint_url=endpoint)
+
+
+def test_an_endpoint_at_its_root_is_taken() -> None:
+    for endpoint in ("http://127.0.0.1:9000", "http://127.0.0.1:9000/", "https://minio.example"):
+        assert DatasetLocation("s3://bucket/x", endpoint_url=endpoint).endpoint_url == endpoint
 
 
 def test_local_folder_must_exist(tmp_path: Path) -> None:

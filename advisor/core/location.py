@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from native_loader import Credentials, ReaderConfig, S3Reader, parse_uri
+from native_loader.config import endpoint_problem
 
 # File system types (as /proc/mounts names them) that reach their data over the network. Lustre
 # is one of them; the rules tell it apart because FSx for Lustre is a data source of its own.
@@ -54,12 +55,9 @@ class DatasetLocation:
             raise LocationError(str(exc)) from None
         if scheme == "s3" and not 3 <= len(bucket) <= 63:
             raise LocationError(f"invalid bucket name {bucket!r} in {uri!r} (3 to 63 characters)")
-        if self.endpoint_url is not None and not self.endpoint_url.startswith(
-            ("http://", "https://")
-        ):
-            raise LocationError(
-                f"endpoint URL {self.endpoint_url!r} must start with http:// or https://"
-            )
+        problem = endpoint_problem(self.endpoint_url)
+        if problem is not None:
+            raise LocationError(f"endpoint URL {self.endpoint_url!r} {problem}")
         object.__setattr__(self, "uri", uri)
 
     @property
