@@ -29,13 +29,13 @@ _SUFFIX = ".obj"
 DEFAULT_CACHE_BYTES = 100 * 2**30
 
 
-
 def touch(path: str | os.PathLike[str]) -> None:
     """Mark a cached file most recently used: its access time, never its modification time. A
     file's size and mtime stand for its version while it is streamed (`native_loader.stream`):
     a hit in one process must not read as a rewrite to another process streaming the file."""
     mtime = os.stat(path).st_mtime_ns
     os.utime(path, ns=(time.time_ns(), mtime))
+
 
 class LocalCache:
     """Object bytes under `directory`, at most about `max_bytes` of them (LRU eviction).

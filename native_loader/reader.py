@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import functools
-
 import collections
+import functools
 import os
 import stat as stat_module
 from collections.abc import Iterable, Iterator

@@ -21,7 +21,11 @@ from advisor.core.workload import Workload
         ("s3://bad_bucket!/x", None, "invalid bucket name"),
         ("s3://bucket/x", "127.0.0.1:9000", "must start with http"),
         # a path would be dropped from every request: the listing answered NoSuchBucket
-        ("s3://bucket/x", "http://127.0.0.1:9000/s3", r"has a path \('/s3'\).*http://127.0.0.1:9000$"),
+        (
+            "s3://bucket/x",
+            "http://127.0.0.1:9000/s3",
+            r"has a path \('/s3'\).*http://127.0.0.1:9000$",
+        ),
         ("s3://bucket/x", "http://:9000", "names no host"),
     ],
 )

@@ -12,7 +12,6 @@ loop's rate with loading free (the "headspace").
 from __future__ import annotations
 
 import contextlib
-
 import queue
 import threading
 import time
