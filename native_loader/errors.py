@@ -72,7 +72,7 @@ def object_changed(uri: str, why: str) -> S3Error:
     """`S3Error` with code ``ObjectChanged`` for an object (or a local file) whose parts differ
     in version, `why` saying how: its bytes would be of two versions."""
     return S3Error(
-        f"{uri}: the object changed while it was streamed: {why}", code="ObjectChanged", uri=uri
+        f"{uri}: the object changed while it was read: {why}", code="ObjectChanged", uri=uri
     )
 
 
