@@ -481,5 +481,5 @@ def test_object_changed_since_listing(reader: S3Reader, s3_client: Any, s3_bucke
     s3_client.put_object(Bucket=s3_bucket, Key="c", Body=os.urandom(2 * PART))
     with pytest.raises(S3Error, match="object changed") as failure:
         list(reader.read_many([info]))
-    assert failure.value.code == "ProtocolError"
+    assert failure.value.code == "ObjectChanged"  # as a stream says it (errors.object_changed)
     assert reader.stats()["open_tickets"] == 0
