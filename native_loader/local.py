@@ -21,6 +21,11 @@ from native_loader.errors import object_changed
 from native_loader.local_pool import submit_local
 from native_loader.results import ObjectInfo, ReadResult
 
+# `_native.read_file`'s answer: (bytes or None, errno, file size, mtime ns, size and mtime ns
+# once read). The local pool runs the native call as it is: Python code around it there would
+# take the GIL from the training thread on every read.
+FileRead = tuple[Any, int, int, int, int, int]
+
 
 @dataclass
 class LocalRead:
@@ -29,21 +34,22 @@ class LocalRead:
     uri: str
     path: str
     size: int  # bytes reserved (the listing's size, else the file's size now)
-    future: Future[tuple[Any, int, int, str, str]] | None = None
+    future: Future[FileRead] | None = None
     started: float = field(default=0.0)
 
     def start(self) -> None:
         self.started = time.perf_counter()
-        self.future = submit_local(read_part, self.path, 0, -1)
+        self.future = submit_local(_native.read_file, self.path, 0, -1)
 
     def result(self) -> ReadResult:
         if self.future is None:
             self.start()
         assert self.future is not None
-        data, err, _, before, after = self.future.result()
+        read = self.future.result()
+        data, err = read[0], read[1]
         if data is None:
             raise OSError(err, os.strerror(err), self.path)
-        unchanged(self.uri, before, after)
+        unchanged(self.uri, read)
         elapsed = time.perf_counter() - self.started
         return ReadResult(data, self.uri, elapsed, elapsed, 1)
 
@@ -81,35 +87,30 @@ def file_etag(st: os.stat_result) -> str:
     return f'"{st.st_mtime_ns:x}-{st.st_size:x}"'
 
 
-def file_version(st: os.stat_result) -> str:
-    """What stands for a local file's ETag while it is read: a file rewritten or replaced
-    changes its size or its modification time (ns)."""
-    return f"(size {st.st_size}, st_mtime_ns {st.st_mtime_ns})"
+def versions(read: FileRead) -> tuple[str, str]:
+    """A local file's version as it was opened and once the range was read (`_native.
+    read_file` takes both with fstat on its descriptor, without the GIL): its size and
+    modification time (ns), which stand for an object's ETag. A file rewritten while it is read
+    differs; one replaced (renamed over) is seen by the next open, the next part's."""
+    _, _, size, mtime, size_after, mtime_after = read
+    return f"(size {size}, st_mtime_ns {mtime})", f"(size {size_after}, st_mtime_ns {mtime_after})"
 
 
-def read_part(path: str, offset: int, length: int) -> tuple[Any, int, int, str, str]:
-    """`_native.read_file`'s (bytes or None, errno, file size) for a byte range of a local
-    file, and the file's version (`file_version`) before and after the read: the bytes are of
-    one version only if both are that version. A file that went away raises OSError."""
-    before = file_version(os.stat(path))
-    data, err, size = _native.read_file(path, offset, length)
-    after = file_version(os.stat(path)) if data is not None else before
-    return data, err, size, before, after
-
-
-def unchanged(uri: str, before: str, after: str) -> None:
+def unchanged(uri: str, read: FileRead) -> None:
     """Raise `ObjectChanged` (`object_changed`) where a read's file changed while it was read."""
-    if after != before:
+    if read[2:4] != read[4:6]:  # (size, mtime) as opened and once read
+        before, after = versions(read)
         raise object_changed(uri, f"its version went from {before} to {after} during a read")
 
 
 def read_local(uri: str, path: str, offset: int, length: int) -> ReadResult:
     """A byte range of a local file (length < 0: to the end), read in this thread."""
     start = time.perf_counter()
-    data, err, _, before, after = read_part(path, offset, length)
+    read: FileRead = _native.read_file(path, offset, length)
+    data, err = read[0], read[1]
     if data is None:
         raise OSError(err, os.strerror(err), path)
-    unchanged(uri, before, after)
+    unchanged(uri, read)
     elapsed = time.perf_counter() - start
     return ReadResult(data, uri, elapsed, elapsed, 1)
 

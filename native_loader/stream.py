@@ -31,7 +31,7 @@ from typing import Any
 from native_loader import _native
 from native_loader.config import ReaderConfig
 from native_loader.errors import object_changed
-from native_loader.local import read_part
+from native_loader.local import FileRead, versions
 from native_loader.local_pool import submit_local
 
 # Waits are sliced so that Ctrl-C is seen; each request is bounded by the native timeouts.
@@ -109,7 +109,7 @@ class _Part:
     offset: int
     length: int  # bytes asked for (an object's end may come first)
     ticket: int | None  # S3
-    future: Future[tuple[Any, int, int, str, str]] | None  # local (`local.read_part`)
+    future: Future[FileRead] | None  # local (`_native.read_file`)
     taken: int = 0  # bytes of it handed over so far
 
 
@@ -180,7 +180,7 @@ class PartPipeline:
         source = self._sources[index]
         size = self._sizes[index]
         if source.path:
-            future = submit_local(read_part, source.path, offset, length)
+            future = submit_local(_native.read_file, source.path, offset, length)
             self._queue.append(_Part(index, offset, length, None, future))
             return
         if self._engine is None:
@@ -222,9 +222,11 @@ class PartPipeline:
         """The bytes of `part` not yet handed over that have arrived, and whether they end it."""
         source = self._sources[part.index]
         if part.future is not None:
-            data, err, file_size, before, after = part.future.result()
+            read = part.future.result()
+            data, err, file_size = read[0], read[1], read[2]
             if data is None:
                 raise OSError(err, os.strerror(err), source.path)
+            before, after = versions(read)
             # the file's version (size, mtime) at the start and at the end of the part stands
             # for an object's ETag: a file rewritten or replaced while it is read differs
             self._check(part.index, file_size, before)

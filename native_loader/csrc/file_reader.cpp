@@ -29,6 +29,7 @@ FileRead read_file(const std::string &path, int64_t offset, int64_t length) {
         return out;
     }
     out.file_size = st.st_size;
+    out.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
     int64_t start = std::min<int64_t>(offset, st.st_size);
     int64_t end = length < 0 ? st.st_size : std::min<int64_t>(st.st_size, offset + length);
     int64_t n = std::max<int64_t>(0, end - start);
@@ -44,6 +45,12 @@ FileRead read_file(const std::string &path, int64_t offset, int64_t length) {
         }
         if (r == 0) break;  // the file shrank under us
         done += r;
+    }
+    struct stat after {};
+    if (::fstat(fd, &after) == 0) {
+        out.size_after = after.st_size;
+        out.mtime_ns_after =
+            static_cast<int64_t>(after.st_mtim.tv_sec) * 1000000000 + after.st_mtim.tv_nsec;
     }
     ::close(fd);
     if (done < n) {

@@ -144,10 +144,12 @@ NB_MODULE(_native, m) {
             }
             std::optional<Buffer> data;
             if (r.data) data = wrap(r.data);
-            return std::make_tuple(data, r.error, r.file_size);
+            return std::make_tuple(
+                data, r.error, r.file_size, r.mtime_ns, r.size_after, r.mtime_ns_after);
         },
         "path"_a, "offset"_a, "length"_a,
-        "(Buffer | None, errno, file size) for a byte range of a local file.");
+        "(Buffer | None, errno, file size, mtime ns, size after, mtime ns after) for a byte "
+        "range of a local file: its size and modification time as opened and once read.");
 
     // Bound field by field, once: Python fills it in one loop over ReaderConfig's fields
     // (native_loader/_client.py: engine_config).
