@@ -208,7 +208,9 @@ def _sync(
 
 def write_atomically(path: str, data: Any) -> None:
     """Write `data` to `path` so that a crash leaves the old file or the whole new one: a hidden
-    temporary in the same folder, flushed to disk, then renamed over `path`."""
+    temporary in the same folder (``.<name>.<pid>.tmp``), flushed to disk, then renamed over
+    `path`, and the folder flushed so that the rename survives a crash too. The local copy and
+    the reshard's local shards write this way."""
     folder, name = os.path.split(path)
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}{_TMP}")
@@ -222,6 +224,11 @@ def write_atomically(path: str, data: Any) -> None:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+    fd = os.open(folder or ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from advisor.reshard.config import ReshardConfig
 from native_loader import Credentials
 from native_loader.errors import credential_errors
+from native_loader.local_copy import write_atomically
 from native_loader.uri import local_path, parse_uri
 
 if TYPE_CHECKING:
@@ -85,25 +86,7 @@ class LocalStore:
         return Written(size, digest.hexdigest())
 
     def _write_atomic(self, name: str, data: bytes) -> None:
-        path = self.url(name)
-        folder = os.path.dirname(path)
-        os.makedirs(folder, exist_ok=True)
-        temp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}{_TEMP}")
-        try:
-            with open(temp, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(temp, path)
-        except BaseException:
-            if os.path.exists(temp):
-                os.unlink(temp)
-            raise
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)  # the rename itself survives a crash
-        finally:
-            os.close(fd)
+        write_atomically(self.url(name), data)  # ".<name>.<pid>.tmp" until it is whole
 
     def size(self, name: str) -> int | None:
         try:
