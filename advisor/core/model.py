@@ -134,6 +134,7 @@ def predict(
     overhead_s_per_sample: float | None = None,
     main_s_per_sample: float | None = None,
     machine_s_per_sample: float | None = None,
+    handover_s_per_sample: float | None = None,
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
     loop consuming `consumer_rate` samples/s sees of it (see module docstring).
@@ -146,7 +147,9 @@ def predict(
     taking their batches, which takes turns with the step; `machine_s_per_sample`, the busy CPU
     of the usable cores per sample with this kind of count (the readers' threads, the network
     stack, a storage server on the same machine, the hand-over between processes), which bounds
-    the loader at the usable cores less the step's spin over machine_s.
+    the loader at the usable cores less the step's spin over machine_s;
+    `handover_s_per_sample`, what a worker spends per sample handing its batches over (collate,
+    pickling, the queue), which its one thread adds to the loading it shares with 0 workers.
 
     The training thread's share of a core (`Prediction.training_share`) is what it is at the
     rate the loop runs: a step that spins holds its core 1 / consumer_rate s per sample, and
@@ -160,6 +163,7 @@ def predict(
     loader = _Loader(
         num_workers, object_bytes, samples_per_object, cpu_s_per_sample, usable_cores, storage,
         consumer_rate, overhead_s_per_sample, main_s_per_sample, machine_s_per_sample,
+        handover_s_per_sample,
     )  # fmt: skip
     return loader.at(_agreeing_rate(loader.trained))
 
@@ -178,6 +182,7 @@ class _Loader:
     overhead_s: float | None
     main_s: float | None
     machine_s: float | None
+    handover_s: float | None = None
 
     @property
     def step_s(self) -> float:
@@ -212,6 +217,8 @@ class _Loader:
         thread_s = None if self.overhead_s is None else self.overhead_s + self.cpu_s_per_sample
         if num_workers == 0 and self.main_s is not None:
             thread_s = max(self.main_s, self.cpu_s_per_sample)
+        elif num_workers > 0 and thread_s is not None and self.handover_s:
+            thread_s += self.handover_s  # a worker's thread also hands its batches over
         # one request in flight: fetch and decode alternate; several: the reader fetches ahead
         per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
         if thread_s is not None:  # measured: one thread per process does it all

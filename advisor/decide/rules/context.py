@@ -257,6 +257,7 @@ class Context(Reading):
         if self.reads_as_trialled(state):
             assert self.trial is not None
             costs["machine_s_per_sample"] = self.trial.machine_s(num_workers)
+            costs["handover_s_per_sample"] = self.trial.worker_handover_s(num_workers)
         return costs
 
     def measured_prefetch(self, state: State, num_workers: int) -> int | None:

@@ -336,9 +336,35 @@ class TrialResult:
         return statistics.median(values) if values else None
 
     def _median_cost(self, num_workers: int, name: str) -> float | None:
+        """The median of `name` over the slices of exactly `num_workers` where it was measured
+        there (a count's own CPU: more workers contend for the same cores), else over those of
+        its kind (0 workers, or workers)."""
+        exact = [
+            value
+            for p in self.sweep
+            if (value := getattr(p, name)) is not None and p.num_workers == num_workers
+        ]
+        if exact:
+            return statistics.median(exact)
         values = [
             value
             for p in self.sweep
             if (value := getattr(p, name)) is not None and (p.num_workers > 0) == (num_workers > 0)
         ]
         return statistics.median(values) if values else None
+
+    def worker_handover_s(self, num_workers: int) -> float | None:
+        """CPU seconds per sample a worker spends handing its batches over (collate, pickling,
+        the queue), beyond the loading the training process does itself with 0 workers: the
+        busy CPU per sample with `num_workers`, less that with 0 workers and less the training
+        thread's receiving. None: not measured (or 0 workers)."""
+        if num_workers == 0:
+            return None
+        busy, alone, receive = (
+            self.machine_s(num_workers),
+            self.machine_s(0),
+            self.main_thread_s(num_workers),
+        )
+        if busy is None or alone is None or receive is None:
+            return None
+        return max(busy - alone - receive, 0.0)
