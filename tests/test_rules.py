@@ -280,6 +280,12 @@ def test_lower_bounds_count_only_where_they_reach_the_best_steady_count() -> Non
     case["trial"] = {"rates": {0: 105.0, 1: 132.0, 2: 150.0}}
     findings = evaluate(make_ctx(case)).fired
     assert next(f for f in findings if f.rule_id == "NW-3").confidence == "high"
+    # a larger count just short of the best (a repeat on the demo chose it): named, not high
+    case["trial"] = {"rates": {0: 190.0, 1: (284.0, 290.0), 2: (261.0, 289.0)}}
+    findings = evaluate(make_ctx(case)).fired
+    nw3 = next(f for f in findings if f.rule_id == "NW-3")
+    assert nw3.value == 1 and nw3.confidence == "medium"
+    assert nw3.evidence["within_noise_of"] == [2] and "num_workers=2 came within" in nw3.rationale
 
 
 def test_every_rule_has_cases_both_ways() -> None:

@@ -3,7 +3,8 @@ that shows them beside the model's predictions.
 
 A choice is only as firm as the noise lets it be: a count that came within the noise of the
 line the choice drew (a smaller count just short of the best's score, or of the consumer's
-rate with headroom) may be chosen by the next trial on the same inputs. Such a count is named
+rate with headroom; a larger one just short of the best, which a repeat may make the best) may
+be chosen by the next trial on the same inputs. Such a count is named
 (`MeasuredChoice.close`), and the confidence is not high while one is.
 """
 
@@ -66,6 +67,10 @@ def choose(counts: Mapping[int, CountRate], consumer: float | None) -> MeasuredC
         if score(c) >= line - tolerance(c):
             close = tuple(d.num_workers for d in smaller if score(d) >= line - margin(d))
             if w == top:
+                # a larger count that close to the best may be the best in a repeat, and then
+                # this one may no longer lie within the noise of it
+                larger = [d for v, d in sorted(counts.items()) if v > w]
+                close += tuple(d.num_workers for d in larger if score(d) >= line - margin(d))
                 return MeasuredChoice(w, top, "best", close)
             return MeasuredChoice(w, top, f"noise:{tolerance(c):.3f}", (*close, top))
     return MeasuredChoice(top, top, "best")

@@ -155,7 +155,8 @@ class WorkersFromSweep(Rule):
     it reaches the best steady median, else it is left out and named. The confidence is high only
     where a repeated trial would choose the same: no lower bound, no measured count within the
     noise of the line the choice drew (the best score less the tolerance, or 1.2 x the consumer
-    rate; such counts are named), and no count above the chosen one left unmeasured while the
+    rate; a larger count that close to the best, which a repeat may make the best; such counts
+    are named), and no count above the chosen one left unmeasured while the
     ceilings measured there (the cores over the busy CPU per sample, the storage) leave room (the
     rationale then says so and what they allow). The evidence holds the measured table (median,
     range, lower bound, the model's prediction and its error per count, the training thread's
