@@ -194,8 +194,10 @@ def test_the_spinning_step_keeps_its_thread_busy_and_releases_the_gil() -> None:
         counter.join()
         sys.setswitchinterval(switch)
     assert 0.5 <= elapsed < 0.75, elapsed
-    # a core for the step (a share of one on a shared machine), and the other thread ran
-    assert busy >= 0.05, busy
+    # the step holds its core most of the time, as a driver's spin-wait does (a loop of
+    # time.sleep(0) parks the thread for the timer slack on every turn: about 0.24 of a core),
+    # and the other thread ran
+    assert busy >= 0.5 * elapsed, (busy, elapsed)
     assert counted >= 20, counted
 
 
