@@ -80,6 +80,11 @@ def test_trial_measures_everything_within_budget(
     # ... and the reader's default byte budget: it holds hundreds of the demo's small objects
     assert result.inflight_bytes == ReaderConfig().max_inflight_bytes
     assert result.decode is not None and result.decode.cpu_s_per_sample > 0
+    if layout == "small-images":  # the decoder's output: an RGB image, 3 bytes a pixel
+        decoded = result.decode.output_bytes_per_sample
+        assert decoded is not None and decoded > result.decode.bytes_per_sample
+        assert result.gpu_decode is None
+        assert "GPU decode not measured: no CUDA device" in result.notes
     workers = [p.num_workers for p in result.sweep]
     # 8 s on 2 cores hold two counts at first: 0 and the model's choice, interleaved
     assert workers[0] == 0 and workers[1] in (1, 2) and workers[2:4] == workers[:2]
