@@ -1,0 +1,93 @@
+"""`advisor.watch(loader)` (module `advisor.watcher`): the doctor in your own training loop.
+
+    for batch in advisor.watch(loader):
+        train_step(batch)
+
+Training runs unchanged: the same batches in the same order. Every `every` steps one line says
+how much of each step waited for data over those steps; when the loop ends (the epoch, a
+`break`, an exception) the report says the verdict, the bottleneck, one change with its
+predicted effect, and what the loader's settings will trip over (`advisor.decide.watching`).
+`Watch.report()` gives the same at any time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from advisor.core.units import rate, share
+from advisor.decide.watching import WatchReport, judge
+from advisor.diagnosis import usable_cores
+from advisor.measure.loop.run import batch_samples
+from advisor.measure.loop.watch import WatchedLoop
+
+__all__ = ["Watch", "watch"]
+
+
+class Watch:
+    """An iterable over the loader's batches that times each step (see `watch`)."""
+
+    def __init__(
+        self,
+        loader: Iterable[Any],
+        *,
+        every: int = 50,
+        out: Callable[[str], None] | None = print,
+        label: str = "your loader",
+        min_steps: int = 20,
+        samples_of: Callable[[Any], int] = batch_samples,
+    ) -> None:
+        if not isinstance(loader, Iterable):
+            raise TypeError(f"watch() takes the loader you iterate, got {type(loader).__name__}")
+        if every < 1 or min_steps < 1:
+            raise ValueError(f"every={every} and min_steps={min_steps} must be at least 1")
+        self.every = every
+        self.out = out
+        self.min_steps = min_steps
+        self.loop = WatchedLoop(loader, label=label, samples_of=samples_of, on_step=self._step)
+        self._cores = usable_cores()
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            yield from self.loop
+        finally:
+            if self.out is not None:
+                for line in self.report().lines():
+                    self.out(f"advisor.watch: {line}")
+
+    def report(self) -> WatchReport:
+        """The loop so far, judged."""
+        return judge(
+            self.loop.run(), self.loop.facts, self._cores, min_steps=self.min_steps,
+            others_cores=self.loop.others_cores(),
+        )  # fmt: skip
+
+    def _step(self, loop: WatchedLoop) -> None:
+        done = loop.steps_done
+        if self.out is None or done % self.every or not done:
+            return
+        waited = sum(loop.waits[-self.every :])
+        stepped = sum(loop.steps[-self.every :])
+        samples = sum(loop.samples[-self.every :])
+        looped = waited + stepped
+        if looped <= 0:
+            return
+        self.out(
+            f"advisor.watch: step {done}: waiting {share(waited / looped)} of each step, "
+            f"{rate(samples / looped)} over the last {self.every}"
+        )
+
+
+def watch(
+    loader: Iterable[Any],
+    *,
+    every: int = 50,
+    out: Callable[[str], None] | None = print,
+    label: str = "your loader",
+    min_steps: int = 20,
+) -> Watch:
+    """Wrap the loader you train with: `for batch in advisor.watch(loader): ...`.
+
+    `every`: steps between summary lines; `out`: where lines go (None: silent, read
+    `.report()` instead); `min_steps`: steps before a verdict is given."""
+    return Watch(loader, every=every, out=out, label=label, min_steps=min_steps)
