@@ -24,6 +24,21 @@ from advisor.measure.loop.watch import WatchedLoop
 __all__ = ["Watch", "watch"]
 
 
+AUTO = "auto"  # `out`'s default: lines outside a notebook, the live view in one
+
+
+def _in_notebook() -> bool:
+    """A Jupyter kernel with the wizard's tier installed (ipywidgets, plotly)."""
+    try:
+        from IPython import get_ipython
+
+        import advisor.wizard.watchview  # noqa: F401
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
 class Watch:
     """An iterable over the loader's batches that times each step (see `watch`)."""
 
@@ -32,7 +47,7 @@ class Watch:
         loader: Iterable[Any],
         *,
         every: int = 50,
-        out: Callable[[str], None] | None = print,
+        out: Callable[[str], None] | str | None = AUTO,
         label: str = "your loader",
         min_steps: int = 20,
         samples_of: Callable[[Any], int] = batch_samples,
@@ -42,7 +57,12 @@ class Watch:
         if every < 1 or min_steps < 1:
             raise ValueError(f"every={every} and min_steps={min_steps} must be at least 1")
         self.every = every
-        self.out = out
+        self.view: Any = None
+        if out == AUTO and _in_notebook():
+            from advisor.wizard.watchview import WatchView
+
+            self.view, out = WatchView(label, min_steps), None
+        self.out: Callable[[str], None] | None = print if out == AUTO else out  # type: ignore[assignment]
         self.min_steps = min_steps
         self.loop = WatchedLoop(loader, label=label, samples_of=samples_of, on_step=self._step)
         self._cores = usable_cores()
@@ -51,9 +71,13 @@ class Watch:
         try:
             yield from self.loop
         finally:
-            if self.out is not None:
-                for line in self.report().lines():
-                    self.out(f"advisor.watch: {line}")
+            if self.out is not None or self.view is not None:
+                report = self.report()
+                if self.view is not None:
+                    self.view.done(report)
+                if self.out is not None:
+                    for line in report.lines():
+                        self.out(f"advisor.watch: {line}")
 
     def report(self) -> WatchReport:
         """The loop so far, judged."""
@@ -64,13 +88,17 @@ class Watch:
 
     def _step(self, loop: WatchedLoop) -> None:
         done = loop.steps_done
-        if self.out is None or done % self.every or not done:
+        if (self.out is None and self.view is None) or done % self.every or not done:
             return
         waited = sum(loop.waits[-self.every :])
         stepped = sum(loop.steps[-self.every :])
         samples = sum(loop.samples[-self.every :])
         looped = waited + stepped
         if looped <= 0:
+            return
+        if self.view is not None:
+            self.view.step(done, waited / looped, samples / looped)
+        if self.out is None:
             return
         self.out(
             f"advisor.watch: step {done}: waiting {share(waited / looped)} of each step, "
@@ -82,12 +110,13 @@ def watch(
     loader: Iterable[Any],
     *,
     every: int = 50,
-    out: Callable[[str], None] | None = print,
+    out: Callable[[str], None] | str | None = AUTO,
     label: str = "your loader",
     min_steps: int = 20,
 ) -> Watch:
     """Wrap the loader you train with: `for batch in advisor.watch(loader): ...`.
 
-    `every`: steps between summary lines; `out`: where lines go (None: silent, read
-    `.report()` instead); `min_steps`: steps before a verdict is given."""
+    `every`: steps between summary lines (and live-view updates); `out`: where lines go (None:
+    silent, read `.report()` instead; the default: printed, or in a notebook a live view of the
+    waiting share with the verdict and the report); `min_steps`: steps before a verdict."""
     return Watch(loader, every=every, out=out, label=label, min_steps=min_steps)
