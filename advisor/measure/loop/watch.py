@@ -124,49 +124,20 @@ class WatchedLoop:
         self._gpu: GpuUtilization | None = None
         self._cpus = frozenset(os.sched_getaffinity(0))
         self._busy_from = (0.0, 0.0)  # (busy CPU of this process's cores, wall) at the start
+        self._back = self._got = self._cpu_from = 0.0
 
     @property
     def steps_done(self) -> int:
         return len(self.steps)
 
     def __iter__(self) -> Iterator[Any]:
-        self.ended = "running"
-        usage, gpu = TreeUsage(), GpuUtilization()
-        self._usage, self._gpu = usage.__enter__(), gpu.__enter__()
-        clock, cpu = time.perf_counter, time.thread_time
-        self._busy_from = (busy_cpu_s(self._cpus), time.monotonic())
         try:
-            asked = clock()
-            iterator = iter(self.loader)
-            try:
-                batch = next(iterator)
-            except StopIteration:
-                self.ended = "epoch"
-                return
-            got = clock()
-            self.first_batch_s = got - asked
-            self.first_samples = self.samples_of(batch)
-            self.facts = LoaderFacts.of(self.loader, batch)
-            first = True
-            while True:
-                cpu_before = cpu()
+            self.start()
+            for batch in self.loader:
+                self.arrived(batch)
                 yield batch
-                back = clock()
-                self.step_cpu_s += cpu() - cpu_before
-                if first:
-                    first = False  # the first batch's step is not paired with a wait
-                else:
-                    self.steps.append(back - got)
-                try:
-                    batch = next(iterator)
-                except StopIteration:
-                    self.ended = "epoch"
-                    return
-                got = clock()
-                self.waits.append(got - back)
-                self.samples.append(self.samples_of(batch))
-                if self.on_step is not None:
-                    self.on_step(self)
+                self.stepped()
+            self.ended = "epoch"
         except GeneratorExit:
             self.ended = "stopped"  # a `break` in the user's loop, or the generator dropped
             raise
@@ -174,8 +145,46 @@ class WatchedLoop:
             self.ended = "error"
             raise
         finally:
-            gpu.__exit__(None, None, None)
-            usage.__exit__(None, None, None)
+            self.stop()
+
+    # The loop's events, for a loop driven from outside (a training framework's callbacks):
+    # start() before the loader is asked for its first batch, arrived(batch) when a batch
+    # reaches the step, stepped() when the step ends, stop() at the end.
+
+    def start(self) -> None:
+        self.ended = "running"
+        usage, gpu = TreeUsage(), GpuUtilization()
+        self._usage, self._gpu = usage.__enter__(), gpu.__enter__()
+        self._busy_from = (busy_cpu_s(self._cpus), time.monotonic())
+        self._back = time.perf_counter()  # the first batch is waited for from here
+
+    def arrived(self, batch: Any) -> None:
+        now = time.perf_counter()
+        if self.first_batch_s is None:
+            self.first_batch_s = now - self._back
+            self.first_samples = self.samples_of(batch)
+            self.facts = LoaderFacts.of(self.loader, batch)
+        else:
+            self.waits.append(now - self._back)
+            self.samples.append(self.samples_of(batch))
+        self._got, self._cpu_from = now, time.thread_time()
+
+    def stepped(self) -> None:
+        now = time.perf_counter()
+        self.step_cpu_s += time.thread_time() - self._cpu_from
+        if len(self.waits) > len(self.steps):  # the first batch's step has no wait to pair
+            self.steps.append(now - self._got)
+            if self.on_step is not None:
+                self.on_step(self)
+        self._back = now
+
+    def stop(self, ended: str | None = None) -> None:
+        if ended is not None:
+            self.ended = ended
+        if self._gpu is not None:
+            self._gpu.__exit__(None, None, None)
+        if self._usage is not None:
+            self._usage.__exit__(None, None, None)
 
     def others_cores(self) -> float | None:
         """Cores that other work (not this process tree) kept busy over the loop, on the cores
