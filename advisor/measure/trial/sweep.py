@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from advisor.measure.hardware.host import busy_cpu_s, child_pids, largest_rss_mb
+from advisor.measure.hardware.host import busy_cpu_s, child_pids, largest_rss_mib
 from advisor.measure.trial.data import TrialData
 from advisor.measure.trial.results import (
     STEP_NONE,
@@ -223,7 +223,7 @@ def measure_slice(
         samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
         if batch_index % 8 == 0:
-            peak_rss = max(peak_rss, largest_rss_mb(child_pids() - ignore))
+            peak_rss = max(peak_rss, largest_rss_mib(child_pids() - ignore))
         if check is not None:
             check()
         if window.closed or now - started >= hard_stop:
