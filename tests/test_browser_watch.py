@@ -12,6 +12,8 @@ import pytest
 from browser_helpers import ARTIFACTS, jupyter_lab
 from test_browser import SHOTS, _page, _run_all, _wait_kernel_ready, browser  # noqa: F401
 
+pytestmark = pytest.mark.browser
+
 TRAINING_CELL = """import time
 import torch
 import advisor
