@@ -183,6 +183,12 @@ def test_the_spinning_step_keeps_its_thread_busy_and_releases_the_gil() -> None:
             progress[0] += 1
             time.sleep(0.001)
 
+    # what a thread that never leaves its core gets of it on this machine now (the baseline:
+    # a shared machine gives any thread less than a whole core)
+    wall, cpu = time.monotonic(), time.thread_time()
+    while time.monotonic() - wall < 0.2:
+        pass
+    core_share = (time.thread_time() - cpu) / (time.monotonic() - wall)
     switch = sys.getswitchinterval()
     sys.setswitchinterval(1.0)
     counter = threading.Thread(target=count)
@@ -199,10 +205,10 @@ def test_the_spinning_step_keeps_its_thread_busy_and_releases_the_gil() -> None:
         counter.join()
         sys.setswitchinterval(switch)
     assert 0.5 <= elapsed < 0.75, elapsed
-    # the step holds its core most of the time, as a driver's spin-wait does (a loop of
-    # time.sleep(0) parks the thread for the timer slack on every turn: about 0.24 of a core),
-    # and the other thread ran
-    assert busy >= 0.5 * elapsed, (busy, elapsed)
+    # the step holds its core most of the time a busy thread gets here, as a driver's
+    # spin-wait does (a loop of time.sleep(0) parks the thread for the timer slack on every
+    # turn: about a quarter of it), and the other thread ran
+    assert busy >= 0.6 * core_share * elapsed, (busy, elapsed, core_share)
     assert counted >= 20, counted
 
 
