@@ -42,6 +42,7 @@ class LoopRun:
     cpu_s: CPU seconds of this process and its children (the loader's workers) over the loop,
         the step's included. peak_rss_bytes: the largest resident set of that process tree.
     gpu_utilization: NVML samples (percent) during the loop; empty without a GPU.
+    loader_workers: the loader's num_workers (a DataLoader), 0 for any other iterable.
     """
 
     label: str
@@ -58,6 +59,9 @@ class LoopRun:
     replay_samples: tuple[int, ...] = ()
     replay_cpu_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    # the processes that loaded besides the main one, in the loader iterated (what a loader
+    # function made included): a DataLoader's num_workers, else 0; None: not known
+    loader_workers: int | None = None
 
     @property
     def batches(self) -> int:
