@@ -64,6 +64,7 @@ class WorkloadPanel(StepPanel):
         self.loader_step = text(
             "Your step", "la-input-loader-step", "optional: called with each batch"
         )
+        self.demo_note = html_area("la-demo-env")
         self.workload_errors = html_area("la-field-errors")
         self.fields: dict[str, widgets.Text] = {
             "samples_per_s": self.samples_per_s,
@@ -88,6 +89,7 @@ class WorkloadPanel(StepPanel):
                 ),
                 self.loader,
                 self.loader_step,
+                self.demo_note,
                 self.workload_errors,
             ]
         )
@@ -112,6 +114,8 @@ class WorkloadPanel(StepPanel):
             field.value = typed[name]
         self.samples_per_s.layout.display = "none" if form.mode == "step" else ""
         self.step_time.layout.display = "" if form.mode == "step" else "none"
+        note = step.demo_note
+        self.demo_note.value = f"<span class='la-hint'>{html.escape(note)}</span>" if note else ""
         self.workload_errors.value = "".join(
             f"<div class='la-error'>{html.escape(m)}</div>" for m in step.field_errors.values()
         )
