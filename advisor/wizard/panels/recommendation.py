@@ -18,7 +18,14 @@ from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.evidence import evidence_rows
 from advisor.wizard.flow import flow_bundle
-from advisor.wizard.panels.base import StepPanel, html_area, output, set_outputs, status_slot
+from advisor.wizard.panels.base import (
+    StepPanel,
+    button,
+    html_area,
+    output,
+    set_outputs,
+    status_slot,
+)
 from advisor.wizard.panels.reshard import ReshardPanel
 from advisor.wizard.steps.recommendation import RecommendationStep
 from advisor.wizard.steps.reshard import ReshardStep
@@ -180,6 +187,12 @@ class RecommendationPanel(StepPanel):
         self.supply_figure: go.Figure | None = None  # the last one shown, for tests and users
         self.reshard = ReshardPanel(reshard)
         self.status_slot = status_slot()
+        self.run_again_button = button(
+            "Run again", "la-btn-run-again", "warning",
+            "compare your loader with the recommended one again (the trial is kept)",
+        )  # fmt: skip
+        self.run_again_button.layout.display = "none"
+        self.run_again_button.on_click(lambda _: self.step.run_again())
         self.details_button = widgets.ToggleButton(
             value=False, description="Details: rules and decision flow", icon="chevron-right",
             layout=widgets.Layout(width="auto"),
@@ -192,6 +205,7 @@ class RecommendationPanel(StepPanel):
             [
                 widgets.HTML("<b>5. Recommendation</b>"),
                 self.headline,
+                self.run_again_button,
                 self.status_slot,
                 self.cards,
                 self.reshard.box,
@@ -201,6 +215,10 @@ class RecommendationPanel(StepPanel):
             ]
         )
         self.details_button.observe(lambda _: self._show_details(), names="value")
+
+    def show_busy(self, busy: bool) -> None:
+        """ "Run again" shows after a failed comparison, while nothing runs."""
+        self.run_again_button.layout.display = "" if self.step.failed and not busy else "none"
 
     def _show_details(self) -> None:
         """The diagram is drawn when opened (Mermaid cannot lay out text in a hidden box)."""
