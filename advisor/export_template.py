@@ -1,8 +1,9 @@
 """The source of the module an export writes (`advisor.export.render_module` fills it in).
 
 It is a `str.format` template: `{uri}`, `{stamp}`, `{config}` (the `LoaderConfig` as a dict),
-`{rationale}`, `{sagemaker}`, `{batch}` (what a batch is), `{reads}`, `{demo}` and `{credentials}`
-are filled in; braces meant for the generated code are doubled. The generated module needs only
+`{rationale}`, `{sagemaker}`, `{batch}` (what a batch is), `{reads}`, `{demo}`, `{credentials}`
+and `{demo_serve}` (the command that serves the demo again; None: not the demo's data) are
+filled in; braces meant for the generated code are doubled. The generated module needs only
 `native_loader` and torch.
 """
 
@@ -34,6 +35,9 @@ CONFIG: dict[str, Any] = {config}
 # Why these settings (rule ids refer to docs/decision-flow.md):
 {rationale}
 {sagemaker}
+
+# the data is the Loader Advisor demo's: the command that serves it again (None: it is not)
+DEMO_SERVE: str | None = {demo_serve!r}
 
 DATASET_KEYS = ("transform", "shuffle", "seed")
 LOADER_KEYS = ("batch_size", "num_workers", "pin_memory", "prefetch_factor")
@@ -172,16 +176,56 @@ def loader_stats(loader: Any) -> dict[str, int]:
     return dict(loader.dataset.sample_stats())
 
 
-if __name__ == "__main__":
+def _answers(url: str) -> bool:
+    """True when something accepts a connection where `url` points."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    try:
+        socket.create_connection((parts.hostname, parts.port or 80), timeout=2).close()
+    except OSError:
+        return False
+    return True
+
+
+def _one_line(exc: BaseException) -> str:
+    """What went wrong, in one line; for the demo's data, how to serve it again."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    gone = DEMO_SERVE and isinstance(exc, (ConnectionError, PermissionError))
+    if gone and not _answers(CONFIG["endpoint_url"]):  # no keys matter before it is back
+        return (
+            f"cannot reach the demo endpoint {{CONFIG['endpoint_url']}}: it ended with the kernel "
+            f"that started it; serve it again with `{{DEMO_SERVE}}` and give its keys, as this "
+            "file's docstring says"
+        )
+    if DEMO_SERVE and isinstance(exc, PermissionError):
+        return (
+            f"the demo endpoint wants its keys ({{text}}): give the ones `{{DEMO_SERVE}}` prints "
+            "in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+        )
+    return f"{{type(exc).__name__}}: {{text}}"
+
+
+def _main() -> int:
     import itertools
     import time
 
     if "--prepare" in sys.argv[1:]:
         print(prepare() or "nothing to prepare: this loader reads the data where it is")
-        sys.exit(0)
+        return 0
     started = time.monotonic()
     loader = make_dataloader()
     batches = list(itertools.islice(loader, 3))
     print(f"read {{len(batches)}} batches in {{time.monotonic() - started:.2f}} s")
     print(loader_stats(loader))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(_main())
+    except Exception as exc:  # one line, not a traceback: what is wrong and what to do
+        print(f"error: {{_one_line(exc)}}", file=sys.stderr)
+        sys.exit(1)
 '''

@@ -82,6 +82,7 @@ class FakeSession:
         self.trial: Any = None
         self.recommendation: Any = None
         self.trial_dropped: str | None = None  # AdvisorSession: why a stale trial was dropped
+        self.demo_layout: str | None = None
         self.fail, self.step_s = fail, step_s
         self.saved: list[tuple[Path, str]] = []
 
@@ -90,11 +91,13 @@ class FakeSession:
     ) -> DatasetLocation:
         self.location = DatasetLocation(uri, endpoint_url=endpoint_url, profile=profile)
         self.profile = self.trial = self.recommendation = None
+        self.demo_layout = None
         return self.location
 
     def use_demo(self, layout: str = "small-images", progress: Any = None) -> str:
         uri = f"s3://loader-advisor-demo/{layout}/"
         self.set_location(uri, endpoint_url="http://127.0.0.1:9")
+        self.demo_layout = layout
         return uri
 
     def check_location(self) -> None:
@@ -675,6 +678,8 @@ def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_
     w.save_button.click()
     module = tmp_path / "dataloader_config.py"
     assert module.exists(), c.errors
+    assert "Run it: python dataloader_config.py" in w.saved.value  # how to run it, beside Save
+    assert "serve it again" in w.saved.value  # the demo's data: until when it reads
     compile(module.read_text(), str(module), "exec")
 
 
