@@ -217,6 +217,8 @@ def decision_label(decision: Decision) -> str:
 def decision_value(decision: Decision) -> str:
     """The decided value for people, its size in the one unit system (advisor.core.units)."""
     value = decision.value
+    if decision.name == "data_source" and "SRC-2" in decision.rules:  # a folder on this machine
+        return "the folder, in place"
     whole = isinstance(value, int) and not isinstance(value, bool)
     if decision.name in _BYTE_DECISIONS and whole:
         return data_size(value) + (" per process" if decision.name == "inflight_bytes" else "")

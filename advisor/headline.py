@@ -28,7 +28,16 @@ def what_to_change(rec: Recommendation, changed: tuple[str, ...] = ()) -> str:
     parts = [f"num_workers={rec.num_workers}", f"pin_memory={rec.pin_memory}"]
     if rec.num_workers and rec.prefetch_factor:
         parts.append(f"prefetch_factor={rec.prefetch_factor}")
-    return "DataLoader(" + ", ".join(parts) + f"), reading from {rec.data_source}"
+    return "DataLoader(" + ", ".join(parts) + f"), {reading(rec)}"
+
+
+def reading(rec: Recommendation) -> str:
+    """Where the loader reads, in plain words: a folder in place, a local copy, or the source."""
+    if rec.data_source != "copy-local":
+        return f"reading from {rec.data_source}"
+    if rec.sagemaker_input_mode is None:  # a folder on this machine
+        return "reading the folder in place"
+    return "reading a local copy, made before the first epoch"
 
 
 def chosen_count(rec: Recommendation, trial: TrialResult | None) -> CountRate | None:

@@ -174,6 +174,7 @@ class FakeSession:
             notes=(),
             cost_notes=("~$0.00 in requests",),
             dataloader_kwargs=lambda: {"num_workers": 2, "pin_memory": False},
+            applies=lambda decision: True,  # streaming: every decision acts on the data
         )
         return self.recommendation
 
@@ -663,8 +664,16 @@ def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_
     w.next_button.click()
     rec = c.recommendation
     assert rec is not None and c.step_name == "recommendation"
-    assert c.session.location is not None and c.session.location.is_s3  # every card applies
-    assert w.cards.value.count("class='la-card'") == len(rec.decisions)
+    assert c.session.location is not None and c.session.location.is_s3
+    # every card that acts on this data: a local copy has no shard size or key prefixes
+    shown = rec.shown_decisions()
+    assert w.cards.value.count("class='la-card'") == len(shown)
+    if rec.data_source == "copy-local":
+        assert {d.name for d in rec.decisions} - {d.name for d in shown} <= {
+            "shard_size",
+            "prefix_layout",
+        }
+        assert "shard size" not in w.cards.value and "key prefixes" not in w.cards.value
     assert w.supply_figure.data[0].y[-1] == 160.0  # training consumes
     assert not w.flow.outputs  # the diagram waits behind "Details"
     w.recommendation_panel.details_button.value = True
@@ -786,7 +795,7 @@ def test_no_s3_only_cards_for_a_local_folder() -> None:
         Decision(name, 1, "why", ("R-1",))
         for name in ("num_workers", "shard_size", "requests_in_flight", "prefix_layout")
     )
-    rec = SimpleNamespace(decisions=decisions)
+    rec = SimpleNamespace(decisions=decisions, applies=lambda d: True)
     assert [d.name for d in shown_decisions(rec, is_s3=False)] == ["num_workers"]  # type: ignore[arg-type]
     assert len(shown_decisions(rec, is_s3=True)) == 4  # type: ignore[arg-type]
 

@@ -10,7 +10,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from advisor.core.units import per_s, rate
-from advisor.decide.recommend import Decision, Recommendation
+from advisor.decide.recommend import S3_ONLY, Decision, Recommendation
 from advisor.export import decision_label, decision_value
 from advisor.headline import headline_lines
 from advisor.measure.trial.results import READ_LISTED, READ_PATH_WORDS
@@ -37,13 +37,11 @@ if TYPE_CHECKING:
     from advisor.measure.trial.results import TrialResult
 
 
-# Decisions that act on S3 requests and object layout: nothing to do for a local folder.
-S3_ONLY = frozenset({"requests_in_flight", "inflight_bytes", "shard_size", "prefix_layout"})
-
-
 def shown_decisions(rec: Recommendation, is_s3: bool) -> list[Decision]:
-    """The decisions that carry an action for this data (no S3-only cards for a folder)."""
-    return [d for d in rec.decisions if is_s3 or d.name not in S3_ONLY]
+    """The decisions that carry an action for this data (`Recommendation.applies`: no S3-only
+    cards for a folder, no layout cards for a copy; none for data the session does not read
+    from S3)."""
+    return [d for d in rec.decisions if (is_s3 or d.name not in S3_ONLY) and rec.applies(d)]
 
 
 def decision_card(decision: Decision) -> str:

@@ -26,6 +26,15 @@ def demand(workload: Workload) -> str:
     )
 
 
+# where the consumer rate comes from, said once above the fields
+RATE_SOURCE = (
+    "Where this comes from: one GPU's training step with its data already loaded. Samples/s "
+    "is the batch size / that step time, e.g. 64 samples in 0.25 s = 256 samples/s: take the "
+    "step time from your training log, or run advisor.diagnose(loader, step=train_step): "
+    'its "with loading free (headspace)" line is this rate.'
+)
+
+
 class WorkloadPanel(StepPanel):
     """Rate or step time, batch size, job size, transform and where the data already is."""
 
@@ -80,6 +89,7 @@ class WorkloadPanel(StepPanel):
         self.box = widgets.VBox(
             [
                 widgets.HTML("<b>3. How fast does training consume data?</b>"),
+                widgets.HTML(f"<span class='la-hint'>{html.escape(RATE_SOURCE)}</span>"),
                 self.rate_mode,
                 *(f for n, f in self.fields.items() if n not in ("loader", "loader_step")),
                 self.data_location,
