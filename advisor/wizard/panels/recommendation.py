@@ -95,6 +95,7 @@ def headline(
 ) -> str:
     """What to change and its measured effect first; then the DataLoader call to write."""
     said = headline_lines(rec, trial, consumer_rate, diagnosis, changed, comparison)
+    action = said.pop() if said[-1].startswith("To keep up") else None
     lines = [html.escape(line) for line in said]
     lines[0] = f"<b>{lines[0]}</b>"
     kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.dataloader_kwargs().items())
@@ -105,8 +106,12 @@ def headline(
             reader += f", max_inflight_bytes={int(rec.inflight_bytes) >> 20} * 2**20"
         code += f" with <code>ReaderConfig({reader})</code> per worker"
     lines.append(code)
-    if rec.input_bound is True:
-        lines.append("<span class='la-error'>The loader cannot keep up with the training.</span>")
+    if action is not None:  # the loader still cannot keep up: one next step, in view
+        lines.insert(
+            1,
+            "<span class='la-error la-keep-up'>The loader cannot keep up with the training. "
+            f"{html.escape(action)}</span>",
+        )
     notes = [html.escape(note) for note in (*rec.notes, *rec.cost_notes)]
     body = "".join(f"<div>{line}</div>" for line in lines)
     if notes:
