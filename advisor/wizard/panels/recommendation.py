@@ -220,7 +220,7 @@ class RecommendationPanel(StepPanel):
         self.details_button.observe(lambda _: self._show_details(), names="value")
 
     def show_busy(self, busy: bool) -> None:
-        """ "Run again" shows after a failed comparison, while nothing runs."""
+        """Show "Run again" after a failed comparison, while nothing runs."""
         self.run_again_button.layout.display = "" if self.step.failed and not busy else "none"
 
     def _show_details(self) -> None:
