@@ -352,6 +352,12 @@ def render_module(
         uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker,
         reads=reads, demo=_demo_note(demo, config.endpoint_url),
         demo_serve=demo_serve_command(config.endpoint_url) if demo else None,
+        demo_keys=(
+            f"the ones `{demo_serve_command(config.endpoint_url)}` prints in AWS_ACCESS_KEY_ID "
+            "and AWS_SECRET_ACCESS_KEY"
+        )
+        if demo
+        else None,
         credentials=_CREDENTIALS[config.unsigned],
         batch=_batch_note(config),
     )  # fmt: skip
