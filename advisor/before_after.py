@@ -23,6 +23,7 @@ from advisor.core.bounds import LoopLimits, TrialBudget
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation
 from advisor.diagnosis import Comparison, Diagnosis, as_step, compare, diagnose
+from advisor.headline import keep_up_action
 from advisor.measure.loop.run import LoaderSource, LoopEvent, Step, batch_samples, fresh
 from advisor.session import AdvisorSession
 from native_loader import Credentials
@@ -49,6 +50,9 @@ class BeforeAfter:
             lines.append(f"after: {after.line}")
         if self.first_look.bottleneck is not None:
             lines.append(f"your loader's {self.first_look.bottleneck.line}")
+        action = keep_up_action(self.recommendation, self.comparison)
+        if action is not None:  # the recommended loader still cannot keep up: one next step
+            lines.append(action)
         return lines
 
     def to_dict(self) -> dict[str, Any]:

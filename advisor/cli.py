@@ -41,6 +41,10 @@ from native_loader.sample_errors import ON_ERROR, SamplePolicy
 ANONYMOUS_HELP = "a public bucket: send unsigned requests, no credentials (the export too)"
 
 
+# the step model a count's figures come from, in a word for the table
+STEP_KINDS = {"none": "none", "sleep": "blocking", "spin": "spinning"}
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m advisor",
@@ -67,12 +71,15 @@ def build_parser() -> argparse.ArgumentParser:
     work.add_argument(
         "--consumer-rate",
         type=arg_type(range_of(Workload, "consumer_rate"), "--consumer-rate"),
-        help=f"samples/s one GPU consumes, {range_of(Workload, 'consumer_rate')}",
+        help=f"samples/s one GPU consumes, {range_of(Workload, 'consumer_rate')}: batch size / "
+        "the time of one training step with data already loaded (your training log's step "
+        "time, or the headspace `advisor diagnose` measures with your step)",
     )
     work.add_argument(
         "--step-time",
         type=arg_type(STEP_TIME_S, "--step-time"),
-        help=f"seconds per training step (with --batch-size), {STEP_TIME_S}",
+        help=f"seconds per training step (with --batch-size), {STEP_TIME_S}: the step's own "
+        "time with data already loaded, as your training log shows it",
     )
     for name, what in (
         ("batch_size", "samples per batch per rank"),
@@ -257,26 +264,32 @@ def _print_trial(session: AdvisorSession) -> None:
     assert t is not None
     if t.storage:
         s = t.storage
+        on_s3 = session.location is None or session.location.is_s3
+        # a folder is read, not requested: its words say files and reads
+        latency, one, asked = (
+            ("first byte median / p95", "one connection", "request")
+            if on_s3
+            else ("first byte of a file, median / p95", "one read at a time", "read")
+        )
         print(
             _table(
                 [
-                    (
-                        "first byte median / p95",
-                        f"{duration(s.first_byte_p50_s)} / {duration(s.first_byte_p95_s)}",
-                    ),
-                    ("one connection", mb_per_s(s.per_connection_mb_s)),
+                    (latency, f"{duration(s.first_byte_p50_s)} / {duration(s.first_byte_p95_s)}"),
+                    (one, mb_per_s(s.per_connection_mb_s)),
                 ]
             )
         )
         for level, mb_s, ops in s.concurrency_curve:
-            print(f"  {level:>3} in flight  {mb_per_s(mb_s):>12}  {rate(ops, 'objects'):>16}")
+            at_once = counted(level, asked)
+            what = "objects" if on_s3 else "files"
+            print(f"  {at_once:>12} at once  {mb_per_s(mb_s):>12}  {rate(ops, what):>16}")
     if t.decode:
         print(f"decode: {t.decode.transform}: {duration(t.decode.cpu_s_per_sample)} CPU/sample")
     if t.counts:
         # what training saw per num_workers: the slower step model's median and its spread
         # a text set is read record by record: its samples are records
         unit = "records/s" if session.profile and session.profile.record_format else "samples/s"
-        print(f"num_workers  {unit} (median, spread)    step   slices  worker RSS  first batch")
+        print(f"num_workers  {unit} (median, spread)    the step  slices  worker RSS  first batch")
         rss = {p.num_workers: p.peak_worker_rss_mb for p in t.sweep}
         for c in t.counts:
             bound = ">=" if c.lower_bound else ""  # no steady state: a lower bound (see notes)
@@ -285,7 +298,8 @@ def _print_trial(session: AdvisorSession) -> None:
             first = t.first_batch_s(c.num_workers)
             print(
                 f"{c.num_workers:>11}  {bound:>2}{per_s(c.median):>7} {spread:<19}  "
-                f"{c.step:>5}  {c.slices:>6}  {memory:>10}  "
+                f"{STEP_KINDS.get(c.step, c.step):>8}  {c.slower.slices:>6}  "
+                f"{memory:>10}  "
                 f"{duration(first) if first is not None else '-':>11}"
             )
     for note in t.notes:

@@ -18,7 +18,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop
 from advisor.decide.verdict import Verdict, input_bound
 from advisor.measure.hardware.host import affinity_cores, busy_cpu_s, cgroup_cpu_limit
-from advisor.measure.loop.results import LoopSummary, Spread
+from advisor.measure.loop.results import LoopRun, LoopSummary, Spread
 from advisor.measure.loop.run import (
     LoaderSource,
     LoopEvent,
@@ -163,14 +163,16 @@ def diagnose(
             loader, chosen, limits, label=label, samples_of=samples_of, progress=progress,
             cancel=cancel,
         )  # fmt: skip
-    return _judged(LoopSummary.of(run), loader, machine.share)
+    return _judged(run, machine.share)
 
 
-def _judged(summary: LoopSummary, loader: LoaderSource, machine_busy: float | None) -> Diagnosis:
-    """The summary with its verdict and its bottleneck."""
+def _judged(run: LoopRun, machine_busy: float | None) -> Diagnosis:
+    """The run's summary with its verdict and its bottleneck. The loader's processes are read
+    from what the loop iterated: a loader given as a function is known by what it made."""
+    summary = LoopSummary.of(run)
     share = summary.overall_wait_share
     verdict = None if share is None else input_bound(share, summary.wait_share)
-    limit = of_loop(summary, usable_cores(), loader_workers(loader), machine_busy)
+    limit = of_loop(summary, usable_cores(), run.loader_workers, machine_busy)
     return Diagnosis(summary, verdict, limit)
 
 
@@ -198,16 +200,6 @@ def usable_cores() -> int:
     quota = cgroup_cpu_limit(Path("/"))
     affinity = affinity_cores()
     return affinity if quota is None else max(1, min(affinity, math.floor(quota)))
-
-
-def loader_workers(loader: LoaderSource) -> int | None:
-    """The processes that load besides the main one: a DataLoader's num_workers; any other
-    iterable is read in the main process, as a DataLoader with 0 workers is. None: a function
-    that makes the loader (what it makes is not known here)."""
-    if not isinstance(loader, Iterable):
-        return None
-    workers = getattr(loader, "num_workers", 0)
-    return workers if isinstance(workers, int) and workers >= 0 else 0
 
 
 @dataclass(frozen=True)
@@ -310,5 +302,5 @@ def compare(
                     loaders[which], chosen, limits, label=labels[which], samples_of=samples_of,
                     progress=progress, cancel=cancel,
                 )  # fmt: skip
-            results[which].append(_judged(LoopSummary.of(run), loaders[which], machine.share))
+            results[which].append(_judged(run, machine.share))
     return Comparison(tuple(results[0]), tuple(results[1]))

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from advisor.core.bounds import check_module_name
 from advisor.core.location import DatasetLocation
@@ -89,7 +90,9 @@ class ExportBundle:
         directory.mkdir(parents=True, exist_ok=True)
         module_path = directory / f"{stem}.py"
         json_path = directory / f"{stem}.json"
-        module_path.write_text(self.module_source)
+        # the module names itself in its docstring and messages as it is saved
+        source = self.module_source.replace("from dataloader_config import", f"from {stem} import")
+        module_path.write_text(source.replace("python dataloader_config.py", f"python {stem}.py"))
         json_path.write_text(self.json_text)
         return module_path, json_path
 
@@ -214,6 +217,8 @@ def decision_label(decision: Decision) -> str:
 def decision_value(decision: Decision) -> str:
     """The decided value for people, its size in the one unit system (advisor.core.units)."""
     value = decision.value
+    if decision.name == "data_source" and "SRC-2" in decision.rules:  # a folder on this machine
+        return "the folder, in place"
     whole = isinstance(value, int) and not isinstance(value, bool)
     if decision.name in _BYTE_DECISIONS and whole:
         return data_size(value) + (" per process" if decision.name == "inflight_bytes" else "")
@@ -307,13 +312,26 @@ _CREDENTIALS = {
 }
 
 
-def _demo_note(demo: bool) -> str:
+def demo_serve_command(endpoint_url: str | None) -> str:
+    """The command that serves the demo again where an export of its data reads it."""
+    port = urlsplit(endpoint_url or "").port
+    return f"python -m advisor.demo serve --port {port}" if port else "python -m advisor.demo serve"
+
+
+def _demo_note(demo: bool, endpoint_url: str | None) -> str:
+    """How to run a module that reads the demo: its endpoint ends with the kernel (or `make
+    lab`) that started it; the same demo served on the same port reads the same again."""
     if not demo:
         return ""
+    serve = demo_serve_command(endpoint_url)
     return (
-        "\nThe data is the Loader Advisor demo endpoint: it takes the access key "
-        "`loader-advisor-demo` and its secret\n(`python -m advisor.demo` prints both), or the "
-        "AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY it was started with.\n"
+        f"\nThe data is on the Loader Advisor demo endpoint {endpoint_url}, which ends with the "
+        "kernel (or `make lab`)\nthat started it. While it runs, give this file the demo's keys "
+        "in AWS_ACCESS_KEY_ID and\nAWS_SECRET_ACCESS_KEY. After it has ended, serve the demo "
+        f"again on the same port, in another terminal:\n    {serve}\nwhich prints its access "
+        "key and secret key; then, with those two in place of <...>:\n"
+        "    AWS_ACCESS_KEY_ID=<access key> AWS_SECRET_ACCESS_KEY=<secret key> "
+        "python dataloader_config.py\n"
     )
 
 
@@ -332,6 +350,14 @@ def render_module(
     reads = textwrap.fill(_reads_note(config), width=96)
     return MODULE_TEMPLATE.format(
         uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker,
-        reads=reads, demo=_demo_note(demo), credentials=_CREDENTIALS[config.unsigned],
+        reads=reads, demo=_demo_note(demo, config.endpoint_url),
+        demo_serve=demo_serve_command(config.endpoint_url) if demo else None,
+        demo_keys=(
+            f"the ones `{demo_serve_command(config.endpoint_url)}` prints in AWS_ACCESS_KEY_ID "
+            "and AWS_SECRET_ACCESS_KEY"
+        )
+        if demo
+        else None,
+        credentials=_CREDENTIALS[config.unsigned],
         batch=_batch_note(config),
     )  # fmt: skip

@@ -28,7 +28,16 @@ def what_to_change(rec: Recommendation, changed: tuple[str, ...] = ()) -> str:
     parts = [f"num_workers={rec.num_workers}", f"pin_memory={rec.pin_memory}"]
     if rec.num_workers and rec.prefetch_factor:
         parts.append(f"prefetch_factor={rec.prefetch_factor}")
-    return "DataLoader(" + ", ".join(parts) + f"), reading from {rec.data_source}"
+    return "DataLoader(" + ", ".join(parts) + f"), {reading(rec)}"
+
+
+def reading(rec: Recommendation) -> str:
+    """Where the loader reads, in plain words: a folder in place, a local copy, or the source."""
+    if rec.data_source != "copy-local":
+        return f"reading from {rec.data_source}"
+    if rec.sagemaker_input_mode is None:  # a folder on this machine
+        return "reading the folder in place"
+    return "reading a local copy, made before the first epoch"
 
 
 def chosen_count(rec: Recommendation, trial: TrialResult | None) -> CountRate | None:
@@ -54,15 +63,17 @@ def headline_lines(
     changed: tuple[str, ...] = (),
     comparison: Comparison | None = None,
 ) -> list[str]:
-    """Two or three lines: what to change, and its measured effect: the user's loader and the
-    recommended one in the same loop where they were compared, else the trial's figures."""
+    """A few lines: what to change, and its measured effect: the user's loader and the
+    recommended one in the same loop where they were compared, else the trial's figures; the
+    bottleneck; and where the loader still cannot keep up, one next step ("To keep up: ...",
+    `keep_up_action`), last."""
     lines = [f"Change: {what_to_change(rec, changed)}."]
     if comparison is not None and comparison.speedup is not None:
         lines.append(f"Your loader -> the recommended one, in your loop: {comparison.headline()}.")
         was, now = comparison.verdicts()
         if was is not None and now is not None:
             lines.append(f"Before: {was.line}; after: {now.line}.")
-        return lines + _bottleneck_line(rec, diagnosis)
+        return lines + _bottleneck_line(rec, diagnosis) + _action(rec, comparison)
     count = chosen_count(rec, trial)
     after = count.median if count is not None else None
     lower = count is not None and count.lower_bound  # a rate that is a lower bound...
@@ -97,7 +108,61 @@ def headline_lines(
     if mine is not None and (before_rate is None or after is None):
         verdict = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
         lines.append(f"Your loader: {verdict or 'measured, see below'}.")
-    return lines + _bottleneck_line(rec, diagnosis)
+    return lines + _bottleneck_line(rec, diagnosis) + _action(rec, None)
+
+
+def _action(rec: Recommendation, comparison: Comparison | None) -> list[str]:
+    action = keep_up_action(rec, comparison)
+    return [action] if action is not None else []
+
+
+def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) -> str | None:
+    """One next step, in one line, where the recommended loader still cannot keep up with the
+    consumer (`rec.input_bound`, unless the recommended loader measured in the user's loop
+    waits under 5%): what to change to reach the consumer's rate, from the stage that limits
+    it at the recommended count (`advisor.decide.rules.bottleneck`). None: it keeps up."""
+    if comparison is not None:
+        after = comparison.verdicts()[1]
+        if after is not None and after.level == "not input-bound":
+            return None
+    if getattr(rec, "input_bound", None) is not True:  # tests' stand-ins may have none
+        return None
+    limit = getattr(rec, "bottleneck", None)  # tests' stand-ins may have none
+    stage = limit.stage if limit is not None else None
+    reached = limit.measured_samples_per_s if limit is not None else None
+    short = ""
+    if rec.consumer_rate and reached:
+        short = f" ({rate(reached)} of the {rate(rec.consumer_rate)} needed)"
+    more = f"{rec.consumer_rate / reached:.1f}x" if rec.consumer_rate and reached else "more"
+    if stage in ("cores", "decode"):
+        return (
+            f"To keep up{short}: make each sample about {more} cheaper to load (decode or "
+            "transform it once, offline, or store it smaller), or give the loader "
+            f"{more} the cores (a larger machine)."
+        )
+    if stage == "handover":
+        return (
+            f"To keep up{short}: hand over less per batch between processes (uint8 instead "
+            "of float samples, or smaller ones), or collate in the workers."
+        )
+    if stage == "storage" and rec.data_source == "copy-local":
+        return f"To keep up{short}: put the local copy on a faster disk (local NVMe)."
+    if stage == "storage":
+        return (
+            f"To keep up{short}: copy the data to local disk first, or pack small objects "
+            "into larger shards (`python -m advisor reshard`), then run the advisor on them."
+        )
+    if stage == "workers":
+        return (
+            f"To keep up{short}: run a longer live trial (30 s or more): more workers than it "
+            "measured may read faster."
+        )
+    if limit is None:
+        return "To keep up: run the live trial, which measures what limits the loader."
+    return (
+        f"To keep up{short}: run a longer live trial (30 s or more) to measure what limits "
+        "the loader; meanwhile, cheaper samples or more cores raise every stage's ceiling."
+    )
 
 
 def _bottleneck_line(rec: Recommendation, diagnosis: Diagnosis | None) -> list[str]:

@@ -60,6 +60,10 @@ class AdvisorSession:
         location = DatasetLocation(
             uri, endpoint_url=endpoint_url or None, profile=profile or None, anonymous=anonymous
         )
+        if self.demo_layout is not None:  # leaving the demo: the kernel's AWS variables too
+            from advisor.demo import kernel_env
+
+            kernel_env.restore()
         self.location, self.credentials, self.demo_layout = location, credentials, None
         self.profile = self.trial = self.recommendation = None
         self.trial_dropped = None
@@ -68,8 +72,10 @@ class AdvisorSession:
     def use_demo(
         self, layout: str = "small-images", progress: ProfileProgress | None = None
     ) -> str:
-        """Start (or find) the demo endpoint and point the session at one of its datasets."""
-        from advisor.demo import LAYOUTS, DemoSpec, ensure_demo
+        """Start (or find) the demo endpoint and point the session at one of its datasets.
+        This process's AWS variables point at the demo too while the session uses it, so that
+        the user's own loader in this kernel reads it (`advisor.demo.kernel_env`)."""
+        from advisor.demo import LAYOUTS, DemoSpec, ensure_demo, kernel_env
         from advisor.demo.datasets import expected_bytes
 
         if layout not in LAYOUTS:
@@ -100,6 +106,7 @@ class AdvisorSession:
             credentials=Credentials(creds.access_key, creds.secret_key),
         )
         self.demo_layout = layout
+        kernel_env.point_at(demo.endpoint)
         return demo.uris[layout]
 
     def check_location(self) -> None:

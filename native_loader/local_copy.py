@@ -189,7 +189,8 @@ def _sync(
     done = total - sum(o.size for o in todo)
     step, next_report = max(total // 20, 1), done
     if progress is not None:
-        progress(f"copying {len(todo):,} of {len(listed):,} objects ({total / 1e6:,.1f} MB in all)")
+        mib = total / 2**20
+        progress(f"copying {len(todo):,} of {len(listed):,} objects ({mib:,.1f} MiB in all)")
     for info, result in zip(todo, reader.read_many(todo), strict=True):
         if len(result) != info.size:
             raise OSError(f"{info.uri}: read {len(result)} bytes, listed {info.size}")
@@ -201,7 +202,7 @@ def _sync(
             _write_json(os.path.join(root, MANIFEST), manifest)
             next_report = done + step
             if progress is not None:
-                progress(f"copied {done / 1e6:,.1f} of {total / 1e6:,.1f} MB")
+                progress(f"copied {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB")
     _write_json(os.path.join(root, MANIFEST), manifest)
     write_atomically(os.path.join(root, COMPLETE), (uri + "\n").encode())
 

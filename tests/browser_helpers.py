@@ -119,12 +119,18 @@ def _write_settings(settings: Path) -> None:
 
 @contextmanager
 def jupyter_lab(
-    root: Path, state: Path, env: dict[str, str], log: Path, app: JupyterApp = "lab"
+    root: Path,
+    state: Path,
+    env: dict[str, str],
+    log: Path,
+    app: JupyterApp = "lab",
+    unset: tuple[str, ...] = (),
 ) -> Iterator[Lab]:
     """JupyterLab (`app="lab"`) or Notebook 7 (`app="notebook"`) on 127.0.0.1 serving `root`,
     with its own config/runtime/settings/workspaces. The demo variables reach it only through
     `env`: without them its kernels start a demo endpoint of their own, as a user's would, from
-    an empty demo cache."""
+    an empty demo cache. `unset`: variables of this process its kernels do not inherit (the
+    test session's AWS keys, for a kernel with nothing set by hand)."""
     port, token = free_ports(1)[0], secrets.token_hex(16)
     dirs = {n: state / n for n in ("config", "runtime", "settings", "workspaces")}
     for path in dirs.values():
@@ -132,7 +138,7 @@ def jupyter_lab(
     _write_settings(dirs["settings"])
     demo_names = (ENV_URL, ENV_ACCESS_KEY, ENV_SECRET_KEY)
     child_env = {
-        **{k: v for k, v in os.environ.items() if k not in demo_names},
+        **{k: v for k, v in os.environ.items() if k not in (*demo_names, *unset)},
         # a cache of generated demo data of its own: a new user's first kernel starts cold
         "LOADER_ADVISOR_DEMO_CACHE": str(state / "demo-cache"),
         **env,

@@ -57,6 +57,37 @@ def test_a_loader_faster_than_the_step_is_not_input_bound() -> None:
     assert result.summary.wait_share is not None and result.summary.wait_share.median < 0.05
 
 
+class WaitingDataset(torch.utils.data.Dataset[int]):
+    """Each sample waits 5 ms and uses no CPU: a read that waits on storage or the network."""
+
+    def __len__(self) -> int:
+        return 100_000
+
+    def __getitem__(self, index: int) -> int:
+        time.sleep(0.005)
+        return index
+
+
+def _waiting_loader() -> torch.utils.data.DataLoader[int]:
+    return torch.utils.data.DataLoader(WaitingDataset(), batch_size=8, num_workers=0)
+
+
+def test_a_loader_function_gets_the_diagnosis_of_the_loader_it_makes() -> None:
+    """The same DataLoader as a variable and as a function that makes it: the function's
+    loader is known by what it made, so both are named as waiting on storage."""
+    lines: list[str] = []
+    for _ in range(3):  # other work on a shared machine can make a run "cannot tell"
+        results = [
+            diagnose(loader, seconds_per_batch=0.01, limits=QUICK)
+            for loader in (_waiting_loader(), _waiting_loader)
+        ]
+        limits = [r.bottleneck for r in results]
+        lines = [limit.line if limit is not None else "none" for limit in limits]
+        if all(limit is not None and limit.stage == "storage" for limit in limits):
+            break
+    assert all("waits on storage or network latency" in line for line in lines), lines
+
+
 def test_the_users_step_is_called_with_every_batch_and_the_limit_holds() -> None:
     seen: list[Any] = []
     limits = LoopLimits(max_batches=12, max_seconds=30, replay_batches=3)

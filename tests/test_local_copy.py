@@ -126,6 +126,7 @@ def test_a_refresh_fetches_changed_and_deletes_removed_objects(
     lines: list[str] = []
     copy_to_local(uri, tmp_path, config=config, progress=lines.append)
     assert lines[0].startswith("copying 3 of 8 objects")
+    assert all("MiB" in line and " MB" not in line for line in lines), lines  # one unit system
     assert local_copy_state(uri, tmp_path, config=config) is None
     on_disk = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name[0] not in "_."}
     in_s3 = {

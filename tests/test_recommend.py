@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 from pathlib import Path
 from typing import Any
 
@@ -574,6 +575,32 @@ def test_a_local_folder_names_no_sagemaker_input() -> None:
     rec = recommend(local, hardware(), Workload(consumer_rate=500))
     assert (rec.data_source, rec.sagemaker_input_mode) == ("copy-local", None)
     line = next(x for x in rec.summary().splitlines() if x.startswith("data source:"))
-    assert line == "data source:  copy-local (already local: read in place)"
+    assert line == "data source:  the folder, read in place"
     on_s3 = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500, epochs=10))
     assert "data source:  copy-local (SageMaker File)" in on_s3.summary()
+
+
+def test_the_words_fit_the_data() -> None:
+    """A folder gets no S3 words (requests in flight, shards, prefixes) and is read in place;
+    a copy of an S3 set gets no shard size or key prefixes; the CLI's lines lead with the
+    decision, not its rule ids."""
+    local = recommend(profile(2000, 150_000, "jpeg", uri="/data/images/"), hardware(),
+                      Workload(consumer_rate=500))  # fmt: skip
+    text = local.summary()
+    assert local.reads_folder_in_place
+    for s3_word in ("in flight", "inflight", "shard", "prefix", "no copy needed"):
+        assert s3_word not in text, text
+    assert "read in place" in local.decision("data_source").rationale
+    shown = {d.name for d in local.shown_decisions()}
+    assert "num_workers" in shown and not shown & {
+        "shard_size",
+        "prefix_layout",
+        "requests_in_flight",
+        "inflight_bytes",
+    }
+    copied = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500, epochs=10))
+    assert copied.data_source == "copy-local"
+    assert not {d.name for d in copied.shown_decisions()} & {"shard_size", "prefix_layout"}
+    assert "shards:" not in copied.summary()
+    for line in text.splitlines():
+        assert not re.match(r"\S+ = .*\[(low|medium|high);", line), line

@@ -48,14 +48,14 @@ def test_data_size_is_binary_and_rounded_for_people(value: float, shown: str) ->
 @pytest.mark.parametrize(
     ("bytes_per_s", "shown"),
     [
-        (2_180.4e6, "2,180 MB/s"),
-        (12.44e6, "12 MB/s"),
-        (4.44e6, "4.4 MB/s"),
-        (4e5, "0.4 MB/s"),
-        (25e9, "25 GB/s"),
+        (2_180.4e6, "2,079 MiB/s"),
+        (12.44e6, "12 MiB/s"),
+        (4.44e6, "4.2 MiB/s"),
+        (4e5, "0.4 MiB/s"),
+        (25 * 2**30, "25 GiB/s"),
     ],
 )
-def test_data_rate_is_decimal_mb_per_s(bytes_per_s: float, shown: str) -> None:
+def test_data_rate_is_binary_mib_per_s_as_sizes_are(bytes_per_s: float, shown: str) -> None:
     assert data_rate(bytes_per_s) == shown
     assert mb_per_s(bytes_per_s / 1e6) == shown
 

@@ -82,6 +82,7 @@ class FakeSession:
         self.trial: Any = None
         self.recommendation: Any = None
         self.trial_dropped: str | None = None  # AdvisorSession: why a stale trial was dropped
+        self.demo_layout: str | None = None
         self.fail, self.step_s = fail, step_s
         self.saved: list[tuple[Path, str]] = []
 
@@ -90,11 +91,13 @@ class FakeSession:
     ) -> DatasetLocation:
         self.location = DatasetLocation(uri, endpoint_url=endpoint_url, profile=profile)
         self.profile = self.trial = self.recommendation = None
+        self.demo_layout = None
         return self.location
 
     def use_demo(self, layout: str = "small-images", progress: Any = None) -> str:
         uri = f"s3://loader-advisor-demo/{layout}/"
         self.set_location(uri, endpoint_url="http://127.0.0.1:9")
+        self.demo_layout = layout
         return uri
 
     def check_location(self) -> None:
@@ -171,6 +174,7 @@ class FakeSession:
             notes=(),
             cost_notes=("~$0.00 in requests",),
             dataloader_kwargs=lambda: {"num_workers": 2, "pin_memory": False},
+            applies=lambda decision: True,  # streaming: every decision acts on the data
         )
         return self.recommendation
 
@@ -660,8 +664,16 @@ def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_
     w.next_button.click()
     rec = c.recommendation
     assert rec is not None and c.step_name == "recommendation"
-    assert c.session.location is not None and c.session.location.is_s3  # every card applies
-    assert w.cards.value.count("class='la-card'") == len(rec.decisions)
+    assert c.session.location is not None and c.session.location.is_s3
+    # every card that acts on this data: a local copy has no shard size or key prefixes
+    shown = rec.shown_decisions()
+    assert w.cards.value.count("class='la-card'") == len(shown)
+    if rec.data_source == "copy-local":
+        assert {d.name for d in rec.decisions} - {d.name for d in shown} <= {
+            "shard_size",
+            "prefix_layout",
+        }
+        assert "shard size" not in w.cards.value and "key prefixes" not in w.cards.value
     assert w.supply_figure.data[0].y[-1] == 160.0  # training consumes
     assert not w.flow.outputs  # the diagram waits behind "Details"
     w.recommendation_panel.details_button.value = True
@@ -675,6 +687,8 @@ def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_
     w.save_button.click()
     module = tmp_path / "dataloader_config.py"
     assert module.exists(), c.errors
+    assert "Run it: python dataloader_config.py" in w.saved.value  # how to run it, beside Save
+    assert "serve it again" in w.saved.value  # the demo's data: until when it reads
     compile(module.read_text(), str(module), "exec")
 
 
@@ -781,7 +795,7 @@ def test_no_s3_only_cards_for_a_local_folder() -> None:
         Decision(name, 1, "why", ("R-1",))
         for name in ("num_workers", "shard_size", "requests_in_flight", "prefix_layout")
     )
-    rec = SimpleNamespace(decisions=decisions)
+    rec = SimpleNamespace(decisions=decisions, applies=lambda d: True)
     assert [d.name for d in shown_decisions(rec, is_s3=False)] == ["num_workers"]  # type: ignore[arg-type]
     assert len(shown_decisions(rec, is_s3=True)) == 4  # type: ignore[arg-type]
 

@@ -33,4 +33,4 @@ def test_reshard_progress_and_plan_read_with_units() -> None:
     step: Any = SimpleNamespace(estimate=estimate, last_event=event, before=None, after=None)
     text = _info_html(step)
     assert "plan: 1 shard, 12,000 samples; about 4 min 10 s, 12,004 requests" in text
-    assert "3/10 shards, 1,234 samples/s, 2,180 MB/s, 1 min 15 s left, 1 retry" in text
+    assert "3/10 shards, 1,234 samples/s, 2,079 MiB/s, 1 min 15 s left, 1 retry" in text

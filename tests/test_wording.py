@@ -1,7 +1,7 @@
 """What people read says numbers with units, in plain words: the CLI's recommendation, the
 wizard's cards and the exported module's comments, rendered over several data sets, with and
 without a trial, carry no raw pattern ("(s)", a bare range, a long number without a unit,
-"0 min", a decimal size beside binary ones)."""
+"0 min", a decimal size or rate beside binary ones)."""
 
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ RAW = {
     "a long number without a unit or separators": re.compile(r"(?<![\w.,/-])\d{5,}(?![\w.,])"),
     "a duration rounded to nothing": re.compile(r"\b0 (?:min|h)\b"),
     "a decimal size beside binary ones": re.compile(r"\b\d[\d,.]*\s(?:KB|MB|GB|TB|PB)\b(?!/s)"),
+    "a decimal rate beside binary sizes": re.compile(r"\b\d[\d,.]*\s(?:KB|MB|GB|TB)/s\b"),
     "a rule's raw unit": re.compile(r"\b(?:local unknown|first-level prefixes)\b"),
 }
 
@@ -66,9 +67,10 @@ def test_the_patterns_catch_the_old_wording() -> None:
         "copying takes about 0 min",
         "17.2 MB gives 2.2 MB shards",
         "local unknown storage",
+        "copying it takes about 2.2 ms at about 200 MB/s",
     ]
     assert all(raw_patterns(line) for line in old)
-    fine = ["2,180 MB/s", "241 MiB", "1.3 s", "10,000,000 samples/s", "2 workers", "SRC-2"]
+    fine = ["2,079 MiB/s", "241 MiB", "1.3 s", "10,000,000 samples/s", "2 workers", "SRC-2"]
     assert not any(raw_patterns(line) for line in fine)
 
 

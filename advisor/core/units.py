@@ -1,11 +1,11 @@
 """Units and their formatting: the one home of byte, rate and time units for the whole package.
 
 What people read (the CLI, the wizard, the exported module's comments) goes through one set of
-formatters, rounded for people: `data_size` ("241 MiB"), `data_rate` ("2,180 MB/s"), `duration`
-("1.3 s", "4 min 10 s"), `per_s` and `rate` ("1,234 samples/s"), `share` ("15%"). Sizes of data
-are binary (KiB, MiB, GiB), as operating systems and file browsers show files and memory; transfer
-rates are decimal MB/s, as storage and networks are quoted. So one data set reads "241 MiB"
-everywhere, and one bandwidth "2,180 MB/s" everywhere.
+formatters, rounded for people: `data_size` ("241 MiB"), `data_rate` ("2,079 MiB/s"), `duration`
+("1.3 s", "4 min 10 s"), `per_s` and `rate` ("1,234 samples/s"), `share` ("15%"). One unit
+system in every line: sizes and rates of data are binary (KiB, MiB, GiB; MiB/s), as operating
+systems and file browsers show files and memory. So a copy reads "241 MiB, about 7 s at the
+measured 35 MiB/s", never MiB beside MB/s. (Sources quoted in rule docstrings keep their units.)
 
 Counts of things read as words do: `counted(2, "worker")` -> "2 workers", never "worker(s)".
 """
@@ -46,14 +46,15 @@ def binary_size(n: float) -> str:
 
 
 def data_rate(bytes_per_s: float) -> str:
-    """Bytes per second in decimal MB/s (GB/s from 10 GB/s up): "2,180 MB/s", "0.4 MB/s"."""
-    if bytes_per_s >= 10 * GB:
-        return f"{_round(bytes_per_s / GB)} GB/s"
-    return f"{_round(bytes_per_s / MB)} MB/s"
+    """Bytes per second in binary MiB/s (GiB/s from 10 GiB/s up), as `data_size` gives sizes:
+    2,180.4e6 -> "2,079 MiB/s", 4e5 -> "0.4 MiB/s"."""
+    if bytes_per_s >= 10 * GIB:
+        return f"{_round(bytes_per_s / GIB)} GiB/s"
+    return f"{_round(bytes_per_s / MIB)} MiB/s"
 
 
 def mb_per_s(mb_s: float) -> str:
-    """A rate already in MB/s: 2180.4 -> "2,180 MB/s"."""
+    """A rate measured in MB/s (10^6 bytes), said in MiB/s: 2180.4 -> "2,079 MiB/s"."""
     return data_rate(mb_s * MB)
 
 

@@ -55,6 +55,12 @@ SAGEMAKER_INPUT_MODES = {
 }
 
 
+# Decisions that act on S3 requests and object layout: nothing to do for a folder read in place.
+S3_ONLY = frozenset({"requests_in_flight", "inflight_bytes", "shard_size", "prefix_layout"})
+# Decisions about the objects' layout in the bucket: nothing to do once a local copy is read.
+LAYOUT_ONLY = frozenset({"shard_size", "prefix_layout"})
+
+
 @dataclass(frozen=True)
 class Decision:
     """One decision: its value, why, which rules fired, the numbers used (units in the keys).
@@ -137,45 +143,70 @@ class Recommendation:
         del kwargs["batch_size"]
         return kwargs
 
-    def _source_words(self) -> str:
-        """What the data source means where it runs, in brackets after it ("" for nothing)."""
-        if self.sagemaker_input_mode is not None:
-            return f" (SageMaker {self.sagemaker_input_mode})"
-        return " (already local: read in place)" if self.data_source == "copy-local" else ""
+    @property
+    def reads_folder_in_place(self) -> bool:
+        """True for a folder already on this machine: read where it is, nothing copied."""
+        return self.data_source == "copy-local" and self.sagemaker_input_mode is None
 
-    def summary(self) -> str:
-        """A few plain lines for a terminal: the settings, the throughput, the reasons."""
+    def applies(self, decision: Decision) -> bool:
+        """Whether `decision` acts on this data: nothing about S3 requests or object layout
+        for a folder read in place; no shard size or key prefixes once a copy is read."""
+        if self.reads_folder_in_place:
+            return decision.name not in S3_ONLY
+        if self.data_source == "copy-local":
+            return decision.name not in LAYOUT_ONLY
+        return True
+
+    def shown_decisions(self) -> tuple[Decision, ...]:
+        """The decisions that carry an action for this data (`applies`)."""
+        return tuple(d for d in self.decisions if self.applies(d))
+
+    def source_words(self) -> str:
+        """The data source in plain words: "the folder, read in place", "copy-local (SageMaker
+        File)", "stream"."""
+        if self.reads_folder_in_place:
+            return "the folder, read in place"
         source = self.data_source
         if source == "reshard-first":
             source += f", then {self.after_reshard}"
         if self.cache_locally:
             source += ", cache locally after the first epoch"
+        if self.sagemaker_input_mode is not None:
+            source += f" (SageMaker {self.sagemaker_input_mode})"
+        return source
+
+    def summary(self) -> str:
+        """A few plain lines for a terminal: the settings, the throughput, the reasons."""
         kwargs = ", ".join(f"{k}={v!r}" for k, v in self.dataloader_kwargs().items())
         kind = "measured" if self.measured_samples_per_s is not None else "predicted"
         expected = f"{rate(self.expected_samples_per_s)} ({kind})"
         if self.consumer_rate is not None:
             verdict = "input-bound" if self.input_bound else "keeps up"
             expected += f" against {rate(self.consumer_rate)} consumed: {verdict}"
-        lines = [
-            f"data source:  {source}{self._source_words()}",
-            f"DataLoader:   {kwargs}",
-            f"reader:       max_inflight_requests={self.requests_in_flight}, "
-            f"max_inflight_bytes={data_size(self.inflight_bytes)} per process",
-            f"shards:       {data_size(self.shard_size_bytes)} over "
-            f"{counted(self.prefix_count, 'prefix', 'prefixes')}",
-            f"throughput:   {expected}",
-            *(
-                [f"bottleneck:   {self.bottleneck.words}: {self.bottleneck.reason}"]
-                if self.bottleneck is not None
-                else []
-            ),
-            f"rules:        {' -> '.join(self.fired_rules)}",
-            "",
-        ]
-        for d in self.decisions:
-            lines.append(f"{d.name} = {d.display} [{d.confidence}; {', '.join(d.rules) or '-'}]")
+        shown = {d.name for d in self.shown_decisions()}
+        lines = [f"data source:  {self.source_words()}", f"DataLoader:   {kwargs}"]
+        if "requests_in_flight" in shown:  # read from S3: the native reader's settings
+            lines.append(
+                f"reader:       max_inflight_requests={self.requests_in_flight}, "
+                f"max_inflight_bytes={data_size(self.inflight_bytes)} per process"
+            )
+        if "shard_size" in shown:
+            lines.append(
+                f"shards:       {data_size(self.shard_size_bytes)} over "
+                f"{counted(self.prefix_count, 'prefix', 'prefixes')}"
+            )
+        lines.append(f"throughput:   {expected}")
+        if self.bottleneck is not None:
+            lines.append(f"bottleneck:   {self.bottleneck.words}: {self.bottleneck.reason}")
+        lines.append("")
+        for d in self.shown_decisions():  # the decision and why first; its rules after
+            folder = d.name == "data_source" and self.reads_folder_in_place
+            lines.append(f"{d.name} = {self.source_words() if folder else d.display}")
             lines.append(f"  {d.rationale}")
+            rules = ", ".join(d.rules) or "none"
+            lines.append(f"  ({d.confidence} confidence; rules: {rules})")
         lines += [f"note: {n}" for n in self.notes]
+        lines.append(f"rules on the path taken: {' -> '.join(self.fired_rules)}")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

@@ -247,9 +247,13 @@ def _stop_locked() -> None:
 
 
 def stop_demo() -> None:
-    """Stop the demo endpoint this process started (no-op for one found through the env)."""
+    """Stop the demo endpoint this process started (no-op for one found through the env), and
+    put back the AWS variables a session pointed at it (`advisor.demo.kernel_env`)."""
+    from advisor.demo import kernel_env
+
     with _lock:
         _stop_locked()
+    kernel_env.restore()
 
 
 atexit.register(_stop_locked)  # a clean exit stops the server and deletes its folder at once

@@ -85,7 +85,7 @@ def trial_chart(counts: Sequence[CountRate], consumer_rate: float | None = None)
                 },
                 hovertext=[
                     f"num_workers {c.num_workers}: {'>= ' if bound else ''}{rate(c.median)} "
-                    f"(median of {c.slices} slices, {per_s(c.low)}-{per_s(c.high)})"
+                    f"(median of {c.slower.slices} slices, {per_s(c.low)}-{per_s(c.high)})"
                     for c in chosen
                 ],
                 hoverinfo="text",

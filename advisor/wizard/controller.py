@@ -269,6 +269,8 @@ class WizardController(WizardContext):
             self.notify(Topic.WORKLOAD)
         elif name == "recommendation" and self.recommendation is None:
             self.run_recommend()
+        elif name == "recommendation":
+            self.recommendation_step.enter()  # a failed comparison runs again, not its error
         elif name == "export" and self.export_bundle is None:
             self.build_export()
 

@@ -58,8 +58,8 @@ class PrefetchHidesLatency(Rule):
         if measured is not None:
             return self.finding(
                 measured,
-                f"{counted(measured, 'batch', 'batches')} in flight per worker: the prefetch the "
-                f"trial measured {workers(w)} with, so its measured rate holds.",
+                f"{counted(measured, 'batch', 'batches')} loaded ahead per worker: the prefetch "
+                f"the trial measured {workers(w)} with, so its measured rate holds.",
                 evidence={"measured_prefetch_factor": measured, "num_workers": w},
                 measured=True,
                 confidence="high",
@@ -74,7 +74,7 @@ class PrefetchHidesLatency(Rule):
             value,
             f"A worker produces {rate(per_worker)}; a stall of {duration(latency)} spans "
             f"{batches:,.1f} of its batches of {ctx.workload.batch_size}, so keep "
-            f"{counted(value, 'batch', 'batches')} in flight per worker.",
+            f"{counted(value, 'batch', 'batches')} loaded ahead per worker.",
             evidence={
                 "first_byte_p95_s": latency,
                 "samples_per_s_per_worker": round(per_worker, 1),
@@ -114,8 +114,8 @@ class SharedMemoryTooSmall(Rule):
             f"--shm-size={size_gib}g",
             f"{counted(ctx.ranks_per_node, 'rank')} x {counted(w, 'worker')} x "
             f"{counted(pf, 'batch', 'batches')} of {data_size(ctx.batch_bytes)} keep "
-            f"{data_size(need)} in flight, but /dev/shm is {data_size(shm)}: workers can die with "
-            f"a bus error. Give the container at least {size_gib} GiB of shared memory.",
+            f"{data_size(need)} loaded ahead, but /dev/shm is {data_size(shm)}: workers can die "
+            f"with a bus error. Give the container at least {size_gib} GiB of shared memory.",
             evidence={
                 "shm_bytes": shm,
                 "in_flight_bytes": round(need),

@@ -318,7 +318,7 @@ def of_loop(
         )
         return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
     if workers is None:
-        reason = f"{idle}; its processes are not known (a function that makes the loader)"
+        reason = f"{idle}; its processes are not known"
         return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
     reason = f"{idle}: its processes mostly idle, it waits on storage or network latency"
     return Bottleneck("storage", measured, tuple(ceilings), reason, "loop")

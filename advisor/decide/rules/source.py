@@ -53,7 +53,7 @@ class DataAlreadyLocal(Rule):
     """Data already on local disk.
 
     Condition: the URI is a local path on a local file system
-    Recommendation: `copy-local`, read in place (nothing to copy)
+    Recommendation: `copy-local`: the folder is read in place
     Source: [IO] 2: local NVMe much faster than EBS or S3 once the data is there
     """
 
@@ -66,7 +66,7 @@ class DataAlreadyLocal(Rule):
             return None
         return self.finding(
             "copy-local",
-            "The data is already on a local file system: read it in place, no copy needed.",
+            "The data is a folder on this machine's file system: it is read in place.",
             evidence={"filesystem": ctx.data_fs, "total_bytes": ctx.total_bytes},
         )
 

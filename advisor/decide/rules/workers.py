@@ -24,7 +24,7 @@ from advisor.decide.rules.thresholds import (
     TOLERANCE,
 )
 from advisor.decide.rules.words import workers
-from advisor.measure.trial.results import CountRate
+from advisor.measure.trial.results import STEP_NONE, STEP_WORDS, CountRate
 
 
 def core_cap(ctx: Context, state: State) -> int:
@@ -304,10 +304,11 @@ def _measured_reason(
 
 def _spread(c: CountRate) -> str:
     bound = "at least " if c.lower_bound else ""
-    slower = f", the {c.step} step the slower" if len(c.steps) > 1 else ""
+    step = f" with {STEP_WORDS.get(c.step, c.step)}" if c.step != STEP_NONE else ""
+    slower = ", the slower of the two" if len(c.steps) > 1 else ""
     return (
         f"{bound}{rate(c.median)} median ({per_s(c.low)} to {per_s(c.high)} over "
-        f"{counted(c.slower.slices, 'slice')}{slower})"
+        f"{counted(c.slower.slices, 'slice')}{step}{slower})"
     )
 
 

@@ -42,6 +42,7 @@ class LoopRun:
     cpu_s: CPU seconds of this process and its children (the loader's workers) over the loop,
         the step's included. peak_rss_bytes: the largest resident set of that process tree.
     gpu_utilization: NVML samples (percent) during the loop; empty without a GPU.
+    loader_workers: the loader's num_workers (a DataLoader), 0 for any other iterable.
     """
 
     label: str
@@ -61,6 +62,9 @@ class LoopRun:
     # the training thread's CPU in its steps, where the loop timed it itself (`watch`: the
     # user's own steps, which are not replayed)
     step_cpu_s: float | None = None
+    # the processes that loaded besides the main one, in the loader iterated (what a loader
+    # function made included): a DataLoader's num_workers, else 0; None: not known
+    loader_workers: int | None = None
 
     @property
     def batches(self) -> int:

@@ -266,7 +266,18 @@ def run_loop(
         replay_samples=tuple(replay_samples),
         replay_cpu_s=replay_cpu,
         notes=notes,
+        loader_workers=workers_of(fetcher.made),
     )
+
+
+def workers_of(loader: Iterable[Any] | None) -> int | None:
+    """The processes that load besides the main one: a DataLoader's num_workers; any other
+    iterable is read in the main process, as a DataLoader with 0 workers is. None: nothing
+    was made (the loader function never returned)."""
+    if loader is None:
+        return None
+    workers = getattr(loader, "num_workers", 0)
+    return workers if isinstance(workers, int) and workers >= 0 else 0
 
 
 def _skipped_note(loader: Iterable[Any] | None) -> tuple[str, ...]:

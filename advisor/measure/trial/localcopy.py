@@ -14,6 +14,7 @@ import shutil
 import time
 from pathlib import Path
 
+from advisor.core.units import data_size
 from advisor.measure.trial.data import TrialClock, TrialData
 from native_loader import ObjectInfo
 
@@ -68,7 +69,7 @@ def copy_sample(data: TrialData, directory: Path, clock: TrialClock, seconds: fl
                 copied.append(ObjectInfo(str(path), name, info.size, info.etag))
                 if len(copied) % 25 == 0:
                     clock.report(
-                        "copy", f"copied {len(copied)} objects, {written / 1e6:,.0f} MB locally"
+                        "copy", f"copied {len(copied)} objects, {data_size(written)} locally"
                     )
                 full = written + info.size > quota
                 enough = written >= ENOUGH_BYTES or len(copied) >= ENOUGH_OBJECTS
@@ -81,6 +82,6 @@ def copy_sample(data: TrialData, directory: Path, clock: TrialClock, seconds: fl
             f"only {len(copied)} object(s) copied within {seconds:.1f} s and "
             f"{quota >> 20} MiB: too few to measure local reads"
         )
-    clock.report("copy", f"copied {len(copied)} objects, {written / 1e6:,.0f} MB locally")
+    clock.report("copy", f"copied {len(copied)} objects, {data_size(written)} locally")
     config = dataclasses.replace(data.config, endpoint_url=None)
     return dataclasses.replace(data, objects=tuple(copied), config=config)

@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import torch
 
+from advisor.core.units import counted, mb_per_s
 from advisor.core.workload import Workload
 from advisor.measure.hardware.gpu_decode import (
     GpuDecode,
@@ -108,7 +109,10 @@ def probe_storage(
         total_bytes += read
         objects_read += count
         curve.append((level, mb_s, objects_s))
-        clock.report(phase, f"{level} in flight: {mb_s:.0f} MB/s, {objects_s:.0f} objects/s")
+        clock.report(
+            phase,
+            f"{counted(level, 'read')} at once: {mb_per_s(mb_s)}, {objects_s:,.0f} objects/s",
+        )
         if saturated([mb for _, mb, _ in curve]):
             break
     ordered = sorted(first_bytes)

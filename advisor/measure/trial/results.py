@@ -14,6 +14,9 @@ from advisor.core.workload import Workload
 from advisor.measure.hardware.gpu_decode import GpuDecode
 
 STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
+# the step models in plain words: a step that blocks (waits on the GPU asleep), one that keeps a
+# core spinning (CUDA's default wait), none (no consumer rate: the loader flat out)
+STEP_WORDS = {STEP_NONE: "no step", STEP_SLEEP: "a blocking step", STEP_SPIN: "a spinning step"}
 # What the trial's loaders read: the objects where the profile listed them, a local copy of a
 # sample (what training reads after a copy-local, and what a local cache serves later epochs),
 # or a sample packed into tar shards on local disk (after a reshard-first: `trial/packed.py`).

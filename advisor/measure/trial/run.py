@@ -43,6 +43,7 @@ from advisor.measure.trial.results import (
     READ_LOCAL_COPY,
     READ_PACKED,
     READ_PATH_WORDS,
+    STEP_WORDS,
     CountRate,
     DecodeCost,
     LoaderPoint,
@@ -385,7 +386,7 @@ def _sweep(
     def on_slice(point: LoaderPoint) -> None:
         measured.append(point)
         message = (
-            f"num_workers={point.num_workers} ({point.step} step): "
+            f"num_workers={point.num_workers} ({STEP_WORDS.get(point.step, point.step)}): "
             f"{point.samples_per_s:.0f} samples/s{'' if point.steady else ' (lower bound)'}"
         )
         clock.report("sweep", message, point)

@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 import html
+from pathlib import Path
 
 import ipywidgets as widgets
 
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import StepPanel, button, html_area, text
 from advisor.wizard.steps.export import ExportStep
+
+
+def run_hint(module: Path, demo: bool) -> str:
+    """How to run the saved module, in one line (for the demo's data: until when it reads)."""
+    line = (
+        f"Run it: python {module.name} (in its folder) reads 3 batches; in training: "
+        f"from {module.stem} import make_dataloader."
+    )
+    if demo:
+        line += (
+            " The demo's endpoint ends with this kernel: the module's docstring says how to "
+            "serve it again."
+        )
+    return line
 
 
 class ExportPanel(StepPanel):
@@ -42,6 +57,7 @@ class ExportPanel(StepPanel):
 
     def show(self) -> None:
         step = self.step
+        demo = step.context.session.demo_layout is not None
         bundle = step.bundle
         if bundle is None:
             self.module_preview.value = self.json_preview.value = self.download.value = ""
@@ -58,7 +74,9 @@ class ExportPanel(StepPanel):
                 f"download {stem}.json</a>"
             )
         self.saved.value = (
-            "saved: " + ", ".join(f"<code>{html.escape(str(p))}</code>" for p in step.saved_paths)
+            "saved: "
+            + ", ".join(f"<code>{html.escape(str(p))}</code>" for p in step.saved_paths)
+            + f"<div class='la-hint'>{html.escape(run_hint(step.saved_paths[0], demo))}</div>"
             if step.saved_paths
             else ""
         )

@@ -10,7 +10,7 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from advisor.core.units import per_s, rate
-from advisor.decide.recommend import Decision, Recommendation
+from advisor.decide.recommend import S3_ONLY, Decision, Recommendation
 from advisor.export import decision_label, decision_value
 from advisor.headline import headline_lines
 from advisor.measure.trial.results import READ_LISTED, READ_PATH_WORDS
@@ -18,7 +18,14 @@ from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.evidence import evidence_rows
 from advisor.wizard.flow import flow_bundle
-from advisor.wizard.panels.base import StepPanel, html_area, output, set_outputs, status_slot
+from advisor.wizard.panels.base import (
+    StepPanel,
+    button,
+    html_area,
+    output,
+    set_outputs,
+    status_slot,
+)
 from advisor.wizard.panels.reshard import ReshardPanel
 from advisor.wizard.steps.recommendation import RecommendationStep
 from advisor.wizard.steps.reshard import ReshardStep
@@ -30,13 +37,11 @@ if TYPE_CHECKING:
     from advisor.measure.trial.results import TrialResult
 
 
-# Decisions that act on S3 requests and object layout: nothing to do for a local folder.
-S3_ONLY = frozenset({"requests_in_flight", "inflight_bytes", "shard_size", "prefix_layout"})
-
-
 def shown_decisions(rec: Recommendation, is_s3: bool) -> list[Decision]:
-    """The decisions that carry an action for this data (no S3-only cards for a folder)."""
-    return [d for d in rec.decisions if is_s3 or d.name not in S3_ONLY]
+    """The decisions that carry an action for this data (`Recommendation.applies`: no S3-only
+    cards for a folder, no layout cards for a copy; none for data the session does not read
+    from S3)."""
+    return [d for d in rec.decisions if (is_s3 or d.name not in S3_ONLY) and rec.applies(d)]
 
 
 def decision_card(decision: Decision) -> str:
@@ -90,6 +95,7 @@ def headline(
 ) -> str:
     """What to change and its measured effect first; then the DataLoader call to write."""
     said = headline_lines(rec, trial, consumer_rate, diagnosis, changed, comparison)
+    action = said.pop() if said[-1].startswith("To keep up") else None
     lines = [html.escape(line) for line in said]
     lines[0] = f"<b>{lines[0]}</b>"
     kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.dataloader_kwargs().items())
@@ -100,8 +106,12 @@ def headline(
             reader += f", max_inflight_bytes={int(rec.inflight_bytes) >> 20} * 2**20"
         code += f" with <code>ReaderConfig({reader})</code> per worker"
     lines.append(code)
-    if rec.input_bound is True:
-        lines.append("<span class='la-error'>The loader cannot keep up with the training.</span>")
+    if action is not None:  # the loader still cannot keep up: one next step, in view
+        lines.insert(
+            1,
+            "<span class='la-error la-keep-up'>The loader cannot keep up with the training. "
+            f"{html.escape(action)}</span>",
+        )
     notes = [html.escape(note) for note in (*rec.notes, *rec.cost_notes)]
     body = "".join(f"<div>{line}</div>" for line in lines)
     if notes:
@@ -180,6 +190,12 @@ class RecommendationPanel(StepPanel):
         self.supply_figure: go.Figure | None = None  # the last one shown, for tests and users
         self.reshard = ReshardPanel(reshard)
         self.status_slot = status_slot()
+        self.run_again_button = button(
+            "Run again", "la-btn-run-again", "warning",
+            "compare your loader with the recommended one again (the trial is kept)",
+        )  # fmt: skip
+        self.run_again_button.layout.display = "none"
+        self.run_again_button.on_click(lambda _: self.step.run_again())
         self.details_button = widgets.ToggleButton(
             value=False, description="Details: rules and decision flow", icon="chevron-right",
             layout=widgets.Layout(width="auto"),
@@ -192,6 +208,7 @@ class RecommendationPanel(StepPanel):
             [
                 widgets.HTML("<b>5. Recommendation</b>"),
                 self.headline,
+                self.run_again_button,
                 self.status_slot,
                 self.cards,
                 self.reshard.box,
@@ -201,6 +218,10 @@ class RecommendationPanel(StepPanel):
             ]
         )
         self.details_button.observe(lambda _: self._show_details(), names="value")
+
+    def show_busy(self, busy: bool) -> None:
+        """Show "Run again" after a failed comparison, while nothing runs."""
+        self.run_again_button.layout.display = "" if self.step.failed and not busy else "none"
 
     def _show_details(self) -> None:
         """The diagram is drawn when opened (Mermaid cannot lay out text in a hidden box)."""

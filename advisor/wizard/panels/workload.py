@@ -26,6 +26,15 @@ def demand(workload: Workload) -> str:
     )
 
 
+# where the consumer rate comes from, said once above the fields
+RATE_SOURCE = (
+    "Where this comes from: one GPU's training step with its data already loaded. Samples/s "
+    "is the batch size / that step time, e.g. 64 samples in 0.25 s = 256 samples/s: take the "
+    "step time from your training log, or run advisor.diagnose(loader, step=train_step): "
+    'its "with loading free (headspace)" line is this rate.'
+)
+
+
 class WorkloadPanel(StepPanel):
     """Rate or step time, batch size, job size, transform and where the data already is."""
 
@@ -64,6 +73,7 @@ class WorkloadPanel(StepPanel):
         self.loader_step = text(
             "Your step", "la-input-loader-step", "optional: called with each batch"
         )
+        self.demo_note = html_area("la-demo-env")
         self.workload_errors = html_area("la-field-errors")
         self.fields: dict[str, widgets.Text] = {
             "samples_per_s": self.samples_per_s,
@@ -79,6 +89,7 @@ class WorkloadPanel(StepPanel):
         self.box = widgets.VBox(
             [
                 widgets.HTML("<b>3. How fast does training consume data?</b>"),
+                widgets.HTML(f"<span class='la-hint'>{html.escape(RATE_SOURCE)}</span>"),
                 self.rate_mode,
                 *(f for n, f in self.fields.items() if n not in ("loader", "loader_step")),
                 self.data_location,
@@ -88,6 +99,7 @@ class WorkloadPanel(StepPanel):
                 ),
                 self.loader,
                 self.loader_step,
+                self.demo_note,
                 self.workload_errors,
             ]
         )
@@ -112,6 +124,8 @@ class WorkloadPanel(StepPanel):
             field.value = typed[name]
         self.samples_per_s.layout.display = "none" if form.mode == "step" else ""
         self.step_time.layout.display = "" if form.mode == "step" else "none"
+        note = step.demo_note
+        self.demo_note.value = f"<span class='la-hint'>{html.escape(note)}</span>" if note else ""
         self.workload_errors.value = "".join(
             f"<div class='la-error'>{html.escape(m)}</div>" for m in step.field_errors.values()
         )

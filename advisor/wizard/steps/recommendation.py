@@ -35,6 +35,10 @@ class RecommendationStep:
         self.diagnosis: Diagnosis | None = None  # the user's loader, its first round
         self.comparison: Comparison | None = None
         self.changed: tuple[str, ...] = ()
+        # the loader and step names the last comparison ran with, and whether it failed (then
+        # "Run again" offers it once more, and entering the step again re-runs it)
+        self.compared: tuple[str, str] | None = None
+        self.failed = False
 
     @property
     def recommendation(self) -> Recommendation | None:
@@ -49,20 +53,54 @@ class RecommendationStep:
             return False
         self.context.set_error(STEP, None)
         self.export.forget_bundle()
-        self.diagnosis, self.comparison, self.changed = None, None, ()
+        self._forget_comparison()
         self.context.notify(Topic.RECOMMENDATION)
         if self.workload.form.loader.strip():
             return self.diagnose_user_loader()
         return True
 
+    def _forget_comparison(self) -> None:
+        self.diagnosis, self.comparison, self.changed = None, None, ()
+        self.compared, self.failed = None, False
+
+    def _named(self) -> tuple[str, str]:
+        form = self.workload.form
+        return form.loader.strip(), form.loader_step.strip()
+
+    def enter(self) -> None:
+        """Entering the step again with a recommendation: a comparison that failed, or one of
+        another loader than the one now named, runs again (an error from before does not
+        stay); a loader no longer named takes its comparison and error with it."""
+        if self.context.busy or self.recommendation is None:
+            return
+        named = self._named()
+        if not named[0]:
+            if self.compared is not None or self.failed:
+                self._forget_comparison()
+                self.context.set_error(STEP, None)
+                self.context.notify(Topic.RECOMMENDATION)
+            return
+        if self.failed or named != self.compared:
+            self.run_again()
+
+    def run_again(self) -> bool:
+        """Compare the user's loader with the recommended one once more (the trial and the
+        recommendation are kept): after a failed comparison, or a loader fixed since."""
+        self.diagnosis, self.comparison, self.changed = None, None, ()
+        self.context.notify(Topic.RECOMMENDATION)
+        return self.diagnose_user_loader()
+
     def diagnose_user_loader(self, limits: LoopLimits | None = None, rounds: int = 2) -> bool:
         """Run the user's loader and the exported one through the user's step (or the
         consumer's rate), interleaved for `rounds` rounds of at most `limits` each, in the
         background: their before, after and ratio lead the headline (`advisor.compare`)."""
+        self.compared, self.failed = self._named(), False
         try:
             objects = self.workload.user_objects()
         except Exception as exc:
+            self.failed = True
             self.context.set_error(STEP, describe(exc))
+            self.context.notify(Topic.RECOMMENDATION)
             return False
         if objects is None:
             return False
@@ -72,8 +110,17 @@ class RecommendationStep:
         bound = limits or LoopLimits(max_batches=200, max_seconds=10.0)
 
         def work(cancel: threading.Event) -> None:
+            try:
+                compare_loaders(cancel)
+            except BaseException:
+                self.failed = True  # its error is the step's (WizardContext.start)
+                self.context.notify(Topic.RECOMMENDATION)
+                raise
+
+        def compare_loaders(cancel: threading.Event) -> None:
             from advisor.before_after import changes, exported_loader
             from advisor.diagnosis import compare
+            from advisor.measure.loop.run import fresh
 
             def progress(event: LoopEvent) -> None:
                 self.context.report(f"{event.label}: {event.message}", event.fraction)
@@ -92,8 +139,9 @@ class RecommendationStep:
             self.diagnosis = self.comparison.before[0]
             recommendation = self.recommendation
             if recommendation is not None:
-                settings = loader if isinstance(loader, Iterable) else None
-                self.changed = changes(settings, recommendation) if settings is not None else ()
+                # a loader given as a function is made once more, only to read its settings
+                settings = loader if isinstance(loader, Iterable) else fresh(loader)  # type: ignore[arg-type]
+                self.changed = changes(settings, recommendation)
             self.context.report("your loader and the recommended one measured", 1.0)
             self.context.notify(Topic.RECOMMENDATION)
 

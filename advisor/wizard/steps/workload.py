@@ -148,6 +148,16 @@ class WorkloadStep:
         self.context.notify(Topic.WORKLOAD)
         return True
 
+    @property
+    def demo_note(self) -> str | None:
+        """One line for the loader fields while the demo is in use: the user's loader runs in
+        this kernel, whose AWS variables then point at the demo (the values never shown)."""
+        if self.context.session.demo_layout is None:
+            return None
+        from advisor.demo import kernel_env
+
+        return kernel_env.NOTE if kernel_env.active() else None
+
     def user_objects(self) -> tuple[object, object | None] | None:
         """The user's loader and step (None: not given) as named in the form: a variable of the
         notebook, else module:function. None when no loader is named; ValueError when one

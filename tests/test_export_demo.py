@@ -1,0 +1,113 @@
+"""A saved export of the demo's data runs as its docstring says, after the demo it was made on
+has ended: its error says so in one line, and the demo served again by the docstring's command
+on the same port reads again with the keys that command prints.
+
+The demo here is `python -m advisor.demo serve` itself (a kernel's demo is the same server);
+the test adds size flags to the docstring's command only to keep the generated data small.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+import advisor.demo
+from advisor.core.workload import Workload
+from advisor.demo import ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_URL
+from advisor.demo.server import answers, free_ports
+from advisor.session import AdvisorSession
+
+SMALL = ["--images", "24", "--shard-mb", "0.1", "--large-files", "1", "--large-mb", "1"]
+READY_S = 180.0
+
+
+def _no_aws() -> dict[str, str]:
+    """This environment without AWS keys or endpoint: a fresh terminal's."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env.update(AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=os.devnull,
+               AWS_SHARED_CREDENTIALS_FILE=os.devnull)  # fmt: skip
+    return env
+
+
+@contextmanager
+def _serve(command: str, port: int) -> Iterator[dict[str, str]]:
+    """Run the docstring's serve `command` (plus SMALL) until it prints its keys; yields them."""
+    args = [sys.executable, *command.removeprefix("python ").split(), *SMALL]
+    assert f"--port {port}" in command, command
+    process = subprocess.Popen(args, env=_no_aws(), stdout=subprocess.PIPE, text=True)
+    printed: dict[str, str] = {}
+    try:
+        assert process.stdout is not None
+        deadline = time.monotonic() + READY_S
+        for line in process.stdout:
+            found = re.match(r"(access key|secret key|S3 endpoint):\s+(\S+)", line)
+            if found:
+                printed[found[1]] = found[2]
+            if "Ctrl-C stops" in line or time.monotonic() > deadline:
+                break
+        assert {"access key", "secret key", "S3 endpoint"} <= set(printed), printed
+        yield printed
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=30)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def _run(module: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(module)], env=env, capture_output=True, text=True,
+                          timeout=180, cwd=module.parent)  # fmt: skip
+
+
+@pytest.mark.timeout(600)
+def test_a_demo_export_runs_after_the_demo_ended(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = free_ports(1)[0]
+    command = f"python -m advisor.demo serve --port {port}"
+    with _serve(command, port) as first:
+        # the session finds this demo as a kernel finds `make lab`'s, and exports its data
+        monkeypatch.setenv(ENV_URL, first["S3 endpoint"])
+        monkeypatch.setenv(ENV_ACCESS_KEY, first["access key"])
+        monkeypatch.setenv(ENV_SECRET_KEY, first["secret key"])
+        advisor.demo.stop_demo()
+        session = AdvisorSession()
+        session.use_demo("small-images")
+        session.set_workload(Workload(batch_size=4))
+        session.run_profile()
+        session.run_hardware()
+        session.run_recommend()
+        module, _ = session.save_export(tmp_path, "demo_loader")
+        advisor.demo.stop_demo()
+    assert not answers(first["S3 endpoint"])  # the demo it was made on has ended
+
+    source = module.read_text()
+    assert command in source and "python demo_loader.py" in source  # its docstring says how
+    assert "from demo_loader import" in source
+    gone = _run(module, _no_aws())
+    assert gone.returncode == 1, gone.stderr
+    assert gone.stderr.count("\n") == 1 and "Traceback" not in gone.stderr, gone.stderr
+    assert gone.stderr.startswith(f"error: cannot reach the demo endpoint http://127.0.0.1:{port}")
+    assert command in gone.stderr
+
+    with _serve(command, port) as again:
+        assert again["S3 endpoint"] == first["S3 endpoint"]  # the same port, as exported
+        keyless = _run(module, _no_aws())
+        assert keyless.returncode == 1 and "Traceback" not in keyless.stderr, keyless.stderr
+        assert keyless.stderr.count("\n") == 1, keyless.stderr
+        assert "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in keyless.stderr
+        env = {**_no_aws(), "AWS_ACCESS_KEY_ID": again["access key"],
+               "AWS_SECRET_ACCESS_KEY": again["secret key"]}  # fmt: skip
+        done = _run(module, env)
+        assert done.returncode == 0, done.stderr
+        assert re.search(r"read 3 batches in", done.stdout), done.stdout
+        assert again["secret key"] not in done.stdout + done.stderr
