@@ -2,6 +2,7 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -276,7 +277,10 @@ void Engine::cancel(uint64_t id) {
 
 EngineStats Engine::stats() {
     std::lock_guard<std::mutex> lk(mu_);
-    return stats_;
+    EngineStats s = stats_;
+    s.rate_cuts = limiter_.cuts();
+    s.send_rate_limit = static_cast<int64_t>(std::lround(limiter_.rate()));
+    return s;
 }
 
 void Engine::wake_engine() {

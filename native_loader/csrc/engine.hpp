@@ -1,6 +1,7 @@
 // The transfer engine: one background thread driving a libcurl multi handle (connections are
 // kept alive and reused), a priority queue of part requests admitted under request and byte
-// budgets, per-part retries with capped exponential backoff and jitter, and timeouts.
+// budgets, per-part retries with capped exponential backoff and jitter, an adaptive send-rate
+// limiter that slows down when the endpoint throttles (rate_limiter.hpp), and timeouts.
 //
 // Threads: callers submit tickets and wait for them (without the GIL); only the engine thread
 // touches curl. Every piece of shared state is guarded by one mutex, which the engine thread
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "engine_types.hpp"
+#include "rate_limiter.hpp"
 #include "request.hpp"
 #include "sigv4.hpp"
 #include "url.hpp"
@@ -93,6 +95,9 @@ private:
         int64_t charge = 0;
         bool charged = false;
         Clock::time_point retry_at;
+        int throttles = 0;                    // throttled answers in a row
+        int throttled_attempts = 0;           // throttled answers in all
+        Clock::time_point throttled_since{};  // when the first of them was sent
         // Per attempt:
         CURL *easy = nullptr;
         curl_slist *headers = nullptr;
@@ -161,6 +166,7 @@ private:
     void promote_retries(Clock::time_point now);
     double backoff_s(int attempt);
     void fail(Ticket &t, Part &p, Failure f);
+    bool throttled_retry(Part &p, Failure &f, Clock::time_point now);
     void fail_ticket(Ticket &t, const Failure &f);
     void finish_part(Ticket &t, Part &p);
     void complete(Ticket &t);
@@ -203,6 +209,8 @@ private:
     std::map<uint64_t, int> waited_;  // tickets callers are blocked on
     std::set<uint64_t> watched_;      // tickets a wait_readable is blocked on
     EngineStats stats_;
+    RateLimiter limiter_;
+    Clock::time_point limited_since_{};  // when admission last began to wait for the limiter
     std::mt19937_64 rng_;
 };
 

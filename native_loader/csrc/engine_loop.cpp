@@ -50,6 +50,12 @@ int Engine::poll_timeout_ms(Clock::time_point now) const {
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(p.retry_at - now).count();
         timeout = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(timeout, ms + 1)));
     }
+    if (limited_since_ != Clock::time_point{} && !ready_.empty()) {  // waiting for a token
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      limiter_.next_token(now) - now)
+                      .count();
+        timeout = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(timeout, ms + 1)));
+    }
     return timeout;
 }
 

@@ -168,6 +168,8 @@ NB_MODULE(_native, m) {
         .def_rw("max_attempts", &nl::EngineConfig::max_attempts)
         .def_rw("backoff_base_s", &nl::EngineConfig::backoff_base_s)
         .def_rw("backoff_max_s", &nl::EngineConfig::backoff_max_s)
+        .def_rw("adaptive_rate", &nl::EngineConfig::adaptive_rate)
+        .def_rw("max_throttled_s", &nl::EngineConfig::max_throttled_s)
         .def_rw("ca_bundle", &nl::EngineConfig::ca_bundle);
 
     nb::enum_<nl::ErrorKind>(m, "ErrorKind", "Why a request failed (NONE: it did not).")
@@ -191,7 +193,11 @@ NB_MODULE(_native, m) {
         .def_ro("connections", &nl::EngineStats::connections)
         .def_ro("retries", &nl::EngineStats::retries)
         .def_ro("bytes_received", &nl::EngineStats::bytes_received)
-        .def_ro("open_tickets", &nl::EngineStats::open_tickets);
+        .def_ro("open_tickets", &nl::EngineStats::open_tickets)
+        .def_ro("throttled", &nl::EngineStats::throttled)
+        .def_ro("rate_cuts", &nl::EngineStats::rate_cuts)
+        .def_ro("send_rate_limit", &nl::EngineStats::send_rate_limit)
+        .def_ro("rate_limited_ms", &nl::EngineStats::rate_limited_ms);
 
     nb::class_<nl::Outcome>(m, "Outcome", "What a finished ticket produced.")
         .def_prop_ro("data", [](const nl::Outcome &o) { return wrap_if_any(o.data); })

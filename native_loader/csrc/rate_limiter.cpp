@@ -1,0 +1,113 @@
+// The adaptive send-rate limiter: see rate_limiter.hpp.
+#include "rate_limiter.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace nl {
+
+namespace {
+
+double capacity(double rate) { return std::max(1.0, rate * RateLimiter::BURST_S); }
+
+}  // namespace
+
+void RateLimiter::measure(Clock::time_point now) {
+    if (bucket_start_ == Clock::time_point{}) bucket_start_ = now;
+    double elapsed = seconds_since(bucket_start_, now);
+    if (elapsed < MEASURE_S) return;
+    double rate = static_cast<double>(bucket_sends_) / elapsed;
+    double ok = static_cast<double>(bucket_successes_) / elapsed;
+    measured_ = measured_ < 0 ? rate : SMOOTH * rate + (1 - SMOOTH) * measured_;
+    succeeded_ = succeeded_ < 0 ? ok : SMOOTH * ok + (1 - SMOOTH) * succeeded_;
+    bucket_start_ = now;
+    bucket_sends_ = bucket_successes_ = 0;
+}
+
+double RateLimiter::success_rate(Clock::time_point now) const {
+    double elapsed = std::max(0.05, seconds_since(bucket_start_, now));
+    double partial = static_cast<double>(bucket_successes_) / elapsed;
+    if (succeeded_ < 0) return partial;
+    return std::max(succeeded_, partial);
+}
+
+double RateLimiter::measured_rate(Clock::time_point now) const {
+    double elapsed = std::max(0.05, seconds_since(bucket_start_, now));
+    double partial = static_cast<double>(bucket_sends_) / elapsed;
+    if (measured_ < 0) return partial;  // the first bucket, still open
+    return std::max(measured_, partial);
+}
+
+void RateLimiter::refill(Clock::time_point now) {
+    if (stamp_ != Clock::time_point{} && now > stamp_)
+        tokens_ = std::min(capacity(fill_rate_), tokens_ + seconds_since(stamp_, now) * fill_rate_);
+    stamp_ = now;
+}
+
+bool RateLimiter::try_acquire(Clock::time_point now) {
+    measure(now);
+    if (enabled_) {
+        refill(now);
+        if (tokens_ < 1.0) return false;
+        tokens_ -= 1.0;
+    }
+    bucket_sends_ += 1;
+    return true;
+}
+
+Clock::time_point RateLimiter::next_token(Clock::time_point now) const {
+    if (!enabled_ || fill_rate_ <= 0) return now;
+    double tokens = tokens_;
+    if (stamp_ != Clock::time_point{} && now > stamp_)
+        tokens = std::min(capacity(fill_rate_), tokens + seconds_since(stamp_, now) * fill_rate_);
+    if (tokens >= 1.0) return now;
+    return now + std::chrono::duration_cast<Clock::duration>(
+                     std::chrono::duration<double>((1.0 - tokens) / fill_rate_));
+}
+
+void RateLimiter::on_throttle(Clock::time_point now, Clock::time_point sent) {
+    if (enabled_ && (sent < last_cut_ || seconds_since(last_cut_, now) < CUT_INTERVAL_S))
+        return;  // already cut for the rate that caused it
+    measure(now);
+    double measured = measured_rate(now);
+    double succeeded = success_rate(now);
+    if (succeeded > 0) {
+        measured = std::min(measured, succeeded);
+    } else if (measured_ < 0) {
+        // Throttled before any success and within the first bucket: the requests sent so far
+        // say how many were in flight at once, not a rate; spread them over a whole bucket.
+        measured = static_cast<double>(bucket_sends_) / MEASURE_S;
+    }
+    double rate = enabled_ ? std::min(measured, fill_rate_) : measured;
+    refill(now);
+    last_max_rate_ = std::max(rate, MIN_RATE);
+    scale_ = SCALE * std::max(1.0, last_max_rate_ / SCALE_RATE);
+    k_ = std::cbrt(last_max_rate_ * (1 - BETA) / scale_);
+    fill_rate_ = std::max(MIN_RATE, rate * BETA);
+    tokens_ = std::min(tokens_, capacity(fill_rate_));
+    if (!enabled_) tokens_ = 0.0;  // the requests already sent were the burst
+    enabled_ = true;
+    last_cut_ = now;
+    cuts_ += 1;
+}
+
+void RateLimiter::on_success(Clock::time_point now) {
+    measure(now);
+    bucket_successes_ += 1;
+    if (!enabled_) return;
+    refill(now);
+    double t = seconds_since(last_cut_, now);
+    double cubic = scale_ * std::pow(t - k_, 3.0) + last_max_rate_;
+    // Back at the rate of the last cut without a throttle since: the limit may have lifted, so
+    // probe upward exponentially as well (a short storm then leaves nothing slow behind).
+    if (t > k_) cubic = std::max(cubic, last_max_rate_ * std::exp2((t - k_) / DOUBLING_S));
+    double demand = measured_rate(now);
+    // Never more than twice what is being sent: the rate must not run far ahead of demand, or
+    // the next burst would go out unlimited.
+    fill_rate_ = std::max(MIN_RATE, std::min(cubic, 2 * std::max(demand, MIN_RATE)));
+    // Well past the last throttle and far above what is asked: the storm is over; stop limiting
+    // so a short burst of 503s leaves nothing slow behind.
+    if (t > k_ && cubic >= RELEASE_FACTOR * std::max(demand, MIN_RATE)) enabled_ = false;
+}
+
+}  // namespace nl
