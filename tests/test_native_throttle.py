@@ -15,10 +15,11 @@ import time
 from typing import Any
 
 import pytest
+from torch.utils.data import DataLoader
 
 from advisor.demo.proxy import Proxy, RateLimit
 from advisor.demo.server import S3Endpoint
-from native_loader import Credentials, ReaderConfig, S3Error, S3Reader
+from native_loader import Credentials, ReaderConfig, S3Error, S3IterableDataset, S3Reader
 from testing import FaultProxy, Faults, When
 
 OBJECTS = 40
@@ -152,3 +153,22 @@ def test_a_short_burst_of_slow_downs_leaves_nothing_slow_behind(
     # are one event), and the limit was lifted again within seconds once reads went through.
     assert 1 <= stats["rate_cuts"] < injected
     assert limited[0] > 0 and limited[-1] == 0, limited
+
+
+def test_a_loaders_workers_report_the_throttling_they_met(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    digests = _upload(s3_client, s3_bucket, "w/", 24)
+    faults = Faults(slow_down=When(every_n=5))
+    with FaultProxy(s3_endpoint.url, faults=faults) as proxy:
+        config = ReaderConfig(endpoint_url=proxy.url, region=s3_endpoint.region)
+        dataset = S3IterableDataset(
+            f"s3://{s3_bucket}/w/", config=config, credentials=_credentials(s3_endpoint)
+        )
+        loader = DataLoader(dataset, batch_size=None, num_workers=2)
+        read = [_digest(memoryview(item)) for item in loader]
+        injected = proxy.stats().faults_injected["slow_down"]
+    assert sorted(read) == sorted(digests.values())
+    stats = dataset.reader_stats()
+    assert stats["throttled"] == injected > 0
+    assert stats["rate_cuts"] >= 1 and stats["rate_limited_ms"] >= 0
