@@ -81,8 +81,7 @@ void RateLimiter::on_throttle(Clock::time_point now, Clock::time_point sent) {
     double rate = enabled_ ? std::min(measured, fill_rate_) : measured;
     refill(now);
     last_max_rate_ = std::max(rate, MIN_RATE);
-    scale_ = SCALE * std::max(1.0, last_max_rate_ / SCALE_RATE);
-    k_ = std::cbrt(last_max_rate_ * (1 - BETA) / scale_);
+    k_ = std::cbrt(last_max_rate_ * (1 - BETA) / SCALE);
     fill_rate_ = std::max(MIN_RATE, rate * BETA);
     tokens_ = std::min(tokens_, capacity(fill_rate_));
     if (!enabled_) tokens_ = 0.0;  // the requests already sent were the burst
@@ -97,17 +96,18 @@ void RateLimiter::on_success(Clock::time_point now) {
     if (!enabled_) return;
     refill(now);
     double t = seconds_since(last_cut_, now);
-    double cubic = scale_ * std::pow(t - k_, 3.0) + last_max_rate_;
+    double cubic = SCALE * std::pow(t - k_, 3.0) + last_max_rate_;
     // Back at the rate of the last cut without a throttle since: the limit may have lifted, so
     // probe upward exponentially as well (a short storm then leaves nothing slow behind).
     if (t > k_) cubic = std::max(cubic, last_max_rate_ * std::exp2((t - k_) / DOUBLING_S));
     double demand = measured_rate(now);
-    // Never more than twice what is being sent: the rate must not run far ahead of demand, or
-    // the next burst would go out unlimited.
-    fill_rate_ = std::max(MIN_RATE, std::min(cubic, 2 * std::max(demand, MIN_RATE)));
-    // Well past the last throttle and far above what is asked: the storm is over; stop limiting
-    // so a short burst of 503s leaves nothing slow behind.
-    if (t > k_ && cubic >= RELEASE_FACTOR * std::max(demand, MIN_RATE)) enabled_ = false;
+    // Not capped by what is being sent (the SDKs cap it at twice that): a DataLoader worker
+    // waits for its siblings and between epochs, and a cap learnt while it waited would throttle
+    // its next burst far below the endpoint's limit.
+    fill_rate_ = std::max(MIN_RATE, cubic);
+    // Quiet for a while and far above what is asked: the storm is over; stop limiting.
+    if (t > std::max(k_, QUIET_S) && cubic >= RELEASE_FACTOR * std::max(demand, MIN_RATE))
+        enabled_ = false;
 }
 
 }  // namespace nl

@@ -8,10 +8,15 @@
 // - a throttle cuts at most once per round trip (answers to requests sent before a cut say
 //   nothing about the rate after it) and per CUT_INTERVAL_S, so a burst of 503s on many
 //   requests in flight is one cut, not 0.7^n;
-// - the curve's constant grows with the rate above SCALE_RATE, so the way back to the rate of
-//   the last cut takes ~2.7 s at any rate (not 8 s at 640 requests/s); past it with no throttle
-//   the rate may double every DOUBLING_S, and once it is twice what is being sent the limiter
-//   turns itself off, so a storm that ended leaves nothing slow behind.
+// - the rate is not capped at twice what is being sent: a DataLoader worker waits for its
+//   siblings (batches are taken from workers in turn) and between epochs, and a cap learnt
+//   while it waited throttled its next burst far below the limit (docs/benchmarks.md,
+//   "Throttling");
+// - CUBIC's constant is not scaled with the rate: growth that is proportional to the rate
+//   keeps the ratio between processes, and ranks that started unequal stayed unequal;
+// - past the rate of the last cut with no throttle since, the rate may also double every
+//   DOUBLING_S, and after QUIET_S without a cut, once it is twice what is being sent, the
+//   limiter turns itself off, so a storm that ended leaves nothing slow behind.
 // Pure: the caller passes the time, so tests need no clock. Used under the engine's lock.
 #pragma once
 
@@ -24,8 +29,7 @@ namespace nl {
 class RateLimiter {
 public:
     static constexpr double BETA = 0.7;          // rate kept on a throttle
-    static constexpr double SCALE = 0.4;         // CUBIC's C, in requests/s per s^3, ...
-    static constexpr double SCALE_RATE = 25.0;   // ... for rates up to this; scaled above
+    static constexpr double SCALE = 0.4;         // CUBIC's C, in requests/s per s^3
     static constexpr double MIN_RATE = 0.5;      // requests/s never cut below
     static constexpr double BURST_S = 0.1;       // seconds of the rate saved up (>= 1 token)
     static constexpr double MEASURE_S = 0.5;     // bucket of the measured send rate
@@ -33,6 +37,7 @@ public:
     static constexpr double RELEASE_FACTOR = 2;  // off again once the rate is this above demand
     static constexpr double CUT_INTERVAL_S = 0.1;  // at most one cut in this long
     static constexpr double DOUBLING_S = 0.25;   // past the last cut, no throttle: doubling
+    static constexpr double QUIET_S = 5.0;       // no cut for this long before turning off
 
     // Whether a request may be sent now; takes a token if so. Counts the send.
     bool try_acquire(Clock::time_point now);
@@ -60,7 +65,6 @@ private:
     double tokens_ = 0.0;
     Clock::time_point stamp_{};
     double last_max_rate_ = 0.0;
-    double scale_ = SCALE;
     double k_ = 0.0;  // seconds from a cut back to last_max_rate_
     Clock::time_point last_cut_{};
     int64_t cuts_ = 0;
