@@ -119,7 +119,13 @@ def _rank(spec: dict[str, Any], rank: int, queue: Any) -> None:
     except Exception as e:  # a rank that dies is reported, not hidden
         error = f"{type(e).__name__}: {str(e)[:300]}"
     queue.put((rank, items, wrong, error))
-    del loader  # persistent workers end here
+    queue.close()
+    queue.join_thread()
+    # Stop at once: shutting the loader down waits for its workers, which keep reading and
+    # would overlap the next run. The workers are this rank's children.
+    for worker in multiprocessing.active_children():
+        worker.kill()
+    os._exit(0)
 
 
 def _upload(endpoint: S3Endpoint) -> dict[str, str]:
@@ -171,7 +177,9 @@ def run_once(
         last = (time.monotonic(), passed[rate.prefix], throttled[rate.prefix])
         reports = sorted(queue.get(timeout=60) for _ in ranks)
         for process in ranks:
-            process.join(timeout=30)
+            process.join(timeout=10)
+            if process.is_alive():
+                process.kill()
     start = first or last
     window = max(last[0] - start[0], 1e-9)
     ok, no = last[1] - start[1], last[2] - start[2]

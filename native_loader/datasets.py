@@ -17,6 +17,7 @@ from typing import Any
 
 import torch.utils.data
 
+from native_loader._client import shared_rate_limiter
 from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through, stream_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
@@ -144,6 +145,8 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()
         self.counts = SampleCounts()
+        if self._config.adaptive_rate:
+            shared_rate_limiter(self._config)  # made here, shared by the forked workers
 
     def sample_stats(self) -> dict[str, int]:
         """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
@@ -400,6 +403,8 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()
         self.counts = SampleCounts()
+        if self._config.adaptive_rate:
+            shared_rate_limiter(self._config)  # made here, shared by the forked workers
         self._guard: SampleGuard | None = None
 
     def sample_stats(self) -> dict[str, int]:

@@ -20,6 +20,7 @@ from torch.utils.data import DataLoader
 from advisor.demo.proxy import Proxy, RateLimit
 from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ReaderConfig, S3Error, S3IterableDataset, S3Reader
+from native_loader._client import shared_rate_limiter
 from testing import FaultProxy, Faults, When
 
 OBJECTS = 40
@@ -172,3 +173,34 @@ def test_a_loaders_workers_report_the_throttling_they_met(
     stats = dataset.reader_stats()
     assert stats["throttled"] == injected > 0
     assert stats["rate_cuts"] >= 1 and stats["rate_limited_ms"] >= 0
+
+
+def _read_one(url: str, credentials: Credentials, uri: str, queue: Any) -> None:
+    config = ReaderConfig(endpoint_url=url, region="us-east-1")
+    with S3Reader(config, credentials=credentials) as reader:
+        reader.read(uri)
+        queue.put(reader.stats())
+
+
+def test_processes_forked_from_one_share_its_send_rate_limiter(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    """What a DataLoader's workers do: the first process is throttled and cuts the shared rate;
+    the second, forked from the same parent, is never throttled and still sends at that rate."""
+    s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"value")
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    uri = f"s3://{s3_bucket}/k"
+    with FaultProxy(s3_endpoint.url, faults=Faults(slow_down=When(requests=(1,)))) as proxy:
+        shared_rate_limiter(ReaderConfig(endpoint_url=proxy.url))  # as a dataset does
+        stats = []
+        for _ in range(2):
+            args = (proxy.url, _credentials(s3_endpoint), uri, queue)
+            child = context.Process(target=_read_one, args=args)
+            child.start()
+            stats.append(queue.get(timeout=30))
+            child.join(timeout=10)
+    first, second = stats
+    assert first["throttled"] == 1 and first["rate_cuts"] == 1 and first["send_rate_limit"] > 0
+    assert second["throttled"] == 0 and second["rate_cuts"] == 0
+    assert second["send_rate_limit"] > 0  # the limit the first one set

@@ -275,11 +275,15 @@ void Engine::cancel(uint64_t id) {
     }
 }
 
+void Engine::share_rate_limiter(void *memory) {
+    std::lock_guard<std::mutex> lk(mu_);
+    shared_limiter_ = SharedRateLimiter::attach(memory);
+}
+
 EngineStats Engine::stats() {
     std::lock_guard<std::mutex> lk(mu_);
     EngineStats s = stats_;
-    s.rate_cuts = limiter_.cuts();
-    s.send_rate_limit = static_cast<int64_t>(std::lround(limiter_.rate()));
+    s.send_rate_limit = static_cast<int64_t>(std::lround(limiter()->rate()));
     return s;
 }
 

@@ -53,6 +53,9 @@ public:
     Engine &operator=(const Engine &) = delete;
 
     void set_credentials(const SigningCredentials &creds);
+    // Use the send-rate limiter in this shared memory (SharedRateLimiter, which must outlive
+    // the engine) instead of one of its own: the processes that map it slow down as one.
+    void share_rate_limiter(void *memory);
 
     // length < 0: to the end of the object. size_hint > 0 (the size a listing gave): all parts
     // are queued at once instead of after the first answer; a different size fails the read.
@@ -156,6 +159,7 @@ private:
     // engine.cpp
     uint64_t submit(std::unique_ptr<Ticket> ticket, int64_t size_hint = -1);
     void wake_engine();  // with mu_ held
+    LimiterAccess limiter() { return LimiterAccess(own_limiter_, shared_limiter_); }
     // engine_scheduler.cpp
     void add_part(Ticket &t, int64_t start, int64_t len, bool first);
     uint64_t head_ticket() const;
@@ -172,7 +176,7 @@ private:
     void complete(Ticket &t);
     // engine_loop.cpp
     void run();
-    int poll_timeout_ms(Clock::time_point now) const;
+    int poll_timeout_ms(Clock::time_point now);
     void detach(Part &p);
     void check_timeouts(Clock::time_point now);
     void drain_messages();
@@ -209,7 +213,8 @@ private:
     std::map<uint64_t, int> waited_;  // tickets callers are blocked on
     std::set<uint64_t> watched_;      // tickets a wait_readable is blocked on
     EngineStats stats_;
-    RateLimiter limiter_;
+    RateLimiter own_limiter_;
+    SharedRateLimiter *shared_limiter_ = nullptr;  // in memory shared with forked processes
     Clock::time_point limited_since_{};  // when admission last began to wait for the limiter
     std::mt19937_64 rng_;
 };

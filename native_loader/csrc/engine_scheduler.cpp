@@ -79,7 +79,7 @@ void Engine::admit() {
             p.charged = true;
         }
         // The send rate, once the endpoint has throttled: no part starts before its token.
-        if (config_.adaptive_rate && !limiter_.try_acquire(now)) {
+        if (config_.adaptive_rate && !limiter()->try_acquire(now)) {
             if (limited_since_ == Clock::time_point{}) limited_since_ = now;
             break;
         }
@@ -142,8 +142,7 @@ double Engine::backoff_s(int attempt) {
 // endpoint asking for patience, not a fault). Returns whether to retry; if not, says why in f.
 bool Engine::throttled_retry(Part &p, Failure &f, Clock::time_point now) {
     stats_.throttled += 1;
-    if (config_.adaptive_rate) limiter_.on_throttle(now, p.started);
-    stats_.rate_cuts = limiter_.cuts();
+    if (config_.adaptive_rate && limiter()->on_throttle(now, p.started)) stats_.rate_cuts += 1;
     if (p.throttles == 0) p.throttled_since = p.started;
     p.throttles += 1;
     p.throttled_attempts += 1;

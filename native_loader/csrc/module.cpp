@@ -65,6 +65,7 @@ std::optional<Buffer> wrap_if_any(const std::shared_ptr<nl::Storage> &s) {
 }  // namespace
 
 NB_MODULE(_native, m) {
+    m.attr("SHARED_LIMITER_BYTES") = sizeof(nl::SharedRateLimiter);
     m.doc() = "Private compiled core of native_loader. Use the public `native_loader` package.";
     // Engines abandoned in a forked child are kept alive on purpose (their thread is gone).
     nb::set_leak_warnings(false);
@@ -237,6 +238,14 @@ NB_MODULE(_native, m) {
                 e.set_credentials({access_key, secret_key, session_token});
             },
             "access_key"_a, "secret_key"_a, "session_token"_a)
+        .def(
+            "share_rate_limiter",
+            [](nl::Engine &e, uintptr_t address) {
+                e.share_rate_limiter(reinterpret_cast<void *>(address));
+            },
+            "address"_a,
+            "Use the send-rate limiter at this address of shared memory (SHARED_LIMITER_BYTES, "
+            "zero-filled when mapped, kept mapped while the engine lives).")
         .def("submit_get", &nl::Engine::submit_get, "bucket"_a, "key"_a, "offset"_a, "length"_a,
              "size_hint"_a = -1, "part_size"_a = 0)
         .def("submit_head", &nl::Engine::submit_head, "bucket"_a, "key"_a)

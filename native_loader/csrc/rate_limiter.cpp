@@ -3,6 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <new>
+#include <thread>
 
 namespace nl {
 
@@ -18,8 +20,9 @@ void RateLimiter::measure(Clock::time_point now) {
     if (elapsed < MEASURE_S) return;
     double rate = static_cast<double>(bucket_sends_) / elapsed;
     double ok = static_cast<double>(bucket_successes_) / elapsed;
-    measured_ = measured_ < 0 ? rate : SMOOTH * rate + (1 - SMOOTH) * measured_;
-    succeeded_ = succeeded_ < 0 ? ok : SMOOTH * ok + (1 - SMOOTH) * succeeded_;
+    measured_ = !measured_any_ ? rate : SMOOTH * rate + (1 - SMOOTH) * measured_;
+    succeeded_ = !measured_any_ ? ok : SMOOTH * ok + (1 - SMOOTH) * succeeded_;
+    measured_any_ = true;
     bucket_start_ = now;
     bucket_sends_ = bucket_successes_ = 0;
 }
@@ -27,14 +30,14 @@ void RateLimiter::measure(Clock::time_point now) {
 double RateLimiter::success_rate(Clock::time_point now) const {
     double elapsed = std::max(0.05, seconds_since(bucket_start_, now));
     double partial = static_cast<double>(bucket_successes_) / elapsed;
-    if (succeeded_ < 0) return partial;
+    if (!measured_any_) return partial;
     return std::max(succeeded_, partial);
 }
 
 double RateLimiter::measured_rate(Clock::time_point now) const {
     double elapsed = std::max(0.05, seconds_since(bucket_start_, now));
     double partial = static_cast<double>(bucket_sends_) / elapsed;
-    if (measured_ < 0) return partial;  // the first bucket, still open
+    if (!measured_any_) return partial;  // the first bucket, still open
     return std::max(measured_, partial);
 }
 
@@ -65,15 +68,15 @@ Clock::time_point RateLimiter::next_token(Clock::time_point now) const {
                      std::chrono::duration<double>((1.0 - tokens) / fill_rate_));
 }
 
-void RateLimiter::on_throttle(Clock::time_point now, Clock::time_point sent) {
+bool RateLimiter::on_throttle(Clock::time_point now, Clock::time_point sent) {
     if (enabled_ && (sent < last_cut_ || seconds_since(last_cut_, now) < CUT_INTERVAL_S))
-        return;  // already cut for the rate that caused it
+        return false;  // already cut for the rate that caused it
     measure(now);
     double measured = measured_rate(now);
     double succeeded = success_rate(now);
     if (succeeded > 0) {
         measured = std::min(measured, succeeded);
-    } else if (measured_ < 0) {
+    } else if (!measured_any_) {
         // Throttled before any success and within the first bucket: the requests sent so far
         // say how many were in flight at once, not a rate; spread them over a whole bucket.
         measured = static_cast<double>(bucket_sends_) / MEASURE_S;
@@ -88,6 +91,7 @@ void RateLimiter::on_throttle(Clock::time_point now, Clock::time_point sent) {
     enabled_ = true;
     last_cut_ = now;
     cuts_ += 1;
+    return true;
 }
 
 void RateLimiter::on_success(Clock::time_point now) {
@@ -108,6 +112,45 @@ void RateLimiter::on_success(Clock::time_point now) {
     // Quiet for a while and far above what is asked: the storm is over; stop limiting.
     if (t > std::max(k_, QUIET_S) && cubic >= RELEASE_FACTOR * std::max(demand, MIN_RATE))
         enabled_ = false;
+}
+
+SharedRateLimiter *SharedRateLimiter::attach(void *memory) {
+    auto *shared = static_cast<SharedRateLimiter *>(memory);
+    uint32_t fresh = 0;
+    if (shared->state.compare_exchange_strong(fresh, 1)) {
+        new (&shared->limiter) RateLimiter();
+        shared->lock.store(0);
+        shared->state.store(READY, std::memory_order_release);
+        return shared;
+    }
+    for (int i = 0; i < SPIN_LIMIT; ++i) {
+        if (shared->state.load(std::memory_order_acquire) == READY) return shared;
+        std::this_thread::yield();
+    }
+    return nullptr;  // the process setting it up died there: use a limiter of one's own
+}
+
+bool SharedRateLimiter::try_lock() {
+    for (int i = 0; i < SPIN_LIMIT; ++i) {
+        uint32_t open = 0;
+        if (lock.compare_exchange_weak(open, 1, std::memory_order_acquire)) return true;
+        if (i > 64) std::this_thread::yield();
+    }
+    return false;
+}
+
+LimiterAccess::LimiterAccess(RateLimiter &own, SharedRateLimiter *&shared) : limiter_(&own) {
+    if (shared == nullptr) return;
+    if (!shared->try_lock()) {
+        shared = nullptr;  // its holder died: from now on this process limits itself
+        return;
+    }
+    locked_ = shared;
+    limiter_ = &shared->limiter;
+}
+
+LimiterAccess::~LimiterAccess() {
+    if (locked_ != nullptr) locked_->unlock();
 }
 
 }  // namespace nl

@@ -20,6 +20,7 @@
 // Pure: the caller passes the time, so tests need no clock. Used under the engine's lock.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "engine_types.hpp"
@@ -46,7 +47,8 @@ public:
     // A request sent at `sent` was throttled: cut the rate, at most once per round trip (a
     // throttle of a request sent before the last cut was caused by the rate before it) and once
     // per CUT_INTERVAL_S (a burst of 503s is one event).
-    void on_throttle(Clock::time_point now, Clock::time_point sent);
+    // Whether it cut.
+    bool on_throttle(Clock::time_point now, Clock::time_point sent);
     // A request succeeded: grow the rate along the cubic curve.
     void on_success(Clock::time_point now);
 
@@ -72,8 +74,43 @@ private:
     Clock::time_point bucket_start_{};
     int64_t bucket_sends_ = 0;
     int64_t bucket_successes_ = 0;
-    double measured_ = -1.0;  // < 0: no bucket finished yet
-    double succeeded_ = -1.0;
+    bool measured_any_ = false;  // a bucket has finished
+    double measured_ = 0.0;
+    double succeeded_ = 0.0;
+};
+
+// One RateLimiter shared by the processes that map the same memory (a DataLoader's workers
+// forked from the process that created it), so they slow down as one client instead of as
+// many. Lives in zero-filled shared memory; every use takes its spinlock (a few hundred
+// nanoseconds of bookkeeping, never a system call inside). A process that cannot get the lock
+// for SPIN_LIMIT tries (one died holding it) uses its own limiter from then on.
+struct SharedRateLimiter {
+    static constexpr uint32_t READY = 0x4c524c31;  // "LRL1"
+    static constexpr int SPIN_LIMIT = 1 << 22;
+
+    std::atomic<uint32_t> state;  // 0: fresh, 1: being set up, READY
+    std::atomic<uint32_t> lock;
+    RateLimiter limiter;
+
+    // The limiter in `memory` (at least sizeof(SharedRateLimiter) bytes, zero-filled when
+    // first mapped), set up by whichever process comes first.
+    static SharedRateLimiter *attach(void *memory);
+    bool try_lock();
+    void unlock() { lock.store(0, std::memory_order_release); }
+};
+
+// The limiter an engine uses for one call: the shared one under its lock, else its own.
+class LimiterAccess {
+public:
+    LimiterAccess(RateLimiter &own, SharedRateLimiter *&shared);
+    ~LimiterAccess();
+    LimiterAccess(const LimiterAccess &) = delete;
+    LimiterAccess &operator=(const LimiterAccess &) = delete;
+    RateLimiter *operator->() { return limiter_; }
+
+private:
+    RateLimiter *limiter_;
+    SharedRateLimiter *locked_ = nullptr;
 };
 
 }  // namespace nl
