@@ -20,4 +20,19 @@ CASES: list[Case] = [
     ),
     ("COST-4", {"workload": {"data_location": "fsx"}}, False, ...),
     ("COST-4", {}, False, ...),
+    # 4 shards for 2 nodes x 8 GPUs: at least 12 of the 16+ readers idle
+    (
+        "COST-5",
+        {"profile": {"count": 4, "size": 150 * MB}, "workload": {"nodes": 2, "gpus_per_node": 8}},
+        True,
+        ...,
+    ),
+    (
+        "COST-5",
+        {"profile": {"count": 4, "size": 150 * MB}},
+        True,
+        ...,
+    ),  # 4 shards, 1 rank, workers > 4
+    ("COST-5", {}, False, ...),  # 1,000 shards for one rank's workers
+    ("COST-5", {"workload": {"nodes": 4, "gpus_per_node": 8}}, False, ...),  # 1,000 for 32 ranks
 ]

@@ -1,6 +1,9 @@
-"""Cost notes: GET requests, start-up, idle GPU time and shared file system price (COST-1..4)."""
+"""Cost notes: GET requests, start-up, idle GPU time, shared file system price and workers
+with no data (COST-1..5)."""
 
 from __future__ import annotations
+
+import math
 
 from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s
 from advisor.decide.rules.base import Rule
@@ -139,4 +142,53 @@ class SharedFsStorageCost(Rule):
             f"alone about ${s3:,.0f}); linking the bucket indexes "
             f"{counted(ctx.profile.object_count, 'object')} in about {duration(index_h * 3600)}.",
             evidence={"fsx_usd_month": round(fsx, 2), "s3_usd_month": round(s3, 2)},
+        )
+
+
+def idle_readers(objects: int, ranks: int, workers: int) -> str:
+    """The readers that get no object when `objects` whole objects are dealt in turn to the
+    readers `rank * workers + worker` (object i to reader i mod ranks x workers), in words."""
+    parts = []
+    first_idle = objects  # readers from this index on get nothing
+    rank, worker = divmod(first_idle, workers)
+    if worker:
+        which = f"worker {worker}" if worker == workers - 1 else f"workers {worker}-{workers - 1}"
+        parts.append(f"rank {rank}'s {which}")
+        rank += 1
+    if rank < ranks:
+        whole = f"rank {rank}" if rank == ranks - 1 else f"ranks {rank}-{ranks - 1}"
+        parts.append(f"every worker of {whole}")
+    return " and ".join(parts)
+
+
+class IdleReaders(Rule):
+    """Workers with no data.
+
+    Condition: fewer objects (shards) per pass than readers (ranks x workers, at least one
+    worker per rank)
+    Recommendation: the readers that get no object each pass, named by rank and worker; more
+    (smaller) shards, or fewer workers
+    Source: `S3IterableDataset` deals whole objects to the readers in turn
+    (native_loader/datasets.py); huggingface/datasets 8669, 7999: workers with no shard idle
+    without a warning
+    """
+
+    id = "COST-5"
+    decision = DecisionKind.COST
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        workers = max(int(state.get(Key.NUM_WORKERS, 0)), 1)
+        readers = ctx.ranks * workers
+        objects = max(math.floor(ctx.objects_read(state)), 1)
+        if objects >= readers:
+            return None
+        idle = readers - objects
+        return self.finding(
+            idle,
+            f"{counted(objects, 'object')} per pass for {readers} readers "
+            f"({counted(ctx.ranks, 'rank')} x {counted(workers, 'worker')}): {idle} would get "
+            f"nothing and idle, {idle_readers(objects, ctx.ranks, workers)}; split the data "
+            f"into at least {readers} shards, or use fewer workers.",
+            evidence={"objects": objects, "readers": readers, "idle_readers": idle},
         )

@@ -54,6 +54,7 @@ RULES: tuple[Rule, ...] = (
     cost.StartupTime(),
     cost.IdleGpuCost(),
     cost.SharedFsStorageCost(),
+    cost.IdleReaders(),
 )
 
 
