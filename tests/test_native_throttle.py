@@ -82,25 +82,31 @@ def test_ranks_keep_a_throttled_prefix_near_its_rate_with_few_wasted_requests(
     with Proxy(s3_endpoint.url, rate_limits=[limit]) as proxy:
         args = (proxy.url, _credentials(s3_endpoint), digests, SECONDS, queue)
         ranks = [context.Process(target=_read_for, args=args) for _ in range(PROCESSES)]
-        started = time.monotonic()
         for rank in ranks:
             rank.start()
+        # The window: from the first GET the limit let through (the ranks' start, forks and
+        # imports on a busy machine, left out) until every rank has reported.
+        passed, throttled = proxy.throttle.passed, proxy.throttle.throttled
+        while passed[limit.prefix] == 0 and any(rank.is_alive() for rank in ranks):
+            time.sleep(0.01)
+        started, passed_before = time.monotonic(), passed[limit.prefix]
+        throttled_before = throttled[limit.prefix]
         reports = [queue.get(timeout=60) for _ in ranks]
         elapsed = time.monotonic() - started
+        ok = passed[limit.prefix] - passed_before
+        refused = throttled[limit.prefix] - throttled_before
         for rank in ranks:
             rank.join(timeout=10)
-        passed = proxy.throttle.passed[limit.prefix]
-        throttled = proxy.throttle.throttled[limit.prefix]
     assert [error for _, _, error, _ in reports] == [""] * PROCESSES
     assert sum(wrong for _, wrong, _, _ in reports) == 0
     reads = sum(r for r, _, _, _ in reports)
     assert reads > 0.8 * LIMIT * SECONDS * 0.8
     # The storm happened: each rank alone asks for far more than the limit.
-    assert throttled > 0 and all(stats["throttled"] > 0 for *_, stats in reports)
+    assert refused > 0 and all(stats["throttled"] > 0 for *_, stats in reports)
     assert all(stats["rate_cuts"] > 0 for *_, stats in reports)
     # The bar of issue 43: at least 0.8 of the limit got through, at most 1.3 requests each.
-    assert passed / elapsed >= 0.8 * LIMIT, (passed, throttled, elapsed)
-    assert (passed + throttled) / passed <= 1.3, (passed, throttled, elapsed)
+    assert ok / elapsed >= 0.8 * LIMIT, (ok, refused, elapsed)
+    assert (ok + refused) / ok <= 1.3, (ok, refused, elapsed)
 
 
 def test_a_storm_that_never_ends_fails_saying_it_was_throttled_and_for_how_long(
