@@ -1,11 +1,11 @@
-"""Cost notes: GET requests, start-up, idle GPU time, shared file system price and workers
-with no data (COST-1..5)."""
+"""Cost notes: GET requests, start-up, idle GPU time, shared file system price, workers with no
+data and the job's request rate against the storage's limit (COST-1..6)."""
 
 from __future__ import annotations
 
 import math
 
-from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s
+from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s, rate
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -16,7 +16,10 @@ from advisor.decide.rules.thresholds import (
     FSX_MIN_TB,
     FSX_USD_PER_TB_MONTH,
     GET_PRICE_PER_MILLION,
+    S3_EXPRESS_BUCKET_GET_LIMIT,
+    S3_PREFIX_GET_LIMIT,
     S3_USD_PER_TB_MONTH,
+    THROTTLED_SHARE,
 )
 
 
@@ -191,4 +194,62 @@ class IdleReaders(Rule):
             f"nothing and idle, {idle_readers(objects, ctx.ranks, workers)}; split the data "
             f"into at least {readers} shards, or use fewer workers.",
             evidence={"objects": objects, "readers": readers, "idle_readers": idle},
+        )
+
+
+def storage_get_limit(uri: str, endpoint_url: str | None) -> tuple[float, str] | None:
+    """(GET/s the storage serves before it throttles, what it is) for the data at `uri`: a
+    directory bucket of S3 Express (its name ends in ``--x-s3``) per bucket, S3 Standard per
+    prefix; None for another endpoint (its limit is not known here)."""
+    if not uri.startswith("s3://") or endpoint_url:
+        return None
+    bucket = uri[len("s3://") :].split("/", 1)[0]
+    if bucket.endswith("--x-s3"):
+        return S3_EXPRESS_BUCKET_GET_LIMIT, "S3 Express serves about {:,} GET/s per bucket"
+    return S3_PREFIX_GET_LIMIT, "S3 Standard serves about {:,} GET/s per prefix"
+
+
+class StorageRequestLimit(Rule):
+    """The job's request rate against the storage's limit.
+
+    Condition: the training streams from S3 (AWS, not another endpoint), and ranks x the
+    expected GET/s per rank exceeds the storage's limit: S3 Standard about 5,500 GET/s per prefix
+    (x the prefixes the data uses), an S3 Express directory bucket (`--x-s3`) 200,000 GET/s
+    Recommendation: the job's GET/s and bytes/s against that limit, and the samples/s per rank
+    under throttling (the reader holds 0.8-0.95 of a limit asked 3x: `bench throttle`); more
+    prefixes (PFX-1), larger shards, or S3 Express
+    Source: AWS S3 user guide, performance: 5,500 GET/HEAD per second per prefix; S3 Express
+    One Zone: 200,000 reads per second per directory bucket by default; `bench throttle`
+    (docs/benchmarks.md)
+    """
+
+    id = "COST-6"
+    decision = DecisionKind.COST
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        limit = storage_get_limit(ctx.profile.uri, ctx.profile.endpoint_url)
+        if limit is None or not ctx.in_s3 or ctx.training_source(state) != "stream":
+            return None
+        per_unit, what = limit
+        express = per_unit == S3_EXPRESS_BUCKET_GET_LIMIT
+        units = 1 if express else max(ctx.profile.distinct_prefixes, 1)
+        allowed = per_unit * units
+        object_bytes, spo = ctx.layout(state)
+        expected = ctx.expected_rate(state)
+        gets_per_s = ctx.ranks * expected / spo
+        if gets_per_s <= allowed:
+            return None
+        low, high = (allowed * share * spo / ctx.ranks for share in THROTTLED_SHARE)
+        where = "" if express else f" x {counted(units, 'prefix', 'prefixes')}"
+        return self.finding(
+            round(low, 1),
+            f"{counted(ctx.ranks, 'rank')} would ask about {gets_per_s:,.0f} GET/s "
+            f"({data_rate(gets_per_s * object_bytes)}); {what.format(per_unit)}{where}: "
+            f"{allowed:,.0f}. Past it S3 answers 503 SlowDown and the readers slow down to "
+            f"0.8-0.95 of it: about {low:,.0f}-{high:,.0f} samples/s per rank instead of "
+            f"{rate(expected)}. Spread the keys over more prefixes, pack larger shards"
+            + ("" if express else ", or use S3 Express")
+            + ".",
+            evidence={"get_per_s": round(gets_per_s, 1), "limit_get_per_s": allowed},
         )

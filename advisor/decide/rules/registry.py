@@ -55,6 +55,7 @@ RULES: tuple[Rule, ...] = (
     cost.IdleGpuCost(),
     cost.SharedFsStorageCost(),
     cost.IdleReaders(),
+    cost.StorageRequestLimit(),
 )
 
 
