@@ -104,6 +104,7 @@ void RateLimiter::on_success(Clock::time_point now) {
     // Back at the rate of the last cut without a throttle since: the limit may have lifted, so
     // probe upward exponentially as well (a short storm then leaves nothing slow behind).
     if (t > k_) cubic = std::max(cubic, last_max_rate_ * std::exp2((t - k_) / DOUBLING_S));
+    cubic = std::min(cubic, MAX_RATE);  // finite after a long quiet (exp2 would overflow)
     double demand = measured_rate(now);
     // Not capped by what is being sent (the SDKs cap it at twice that): a DataLoader worker
     // waits for its siblings and between epochs, and a cap learnt while it waited would throttle

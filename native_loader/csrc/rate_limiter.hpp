@@ -32,6 +32,7 @@ public:
     static constexpr double BETA = 0.7;          // rate kept on a throttle
     static constexpr double SCALE = 0.4;         // CUBIC's C, in requests/s per s^3
     static constexpr double MIN_RATE = 0.5;      // requests/s never cut below
+    static constexpr double MAX_RATE = 1e9;      // requests/s the curve stops at
     static constexpr double BURST_S = 0.1;       // seconds of the rate saved up (>= 1 token)
     static constexpr double MEASURE_S = 0.5;     // bucket of the measured send rate
     static constexpr double SMOOTH = 0.8;        // weight of the newest bucket
