@@ -1,11 +1,12 @@
 """Loader Advisor: `%load_ext advisor` for the wizard; `advisor.diagnose(loader, step=...)` and
-`advisor.compare(before, after, step=...)` to measure loaders in a training loop."""
+`advisor.compare(before, after, step=...)` to measure loaders in a training loop;
+`for batch in advisor.watch(loader): ...` to watch the loader in your own training loop."""
 
 from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["compare", "diagnose", "load_ipython_extension"]
+__all__ = ["compare", "diagnose", "load_ipython_extension", "watch"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
@@ -21,4 +22,8 @@ def __getattr__(name: str) -> Any:
         from advisor import diagnosis
 
         return getattr(diagnosis, name)
+    if name == "watch":
+        from advisor.watcher import watch
+
+        return watch
     raise AttributeError(f"module 'advisor' has no attribute {name!r}")

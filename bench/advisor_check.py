@@ -162,7 +162,8 @@ def _median_range(values: list[float]) -> tuple[float, float, float]:
 
 def check(
     scenario: Scenario, location: DatasetLocation, credentials: Credentials | None,
-    trial_seconds: float, run_seconds: float, workdir: Path,
+    trial_seconds: float, run_seconds: float, workdir: Path, counts: list[int] | None = None,
+    runs_per_count: int = RUNS,
 ) -> CheckResult:  # fmt: skip
     hardware = probe_hardware()
     no_room = not scenario.local and not scenario.fits_disk
@@ -194,11 +195,10 @@ def check(
     module.prepare()  # a copy-local export makes its local copy before the first epoch
     cores = max(hardware.usable_cores, 1)
     modes = ("sleep", "spin") if scenario.consumer_rate else ("none",)
-    runs: dict[str, dict[str, list[float]]] = {
-        m: {str(w): [] for w in range(cores + 1)} for m in modes
-    }
-    for _ in range(RUNS):
-        for workers in range(cores + 1):
+    swept = sorted({w for w in counts or range(cores + 1) if w <= cores} | {rec.num_workers})
+    runs: dict[str, dict[str, list[float]]] = {m: {str(w): [] for w in swept} for m in modes}
+    for _ in range(runs_per_count):
+        for workers in swept:
             for mode in modes:
                 rate = _run(module, workers, mode, scenario.consumer_rate, run_seconds)
                 runs[mode][str(workers)].append(round(rate, 1))
@@ -281,6 +281,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", nargs="+", choices=[s.name for s in SCENARIOS])
     parser.add_argument("--trial-seconds", type=float, default=30.0)
     parser.add_argument("--run-seconds", type=float, default=RUN_SECONDS)
+    parser.add_argument(
+        "--counts", type=int, nargs="+", default=None,
+        help="sweep only these worker counts (and the recommended one): for machines with too "
+        "many cores to sweep them all; the best count is then the best of these",
+    )  # fmt: skip
+    parser.add_argument("--runs", type=int, default=RUNS, help="interleaved runs per count")
+    parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     scenarios = [s for s in SCENARIOS if not args.only or s.name in args.only]
     warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
@@ -310,12 +317,18 @@ def main(argv: list[str] | None = None) -> int:
             print(f"scenario {s.name} ...", flush=True)
             if s.local:
                 location = DatasetLocation(str(_write_local(workdir / "data", s)))
-                result = check(s, location, None, args.trial_seconds, args.run_seconds, workdir)
+                result = check(
+                    s, location, None, args.trial_seconds, args.run_seconds, workdir,
+                    args.counts, args.runs,
+                )  # fmt: skip
             else:
                 location = DatasetLocation(
                     f"s3://check/{s.name}/", endpoint_url=endpoints[s.latency_ms]
                 )
-                result = check(s, location, creds, args.trial_seconds, args.run_seconds, workdir)
+                result = check(
+                    s, location, creds, args.trial_seconds, args.run_seconds, workdir,
+                    args.counts, args.runs,
+                )  # fmt: skip
             results.append(result)
             print(f"  {json.dumps(dataclasses.asdict(result))}", flush=True)
     print()
@@ -359,7 +372,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nscores: min {min(scores):.2f}, mean {statistics.fmean(scores):.2f}; model "
               f"error at the chosen count: median |error| {error}; at every measured count: "
               f"{spread}; {time.monotonic() - started:.0f} s")  # fmt: skip
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
-    print(f"JSON: {RESULTS}")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
+    print(f"JSON: {args.results}")
     return 0

@@ -9,6 +9,14 @@
    step of ``batch_size / consumer_rate`` seconds (``torch.cuda._sleep``, a kernel that keeps the
    GPU busy for a set number of cycles); samples/s, GPU step time from CUDA events and GPU
    utilisation from NVML. The first batch is checked against a CPU decode of the same files.
+4. Decode placement: batched ``torchvision.io.decode_jpeg(device="cuda")`` on the demo's JPEGs
+   and on larger ones (images/s, GPU ms per batch, the host thread's CPU per image) beside the
+   CPU decode of the same files in one thread (the default decoder, Pillow, and torchvision's
+   CPU decode). ``--record`` writes the figures as the module DEC-1 falls back on where no GPU
+   is present (advisor/measure/hardware/gpu_decode_recorded.py).
+5. ``advisor.diagnose`` on the exported loader with a real model step: each batch resized on
+   the GPU to 224x224 and a ResNet-18 (torchvision, random weights) forward, backward and
+   optimiser step; the waiting share and GPU utilisation it reports.
 
 Without a CUDA device it says so and exits 0. Results: a table on stdout and JSON in --out.
 """
@@ -16,6 +24,7 @@ Without a CUDA device it says so and exits 0. Results: a table on stdout and JSO
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -30,6 +39,7 @@ import torch
 
 from advisor.demo.datasets import DemoSpec, write_folder
 from advisor.measure.hardware import GpuUtilization
+from advisor.measure.hardware.gpu_decode import GpuDecodePoint, measure_gpu_decode
 from native_loader import to_device
 from native_loader.decoders import decode_image
 
@@ -169,6 +179,133 @@ def recommend(folder: str, out: Path, consumer_rate: float, batch: int, seconds:
     return result
 
 
+def cpu_decode_s(jpegs: list[bytes]) -> dict[str, float]:
+    """One thread's CPU seconds per image: the default decoder (Pillow) and torchvision's."""
+    from torchvision.io import ImageReadMode, decode_jpeg
+
+    started = time.thread_time()
+    for data in jpegs:
+        decode_image(data)
+    pillow = (time.thread_time() - started) / len(jpegs)
+    started = time.thread_time()
+    for data in jpegs:
+        decode_jpeg(torch.frombuffer(bytearray(data), dtype=torch.uint8), mode=ImageReadMode.RGB)
+    return {"pillow_s_per_image": pillow, "torchvision_cpu_s_per_image": (time.thread_time() -
+            started) / len(jpegs)}  # fmt: skip
+
+
+def large_jpegs(count: int, width: int, height: int) -> list[bytes]:
+    """`count` photo-like JPEGs of width x height (smooth gradients and noise, quality 90)."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    out = []
+    for _ in range(count):
+        y, x = np.mgrid[0:height, 0:width]
+        base = x[..., None] * rng.uniform(0.1, 0.5, 3) + y[..., None] * rng.uniform(0.1, 0.5, 3)
+        pixels = (base + rng.normal(0, 12, (height, width, 3))).clip(0, 255).astype(np.uint8)
+        buffer = io.BytesIO()
+        Image.fromarray(pixels).save(buffer, format="JPEG", quality=90)
+        out.append(buffer.getvalue())
+    return out
+
+
+def decode_placement(small: list[bytes], batch: int, rounds: int) -> dict[str, Any]:
+    """GPU and CPU decode of the demo's JPEGs and of 1024x768 ones."""
+    sets = {"demo": small, "1024x768": large_jpegs(min(len(small), 256), 1024, 768)}
+    rows: dict[str, Any] = {}
+    for name, jpegs in sets.items():
+        point = measure_gpu_decode(jpegs, batch, rounds)
+        cpu = cpu_decode_s(jpegs[:200])
+        rows[name] = {"gpu": dataclasses.asdict(point), "cpu": cpu}
+        print(
+            f"decode {name}: {point.mean_pixels / 1e6:.2f} Mpixel, "
+            f"{point.mean_jpeg_bytes / 1e3:.0f} kB: GPU {point.images_per_s:,.0f} images/s "
+            f"({point.images_per_s_low:,.0f}-"
+            f"{point.images_per_s_high:,.0f}), {point.gpu_ms_per_batch:.2f} GPU ms per batch of "
+            f"{batch}, host {point.host_cpu_s_per_image * 1e6:.0f} us CPU per image; CPU one "
+            f"thread: Pillow {1 / cpu['pillow_s_per_image']:,.0f}/s, torchvision "
+            f"{1 / cpu['torchvision_cpu_s_per_image']:,.0f}/s",
+            flush=True,
+        )
+    return rows
+
+
+def write_recorded(
+    path: Path, device: str, torch_version: str, batch: int, rows: dict[str, Any]
+) -> None:
+    """The module DEC-1 reads where no GPU is present: the GPU figures of `rows`."""
+    points = sorted(
+        (GpuDecodePoint(**row["gpu"]) for row in rows.values()), key=lambda p: p.mean_pixels
+    )
+    lines = [
+        '"""GPU JPEG decode figures recorded by `python -m bench gpu --record` on a real GPU.',
+        "",
+        "DEC-1 uses them where the machine it advises has no CUDA device to measure; the rule",
+        'names the device and the date. Written by bench/gpu.py: do not edit by hand."""',
+        "",
+        "from __future__ import annotations",
+        "",
+        f"DEVICE = {json.dumps(device)}",
+        f"DATE = {json.dumps(time.strftime('%Y-%m-%d'))}",
+        f"COMMAND = {json.dumps('python -m bench gpu --record')}",
+        f"TORCH = {json.dumps(torch_version)}",
+        f"BATCH_SIZE = {batch}",
+        "POINTS: tuple[dict[str, float], ...] = (",
+    ]
+    for point in points:
+        lines.append("    {")
+        lines += [f'        "{k}": {round(v, 9)!r},' for k, v in dataclasses.asdict(point).items()]
+        lines.append("    },")
+    lines += [")", ""]
+    path.write_text("\n".join(lines))
+
+
+def model_step() -> Any:
+    """A real GPU step: resize each image to 224x224 on the GPU, ResNet-18 forward, backward and
+    an SGD step, then wait for the GPU (so the loop times the step, not its launch)."""
+    import torch.nn.functional as F
+    import torchvision
+
+    model = torchvision.models.resnet18(num_classes=10).cuda()
+    optimiser = torch.optim.SGD(model.parameters(), lr=0.01)
+
+    def step(batch: Any) -> None:
+        images = _tensors(batch)
+        inputs = torch.stack(
+            [
+                F.interpolate(
+                    to_device(t, "cuda").permute(2, 0, 1)[None].float() / 255, size=(224, 224)
+                )[0]
+                for t in images
+                if t.dim() == 3
+            ]
+        )
+        loss = model(inputs).logsumexp(dim=1).mean()
+        optimiser.zero_grad()
+        loss.backward()
+        optimiser.step()
+        torch.cuda.synchronize()
+
+    return step
+
+
+def diagnose_with_model(module: Any, pin: bool, seconds: float) -> dict[str, Any]:
+    from advisor import diagnose
+    from advisor.core.bounds import LoopLimits
+
+    result = diagnose(
+        module.make_dataloader(pin_memory=pin), model_step(),
+        limits=LoopLimits(max_seconds=seconds), label="exported loader, ResNet-18 step",
+    )  # fmt: skip
+    for line in result.lines():
+        print(f"diagnose: {line}", flush=True)
+    return result.to_dict()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench gpu", description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("bench/results/gpu"))
@@ -180,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batches", type=int, default=60)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="fewer images, rounds and batches")
+    parser.add_argument(
+        "--record", type=Path, default=None,
+        help="write the GPU decode figures as the module DEC-1 falls back on to this path",
+    )  # fmt: skip
+    parser.add_argument("--diagnose-seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("bench gpu: skipped, no CUDA device")
@@ -200,6 +342,12 @@ def main(argv: list[str] | None = None) -> int:
         )
 
     folder = write_folder(args.data, DemoSpec(images=args.images, large_files=0))["small-images"]
+    files = sorted(Path(folder).rglob("*.jp*g"))
+    report["decode"] = decode_placement([p.read_bytes() for p in files[:512]], 64, args.rounds)
+    if args.record is not None:
+        write_recorded(args.record, report["device"], torch.__version__, 64, report["decode"])
+    (args.out / "gpu.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+
     advice = recommend(folder, args.out, args.consumer_rate, args.batch_size, args.trial_seconds)
     rec = advice["recommendation"]
     report["advice"] = {
@@ -216,7 +364,6 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(f"advice: {json.dumps(report['advice'], indent=1)}", flush=True)
 
-    files = sorted(Path(folder).rglob("*.jp*g"))
     expect = {_digest(decode_image(p.read_bytes())) for p in files}
     module = _load_module(args.out / "loader.py")
     cycles_per_s = sleep_cycles_per_s()
@@ -243,8 +390,15 @@ def main(argv: list[str] | None = None) -> int:
             for name, rs in runs.items()
         },
     }
-    (args.out / "gpu.json").write_text(json.dumps(report, indent=1) + "\n")
+    (args.out / "gpu.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     print(json.dumps(report["training"]["summary"], indent=1))
+
+    report["decode"]["trial_cpu_decode"] = advice["trial"].get("decode")
+    report["decode"]["trial_gpu_decode"] = advice["trial"].get("gpu_decode")
+    (args.out / "gpu.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+
+    report["diagnose"] = diagnose_with_model(module, rec["pin_memory"], args.diagnose_seconds)
+    (args.out / "gpu.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
     return 0
 
 

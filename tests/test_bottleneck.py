@@ -14,7 +14,7 @@ from test_rules import make_ctx
 from advisor.decide.recommend import Recommendation, recommend
 from advisor.decide.rules import Context, Key, evaluate
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop, of_trial
-from advisor.measure.loop.results import LoopSummary
+from advisor.measure.loop.results import LoopSummary, Spread
 from advisor.measure.trial.results import StorageProbe
 
 # 8 workers measured at 1,900 samples/s; 4 ms of CPU per sample on 8 loading cores allow 2,000
@@ -128,6 +128,19 @@ def test_the_users_loop_is_judged_from_its_cpu_and_its_waits(
     found = of_loop(summary(waits, rate, cpu), usable_cores=2, workers=workers)
     assert found is not None and found.stage == stage, found
     assert found.origin == "loop"
+
+
+def test_a_step_that_leaves_the_gpu_idle_is_named_as_the_host_side() -> None:
+    """As diagnose measured on an H100: 4% waiting, the GPU busy 13% (0-60%) of the time."""
+    busy = Spread(13.0, 0.0, 60.0, 38)
+    found = of_loop(
+        dataclasses.replace(summary(0.04, 1468.0, 0.005), gpu_utilization=busy), usable_cores=16
+    )
+    assert found is not None and found.stage == "step"
+    assert "the GPU ran kernels only 13% of the time" in found.reason
+    fed = dataclasses.replace(summary(0.04, 1468.0, 0.005), gpu_utilization=Spread(97, 90, 99, 9))
+    found = of_loop(fed, usable_cores=16)
+    assert found is not None and "GPU ran kernels" not in found.reason
 
 
 class Sleepy:

@@ -74,3 +74,22 @@ def test_cli_records_this_machine(tmp_path: Path) -> None:
     gpus = json.loads(done.stdout)["hardware"]["gpus"]
     replayed = probe_hardware(nvml=ReplayNvml(recording))
     assert len(replayed.gpus) == len(gpus)
+
+
+def test_the_h100_recording_replays_every_field_the_probe_promises() -> None:
+    """Recorded on the lent GPU machine with `python -m advisor hardware --json --record-nvml`
+    (one NVIDIA H100 80GB HBM3 in a VM, driver 580.159.04): every field is filled, or None with
+    the reason NVML gave (its NVLink state is not supported there)."""
+    recording = json.loads((Path(__file__).parent / "recordings" / "nvml_h100.json").read_text())
+    hardware = probe_hardware(nvml=ReplayNvml(recording))
+    (gpu,) = hardware.gpus
+    assert gpu.name == "NVIDIA H100 80GB HBM3"
+    assert gpu.memory_total_bytes == 85_520_809_984
+    assert (gpu.pcie_gen_current, gpu.pcie_gen_max) == (5, 5)
+    assert (gpu.pcie_width_current, gpu.pcie_width_max) == (16, 16)
+    assert gpu.pcie_max_gb_s is not None and gpu.pcie_max_gb_s > 60  # gen5 x16
+    assert (gpu.driver_version, gpu.cuda_version) == ("580.159.04", "13.0")
+    assert gpu.nvlink_active_links is None
+    assert gpu.null_reasons == {"nvlink_active_links": NOT_SUPPORTED_REASON}
+    assert not any(NotRecorded.__name__ in note for note in hardware.notes)
+    assert hardware.has_gpu

@@ -26,6 +26,7 @@ from advisor.decide.rules import doc as rules_doc
 from advisor.decide.rules.cost import idle_readers
 from advisor.decide.rules.workers import core_cap
 from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
+from advisor.measure.hardware.gpu_decode import GpuDecode, GpuDecodePoint
 from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.measure.trial.results import (
     DecodeCost,
@@ -103,9 +104,13 @@ def make_trial(
     spin: dict[int, tuple[float, ...]] | None = None,
     prefetch: int = 2,
     setup: dict[str, Any] | None = None,
+    output_bytes: float | None = None,
+    gpu_images_per_s: float | None = None,
 ) -> TrialResult:
     """A trial whose training-loop sweep measured `rates` per num_workers (a tuple: one slice
-    each); with `spin`, those are the blocking step's slices and `spin` the spinning step's."""
+    each); with `spin`, those are the blocking step's slices and `spin` the spinning step's.
+    `output_bytes`: the decoder's output per sample; `gpu_images_per_s`: a JPEG decode measured
+    on this machine's GPU (of images of output_bytes / 3 pixels, or 0.5 Mpixel)."""
     rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
 
     def slices(w: int, values: float | tuple[float, ...], step: str) -> list[LoaderPoint]:
@@ -134,14 +139,25 @@ def make_trial(
         seconds_budget=60,
         seconds_used=55,
         storage=StorageProbe(20, 20 * 150 * MB, 0.025, 0.060, 85.0, ((1, 85, 0.6), (8, 600, 4))),
-        decode=DecodeCost("default", 500, 0.004, 150e3),
+        decode=DecodeCost("default", 500, 0.004, 150e3, output_bytes_per_sample=output_bytes),
         sweep=tuple(sweep),
         counts=summarise(sweep),
         host_to_device=HostToDevice(32 * 150_000, pinned, pageable),
         requests_in_flight=inflight,
         inflight_bytes=budget,
         setup=None if setup is None else TrialSetup(**setup),
+        gpu_decode=None
+        if gpu_images_per_s is None
+        else _gpu_decode(gpu_images_per_s, output_bytes),
     )
+
+
+def _gpu_decode(images_per_s: float, output_bytes: float | None) -> GpuDecode:
+    pixels = (output_bytes or 1.5e6) / 3
+    point = GpuDecodePoint(
+        pixels, 150e3, images_per_s, images_per_s, images_per_s, 64e3 / images_per_s, 1e-4
+    )
+    return GpuDecode(A100.name, 64, (point,))
 
 
 def make_ctx(case: dict[str, Any]) -> Context:

@@ -80,6 +80,11 @@ def test_trial_measures_everything_within_budget(
     # ... and the reader's default byte budget: it holds hundreds of the demo's small objects
     assert result.inflight_bytes == ReaderConfig().max_inflight_bytes
     assert result.decode is not None and result.decode.cpu_s_per_sample > 0
+    if layout == "small-images":  # the decoder's output: an RGB image, 3 bytes a pixel
+        decoded = result.decode.output_bytes_per_sample
+        assert decoded is not None and decoded > result.decode.bytes_per_sample
+        assert result.gpu_decode is None
+        assert "GPU decode not measured: no CUDA device" in result.notes
     workers = [p.num_workers for p in result.sweep]
     # 8 s on 2 cores hold two counts at first: 0 and the model's choice, interleaved
     assert workers[0] == 0 and workers[1] in (1, 2) and workers[2:4] == workers[:2]
@@ -194,8 +199,10 @@ def test_the_spinning_step_keeps_its_thread_busy_and_releases_the_gil() -> None:
         counter.join()
         sys.setswitchinterval(switch)
     assert 0.5 <= elapsed < 0.75, elapsed
-    # a core for the step (a share of one on a shared machine), and the other thread ran
-    assert busy >= 0.05, busy
+    # the step holds its core most of the time, as a driver's spin-wait does (a loop of
+    # time.sleep(0) parks the thread for the timer slack on every turn: about 0.24 of a core),
+    # and the other thread ran
+    assert busy >= 0.5 * elapsed, (busy, elapsed)
     assert counted >= 20, counted
 
 

@@ -112,7 +112,7 @@ class Prediction:
     training_share: float = 0.0
 
 
-def loading_cores(num_workers: int, usable_cores: int, training_share: float = 1.0) -> float:
+def loading_cores(num_workers: int, usable_cores: float, training_share: float = 1.0) -> float:
     """Cores that decode: the main process alone when num_workers == 0, else the usable cores
     less the training thread's share of a core (`Prediction.training_share`: a spinning step's
     duty cycle and the hand-over at the loop's rate). On one core a step that spins all the
@@ -128,7 +128,7 @@ def predict(
     object_bytes: float,
     samples_per_object: float = 1.0,
     cpu_s_per_sample: float = 0.0,
-    usable_cores: int = 1,
+    usable_cores: float = 1,
     storage: StorageParams = S3_DEFAULTS,
     consumer_rate: float | None = None,
     overhead_s_per_sample: float | None = None,
@@ -176,7 +176,7 @@ class _Loader:
     object_bytes: float
     spo: float
     cpu_s_per_sample: float
-    usable_cores: int
+    usable_cores: float  # fractional where other work holds part of the cores
     storage: StorageParams
     consumer_rate: float | None
     overhead_s: float | None

@@ -6,6 +6,7 @@ import shlex
 
 from advisor.decide.recommend import Recommendation
 from advisor.measure.profile import DatasetProfile
+from native_loader.uri import uri_scheme
 
 # Formats that already are containers of many samples: packing them again gains nothing.
 CONTAINER_FORMATS = frozenset({"tar", "tfrecord", "parquet", "mds", "recordio", "jsonl"})
@@ -23,7 +24,7 @@ def advises_reshard(recommendation: Recommendation, profile: DatasetProfile | No
 def default_destination(uri: str) -> str:
     """A sibling of the source: ``s3://b/images/`` -> ``s3://b/images-shards/``."""
     stem = uri.rstrip("/")
-    return f"{stem}-shards/" if uri.startswith("s3://") else f"{stem}-shards"
+    return f"{stem}-shards/" if uri_scheme(uri) == "s3" else f"{stem}-shards"
 
 
 def shard_size_text(size_bytes: int) -> str:

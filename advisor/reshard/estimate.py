@@ -12,6 +12,7 @@ from advisor.reshard.config import ReshardConfig
 from advisor.reshard.plan import PLAN_DIR, Plan, size_histogram
 from advisor.reshard.store import Store
 from native_loader import ObjectInfo, S3Reader
+from native_loader.uri import uri_scheme
 
 # AWS S3 Standard request prices, us-east-1 (https://aws.amazon.com/s3/pricing/), USD per 1000.
 PRICE_GET_PER_1000 = 0.0004
@@ -63,11 +64,11 @@ def estimate(
     read_seconds = len(objects) / objects_per_s
     write_seconds = plan.tar_bytes / (write_mb_s * 1e6)
     largest = max(s.tar_bytes for s in plan.shards)
-    is_s3 = store.uri.startswith("s3://")
+    is_s3 = uri_scheme(store.uri) == "s3"
     parts = [math.ceil(s.tar_bytes / config.multipart_bytes) for s in plan.shards]
     puts = sum(1 if p <= 1 else p + 2 for p in parts) + len(plan.shards) + 3
-    lists = math.ceil(len(plan.manifest.objects) / 1000) if source.startswith("s3://") else 0
-    gets = len(objects) if source.startswith("s3://") else 0
+    lists = math.ceil(len(plan.manifest.objects) / 1000) if uri_scheme(source) == "s3" else 0
+    gets = len(objects) if uri_scheme(source) == "s3" else 0
     cost = (
         gets / 1000 * PRICE_GET_PER_1000
         + ((puts if is_s3 else 0) + lists) / 1000 * PRICE_PUT_LIST_PER_1000

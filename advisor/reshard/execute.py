@@ -34,6 +34,7 @@ from advisor.reshard.progress import Meter, ProgressCallback, ReshardEvent
 from advisor.reshard.store import S3Store, Store
 from native_loader import ObjectInfo, ReadResult, S3Reader
 from native_loader.tarwriter import ShardWriter
+from native_loader.uri import uri_scheme
 
 INDEX_NAME = "shards.json"
 CLASSES_NAME = "classes.json"
@@ -86,7 +87,7 @@ def resolve_rank(rank: int | None = None, world_size: int | None = None) -> tupl
 
 def source_prefix(source: str) -> str:
     """The source as a listing prefix: ``s3://b/p/`` or an absolute folder path ending in /."""
-    if source.startswith("s3://"):
+    if uri_scheme(source) == "s3":
         return source if source.endswith("/") else source + "/"
     path = os.path.abspath(os.path.expanduser(source.removeprefix("file://")))
     if not os.path.isdir(path):
@@ -148,10 +149,10 @@ def load_plan(
 def _check_apart(source: str, destination: str) -> None:
     """Refuse a destination inside the source, symlinks resolved: its shards would land in the
     source, and the next re-shard of that source would pack them as samples."""
-    if source.startswith("s3://") != destination.startswith("s3://"):
+    if (uri_scheme(source) == "s3") != (uri_scheme(destination) == "s3"):
         return
     src, dst = source, destination
-    if not source.startswith("s3://"):
+    if uri_scheme(source) != "s3":
         src, dst = os.path.realpath(source) + "/", os.path.realpath(destination) + "/"
     if dst.startswith(src):
         shown = destination if dst == destination else f"{destination} (that is, {dst})"

@@ -6,7 +6,9 @@ from rule_cases.common import GB, HUGE_LARGE, HUGE_SMALL, LOCAL, MB, SMALL_FILES
 CASES: list[Case] = [
     ("SRC-1", {"workload": {"data_location": "efs"}}, True, "efs"),
     ("SRC-1", {"profile": {"uri": "/mnt/efs/train"}, "data_fs": "nfs4"}, True, "efs"),
-    ("SRC-1", {"profile": {"uri": "nfs://server/export/train"}}, True, "efs"),
+    # an SMB mount (no URI names a network file system: nfs:// and efs:// are refused at the
+    # profile, `native_loader.uri.parse_uri`; a mount is found by its file system type)
+    ("SRC-1", {"profile": {"uri": "/mnt/share/train"}, "data_fs": "cifs"}, True, "efs"),
     ("SRC-1", {"workload": {"data_location": "fsx"}}, True, "shared-fs"),
     ("SRC-1", {}, False, ...),
     ("SRC-1", {"profile": LOCAL, "data_fs": "ext4"}, False, ...),

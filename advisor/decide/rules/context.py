@@ -93,8 +93,9 @@ class Context(Reading):
     def batch_bytes(self) -> float:
         """Bytes of one decoded batch (decoder output when measured, else stored bytes)."""
         per_sample = self.stored_bytes_per_sample
-        if self.trial is not None and self.trial.decode is not None:
-            per_sample = self.trial.decode.bytes_per_sample
+        decode = self.trial.decode if self.trial is not None else None
+        if decode is not None:
+            per_sample = decode.output_bytes_per_sample or decode.bytes_per_sample
         return per_sample * self.workload.batch_size
 
     @property

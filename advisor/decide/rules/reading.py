@@ -21,7 +21,6 @@ from advisor.measure.trial.results import (
     TrialResult,
     TrialSetup,
 )
-from native_loader.uri import uri_scheme
 
 
 @dataclass(frozen=True)
@@ -39,15 +38,10 @@ class Reading:
     @property
     def on_network_fs(self) -> bool:
         loc = self.workload.data_location
-        uri = self.profile.uri.lower()
-        return (
-            loc in ("efs", "nfs")
-            or uri_scheme(uri) in ("efs", "nfs")
-            or (
-                self.profile.storage == "local"
-                and (self.data_fs or "") in NETWORK_FILESYSTEMS
-                and not self.on_fsx
-            )
+        return loc in ("efs", "nfs") or (
+            self.profile.storage == "local"
+            and (self.data_fs or "") in NETWORK_FILESYSTEMS
+            and not self.on_fsx
         )
 
     @property

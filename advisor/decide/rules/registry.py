@@ -10,12 +10,21 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from advisor.decide.rules import batches, cost, layout, reader, source, throughput, workers
+from advisor.decide.rules import (
+    batches,
+    cost,
+    layout,
+    placement,
+    reader,
+    source,
+    throughput,
+    workers,
+)
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import Finding, Key
 
-FAMILIES = (source, reader, workers, batches, layout, throughput, cost)
+FAMILIES = (source, reader, workers, batches, layout, throughput, placement, cost)
 
 RULES: tuple[Rule, ...] = (
     source.DataAlreadyOnSharedFs(),
@@ -50,6 +59,7 @@ RULES: tuple[Rule, ...] = (
     throughput.ModelThroughput(),
     throughput.InputBound(),
     throughput.CpuBoundDecode(),
+    placement.DecodePlacement(),
     cost.GetRequestCost(),
     cost.StartupTime(),
     cost.IdleGpuCost(),

@@ -23,8 +23,8 @@ from advisor.decide.rules.words import disk_words
 class DataAlreadyOnSharedFs(Rule):
     """Data already on a shared file system.
 
-    Condition: `workload.data_location` is `efs`/`nfs`, the URI is `efs://`/`nfs://`, or a local
-    path on a network file system (NFS, EFS, SMB, s3fs); or `fsx` / a Lustre mount
+    Condition: `workload.data_location` is `efs`/`nfs`, or a local path on a network file system
+    (NFS, EFS, SMB, s3fs); or `fsx` / a Lustre mount
     Recommendation: `efs` (SageMaker EFS input) or `shared-fs` (FSx for Lustre): read it where it
     lives
     Source: [SRC] 3, decision flow 1: "data already on EFS -> EFS"

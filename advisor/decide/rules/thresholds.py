@@ -1,6 +1,6 @@
 """Every threshold the rules use, each with its source.
 
-The sources are the sections of docs/heuristics-sources.md ([SRC], [IO], [CPP], [ORC]) or a
+The sources are the sections of docs/sources.md ([SRC], [IO], [CPP], [ORC]) or a
 quantity the advisor measures; docs/decision-flow.md traces each rule to them.
 """
 
@@ -29,7 +29,7 @@ THROTTLED_SHARE = (0.8, 0.95)  # of a limit the readers hold when asked 3x (benc
 MANY_RANKS = 8  # [CPP] "many nodes hit one prefix"
 FILE_MODE_MB_S = 200.0  # [SRC] File mode download ~200 MB/s
 FASTFILE_LIST_OBJECTS_S = 5_500.0  # [SRC] FastFile lists ~5,500 objects/s
-GET_PRICE_PER_MILLION = 0.40  # [SRC] 1 M GET requests ~$0.40
+GET_PRICE_PER_MILLION = 0.40  # [SRC] 3: a million GET requests ~$0.40
 EFS_BASELINE_MB_S_PER_TB = 150.0  # [SRC] EFS bursting baseline
 FSX_USD_PER_TB_MONTH, FSX_MIN_TB = 140.0, 1.2  # [SRC] FSx Scratch 2
 S3_USD_PER_TB_MONTH = 23.0  # [SRC]

@@ -220,9 +220,9 @@ def child_pids(root: Path = Path("/")) -> set[int]:
     return pids
 
 
-def largest_rss_mb(pids: set[int], root: Path = Path("/")) -> float:
-    """Largest resident set among `pids`, in MiB (VmRSS kB / 1024; the name predates the unit
-    rule and is kept with the `peak_worker_rss_mb` fields it fills); processes that are gone
+def largest_rss_mib(pids: set[int], root: Path = Path("/")) -> float:
+    """Largest resident set among `pids`, in MiB (VmRSS kB / 1024; the `peak_worker_rss_mb`
+    fields it fills keep their name, which the exported JSON carries); processes that are gone
     count as 0."""
     largest = 0
     for pid in pids:

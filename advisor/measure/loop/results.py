@@ -58,6 +58,9 @@ class LoopRun:
     replay_samples: tuple[int, ...] = ()
     replay_cpu_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
+    # the training thread's CPU in its steps, where the loop timed it itself (`watch`: the
+    # user's own steps, which are not replayed)
+    step_cpu_s: float | None = None
 
     @property
     def batches(self) -> int:
@@ -159,7 +162,9 @@ def _windowed(rates: list[float]) -> list[float]:
 
 def _loader_cpu(run: LoopRun) -> float | None:
     """The tree's CPU over the loop less the step's (its replay CPU per batch, times the loop's
-    batches), per sample."""
+    batches), per sample; where the loop timed its steps' CPU itself, that."""
+    if run.step_cpu_s is not None and run.total_samples > 0:
+        return max(run.cpu_s - run.step_cpu_s, 0.0) / run.total_samples
     if not run.replay_step_s or run.total_samples == 0:
         return None
     step_cpu = run.replay_cpu_s / len(run.replay_step_s) * run.batches

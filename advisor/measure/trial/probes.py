@@ -15,8 +15,14 @@ from typing import Any, cast
 import torch
 
 from advisor.core.workload import Workload
+from advisor.measure.hardware.gpu_decode import (
+    GpuDecode,
+    gpu_decode_unavailable,
+    measure_gpu_decode,
+)
 from advisor.measure.trial.data import TrialClock, TrialData
 from advisor.measure.trial.results import DecodeCost, HostToDevice, StorageProbe, saturated
+from advisor.measure.trial.steady import tensor_bytes
 from native_loader import ObjectInfo, S3IterableDataset
 from native_loader.sample_errors import SampleGuard, SamplePolicy, check_name, sample_name
 
@@ -150,6 +156,7 @@ def measure_decode(
     cpu = 0.0
     samples = 0
     sample_bytes = 0
+    output_bytes = 0
     started = time.monotonic()
     first_arrival = last_arrival = 0.0  # this thread's CPU time as samples arrive
     guard = SampleGuard(SamplePolicy())  # a failure is raised naming its object
@@ -160,8 +167,9 @@ def measure_decode(
             first_arrival = last_arrival  # the first includes the dataset's set-up
         sample_bytes += _sample_bytes(sample)
         before = time.thread_time()
-        guard.apply(data.transform, name, sample)
+        _, output = guard.apply(data.transform, name, sample)
         cpu += time.thread_time() - before
+        output_bytes += tensor_bytes(output)
         samples += 1
         if time.monotonic() - started > budget and samples >= 3:
             break
@@ -177,6 +185,7 @@ def measure_decode(
         cpu / samples / per_item,
         sample_bytes / samples / per_item,
         None if loop is None else loop / per_item,
+        output_bytes / samples / per_item if output_bytes else None,
     )
 
 
@@ -194,6 +203,30 @@ def _sample_bytes(sample: Any) -> int:
     return len(memoryview(sample))
 
 
+def probe_gpu_decode(data: TrialData, workload: Workload, clock: TrialClock) -> GpuDecode | str:
+    """Batched GPU decode of up to 64 of the set's JPEGs, where a CUDA device and torchvision
+    are present: what DEC-1 weighs against the CPU decode. A string says why it was not
+    measured (the rule then takes the recorded figures)."""
+    why = gpu_decode_unavailable()
+    if why is not None:
+        return why
+    clock.report("decode", "measuring the JPEG decode on the GPU")
+    sample_data = dataclasses.replace(data, objects=data.objects[:64])
+    guard = SampleGuard(SamplePolicy())
+    jpegs = [
+        bytes(memoryview(sample))
+        for _, sample in cast(S3IterableDataset, sample_data.dataset()).named_items(guard)
+        if not isinstance(sample, (dict, str))
+    ]
+    if not jpegs:
+        return "no whole JPEG objects to decode on the GPU"
+    try:
+        point = measure_gpu_decode(jpegs, workload.batch_size, rounds=2)
+    except RuntimeError as exc:  # nvJPEG refused the images or the device: a note, not a failure
+        return f"the GPU decode failed ({exc})"
+    return GpuDecode(torch.cuda.get_device_name(0), workload.batch_size, (point,))
+
+
 def host_to_device(
     workload: Workload, decode: DecodeCost | None, clock: TrialClock
 ) -> HostToDevice | None:
@@ -201,7 +234,9 @@ def host_to_device(
     if not torch.cuda.is_available():
         return None
     clock.report("h2d", "measuring host-to-device copies")
-    per_sample = int(decode.bytes_per_sample) if decode else 150_000
+    per_sample = (
+        int(decode.output_bytes_per_sample or decode.bytes_per_sample) if decode else 150_000
+    )
     batch_bytes = max(1, min(per_sample * workload.batch_size, 512 * 2**20))
     results = {}
     for pinned in (False, True):

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from advisor.core.storage import StorageParams
 from advisor.core.workload import Workload
+from advisor.measure.hardware.gpu_decode import GpuDecode
 
 STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
 # What the trial's loaders read: the objects where the profile listed them, a local copy of a
@@ -200,11 +201,14 @@ class DecodeCost:
     transform: str  # "module:callable" or the default decoder's name
     samples: int
     cpu_s_per_sample: float
-    bytes_per_sample: float
+    bytes_per_sample: float  # the stored sample's bytes (what the transform reads)
     # CPU seconds per sample of the whole loop that reads and transforms, in one thread (the
     # dataset's Python work per sample included): what one loader process spends per sample.
     # None: not measured (fewer than two samples).
     loop_cpu_s_per_sample: float | None = None
+    # bytes of what the transform returns per sample (its tensors: a decoded image's pixels x
+    # channels), what a batch holds in memory and crosses to the GPU; None: not measured
+    output_bytes_per_sample: float | None = None
 
     @property
     def overhead_s(self) -> float | None:
@@ -298,6 +302,8 @@ class TrialResult:
     # made one (what training reads after a copy-local, or from a cache): its own first byte and
     # bandwidth, not S3's
     copy_storage: StorageProbe | None = None
+    # the JPEG decode on this machine's GPU (batched nvJPEG), where one was present
+    gpu_decode: GpuDecode | None = None
 
     def best_count(self) -> CountRate | None:
         """The count with the highest median as training saw it (not the luckiest slice)."""

@@ -24,6 +24,7 @@ from advisor.core.model import (
 from advisor.core.storage import LOCAL_READ_THREADS
 from advisor.core.workload import Workload
 from advisor.measure.hardware import HardwareProfile
+from advisor.measure.hardware.gpu_decode import GpuDecode
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
 from advisor.measure.trial.localcopy import CopyUnavailable, copy_sample
@@ -34,6 +35,7 @@ from advisor.measure.trial.probes import (
     check_names,
     host_to_device,
     measure_decode,
+    probe_gpu_decode,
     probe_storage,
 )
 from advisor.measure.trial.results import (
@@ -163,6 +165,7 @@ def _measure(
     budget: int | None = None
     measured: list[ReadPathSweep] = []
     h2d = None
+    gpu_decode: GpuDecode | None = None
     notes: list[str] = []
     cancelled = False
     scratch: Path | None = None
@@ -226,6 +229,12 @@ def _measure(
             notes += [
                 _lower_bound_note(c.num_workers, c.median, seconds) for c in counts if c.lower_bound
             ]
+        if fmt == "jpeg" and not workload.transform and decode is not None:
+            found = probe_gpu_decode(sources[READ_LISTED], workload, clock)
+            if isinstance(found, str):
+                notes.append(f"GPU decode not measured: {found}")
+            else:
+                gpu_decode = found
         h2d = host_to_device(workload, decode, clock)
         if h2d is None:
             notes.append("no CUDA device: host-to-device copy and pin_memory not measured")
@@ -246,6 +255,7 @@ def _measure(
         sweep=steady.sweep,
         counts=steady.counts,
         host_to_device=h2d,
+        gpu_decode=gpu_decode,
         cancelled=cancelled,
         notes=tuple(notes),
         requests_in_flight=inflight,

@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from advisor.measure.hardware.host import busy_cpu_s, child_pids, largest_rss_mb
+from advisor.measure.hardware.host import busy_cpu_s, child_pids, largest_rss_mib
 from advisor.measure.trial.data import TrialData
 from advisor.measure.trial.results import (
     STEP_NONE,
@@ -58,15 +58,19 @@ def spin_step(seconds: float) -> None:
     `torch.cuda.synchronize` releases the GIL before it spins (THCPModule_cudaSynchronize holds
     a `pybind11::gil_scoped_release` around `c10::cuda::device_synchronize`), as the generated
     tensor methods behind `.item()` and `.cpu()` do: the process's other threads (the reader's,
-    the pin-memory thread) run meanwhile. `time.sleep(0)` releases the GIL on every turn; a
-    plain busy loop would hold it for a switch interval at a time, which no GPU step does. The
-    spin stays in the training thread: a step spun elsewhere while this thread slept would hand
-    the core back late (a woken thread waits for a core that the loader's processes hold, some
-    milliseconds a batch on a busy machine), which the training thread never does.
+    the pin-memory thread) run meanwhile. `os.sched_yield()` releases the GIL on every turn and
+    returns at once when no other thread waits for this core, so the thread stays on its core
+    as the driver's spin does. `time.sleep(0)` would not: on Linux it is a `clock_nanosleep`
+    that parks the thread for the timer slack (about 50 us) on every turn, so the "spinning"
+    thread held a quarter of a core (measured here: 0.24). A plain busy loop would hold the GIL
+    for a switch interval at a time, which no GPU step does. The spin stays in the training
+    thread: a step spun elsewhere while this thread slept would hand the core back late (a
+    woken thread waits for a core that the loader's processes hold, some milliseconds a batch
+    on a busy machine), which the training thread never does.
     """
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
-        time.sleep(0)
+        os.sched_yield()
 
 
 class LiveLoader:
@@ -219,7 +223,7 @@ def measure_slice(
         samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
         if batch_index % 8 == 0:
-            peak_rss = max(peak_rss, largest_rss_mb(child_pids() - ignore))
+            peak_rss = max(peak_rss, largest_rss_mib(child_pids() - ignore))
         if check is not None:
             check()
         if window.closed or now - started >= hard_stop:

@@ -1,0 +1,257 @@
+"""The user's own training loop, judged (`advisor.watch`): the verdict and the bottleneck as
+`diagnose` names them, what users trip over (found from the loader's settings, its first batch
+and the machine), and one change with the rate the model predicts for it.
+
+The prediction is the throughput model's (`advisor.core.model.predict`, the one `recommend`
+uses), fed with what the loop measured: the loader's CPU per sample (the process tree's CPU
+less the training thread's in its steps), each loading process's rate (the loop's rate over
+its processes; with no workers, over the share of the time the training process spent loading)
+and the step's own rate (samples per step time: the rate with loading free).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from advisor.core.model import predict
+from advisor.core.storage import StorageParams
+from advisor.core.units import binary_size, counted, duration, rate, share
+from advisor.decide.rules.bottleneck import Bottleneck, of_loop
+from advisor.decide.rules.thresholds import NOISE_CAP
+from advisor.decide.verdict import INPUT_BOUND, Verdict, input_bound
+from advisor.measure.loop.results import LoopRun, LoopSummary
+from advisor.measure.loop.watch import LoaderFacts
+
+# A worker hands each tensor of a batch over in its own shared-memory segment and file
+# descriptor: lists of 32 decoded images crossed at about a third of the rate of the same images
+# stacked (`python -m bench handover`); 114 tensors packed into 9 gave 1.25-1.67x and ended a
+# file-descriptor crash at 16 workers (roboflow/rf-detr PR 1399).
+BOUNDARY_TENSORS = 32
+SHM_WARN = 0.5  # in-flight batches over this share of /dev/shm's free bytes: close to the crash
+FILES_WARN = 0.5  # descriptors in flight over this share of the open-file limit
+RESTART_SHARE = 0.05  # a first-batch stall over this share of the epoch is worth naming
+DRIFT = 0.2  # the last window this much slower than the first, and every window slower
+
+
+@dataclass(frozen=True)
+class Trip:
+    """Something users trip over, found for them: `cause` names it, `line` says it."""
+
+    cause: str  # "boundary", "shm", "open-files", "shards", "restart", "drift"
+    line: str
+
+
+@dataclass(frozen=True)
+class Change:
+    """One setting to change, with what the model predicts the loop then reads."""
+
+    setting: str
+    now: Any
+    to: Any
+    predicted_samples_per_s: float
+    predicted_wait_share: float
+    line: str
+
+
+@dataclass(frozen=True)
+class WatchReport:
+    summary: LoopSummary
+    verdict: Verdict | None
+    bottleneck: Bottleneck | None
+    trips: tuple[Trip, ...]
+    change: Change | None
+    facts: LoaderFacts | None
+
+    def lines(self) -> list[str]:
+        s = self.summary
+        out = [self.verdict.line if self.verdict else "too few steps to judge yet"]
+        if self.bottleneck is not None:
+            out.append(self.bottleneck.line)
+        if self.change is not None:
+            out.append(f"change: {self.change.line}")
+        out += [f"found: {trip.line}" for trip in self.trips]
+        if s.overall_samples_per_s is not None:
+            out.append(
+                f"{s.batches} steps, {rate(s.overall_samples_per_s)}; first batch after "
+                f"{duration(s.time_to_first_batch_s)}"
+            )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def judge(
+    run: LoopRun,
+    facts: LoaderFacts | None,
+    usable_cores: int,
+    machine_busy: float | None = None,
+    min_steps: int = 20,
+    others_cores: float | None = None,
+) -> WatchReport:
+    """The loop so far, judged; the verdict, bottleneck and change wait for `min_steps`.
+    `others_cores`: cores that other work kept busy meanwhile (the change is predicted on the
+    cores it left)."""
+    summary = LoopSummary.of(run)
+    trips = tuple(_trips(summary, run, facts))
+    if len(run.wait_s) < min_steps or summary.overall_wait_share is None:
+        return WatchReport(summary, None, None, trips, None, facts)
+    verdict = input_bound(summary.overall_wait_share, summary.wait_share)
+    workers = facts.num_workers if facts is not None else None
+    found = of_loop(summary, usable_cores, workers, machine_busy)
+    free = max(usable_cores - (others_cores or 0.0), 1.0)
+    change = _change(run, summary, found, facts, usable_cores, free)
+    return WatchReport(summary, verdict, found, trips, change, facts)
+
+
+def step_rate(run: LoopRun) -> float | None:
+    """Samples/s of the step alone (the loop's rate with loading free)."""
+    if not run.step_s:
+        return None
+    step = statistics.median(run.step_s)
+    per_batch = statistics.fmean(run.samples) if run.samples else 0.0
+    return per_batch / step if step > 0 else None
+
+
+def _change(
+    run: LoopRun,
+    summary: LoopSummary,
+    found: Bottleneck | None,
+    facts: LoaderFacts | None,
+    cores: int,
+    free: float,
+) -> Change | None:
+    """More workers, where the loop waits, the loader is a DataLoader and a count within the
+    cores is predicted to read faster beyond the noise, on the cores other work left (`free`)."""
+    waits, measured = summary.overall_wait_share, summary.overall_samples_per_s
+    cpu = summary.loader_cpu_s_per_sample
+    consumer = step_rate(run)
+    if (
+        facts is None
+        or facts.num_workers is None
+        or waits is None
+        or waits <= INPUT_BOUND
+        or not measured
+        or cpu is None
+        or consumer is None
+        or found is None
+        or found.stage == "cores"
+    ):
+        return None
+    now = facts.num_workers
+    # each loading process's rate: the workers share the loop's rate; with none, the training
+    # process loads only while it waits
+    per_process = measured / now if now > 0 else measured / max(waits, 1e-6)
+    storage = StorageParams(
+        "measured in the loop", first_byte_s=min(max(1 / per_process - cpu, 0.0), 60.0),
+        per_connection_mb_s=1e6, measured=True,
+    )  # fmt: skip
+
+    # the step holds the training thread's core for the share of its time it ran on the CPU
+    # (a GPU step that spins in a synchronisation: all of it; one that blocks: little): the
+    # model's step is one that holds its core, so it gets the step's CPU time per sample
+    held = min((run.step_cpu_s or 0.0) / sum(run.step_s), 1.0) if sum(run.step_s) > 0 else 1.0
+    holding_rate = consumer / held if held > 0.01 else None
+
+    def predicted(count: int) -> float:
+        model = predict(
+            count, object_bytes=0.0, cpu_s_per_sample=cpu, usable_cores=free, storage=storage,
+            consumer_rate=holding_rate,
+        )  # fmt: skip
+        return min(model.trained_samples_per_s, consumer)
+
+    options = {w: predicted(w) for w in range(now + 1, max(cores, 1) + 1)}
+    reaching = [w for w, r in options.items() if r >= consumer * (1 - NOISE_CAP)]
+    best = reaching[0] if reaching else max(options, key=lambda w: options[w], default=None)
+    if best is None or options[best] <= measured * (1 + NOISE_CAP):
+        return None
+    to_rate = min(options[best], consumer)
+    wait_after = max(0.0, 1 - to_rate / consumer)
+    return Change(
+        "num_workers", now, best, to_rate, wait_after,
+        f"num_workers {now} -> {best}: the model predicts {rate(to_rate)} (now "
+        f"{rate(measured)}), waiting {share(wait_after)} of each step (now {share(waits)}); "
+        f"from {duration(cpu)} of loader CPU per sample, {rate(per_process)} per loading "
+        f"process and a step that takes {rate(consumer)}"
+        + (f", on the {free:.1f} of {cores} cores other work left" if free < cores - 0.05 else ""),
+    )  # fmt: skip
+
+
+def _trips(summary: LoopSummary, run: LoopRun, facts: LoaderFacts | None) -> list[Trip]:
+    found: list[Trip] = []
+    if facts is not None and facts.num_workers:
+        found += _boundary(facts)
+        if not facts.persistent_workers and run.wait_s:
+            epoch = summary.seconds
+            stall = summary.time_to_first_batch_s
+            if epoch > 0 and stall / epoch > RESTART_SHARE:
+                found.append(
+                    Trip(
+                        "restart",
+                        f"the workers start anew every epoch (persistent_workers=False): the "
+                        f"first batch came after {duration(stall)}, {share(stall / epoch)} of "
+                        "this epoch; persistent_workers=True keeps them",
+                    )
+                )
+    if facts is not None and facts.shards is not None and (facts.num_workers or 0) > facts.shards:
+        idle = (facts.num_workers or 0) - facts.shards
+        found.append(
+            Trip(
+                "shards",
+                f"the data set has {counted(facts.shards, 'shard')} for "
+                f"{counted(facts.num_workers or 0, 'worker')}: {counted(idle, 'worker')} get no "
+                "data; give it at least as many shards as workers (times ranks)",
+            )
+        )
+    rates = [s / (w + t) for w, t, s in run.windows() if w + t > 0]
+    slowing = len(rates) >= 3 and all(b < a for a, b in itertools.pairwise(rates))
+    if slowing and rates[-1] < rates[0] * (1 - DRIFT):
+        found.append(
+            Trip(
+                "drift",
+                f"slower as it runs: {rate(rates[0])} in the first window, "
+                f"{rate(rates[-1])} in the last",
+            )
+        )
+    return found
+
+
+def _boundary(facts: LoaderFacts) -> list[Trip]:
+    workers = facts.num_workers or 0
+    prefetch = facts.prefetch_factor or 2
+    in_flight = workers * prefetch
+    found = []
+    if facts.tensors_per_batch > BOUNDARY_TENSORS:
+        found.append(
+            Trip(
+                "boundary",
+                f"each batch crosses from a worker as {facts.tensors_per_batch} tensors "
+                f"({binary_size(facts.batch_bytes)}), each its own shared-memory segment and "
+                "file descriptor: stack them, or collate into native_loader.batch.SampleList",
+            )
+        )
+    need = in_flight * facts.batch_bytes
+    if facts.shm_free_bytes is not None and need > SHM_WARN * facts.shm_free_bytes:
+        found.append(
+            Trip(
+                "shm",
+                f"{workers} workers x prefetch {prefetch} x {binary_size(facts.batch_bytes)} "
+                f"a batch hold {binary_size(need)} of /dev/shm, which has "
+                f"{binary_size(facts.shm_free_bytes)} free: a worker will crash with a bus "
+                "error; give the container more (--shm-size) or lower prefetch_factor",
+            )
+        )
+    files = in_flight * facts.tensors_per_batch
+    if facts.open_files_limit is not None and files > FILES_WARN * facts.open_files_limit:
+        found.append(
+            Trip(
+                "open-files",
+                f"{files} tensors in flight each hold a file descriptor, against an open-file "
+                f"limit of {facts.open_files_limit}: raise `ulimit -n`, or send fewer tensors",
+            )
+        )
+    return found

@@ -1,0 +1,177 @@
+"""`advisor.watch`: the user's own loop, watched with real DataLoaders (no stand-in step).
+
+Known causes are injected into plain PyTorch loops (latency in `__getitem__`, a transform that
+holds the GIL, 100-tensor batches, fewer shards than workers, workers that start slowly every
+epoch, a small /dev/shm); watch must name each, and where it proposes more workers, the rate it
+predicts must be within 20% of the rate the changed loader then reads in the same loop.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import time
+from typing import Any
+
+import pytest
+import torch
+from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
+
+import advisor
+from advisor.decide.watching import judge
+from advisor.measure.hardware.host import child_pids
+
+STEP_S = 0.01
+
+
+class Sleepy(Dataset):  # type: ignore[type-arg]
+    """Each sample waits `latency_s` (I/O-like: the GIL released), then is a small tensor."""
+
+    def __init__(self, n: int, latency_s: float) -> None:
+        self.n, self.latency_s = n, latency_s
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        time.sleep(self.latency_s)
+        return torch.full((3,), i)
+
+
+class Burning(Sleepy):
+    """Each sample holds the GIL for `latency_s` (a Python transform)."""
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        end = time.perf_counter() + self.latency_s
+        while time.perf_counter() < end:
+            pass
+        return torch.full((3,), i)
+
+
+class Failing(Dataset):  # type: ignore[type-arg]
+    def __len__(self) -> int:
+        return 10
+
+    def __getitem__(self, i: int) -> torch.Tensor:
+        if i == 3:
+            raise ValueError("the loader's own error")
+        return torch.zeros(1)
+
+
+def _as_list(samples: list[Any]) -> list[Any]:
+    """No collation: a batch of 4 samples of 25 tensors crosses as 100 tensors."""
+    return samples
+
+
+def _train(loader: Any, lines: list[str] | None = None, every: int = 10_000) -> Any:
+    watched = advisor.watch(loader, every=every, out=None if lines is None else lines.append)
+    for _ in watched:
+        time.sleep(STEP_S)
+    return watched.report()
+
+
+def test_the_loop_gets_the_same_batches_in_order_and_a_line_every_n_steps() -> None:
+    data = TensorDataset(torch.arange(300))
+    lines: list[str] = []
+    seen = []
+    for (batch,) in advisor.watch(DataLoader(data, batch_size=4), every=25, out=lines.append):
+        seen += batch.tolist()
+    assert seen == list(range(300))
+    steps = [line for line in lines if ": step " in line]
+    assert [line.split("step ")[1].split(":")[0] for line in steps] == ["25", "50"]
+    assert all("of each step" in line for line in steps)
+    assert any(
+        line.endswith("first batch after " + line.split("after ")[-1]) and "75 steps" in line
+        for line in lines
+    )  # the report at the end: 300 / 4 batches, the first apart
+
+
+def test_a_break_or_an_exception_ends_it_cleanly_and_stops_the_workers() -> None:
+    before = child_pids()
+    loader = DataLoader(TensorDataset(torch.arange(400)), batch_size=4, num_workers=2)
+    watched = advisor.watch(loader, out=None)
+    for index, _ in enumerate(watched):
+        if index == 30:
+            break
+    assert watched.report().summary.ended == "stopped"
+    with pytest.raises(ValueError, match="the user's own"):
+        for _ in (mine := advisor.watch(loader, out=None)):
+            raise ValueError("the user's own error")
+    assert mine.report().summary.ended == "stopped"  # as a break: the loop left it
+    with pytest.raises(ValueError, match="the loader's own"):
+        for _ in (erring := advisor.watch(DataLoader(Failing(), num_workers=0), out=None)):
+            pass
+    assert erring.report().summary.ended == "error"
+    gc.collect()
+    deadline = time.monotonic() + 10
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not child_pids() - before, "the DataLoader's workers outlived the watch"
+
+
+def test_watch_refuses_what_it_cannot_iterate() -> None:
+    with pytest.raises(TypeError, match="the loader you iterate"):
+        advisor.watch(42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="every=0"):
+        advisor.watch([], every=0)
+
+
+@pytest.mark.parametrize("dataset", [Sleepy(400, 0.004), Burning(400, 0.004)], ids=type)
+def test_more_workers_read_what_watch_predicted(dataset: Dataset) -> None:  # type: ignore[type-arg]
+    """0 workers, a 10 ms step per 8 samples (800 samples/s): the loop waits; watch proposes
+    more workers and the rate the model gives them, which the changed loader then reads."""
+    report = _train(DataLoader(dataset, batch_size=8))
+    assert report.verdict is not None and report.verdict.input_bound
+    change = report.change
+    assert change is not None and change.setting == "num_workers" and change.to > 0
+    before = report.summary.overall_samples_per_s
+    after = _train(DataLoader(dataset, batch_size=8, num_workers=change.to))
+    measured = after.summary.overall_samples_per_s
+    predicted_gain, measured_gain = change.predicted_samples_per_s / before, measured / before
+    assert measured_gain > 1.3, (before, measured)
+    assert abs(predicted_gain / measured_gain - 1) <= 0.2, (change, before, measured)
+
+
+def test_what_users_trip_over_is_named() -> None:
+    class Many(Dataset):  # type: ignore[type-arg]
+        def __len__(self) -> int:
+            return 64
+
+        def __getitem__(self, i: int) -> list[torch.Tensor]:
+            return [torch.zeros(4) for _ in range(25)]
+
+    class OneShard(IterableDataset):  # type: ignore[type-arg]
+        n_shards = 1
+
+        def __iter__(self) -> Any:
+            info = torch.utils.data.get_worker_info()
+            if info is None or info.id == 0:  # the one shard goes to worker 0
+                yield from (torch.tensor(i) for i in range(40))
+
+    def slow_start(_: int) -> None:
+        time.sleep(0.5)
+
+    many = _train(
+        DataLoader(
+            Many(), batch_size=4, num_workers=1, worker_init_fn=slow_start, collate_fn=_as_list
+        )
+    )
+    causes = {trip.cause: trip.line for trip in many.trips}
+    assert "100 tensors" in causes["boundary"]
+    assert "persistent_workers=False" in causes["restart"]
+    shards = _train(DataLoader(OneShard(), batch_size=4, num_workers=2))
+    assert (
+        "1 shard for 2 workers: 1 worker get" in {t.cause: t.line for t in shards.trips}["shards"]
+    )
+    # a container's 64 MiB /dev/shm against 2 workers x 2 batches of 20 MiB
+    watched = advisor.watch(
+        DataLoader(Many(), batch_size=4, num_workers=2, collate_fn=_as_list), out=None
+    )
+    for _ in watched:
+        pass
+    assert watched.loop.facts is not None
+    small = dataclasses.replace(
+        watched.loop.facts, shm_free_bytes=64 * 2**20, batch_bytes=20 * 2**20
+    )
+    report = judge(watched.loop.run(), small, usable_cores=2)
+    assert "bus error" in {t.cause: t.line for t in report.trips}["shm"]
