@@ -15,7 +15,7 @@ Usage:
     loader = make_dataloader(rank=RANK, world_size=WORLD_SIZE)
     for batch in loader:
         batch = to_device(batch, "cuda")  # non_blocking: overlaps the copy when pin_memory is on
-    print(loader_stats(loader))  # samples seen and skipped (on_error="skip")
+    print(loader_stats(loader))  # samples seen and skipped (on_error="skip"), throttling
 
 {batch}
 
@@ -174,8 +174,10 @@ def make_dataloader(
 
 
 def loader_stats(loader: Any) -> dict[str, int]:
-    """Samples the loader's dataset has seen and skipped so far, in every worker."""
-    return dict(loader.dataset.sample_stats())
+    """Samples the loader's dataset has seen and skipped so far, in every worker, and the
+    throttling its readers met: answers asking to slow down (503 SlowDown), cuts of the send
+    rate and milliseconds requests waited for it."""
+    return {{**loader.dataset.sample_stats(), **loader.dataset.reader_stats()}}
 
 
 def _answers(url: str) -> bool:

@@ -37,6 +37,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("e2e-shards", "bench.e2e_shards", "150 MB tar shards vs small objects: 1st batch"),
     Benchmark("handover", "bench.handover", "DataLoader workers: batch hand-over, first full gc"),
     Benchmark("demo-start", "bench.demo_start", "%advisor --demo in fresh kernels: the 2nd start"),
+    Benchmark("throttle", "bench.throttle", "emulated ranks vs a prefix's 503 SlowDown limit"),
     Benchmark("watch", "bench.watch_overhead", "what advisor.watch adds to each training step"),
 )
 

@@ -16,7 +16,9 @@ well before expiry (>10 minutes ahead), so the engine always signs with a set th
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
+import mmap
 import os
 import threading
 import time
@@ -30,6 +32,22 @@ from native_loader.errors import credential_errors
 _CREDENTIAL_CHECK_S = 30.0
 _ABANDONED: list[_native.Engine] = []
 _SESSIONS: weakref.WeakSet[EngineSession] = weakref.WeakSet()
+# Send-rate limiters shared with forked children, per endpoint as configured: anonymous
+# MAP_SHARED memory, which a fork keeps shared (never unmapped: an engine may point into it).
+_SHARED_LIMITERS: dict[str, tuple[mmap.mmap, int]] = {}
+
+
+def shared_rate_limiter(config: ReaderConfig) -> int:
+    """The address of the send-rate limiter (`adaptive_rate`) that this process shares with the
+    processes it forks from now on (a DataLoader's workers), for the config's endpoint; made
+    here if there is none yet. A process that was not forked from the one that made it (a
+    spawned worker, another rank) gets its own."""
+    key = config.endpoint_url or ""
+    if key not in _SHARED_LIMITERS:
+        memory = mmap.mmap(-1, _native.SHARED_LIMITER_BYTES)  # zero-filled, MAP_SHARED
+        address = ctypes.addressof(ctypes.c_char.from_buffer(memory))
+        _SHARED_LIMITERS[key] = (memory, address)
+    return _SHARED_LIMITERS[key][1]
 
 
 def resolve_region(config: ReaderConfig, session: Any | None) -> str:
@@ -144,6 +162,8 @@ class EngineSession:
         self._pushed: tuple[str, str, str] | None = None
         self._checked_at = 0.0
         self._closed = False
+        if config.adaptive_rate:
+            shared_rate_limiter(config)  # before a fork: the children share it
         _SESSIONS.add(self)
 
     @property
@@ -224,6 +244,8 @@ class EngineSession:
                 ca_bundle=settled[1] if settled is not None else _ca_bundle(session),
             )
         )
+        if config.adaptive_rate:
+            engine.share_rate_limiter(shared_rate_limiter(config))
         self._pushed = None
         self._checked_at = 0.0
         return engine

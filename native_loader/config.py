@@ -46,10 +46,18 @@ class ReaderConfig:
         stall_timeout_s: seconds (s) without a byte during a transfer before it is aborted.
             Default 30.
         max_attempts: attempts per request, first one included, for retryable failures (5xx,
-            SlowDown, RequestTimeout, resets, truncated bodies, timeouts). Default 5.
+            RequestTimeout, resets, truncated bodies, timeouts). Default 5. Throttling answers
+            (503 SlowDown, 429, Throttling) are not counted: see ``max_throttled_s``.
         backoff_base_s: seconds (s) of the first retry delay; doubles per attempt, with jitter.
             Default 0.05.
         backoff_max_s: seconds (s) cap of one retry delay. Default 5.
+        adaptive_rate: once the endpoint throttles, limit this process's request rate with a
+            token bucket that is cut to 0.7x on each throttle and grows back along a cubic curve
+            (the AWS SDKs' adaptive retry mode), so the prefix is kept near its allowed rate
+            instead of being sent retries; the limit lifts once requests stop being throttled.
+            Default ``True``.
+        max_throttled_s: seconds (s) a request may go on being throttled without a break
+            before it fails (``S3Error``, code ``SlowDown``, saying for how long). Default 300.
     """
 
     endpoint_url: str | None = None
@@ -67,6 +75,8 @@ class ReaderConfig:
     max_attempts: int = 5
     backoff_base_s: float = 0.05
     backoff_max_s: float = 5.0
+    adaptive_rate: bool = True
+    max_throttled_s: float = 300.0
 
     def __post_init__(self) -> None:
         problem = endpoint_problem(self.endpoint_url)
@@ -106,6 +116,14 @@ class ReaderConfig:
             raise ValueError(f"{self.backoff_base_s=} must be >= 0 seconds")
         if not (math.isfinite(self.backoff_max_s) and self.backoff_max_s >= self.backoff_base_s):
             raise ValueError(f"{self.backoff_max_s=} must be >= backoff_base_s")
+        if not isinstance(self.adaptive_rate, bool):
+            raise TypeError(f"{self.adaptive_rate=} must be a bool")
+        if not (
+            isinstance(self.max_throttled_s, (int, float))
+            and math.isfinite(self.max_throttled_s)
+            and self.max_throttled_s >= 0
+        ):
+            raise ValueError(f"{self.max_throttled_s=} must be >= 0 seconds")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch.utils.data
 
+from native_loader._client import shared_rate_limiter
 from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through, stream_through
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.reader import ObjectInfo, S3Reader
@@ -144,10 +145,21 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()
         self.counts = SampleCounts()
+        if self._config.adaptive_rate:
+            shared_rate_limiter(self._config)  # made here, shared by the forked workers
 
     def sample_stats(self) -> dict[str, int]:
         """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
         return self.counts.totals()
+
+    def reader_stats(self) -> dict[str, int]:
+        """Throttling met so far by the readers of every DataLoader worker of this dataset:
+        ``throttled`` answers, ``rate_cuts`` and ``rate_limited_ms`` (see `S3Reader.stats`),
+        as of each worker's last count of its samples."""
+        return self.counts.reader_totals()
+
+    def _own_reader_stats(self) -> dict[str, int]:
+        return self._reader.stats() if self._reader is not None else {}
 
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose shuffle order the next iteration uses."""
@@ -188,7 +200,12 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         return rank * workers + worker, world * workers
 
     def __iter__(self) -> Iterator[Any]:
-        guard = SampleGuard(self.on_error, self.counts, flush_every=_COUNT_FLUSH)
+        guard = SampleGuard(
+            self.on_error,
+            self.counts,
+            flush_every=_COUNT_FLUSH,
+            reader_stats=self._own_reader_stats,
+        )
         try:
             if self.records is not None and self.transform is None and not self.shuffle_buffer:
                 # records as they are: a list per slice of text, no Python call per record
@@ -211,7 +228,8 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         """This process's share of the epoch, untransformed, each with the name of the object
         it came from (``<shard uri>#<key>`` for a tar sample). Reads that fail go to `guard`
         (default: this dataset's policy)."""
-        guard = guard if guard is not None else SampleGuard(self.on_error, self.counts)
+        if guard is None:
+            guard = SampleGuard(self.on_error, self.counts, reader_stats=self._own_reader_stats)
         items = self._items(self._share(guard), guard)
         if self.shuffle_buffer > 0:
             rng = random.Random(f"{self.seed}/{self.epoch}/{self.shard()[0]}")
@@ -385,11 +403,22 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()
         self.counts = SampleCounts()
+        if self._config.adaptive_rate:
+            shared_rate_limiter(self._config)  # made here, shared by the forked workers
         self._guard: SampleGuard | None = None
 
     def sample_stats(self) -> dict[str, int]:
         """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
         return self.counts.totals()
+
+    def reader_stats(self) -> dict[str, int]:
+        """Throttling met so far by the readers of every DataLoader worker of this dataset:
+        ``throttled`` answers, ``rate_cuts`` and ``rate_limited_ms`` (see `S3Reader.stats`),
+        as of each worker's last count of its samples."""
+        return self.counts.reader_totals()
+
+    def _own_reader_stats(self) -> dict[str, int]:
+        return self._reader.stats() if self._reader is not None else {}
 
     @property
     def config(self) -> ReaderConfig:
@@ -410,7 +439,9 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         (`collate_list` leaves it out of the batch)."""
         item = self._objects[index]
         if self._guard is None:  # per process: each DataLoader worker counts its own share
-            self._guard = SampleGuard(self.on_error, self.counts)
+            self._guard = SampleGuard(
+                self.on_error, self.counts, reader_stats=self._own_reader_stats
+            )
         guard, uri = self._guard, _uri(item)
         if not readable_name(uri):
             error = unreadable_name(uri)

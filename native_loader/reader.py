@@ -313,7 +313,10 @@ class S3Reader:
         """Counters of this process's engine: ``active_requests``, ``peak_active_requests``,
         ``inflight_bytes``, ``peak_inflight_bytes``, ``requests``, ``connections`` (new ones
         opened; the other requests reused kept-alive connections), ``retries``,
-        ``bytes_received``, ``open_tickets`` (all zero before the first request)."""
+        ``bytes_received``, ``open_tickets``; throttling: ``throttled`` (answers asking to slow
+        down: 503 SlowDown, 429, Throttling), ``rate_cuts`` (times the adaptive limiter cut the
+        send rate), ``send_rate_limit`` (requests/s it allows now, 0 = not limiting) and
+        ``rate_limited_ms`` (time requests waited for it). All zero before the first request."""
         engine = self._session.current()
         stats = engine.stats() if engine is not None else _native.EngineStats()
         return {name: getattr(stats, name) for name in STAT_NAMES}

@@ -5,20 +5,23 @@ member) and the original error; `SamplePolicy("skip")` leaves the sample out and
 raises once more than `max_skipped_share` of the samples seen so far failed: a few corrupt
 images in a large set are skipped, a broken transform or a set that went away is not.
 The counts of every process of a loader (its DataLoader workers included) are shared, so
-`SampleCounts.totals()` in the training process sees them all.
+`SampleCounts.totals()` in the training process sees them all; so are each process's reader
+throttling counters (`SampleCounts.reader_totals()`).
 """
 
 from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 ON_ERROR = ("raise", "skip")
 MIN_SEEN = 100  # the share skipped is measured over at least this many samples
 _SLOTS = 1024  # one per DataLoader worker id (and the main process); more share the last
+# The reader's counters (`S3Reader.stats()`) of each process, summed over the loader's processes.
+READER_COUNTERS = ("throttled", "rate_cuts", "rate_limited_ms")
 
 
 class SampleError(ValueError):
@@ -60,18 +63,38 @@ class SampleCounts:
         from torch.utils.data import get_worker_info
 
         self._table = torch.zeros((_SLOTS, 2), dtype=torch.int64).share_memory_()
+        width = len(READER_COUNTERS)
+        self._reader_table = torch.zeros((_SLOTS, width), dtype=torch.int64).share_memory_()
         self._worker_info = get_worker_info
 
-    def add(self, seen: int, skipped: int) -> None:
+    def _slot(self) -> int | None:
         if sys.is_finalizing():
             # a dataset iterator left open until interpreter exit flushes from its cleanup:
             # nothing reads the counts any more, and torch may be torn down (an import there
             # fails, a tensor op aborts the process)
-            return
+            return None
         info = self._worker_info()
-        slot = min(info.id + 1, _SLOTS - 1) if info is not None else 0
+        return min(info.id + 1, _SLOTS - 1) if info is not None else 0
+
+    def add(self, seen: int, skipped: int) -> None:
+        slot = self._slot()
+        if slot is None:
+            return
         self._table[slot, 0] += seen
         self._table[slot, 1] += skipped
+
+    def note_reader(self, stats: Mapping[str, int]) -> None:
+        """This process's reader counters as they are now (they only grow)."""
+        slot = self._slot()
+        if slot is None:
+            return
+        for column, name in enumerate(READER_COUNTERS):
+            self._reader_table[slot, column] = int(stats.get(name, 0))
+
+    def reader_totals(self) -> dict[str, int]:
+        """The readers' throttling counters (see `S3Reader.stats`), summed over the processes."""
+        sums = (int(v) for v in self._reader_table.sum(dim=0))
+        return dict(zip(READER_COUNTERS, sums, strict=True))
 
     def totals(self) -> dict[str, int]:
         seen, skipped = (int(v) for v in self._table.sum(dim=0))
@@ -79,6 +102,7 @@ class SampleCounts:
 
     def reset(self) -> None:
         self._table.zero_()
+        self._reader_table.zero_()
 
 
 def readable_name(uri: str) -> bool:
@@ -135,10 +159,15 @@ class SampleGuard:
     `SampleError` or skipped and counted, until the share skipped passes the cap."""
 
     def __init__(
-        self, policy: SamplePolicy, counts: SampleCounts | None = None, flush_every: int = 1
+        self,
+        policy: SamplePolicy,
+        counts: SampleCounts | None = None,
+        flush_every: int = 1,
+        reader_stats: Callable[[], Mapping[str, int]] | None = None,
     ) -> None:
         self.policy = policy
         self.counts = counts
+        self.reader_stats = reader_stats  # noted in the shared counts at every flush
         self.seen = 0
         self.skipped = 0
         # Samples that went through are added to the shared counts `flush_every` at a time
@@ -159,6 +188,8 @@ class SampleGuard:
         if self.counts is not None and self._unflushed:
             self.counts.add(self._unflushed, 0)
         self._unflushed = 0
+        if self.counts is not None and self.reader_stats is not None:
+            self.counts.note_reader(self.reader_stats())
 
     def failed(self, message: str, exc: BaseException) -> None:
         """A sample failed (`message` names it): raise, or count it and return to skip it."""

@@ -21,12 +21,12 @@ from collections import Counter
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
-from xml.sax.saxutils import escape
 
 from advisor.demo.connection import Connection, Request, RequestHook
 from advisor.demo.proxy import Proxy, ProxyStats
+from advisor.demo.throttle import slow_down_response
 
-__all__ = ["FaultKind", "FaultProxy", "FaultStats", "Faults", "When"]
+__all__ = ["FaultKind", "FaultProxy", "FaultStats", "Faults", "When", "slow_down_response"]
 
 FaultKind = Literal["reset", "slow_down", "stall_head", "truncate", "reset_mid_body", "stall"]
 BODY_FAULTS: tuple[FaultKind, ...] = ("truncate", "reset_mid_body", "stall")
@@ -144,24 +144,6 @@ class FaultStats(ProxyStats):
     faults_injected: Mapping[str, int] = field(default_factory=dict)
 
 
-def slow_down_response(method: str, target: bytes, number: int, close: bool) -> bytes:
-    """The canned S3 `503 SlowDown` error, as real S3 sends it."""
-    resource = escape(target.split(b"?", 1)[0].decode("latin-1"))
-    request_id = f"PROXY{number:012d}"
-    body = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n'
-        "<Error><Code>SlowDown</Code><Message>Please reduce your request rate.</Message>"
-        f"<Resource>{resource}</Resource><RequestId>{request_id}</RequestId></Error>"
-    ).encode("latin-1")
-    head = (
-        "HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
-        f"Content-Length: {len(body)}\r\nx-amz-request-id: {request_id}\r\n"
-        "Server: loader-advisor-proxy\r\n"
-        f"Connection: {'close' if close else 'keep-alive'}\r\n\r\n"
-    ).encode("latin-1")
-    return head if method == "HEAD" else head + body
-
-
 class _FaultHook(RequestHook):
     """Applies one fault of `kind` to the request numbered `number`."""
 
@@ -227,7 +209,7 @@ class FaultProxy(Proxy):
     def count_fault(self, kind: FaultKind) -> None:
         self._faults_injected[kind] += 1
 
-    def request_hook(self, method: str) -> RequestHook:
+    def request_hook(self, method: str, target: bytes) -> RequestHook:
         """Number the request and pick its fault (on the loop thread, so numbering is exact)."""
         self._method_counts[method] += 1
         for kind, when in self.faults.rules():
@@ -239,4 +221,4 @@ class FaultProxy(Proxy):
                 number = sum(self._method_counts[m] for m in when.methods)
             if when.matches(number):
                 return _FaultHook(self, kind, number)
-        return super().request_hook(method)
+        return super().request_hook(method, target)

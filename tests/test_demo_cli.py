@@ -15,6 +15,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import boto3
+import botocore.config
+import botocore.exceptions
 import pytest
 
 from advisor.demo.__main__ import main
@@ -85,6 +87,30 @@ def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
             client.head_object(Bucket="loader-advisor-demo", Key=keys["Contents"][0]["Key"])
         assert (time.monotonic() - started) / 3 >= latency_ms / 1000
         assert (latency_ms > 0) == any("emulating" in line for line in lines)
+
+
+def test_serve_can_throttle_a_prefix_as_s3_does() -> None:
+    args = ["--no-data", "--get-limit", "5", "--limit-prefix", "bkt/hot/"]
+    with _serving(args, timeout_s=30) as (lines, fields, client):
+        assert "  (503 SlowDown above 5 GET/s on bkt/hot/)" in lines
+        client.create_bucket(Bucket="bkt")
+        client.put_object(Bucket="bkt", Key="hot/k", Body=b"v")
+        client.put_object(Bucket="bkt", Key="cold/k", Body=b"v")
+        once = boto3.client(
+            "s3", endpoint_url=fields["S3 endpoint"], region_name="us-east-1",
+            aws_access_key_id=fields["access key"],
+            aws_secret_access_key=fields["secret key"].split()[0],
+            config=botocore.config.Config(retries={"total_max_attempts": 1}),
+        )  # fmt: skip
+        codes = []
+        for _ in range(20):  # far more than 5 a second, each sent once
+            try:
+                once.get_object(Bucket="bkt", Key="hot/k")["Body"].read()
+                codes.append("ok")
+            except botocore.exceptions.ClientError as e:
+                codes.append(e.response["Error"]["Code"])
+        assert "ok" in codes and "SlowDown" in codes
+        assert client.get_object(Bucket="bkt", Key="cold/k")["Body"].read() == b"v"
 
 
 def test_serve_no_data_starts_an_empty_server_quickly() -> None:

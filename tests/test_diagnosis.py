@@ -425,3 +425,26 @@ def test_what_a_sample_policy_skipped_is_in_the_diagnosis(tmp_path: Path) -> Non
     assert result.summary.ended == "epoch"
     assert "skipped: 1 of 40" in " ".join(result.summary.notes)
     assert any("skipped: 1 of 40" in line for line in result.lines())
+
+
+def test_throttling_the_readers_met_is_in_the_diagnosis(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    from native_loader import Credentials, ReaderConfig, S3IterableDataset
+    from testing import FaultProxy, Faults, When
+
+    for i in range(30):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"d/{i:02d}", Body=bytes([i]) * 100)
+    keys = s3_endpoint.credentials
+    with FaultProxy(s3_endpoint.url, faults=Faults(slow_down=When(every_n=6))) as proxy:
+        dataset = S3IterableDataset(
+            f"s3://{s3_bucket}/d/",
+            config=ReaderConfig(endpoint_url=proxy.url, region=s3_endpoint.region),
+            credentials=Credentials(keys.access_key, keys.secret_key),
+        )
+        loader = torch.utils.data.DataLoader(dataset, batch_size=None)
+        result = diagnose(loader, seconds_per_batch=0.001, limits=QUICK)
+        injected = proxy.stats().faults_injected["slow_down"]
+    assert result.summary.ended == "epoch"
+    note = f"the storage throttled {injected:,} requests (503 SlowDown"
+    assert injected > 0 and any(note in line for line in result.summary.notes)

@@ -39,6 +39,8 @@ def test_defaults() -> None:
         ("stall_timeout_s", float("nan"), "stall_timeout_s"),
         ("max_attempts", 0, "max_attempts"),
         ("backoff_max_s", 0.01, "backoff_max_s"),
+        ("max_throttled_s", -1, "max_throttled_s"),
+        ("max_throttled_s", float("inf"), "max_throttled_s"),
         ("region", " ", "region"),
     ],
 )
@@ -50,6 +52,8 @@ def test_rejects_nonsense(field: str, value: object, message: str) -> None:
 def test_rejects_wrong_types() -> None:
     with pytest.raises(TypeError, match="part_size"):
         ReaderConfig(part_size=1.5)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="adaptive_rate"):
+        ReaderConfig(adaptive_rate=1)  # type: ignore[arg-type]
 
 
 def test_credentials_hide_secrets() -> None:
@@ -187,6 +191,8 @@ def test_engine_config_carries_every_field() -> None:
         max_attempts=9,
         backoff_base_s=0.25,
         backoff_max_s=4.5,
+        adaptive_rate=False,
+        max_throttled_s=12.5,
     )
     native = engine_config(
         config, endpoint="http://h:1", region="eu-west-1", path_style=True, ca_bundle="/ca.pem"
@@ -214,6 +220,10 @@ def test_stats_names_are_the_bound_counters() -> None:
         "retries",
         "bytes_received",
         "open_tickets",
+        "throttled",
+        "rate_cuts",
+        "send_rate_limit",
+        "rate_limited_ms",
     )
     assert all(getattr(EngineStats(), name) == 0 for name in STAT_NAMES)
 

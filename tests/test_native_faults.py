@@ -199,12 +199,25 @@ def test_slowdown_is_retried_until_success(fake_s3: _FakeS3) -> None:
         assert result.attempts == 3
 
 
-def test_slowdown_beyond_max_attempts(fake_s3: _FakeS3) -> None:
-    with _reader(fake_s3, max_attempts=2) as reader, pytest.raises(S3Error) as info:
+def test_slowdown_is_not_counted_against_max_attempts(fake_s3: _FakeS3) -> None:
+    # adaptive_rate=False: the retries are not paced (tests/test_native_throttle.py covers that)
+    with _reader(fake_s3, max_attempts=2, adaptive_rate=False) as reader:
+        result = reader.read("s3://bucket/flaky-5")
+        assert bytes(result) == BODY and result.attempts == 6
+        assert reader.stats()["throttled"] == 5
+    assert fake_s3.hits["flaky-5"] == 6
+
+
+def test_slowdown_beyond_max_throttled_s(fake_s3: _FakeS3) -> None:
+    with (
+        _reader(fake_s3, max_attempts=2, max_throttled_s=0) as reader,
+        pytest.raises(S3Error) as info,
+    ):
         reader.read("s3://bucket/flaky-5")
     assert (info.value.code, info.value.status) == ("SlowDown", 503)
     assert info.value.request_id == "req-SlowDown"
-    assert fake_s3.hits["flaky-5"] == 2
+    assert "max_throttled_s=0" in str(info.value)
+    assert fake_s3.hits["flaky-5"] == 1
 
 
 def test_5xx_is_retried_4xx_is_not(fake_s3: _FakeS3) -> None:

@@ -23,6 +23,7 @@ from rule_cases.common import GB, MB, TB
 from advisor.core.workload import Workload
 from advisor.decide.rules import FAMILIES, RULES, Context, DecisionKind, Key, evaluate, rule_by_id
 from advisor.decide.rules import doc as rules_doc
+from advisor.decide.rules.cost import idle_readers
 from advisor.decide.rules.workers import core_cap
 from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.measure.hardware.gpu_decode import GpuDecode, GpuDecodePoint
@@ -389,3 +390,34 @@ def _doc_mermaid_ids() -> set[str]:
 
 def test_mermaid_nodes_are_the_rule_ids() -> None:
     assert _doc_mermaid_ids() == {rule.id for rule in RULES}
+
+
+@pytest.mark.parametrize(
+    ("objects", "ranks", "workers", "words"),
+    [
+        (3, 2, 4, "rank 0's worker 3 and every worker of rank 1"),
+        (2, 1, 4, "rank 0's workers 2-3"),
+        (4, 4, 2, "every worker of ranks 2-3"),
+        (5, 3, 2, "rank 2's worker 1"),
+    ],
+)
+def test_the_idle_readers_are_named_by_rank_and_worker(
+    objects: int, ranks: int, workers: int, words: str
+) -> None:
+    assert idle_readers(objects, ranks, workers) == words
+
+
+def test_a_planned_cluster_with_too_few_shards_names_the_idle_workers() -> None:
+    case = {
+        "profile": {"count": 4, "size": 150 * 10**6},
+        "workload": {"nodes": 2, "gpus_per_node": 8},
+    }
+    evaluation = evaluate(make_ctx(case))
+    finding = next(f for f in evaluation.advisories if f.rule_id == "COST-5")
+    readers = finding.evidence["readers"]
+    assert finding.value == readers - 4 and readers >= 16
+    assert finding.rationale.startswith(f"4 objects per pass for {readers} readers (16 ranks x ")
+    assert (
+        "every worker of ranks " in finding.rationale
+        and f"at least {readers} shards" in finding.rationale
+    )

@@ -48,6 +48,15 @@ def build_parser() -> argparse.ArgumentParser:
         "--bandwidth-mbps", type=_positive(float), default=0.0,
         help="per-connection cap in megabytes/s (real S3: about 90); 0 = unlimited",
     )  # fmt: skip
+    serve.add_argument(
+        "--get-limit", type=_positive(float), default=0.0,
+        help="object GETs/HEADs per second let through under --limit-prefix; the rest get 503 "
+        "SlowDown (real S3: about 5,500 per prefix); 0 = no limit",
+    )  # fmt: skip
+    serve.add_argument(
+        "--limit-prefix", default=None,
+        help="bucket/prefix/ that --get-limit applies to (default: the demo bucket, all of it)",
+    )  # fmt: skip
     return parser
 
 
@@ -59,11 +68,12 @@ def serve(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    limit_prefix = args.limit_prefix or f"{args.bucket}/"
     spec = DemoSpec(
         images=args.images, shard_mb=args.shard_mb, large_files=args.large_files,
         large_mb=args.large_mb,
     )  # fmt: skip
-    emulate = bool(args.latency_ms or args.bandwidth_mbps)
+    emulate = bool(args.latency_ms or args.bandwidth_mbps or args.get_limit)
     if args.port is not None:
         check_port_free(args.port)  # before minutes of data generation, whoever binds it
     # --port names what clients connect to: the emulating proxy when there is one, so that
@@ -72,10 +82,11 @@ def serve(args: argparse.Namespace) -> int:
         url = endpoint.url
         proxy = None
         if emulate:
-            from advisor.demo.proxy import NetworkProfile, Proxy
+            from advisor.demo.proxy import NetworkProfile, Proxy, RateLimit
 
             network = NetworkProfile(latency_ms=args.latency_ms, bandwidth_mbps=args.bandwidth_mbps)
-            proxy = Proxy(endpoint.url, network=network, port=args.port)
+            limits = [RateLimit(limit_prefix, args.get_limit)] if args.get_limit else []
+            proxy = Proxy(endpoint.url, network=network, port=args.port, rate_limits=limits)
             proxy.start()
             url = proxy.url
         try:
@@ -88,6 +99,8 @@ def serve(args: argparse.Namespace) -> int:
             if proxy is not None:
                 print(f"  (emulating {args.latency_ms:g} ms first-byte latency, "
                       f"{args.bandwidth_mbps or 'unlimited'} MB/s per connection)")  # fmt: skip
+                if args.get_limit:
+                    print(f"  (503 SlowDown above {args.get_limit:g} GET/s on {limit_prefix})")
                 print(f"direct:       {endpoint.url}  (the same server, no emulation)")
             print(f"access key:   {creds.access_key}")
             if creds.is_dummy:

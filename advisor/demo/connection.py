@@ -87,7 +87,7 @@ class ConnectionOwner(Protocol):
     @property
     def io_timeout_s(self) -> float: ...
 
-    def request_hook(self, method: str) -> RequestHook: ...
+    def request_hook(self, method: str, target: bytes) -> RequestHook: ...
 
     def count(self, name: str, n: int = 1) -> None: ...
 
@@ -164,7 +164,7 @@ class Connection:
         close = request.wants_close(version)
         expects_continue = version == b"HTTP/1.1" and b"100-continue" in request.tokens(b"expect")
         name = method.decode("latin-1").upper()
-        hook = proxy.request_hook(name)
+        hook = proxy.request_hook(name, target)
         answered = await hook.before_forward(
             self, Request(name, target, close, expects_continue, body_mode, body_length)
         )

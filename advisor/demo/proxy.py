@@ -4,7 +4,8 @@ It sits in front of the local S3 server (SeaweedFS, see `server.py`) or any HTTP
 real-S3 behaviour shows up on loopback (`python -m advisor.demo serve --latency-ms`, the
 benchmarks): `NetworkProfile.latency_ms` is added before the first byte of every response (per
 request, also on keep-alive connections) and `NetworkProfile.bandwidth_mbps` caps each
-connection's response bodies with a token bucket.
+connection's response bodies with a token bucket. `rate_limits` emulate S3's request-rate limit
+per key prefix: GETs above it are answered `503 SlowDown` (`advisor.demo.throttle`).
 
 A subclass may change single exchanges through `Proxy.request_hook` (a `RequestHook` sees the
 request, the response head and a cut in the body, on a public `Connection`); the test suite's
@@ -29,6 +30,7 @@ import concurrent.futures
 import contextlib
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -37,6 +39,7 @@ from urllib.parse import urlsplit
 from advisor.demo.connection import NO_HOOK, STREAM_LIMIT, Connection, Request, RequestHook
 from advisor.demo.network import NetworkProfile
 from advisor.demo.streams import within
+from advisor.demo.throttle import PrefixThrottle, RateLimit, SlowDownHook
 
 if TYPE_CHECKING:
     from advisor.demo.server import S3Endpoint
@@ -47,6 +50,7 @@ __all__ = [
     "Proxy",
     "ProxyError",
     "ProxyStats",
+    "RateLimit",
     "Request",
     "RequestHook",
 ]
@@ -72,6 +76,7 @@ class ProxyStats:
     connections: client connections accepted; active_connections: of those, still open.
     requests: request heads read from clients; forwarded: of those, sent upstream (not reset or
         answered by a `RequestHook`).
+    throttled: requests answered `503 SlowDown` by a `RateLimit` (not forwarded).
     bytes_to_client: every byte written to clients, response heads included.
     bytes_from_upstream: every byte of response heads and bodies read from upstream.
     """
@@ -82,6 +87,7 @@ class ProxyStats:
     forwarded: int
     bytes_to_client: int
     bytes_from_upstream: int
+    throttled: int = 0
 
 
 class Proxy:
@@ -93,6 +99,8 @@ class Proxy:
     port: port to listen on; default a free one.
     idle_timeout_s: a client connection idle this long between requests is closed. Default 60.
     io_timeout_s: bound on every wait for the peer within an exchange (connect, read, write).
+    rate_limits: request-rate limits per key prefix (`RateLimit`); above one, object GETs and
+        HEADs are answered `503 SlowDown`. Default none.
     """
 
     def __init__(
@@ -103,6 +111,7 @@ class Proxy:
         port: int | None = None,
         idle_timeout_s: float = 60.0,
         io_timeout_s: float = 30.0,
+        rate_limits: Sequence[RateLimit] = (),
     ) -> None:
         parts = urlsplit(upstream_url)
         if parts.scheme != "http" or not parts.hostname or parts.path not in ("", "/"):
@@ -123,6 +132,8 @@ class Proxy:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._closing = False
         self._counters: Counter[str] = Counter()
+        self.rate_limits = tuple(rate_limits)
+        self.throttle = PrefixThrottle(self.rate_limits)
 
     def __repr__(self) -> str:
         where = f"http://{HOST}:{self._port}" if self._port is not None else "stopped"
@@ -147,6 +158,7 @@ class Proxy:
             forwarded=c["forwarded"],
             bytes_to_client=c["bytes_to_client"],
             bytes_from_upstream=c["bytes_from_upstream"],
+            throttled=c["throttled"],
         )
 
     def start(self) -> Proxy:
@@ -250,7 +262,10 @@ class Proxy:
         thread."""
         self._counters[name] += n
 
-    def request_hook(self, method: str) -> RequestHook:
-        """The hook for the next request with this (upper-case) method, called on the loop thread in
-        the order request heads arrive. This proxy changes nothing; subclasses override it."""
+    def request_hook(self, method: str, target: bytes) -> RequestHook:
+        """The hook for the next request with this (upper-case) method and request target, called
+        on the loop thread in the order request heads arrive. This proxy answers a request above a
+        `RateLimit` with 503 SlowDown and changes nothing else; subclasses override it."""
+        if self.throttle and not self.throttle.admit(method, target):
+            return SlowDownHook(self._counters["requests"])
         return NO_HOOK

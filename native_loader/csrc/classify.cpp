@@ -42,6 +42,7 @@ Failure http_failure(const AttemptReport &r) {
     f.request_id = body.request_id.empty() ? header_value(r.headers, "x-amz-request-id")
                                            : body.request_id;
     f.retryable = is_retryable_status(f.status, f.code);
+    f.throttled = is_throttle(f.status, f.code);
     return f;
 }
 

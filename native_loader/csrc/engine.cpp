@@ -2,6 +2,7 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <utility>
 
@@ -274,9 +275,16 @@ void Engine::cancel(uint64_t id) {
     }
 }
 
+void Engine::share_rate_limiter(void *memory) {
+    std::lock_guard<std::mutex> lk(mu_);
+    shared_limiter_ = SharedRateLimiter::attach(memory);
+}
+
 EngineStats Engine::stats() {
     std::lock_guard<std::mutex> lk(mu_);
-    return stats_;
+    EngineStats s = stats_;
+    s.send_rate_limit = static_cast<int64_t>(std::lround(limiter()->rate()));
+    return s;
 }
 
 void Engine::wake_engine() {

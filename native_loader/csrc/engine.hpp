@@ -1,6 +1,7 @@
 // The transfer engine: one background thread driving a libcurl multi handle (connections are
 // kept alive and reused), a priority queue of part requests admitted under request and byte
-// budgets, per-part retries with capped exponential backoff and jitter, and timeouts.
+// budgets, per-part retries with capped exponential backoff and jitter, an adaptive send-rate
+// limiter that slows down when the endpoint throttles (rate_limiter.hpp), and timeouts.
 //
 // Threads: callers submit tickets and wait for them (without the GIL); only the engine thread
 // touches curl. Every piece of shared state is guarded by one mutex, which the engine thread
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "engine_types.hpp"
+#include "rate_limiter.hpp"
 #include "request.hpp"
 #include "sigv4.hpp"
 #include "url.hpp"
@@ -51,6 +53,9 @@ public:
     Engine &operator=(const Engine &) = delete;
 
     void set_credentials(const SigningCredentials &creds);
+    // Use the send-rate limiter in this shared memory (SharedRateLimiter, which must outlive
+    // the engine) instead of one of its own: the processes that map it slow down as one.
+    void share_rate_limiter(void *memory);
 
     // length < 0: to the end of the object. size_hint > 0 (the size a listing gave): all parts
     // are queued at once instead of after the first answer; a different size fails the read.
@@ -93,6 +98,9 @@ private:
         int64_t charge = 0;
         bool charged = false;
         Clock::time_point retry_at;
+        int throttles = 0;                    // throttled answers in a row
+        int throttled_attempts = 0;           // throttled answers in all
+        Clock::time_point throttled_since{};  // when the first of them was sent
         // Per attempt:
         CURL *easy = nullptr;
         curl_slist *headers = nullptr;
@@ -151,6 +159,7 @@ private:
     // engine.cpp
     uint64_t submit(std::unique_ptr<Ticket> ticket, int64_t size_hint = -1);
     void wake_engine();  // with mu_ held
+    LimiterAccess limiter() { return LimiterAccess(own_limiter_, shared_limiter_); }
     // engine_scheduler.cpp
     void add_part(Ticket &t, int64_t start, int64_t len, bool first);
     uint64_t head_ticket() const;
@@ -161,12 +170,13 @@ private:
     void promote_retries(Clock::time_point now);
     double backoff_s(int attempt);
     void fail(Ticket &t, Part &p, Failure f);
+    bool throttled_retry(Part &p, Failure &f, Clock::time_point now);
     void fail_ticket(Ticket &t, const Failure &f);
     void finish_part(Ticket &t, Part &p);
     void complete(Ticket &t);
     // engine_loop.cpp
     void run();
-    int poll_timeout_ms(Clock::time_point now) const;
+    int poll_timeout_ms(Clock::time_point now);
     void detach(Part &p);
     void check_timeouts(Clock::time_point now);
     void drain_messages();
@@ -203,6 +213,9 @@ private:
     std::map<uint64_t, int> waited_;  // tickets callers are blocked on
     std::set<uint64_t> watched_;      // tickets a wait_readable is blocked on
     EngineStats stats_;
+    RateLimiter own_limiter_;
+    SharedRateLimiter *shared_limiter_ = nullptr;  // in memory shared with forked processes
+    Clock::time_point limited_since_{};  // when admission last began to wait for the limiter
     std::mt19937_64 rng_;
 };
 

@@ -136,6 +136,7 @@ void Engine::on_done(Ticket &t, Part &p, CURLcode rc) {
                          p.response_headers,
                          p.body};
     Classified c = classify_attempt(report);
+    if (c.verdict != Verdict::Failed && config_.adaptive_rate) limiter()->on_success(Clock::now());
     switch (c.verdict) {
         case Verdict::Failed:
             fail(t, p, std::move(c.failure));

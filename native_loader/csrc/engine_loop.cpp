@@ -40,7 +40,7 @@ void Engine::run() {
     }
 }
 
-int Engine::poll_timeout_ms(Clock::time_point now) const {
+int Engine::poll_timeout_ms(Clock::time_point now) {
     int timeout = IDLE_POLL_MS;
     if (!active_.empty()) timeout = 20;  // timeouts are checked between polls
     for (const auto &[tid, idx] : waiting_) {
@@ -48,6 +48,12 @@ int Engine::poll_timeout_ms(Clock::time_point now) const {
         if (it == tickets_.end()) continue;
         const Part &p = *it->second->parts[idx];
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(p.retry_at - now).count();
+        timeout = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(timeout, ms + 1)));
+    }
+    if (limited_since_ != Clock::time_point{} && !ready_.empty()) {  // waiting for a token
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      limiter()->next_token(now) - now)
+                      .count();
         timeout = static_cast<int>(std::max<int64_t>(0, std::min<int64_t>(timeout, ms + 1)));
     }
     return timeout;

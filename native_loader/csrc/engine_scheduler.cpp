@@ -1,9 +1,11 @@
-// The part scheduler: admission under the request and byte budgets, retries with backoff, and
-// completion of tickets. See engine.hpp. Runs with the engine's lock held.
+// The part scheduler: admission under the request and byte budgets and the adaptive send rate,
+// retries with backoff, and completion of tickets. See engine.hpp. Runs with the engine's lock
+// held.
 #include "engine.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <utility>
 
 namespace nl {
@@ -52,6 +54,7 @@ void Engine::admit() {
     // budget cannot deadlock on results that wait for their turn.
     uint64_t head = head_ticket();
     bool blocked = false;
+    Clock::time_point now = Clock::now();
     for (auto it = ready_.begin();
          it != ready_.end() && static_cast<int>(active_.size()) < config_.max_inflight_requests;) {
         auto [tid, idx] = *it;
@@ -74,6 +77,16 @@ void Engine::admit() {
             p.charge = 0;
             charge(t, p, need);
             p.charged = true;
+        }
+        // The send rate, once the endpoint has throttled: no part starts before its token.
+        if (config_.adaptive_rate && !limiter()->try_acquire(now)) {
+            if (limited_since_ == Clock::time_point{}) limited_since_ = now;
+            break;
+        }
+        if (limited_since_ != Clock::time_point{}) {
+            double waited_s = seconds_since(limited_since_, now);
+            stats_.rate_limited_ms += static_cast<int64_t>(1000 * waited_s);
+            limited_since_ = Clock::time_point{};
         }
         it = ready_.erase(it);
         start_part(t, p);
@@ -124,8 +137,45 @@ double Engine::backoff_s(int attempt) {
     return cap * jitter(rng_);
 }
 
+// A throttled answer: slows the send rate, and is retried until the part has been throttled
+// without a break for max_throttled_s (not counted against max_attempts: throttling is the
+// endpoint asking for patience, not a fault). Returns whether to retry; if not, says why in f.
+bool Engine::throttled_retry(Part &p, Failure &f, Clock::time_point now) {
+    stats_.throttled += 1;
+    if (config_.adaptive_rate && limiter()->on_throttle(now, p.started)) stats_.rate_cuts += 1;
+    if (p.throttles == 0) p.throttled_since = p.started;
+    p.throttles += 1;
+    p.throttled_attempts += 1;
+    double for_s = seconds_since(p.throttled_since, now);
+    if (for_s < config_.max_throttled_s) return true;
+    char head[160];
+    std::snprintf(head, sizeof head,
+                  "throttled by the endpoint without a break for %.1f s (%d answers asking to "
+                  "slow down), past max_throttled_s=%g",
+                  for_s, p.throttles, config_.max_throttled_s);
+    f.message = std::string(head) + (f.message.empty() ? "" : "; S3 said: " + f.message);
+    return false;
+}
+
 void Engine::fail(Ticket &t, Part &p, Failure f) {
-    if (f.retryable && p.attempts < config_.max_attempts && !stop_) {
+    Clock::time_point now = Clock::now();
+    if (f.throttled && f.retryable) {
+        if (throttled_retry(p, f, now) && !stop_) {
+            stats_.retries += 1;
+            p.state = PartState::Waiting;
+            p.retry_at = now + std::chrono::duration_cast<Clock::duration>(
+                                   std::chrono::duration<double>(backoff_s(p.throttles)));
+            waiting_.emplace_back(t.id, p.index);
+            return;
+        }
+        p.state = PartState::Done;
+        fail_ticket(t, f);
+        return;
+    }
+    p.throttles = 0;  // a break in the throttling
+    // Throttled attempts are not counted against max_attempts.
+    int attempts = p.attempts - p.throttled_attempts;
+    if (f.retryable && attempts < config_.max_attempts && !stop_) {
         stats_.retries += 1;
         p.state = PartState::Waiting;
         p.retry_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(

@@ -42,6 +42,8 @@ struct EngineConfig {
     int max_attempts = 0;
     double backoff_base_s = 0.0;
     double backoff_max_s = 0.0;
+    bool adaptive_rate = false;    // cut the send rate on throttles (rate_limiter.hpp)
+    double max_throttled_s = 0.0;  // a part throttled without a break this long fails
     std::string ca_bundle;  // PEM file of trusted CAs; empty: the system's
 };
 
@@ -95,6 +97,10 @@ struct EngineStats {
     int64_t retries = 0;
     int64_t bytes_received = 0;
     int64_t open_tickets = 0;
+    int64_t throttled = 0;        // answers that throttled (503 SlowDown, 429, Throttling...)
+    int64_t rate_cuts = 0;        // times the adaptive limiter cut the send rate
+    int64_t send_rate_limit = 0;  // requests/s the limiter allows now; 0: not limiting
+    int64_t rate_limited_ms = 0;  // time requests waited for the limiter, summed over waits
 };
 
 // How one attempt of one part failed, and whether another attempt may succeed.
@@ -105,6 +111,7 @@ struct Failure {
     std::string message;
     std::string request_id;
     bool retryable = false;
+    bool throttled = false;  // the endpoint asked for a lower request rate
 };
 
 }  // namespace nl

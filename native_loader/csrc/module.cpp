@@ -65,6 +65,7 @@ std::optional<Buffer> wrap_if_any(const std::shared_ptr<nl::Storage> &s) {
 }  // namespace
 
 NB_MODULE(_native, m) {
+    m.attr("SHARED_LIMITER_BYTES") = sizeof(nl::SharedRateLimiter);
     m.doc() = "Private compiled core of native_loader. Use the public `native_loader` package.";
     // Engines abandoned in a forked child are kept alive on purpose (their thread is gone).
     nb::set_leak_warnings(false);
@@ -168,6 +169,8 @@ NB_MODULE(_native, m) {
         .def_rw("max_attempts", &nl::EngineConfig::max_attempts)
         .def_rw("backoff_base_s", &nl::EngineConfig::backoff_base_s)
         .def_rw("backoff_max_s", &nl::EngineConfig::backoff_max_s)
+        .def_rw("adaptive_rate", &nl::EngineConfig::adaptive_rate)
+        .def_rw("max_throttled_s", &nl::EngineConfig::max_throttled_s)
         .def_rw("ca_bundle", &nl::EngineConfig::ca_bundle);
 
     nb::enum_<nl::ErrorKind>(m, "ErrorKind", "Why a request failed (NONE: it did not).")
@@ -191,7 +194,11 @@ NB_MODULE(_native, m) {
         .def_ro("connections", &nl::EngineStats::connections)
         .def_ro("retries", &nl::EngineStats::retries)
         .def_ro("bytes_received", &nl::EngineStats::bytes_received)
-        .def_ro("open_tickets", &nl::EngineStats::open_tickets);
+        .def_ro("open_tickets", &nl::EngineStats::open_tickets)
+        .def_ro("throttled", &nl::EngineStats::throttled)
+        .def_ro("rate_cuts", &nl::EngineStats::rate_cuts)
+        .def_ro("send_rate_limit", &nl::EngineStats::send_rate_limit)
+        .def_ro("rate_limited_ms", &nl::EngineStats::rate_limited_ms);
 
     nb::class_<nl::Outcome>(m, "Outcome", "What a finished ticket produced.")
         .def_prop_ro("data", [](const nl::Outcome &o) { return wrap_if_any(o.data); })
@@ -231,6 +238,14 @@ NB_MODULE(_native, m) {
                 e.set_credentials({access_key, secret_key, session_token});
             },
             "access_key"_a, "secret_key"_a, "session_token"_a)
+        .def(
+            "share_rate_limiter",
+            [](nl::Engine &e, uintptr_t address) {
+                e.share_rate_limiter(reinterpret_cast<void *>(address));
+            },
+            "address"_a,
+            "Use the send-rate limiter at this address of shared memory (SHARED_LIMITER_BYTES, "
+            "zero-filled when mapped, kept mapped while the engine lives).")
         .def("submit_get", &nl::Engine::submit_get, "bucket"_a, "key"_a, "offset"_a, "length"_a,
              "size_hint"_a = -1, "part_size"_a = 0)
         .def("submit_head", &nl::Engine::submit_head, "bucket"_a, "key"_a)

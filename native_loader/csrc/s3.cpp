@@ -155,6 +155,15 @@ std::string default_error_code(int status, bool bucket_level) {
     }
 }
 
+bool is_throttle(int status, const std::string &code) {
+    if (status == 429) return true;
+    return code == "SlowDown" || code == "Throttling" || code == "ThrottlingException" ||
+           code == "ThrottledException" || code == "RequestThrottledException" ||
+           code == "TooManyRequestsException" || code == "RequestLimitExceeded" ||
+           code == "BandwidthLimitExceeded" || code == "RequestThrottled" ||
+           code == "LimitExceededException" || code == "ProvisionedThroughputExceededException";
+}
+
 bool is_retryable_status(int status, const std::string &code) {
     if (status >= 500 || status == 429) return true;
     return code == "SlowDown" || code == "RequestTimeout" || code == "InternalError" ||

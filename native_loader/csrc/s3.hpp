@@ -57,5 +57,8 @@ std::string default_error_code(int status, bool bucket_level);
 
 // Whether an S3 answer is worth retrying: 5xx, 429, SlowDown, RequestTimeout, InternalError...
 bool is_retryable_status(int status, const std::string &code);
+// Whether an error answer asks the client to lower its request rate (botocore's throttling
+// codes, S3's SlowDown, HTTP 429).
+bool is_throttle(int status, const std::string &code);
 
 }  // namespace nl

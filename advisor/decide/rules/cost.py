@@ -1,8 +1,11 @@
-"""Cost notes: GET requests, start-up, idle GPU time and shared file system price (COST-1..4)."""
+"""Cost notes: GET requests, start-up, idle GPU time, shared file system price, workers with no
+data and the job's request rate against the storage's limit (COST-1..6)."""
 
 from __future__ import annotations
 
-from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s
+import math
+
+from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s, rate
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -13,7 +16,10 @@ from advisor.decide.rules.thresholds import (
     FSX_MIN_TB,
     FSX_USD_PER_TB_MONTH,
     GET_PRICE_PER_MILLION,
+    S3_EXPRESS_BUCKET_GET_LIMIT,
+    S3_PREFIX_GET_LIMIT,
     S3_USD_PER_TB_MONTH,
+    THROTTLED_SHARE,
 )
 
 
@@ -139,4 +145,111 @@ class SharedFsStorageCost(Rule):
             f"alone about ${s3:,.0f}); linking the bucket indexes "
             f"{counted(ctx.profile.object_count, 'object')} in about {duration(index_h * 3600)}.",
             evidence={"fsx_usd_month": round(fsx, 2), "s3_usd_month": round(s3, 2)},
+        )
+
+
+def idle_readers(objects: int, ranks: int, workers: int) -> str:
+    """The readers that get no object when `objects` whole objects are dealt in turn to the
+    readers `rank * workers + worker` (object i to reader i mod ranks x workers), in words."""
+    parts = []
+    first_idle = objects  # readers from this index on get nothing
+    rank, worker = divmod(first_idle, workers)
+    if worker:
+        which = f"worker {worker}" if worker == workers - 1 else f"workers {worker}-{workers - 1}"
+        parts.append(f"rank {rank}'s {which}")
+        rank += 1
+    if rank < ranks:
+        whole = f"rank {rank}" if rank == ranks - 1 else f"ranks {rank}-{ranks - 1}"
+        parts.append(f"every worker of {whole}")
+    return " and ".join(parts)
+
+
+class IdleReaders(Rule):
+    """Workers with no data.
+
+    Condition: fewer objects (shards) per pass than readers (ranks x workers, at least one
+    worker per rank)
+    Recommendation: the readers that get no object each pass, named by rank and worker; more
+    (smaller) shards, or fewer workers
+    Source: `S3IterableDataset` deals whole objects to the readers in turn
+    (native_loader/datasets.py); huggingface/datasets 8669, 7999: workers with no shard idle
+    without a warning
+    """
+
+    id = "COST-5"
+    decision = DecisionKind.COST
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        workers = max(int(state.get(Key.NUM_WORKERS, 0)), 1)
+        readers = ctx.ranks * workers
+        objects = max(math.floor(ctx.objects_read(state)), 1)
+        if objects >= readers:
+            return None
+        idle = readers - objects
+        return self.finding(
+            idle,
+            f"{counted(objects, 'object')} per pass for {readers} readers "
+            f"({counted(ctx.ranks, 'rank')} x {counted(workers, 'worker')}): {idle} would get "
+            f"nothing and idle, {idle_readers(objects, ctx.ranks, workers)}; split the data "
+            f"into at least {readers} shards, or use fewer workers.",
+            evidence={"objects": objects, "readers": readers, "idle_readers": idle},
+        )
+
+
+def storage_get_limit(uri: str, endpoint_url: str | None) -> tuple[float, str] | None:
+    """(GET/s the storage serves before it throttles, what it is) for the data at `uri`: a
+    directory bucket of S3 Express (its name ends in ``--x-s3``) per bucket, S3 Standard per
+    prefix; None for another endpoint (its limit is not known here)."""
+    if not uri.startswith("s3://") or endpoint_url:
+        return None
+    bucket = uri[len("s3://") :].split("/", 1)[0]
+    if bucket.endswith("--x-s3"):
+        return S3_EXPRESS_BUCKET_GET_LIMIT, "S3 Express serves about {:,} GET/s per bucket"
+    return S3_PREFIX_GET_LIMIT, "S3 Standard serves about {:,} GET/s per prefix"
+
+
+class StorageRequestLimit(Rule):
+    """The job's request rate against the storage's limit.
+
+    Condition: the training streams from S3 (AWS, not another endpoint), and ranks x the
+    expected GET/s per rank exceeds the storage's limit: S3 Standard about 5,500 GET/s per prefix
+    (x the prefixes the data uses), an S3 Express directory bucket (`--x-s3`) 200,000 GET/s
+    Recommendation: the job's GET/s and bytes/s against that limit, and the samples/s per rank
+    under throttling (the reader holds 0.8-0.95 of a limit asked 3x: `bench throttle`); more
+    prefixes (PFX-1), larger shards, or S3 Express
+    Source: AWS S3 user guide, performance: 5,500 GET/HEAD per second per prefix; S3 Express
+    One Zone: 200,000 reads per second per directory bucket by default; `bench throttle`
+    (docs/benchmarks.md)
+    """
+
+    id = "COST-6"
+    decision = DecisionKind.COST
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        limit = storage_get_limit(ctx.profile.uri, ctx.profile.endpoint_url)
+        if limit is None or not ctx.in_s3 or ctx.training_source(state) != "stream":
+            return None
+        per_unit, what = limit
+        express = per_unit == S3_EXPRESS_BUCKET_GET_LIMIT
+        units = 1 if express else max(ctx.profile.distinct_prefixes, 1)
+        allowed = per_unit * units
+        object_bytes, spo = ctx.layout(state)
+        expected = ctx.expected_rate(state)
+        gets_per_s = ctx.ranks * expected / spo
+        if gets_per_s <= allowed:
+            return None
+        low, high = (allowed * share * spo / ctx.ranks for share in THROTTLED_SHARE)
+        where = "" if express else f" x {counted(units, 'prefix', 'prefixes')}"
+        return self.finding(
+            round(low, 1),
+            f"{counted(ctx.ranks, 'rank')} would ask about {gets_per_s:,.0f} GET/s "
+            f"({data_rate(gets_per_s * object_bytes)}); {what.format(per_unit)}{where}: "
+            f"{allowed:,.0f}. Past it S3 answers 503 SlowDown and the readers slow down to "
+            f"0.8-0.95 of it: about {low:,.0f}-{high:,.0f} samples/s per rank instead of "
+            f"{rate(expected)}. Spread the keys over more prefixes, pack larger shards"
+            + ("" if express else ", or use S3 Express")
+            + ".",
+            evidence={"get_per_s": round(gets_per_s, 1), "limit_get_per_s": allowed},
         )

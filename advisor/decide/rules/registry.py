@@ -64,6 +64,8 @@ RULES: tuple[Rule, ...] = (
     cost.StartupTime(),
     cost.IdleGpuCost(),
     cost.SharedFsStorageCost(),
+    cost.IdleReaders(),
+    cost.StorageRequestLimit(),
 )
 
 

@@ -249,7 +249,7 @@ def run_loop(
         first_samples = samples_of(first)
     finally:
         fetcher.close()
-    notes = _skipped_note(fetcher.made)
+    notes = _skipped_note(fetcher.made) + _throttled_note(fetcher.made)
     replay_steps, replay_samples, replay_cpu = _replay(kept, step, len(waits), samples_of, cancel)
     return LoopRun(
         label=label,
@@ -290,6 +290,25 @@ def _skipped_note(loader: Iterable[Any] | None) -> tuple[str, ...]:
     counts = dict(stats())
     seen, skipped = counts.get("samples_seen", 0), counts.get("samples_skipped", 0)
     return (f"samples that failed to read or decode and were skipped: {skipped:,} of {seen:,}",)
+
+
+def _throttled_note(loader: Iterable[Any] | None) -> tuple[str, ...]:
+    """What the storage's request-rate limit did to a loader whose datasets count it
+    (`reader_stats`): answers asking to slow down (503 SlowDown), and the readers' waits."""
+    dataset = getattr(loader, "dataset", loader)
+    stats = getattr(dataset, "reader_stats", None)
+    if not callable(stats):
+        return ()
+    counts = dict(stats())
+    throttled = counts.get("throttled", 0)
+    if not throttled:
+        return ()
+    waited_s = counts.get("rate_limited_ms", 0) / 1000
+    return (
+        f"the storage throttled {throttled:,} requests (503 SlowDown: its request-rate limit); "
+        f"the readers cut their send rate {counts.get('rate_cuts', 0):,} times and held requests "
+        f"back {waited_s:,.1f} s in all, so this rate is the storage's limit, not the loader's",
+    )
 
 
 def _replay(
