@@ -28,6 +28,7 @@ from native_loader.sample_errors import (
     SampleGuard,
     SamplePolicy,
     failure,
+    parsed_items,
     readable_name,
     unreadable_name,
 )
@@ -67,7 +68,41 @@ def _distributed() -> tuple[int, int]:
     return 0, 1
 
 
-class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
+class _OwnReader:
+    """What both datasets share: each process's reader, made on first use from the settings
+    and credentials, and the counts its DataLoader workers report."""
+
+    _config: ReaderConfig
+    _credentials: Credentials | None
+    _reader: S3Reader | None
+    counts: SampleCounts
+
+    def sample_stats(self) -> dict[str, int]:
+        """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
+        return self.counts.totals()
+
+    def reader_stats(self) -> dict[str, int]:
+        """Throttling met so far by the readers of every DataLoader worker of this dataset:
+        ``throttled`` answers, ``rate_cuts`` and ``rate_limited_ms`` (see `S3Reader.stats`),
+        as of each worker's last count of its samples."""
+        return self.counts.reader_totals()
+
+    def _own_reader_stats(self) -> dict[str, int]:
+        return self._reader.stats() if self._reader is not None else {}
+
+    @property
+    def config(self) -> ReaderConfig:
+        """The reader settings (requests in flight, part size, timeouts) of each process."""
+        return self._config
+
+    @property
+    def reader(self) -> S3Reader:
+        if self._reader is None:
+            self._reader = S3Reader(self._config, credentials=self._credentials)
+        return self._reader
+
+
+class S3IterableDataset(_OwnReader, torch.utils.data.IterableDataset[Any]):
     """Streams the objects under a prefix (or of a list of URIs).
 
     Args:
@@ -148,33 +183,9 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
         if self._config.adaptive_rate:
             shared_rate_limiter(self._config)  # made here, shared by the forked workers
 
-    def sample_stats(self) -> dict[str, int]:
-        """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
-        return self.counts.totals()
-
-    def reader_stats(self) -> dict[str, int]:
-        """Throttling met so far by the readers of every DataLoader worker of this dataset:
-        ``throttled`` answers, ``rate_cuts`` and ``rate_limited_ms`` (see `S3Reader.stats`),
-        as of each worker's last count of its samples."""
-        return self.counts.reader_totals()
-
-    def _own_reader_stats(self) -> dict[str, int]:
-        return self._reader.stats() if self._reader is not None else {}
-
     def set_epoch(self, epoch: int) -> None:
         """Select the epoch whose shuffle order the next iteration uses."""
         self.epoch = epoch
-
-    @property
-    def config(self) -> ReaderConfig:
-        """The reader settings (requests in flight, part size, timeouts) of each process."""
-        return self._config
-
-    @property
-    def reader(self) -> S3Reader:
-        if self._reader is None:
-            self._reader = S3Reader(self._config, credentials=self._credentials)
-        return self._reader
 
     def uris(self) -> list[str]:
         """All object URIs of the data set (listed once, then cached).
@@ -327,7 +338,7 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
     def _shard_items(self, uri: str, stream: Any, guard: SampleGuard) -> Iterator[tuple[str, Any]]:
         if self.tar_samples:
             samples = iter_samples_stream(stream)
-            for sample in _parsed(samples, "reading the tar shard", uri, guard):
+            for sample in parsed_items(samples, "reading the tar shard", uri, guard):
                 yield f"{uri}#{sample['__key__']}", sample
             for _ in stream.chunks():  # the end-of-archive padding: a cached copy is whole
                 pass
@@ -341,30 +352,13 @@ class S3IterableDataset(torch.utils.data.IterableDataset[Any]):
             guard.failed(failure(what, uri, exc), exc)
 
         blocks = record_blocks(stream.chunks(), self.records, on_bad=bad_record)
-        for block in _parsed(blocks, what, uri, guard):
+        for block in parsed_items(blocks, what, uri, guard):
             yield uri, block
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_reader"] = None  # each process makes its own
         return state
-
-
-def _parsed(items: Iterator[Any], what: str, uri: str, guard: SampleGuard) -> Iterator[Any]:
-    """`items` of one shard until one fails to parse: that goes to `guard` (the shard's items
-    not yet read are skipped with it). Read failures (OSError) and the guard's own
-    `SampleError` pass through as they are."""
-    while True:
-        try:
-            item = next(items)
-        except StopIteration:
-            return
-        except (OSError, SampleError):  # a read failure; one the guard already raised
-            raise
-        except Exception as exc:
-            guard.failed(failure(what, uri, exc), exc)
-            return
-        yield item
 
 
 def _buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> Iterator[Any]:
@@ -380,7 +374,7 @@ def _buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> It
     yield from buffer
 
 
-class S3MapDataset(torch.utils.data.Dataset[Any]):
+class S3MapDataset(_OwnReader, torch.utils.data.Dataset[Any]):
     """Random access to the objects under a prefix (listed on creation) or of a URI list."""
 
     def __init__(
@@ -406,30 +400,6 @@ class S3MapDataset(torch.utils.data.Dataset[Any]):
         if self._config.adaptive_rate:
             shared_rate_limiter(self._config)  # made here, shared by the forked workers
         self._guard: SampleGuard | None = None
-
-    def sample_stats(self) -> dict[str, int]:
-        """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
-        return self.counts.totals()
-
-    def reader_stats(self) -> dict[str, int]:
-        """Throttling met so far by the readers of every DataLoader worker of this dataset:
-        ``throttled`` answers, ``rate_cuts`` and ``rate_limited_ms`` (see `S3Reader.stats`),
-        as of each worker's last count of its samples."""
-        return self.counts.reader_totals()
-
-    def _own_reader_stats(self) -> dict[str, int]:
-        return self._reader.stats() if self._reader is not None else {}
-
-    @property
-    def config(self) -> ReaderConfig:
-        """The reader settings (requests in flight, part size, timeouts) of each process."""
-        return self._config
-
-    @property
-    def reader(self) -> S3Reader:
-        if self._reader is None:
-            self._reader = S3Reader(self._config, credentials=self._credentials)
-        return self._reader
 
     def __len__(self) -> int:
         return len(self.uris)

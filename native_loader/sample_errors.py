@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -216,3 +216,20 @@ class SampleGuard:
             return False, None
         self.ok()
         return True, out
+
+
+def parsed_items(items: Iterator[Any], what: str, uri: str, guard: SampleGuard) -> Iterator[Any]:
+    """`items` of one shard until one fails to parse: that goes to `guard` (the shard's items
+    not yet read are skipped with it). Read failures (OSError) and the guard's own
+    `SampleError` pass through as they are."""
+    while True:
+        try:
+            item = next(items)
+        except StopIteration:
+            return
+        except (OSError, SampleError):  # a read failure; one the guard already raised
+            raise
+        except Exception as exc:
+            guard.failed(failure(what, uri, exc), exc)
+            return
+        yield item
