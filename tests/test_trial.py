@@ -100,6 +100,15 @@ def test_trial_measures_everything_within_budget(
     # the cores' busy CPU per sample holds the training thread's, and the reader's, the server's
     machine = result.machine_s(0)
     assert machine is not None and machine >= 0.9 * main, (machine, main)
+    # the workers' own CPU per sample: measured with workers, within what the cores allow
+    cores = len(os.sched_getaffinity(0))
+    with_workers = [p for p in result.sweep if p.num_workers > 0 and p.steady]
+    assert with_workers and all(p.worker_cpu_s_per_sample is not None for p in with_workers)
+    assert all(
+        0 < p.worker_cpu_s_per_sample <= 1.2 * cores / p.samples_per_s  # type: ignore[operator]
+        for p in with_workers
+    )
+    assert all(p.worker_cpu_s_per_sample is None for p in result.sweep if p.num_workers == 0)
     assert not any(p.pin_memory for p in result.sweep)  # no CUDA here
     assert any(p.point is not None for p in events) and events[-1].phase == "done"
     assert json.loads(json.dumps(dataclasses.asdict(result)))["uri"] == location.uri

@@ -135,6 +135,7 @@ def predict(
     main_s_per_sample: float | None = None,
     machine_s_per_sample: float | None = None,
     handover_s_per_sample: float | None = None,
+    worker_s_per_sample: float | None = None,
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
     loop consuming `consumer_rate` samples/s sees of it (see module docstring).
@@ -149,7 +150,10 @@ def predict(
     stack, a storage server on the same machine, the hand-over between processes), which bounds
     the loader at the usable cores less the step's spin over machine_s;
     `handover_s_per_sample`, what a worker spends per sample handing its batches over (collate,
-    pickling, the queue), which its one thread adds to the loading it shares with 0 workers.
+    pickling, the queue), which its one thread adds to the loading it shares with 0 workers;
+    `worker_s_per_sample`, a worker process's own CPU per sample as the sweep measured it with
+    this count (its reader's threads, the decode and the hand-over): where given, a worker's
+    time per sample, in place of the decode loop plus the hand-over.
 
     The training thread's share of a core (`Prediction.training_share`) is what it is at the
     rate the loop runs: a step that spins holds its core 1 / consumer_rate s per sample, and
@@ -163,7 +167,7 @@ def predict(
     loader = _Loader(
         num_workers, object_bytes, samples_per_object, cpu_s_per_sample, usable_cores, storage,
         consumer_rate, overhead_s_per_sample, main_s_per_sample, machine_s_per_sample,
-        handover_s_per_sample,
+        handover_s_per_sample, worker_s_per_sample,
     )  # fmt: skip
     return loader.at(_agreeing_rate(loader.trained))
 
@@ -183,6 +187,7 @@ class _Loader:
     main_s: float | None
     machine_s: float | None
     handover_s: float | None = None
+    worker_s: float | None = None
 
     @property
     def step_s(self) -> float:
@@ -217,6 +222,8 @@ class _Loader:
         thread_s = None if self.overhead_s is None else self.overhead_s + self.cpu_s_per_sample
         if num_workers == 0 and self.main_s is not None:
             thread_s = max(self.main_s, self.cpu_s_per_sample)
+        elif num_workers > 0 and self.worker_s:
+            thread_s = self.worker_s  # measured: all a worker process spends on a sample
         elif num_workers > 0 and thread_s is not None and self.handover_s:
             thread_s += self.handover_s  # a worker's thread also hands its batches over
         # one request in flight: fetch and decode alternate; several: the reader fetches ahead

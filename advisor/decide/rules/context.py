@@ -259,6 +259,7 @@ class Context(Reading):
             assert self.trial is not None
             costs["machine_s_per_sample"] = self.trial.machine_s(num_workers)
             costs["handover_s_per_sample"] = self.trial.worker_handover_s(num_workers)
+            costs["worker_s_per_sample"] = self.trial.worker_s(num_workers)
         return costs
 
     def measured_prefetch(self, state: State, num_workers: int) -> int | None:

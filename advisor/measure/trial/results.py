@@ -57,6 +57,10 @@ class LoaderPoint:
     # The training thread's share of a core over the steady window, its step's spin included:
     # what the model's `Prediction.training_share` predicts. None: not measured.
     training_share: float | None = None
+    # The DataLoader workers' own CPU seconds per sample (all their threads: reading, decoding,
+    # handing batches over), over the steady window; each sample is loaded in one worker.
+    # None: not measured (0 workers, or no steady window).
+    worker_cpu_s_per_sample: float | None = None
 
 
 @dataclass(frozen=True)
@@ -332,6 +336,13 @@ class TrialResult:
         the network stack, a storage server on the same machine, the workers' hand-over), a
         spinning step's spin left out (it is no loading). None: not measured."""
         return self._median_cost(num_workers, "machine_cpu_s_per_sample")
+
+    def worker_s(self, num_workers: int) -> float | None:
+        """A worker's own CPU seconds per sample with `num_workers` (the median over its steady
+        slices; else over those with workers). None: 0 workers, or not measured."""
+        if num_workers == 0:
+            return None
+        return self._median_cost(num_workers, "worker_cpu_s_per_sample")
 
     def measured_share(self, num_workers: int) -> float | None:
         """The training thread's share of a core with exactly `num_workers`, its step's spin

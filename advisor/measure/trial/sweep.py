@@ -27,7 +27,7 @@ from typing import Any
 
 import torch
 
-from advisor.measure.hardware.host import busy_cpu_s, child_pids, largest_rss_mib
+from advisor.measure.hardware.host import busy_cpu_s, child_pids, cpu_seconds, largest_rss_mib
 from advisor.measure.trial.data import TrialData
 from advisor.measure.trial.results import (
     STEP_NONE,
@@ -204,6 +204,9 @@ def measure_slice(
     # ... and the busy CPU of the cores this process may use, over the same window
     cores = frozenset(os.sched_getaffinity(0))
     busy_window_start = busy_window_end = 0.0
+    # ... and the DataLoader workers' own CPU (every thread of each worker process: its Python
+    # thread, its reader's threads), from the window's opening to the slice's end
+    workers_window_start: float | None = None
     for batch_index in itertools.count():
         batch = live.next_batch()
         now = time.monotonic()
@@ -220,6 +223,8 @@ def measure_slice(
         elif waiting and window.opens is not None:
             cpu_window_start, busy_window_start = cpu_now, busy_cpu_s(cores)
             spun_window_start, wall_window_start = spun, now
+            if live.workers > 0:
+                workers_window_start = _workers_cpu(ignore)
         samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
         if batch_index % 8 == 0:
@@ -239,7 +244,9 @@ def measure_slice(
     elapsed = max(time.monotonic() - started, 1e-6)
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
-    main_cpu = machine_cpu = share = None
+    main_cpu = machine_cpu = share = worker_cpu = None
+    if steady_rate is not None and workers_window_start is not None:
+        worker_cpu = max(_workers_cpu(ignore) - workers_window_start, 0.0) / window.samples
     if steady_rate is not None:
         spin_cpu = spun_window_end - spun_window_start
         thread_cpu = cpu_window_end - cpu_window_start
@@ -264,7 +271,13 @@ def measure_slice(
         steady=steady_rate is not None,
         step=step if step_rate is not None else STEP_NONE,
         training_share=share,
+        worker_cpu_s_per_sample=worker_cpu,
     )
+
+
+def _workers_cpu(ignore: set[int]) -> float:
+    """CPU seconds the DataLoader workers (this process's children, less `ignore`) have used."""
+    return sum(cpu_seconds(pid) for pid in child_pids() - ignore)
 
 
 def measure_loader(
