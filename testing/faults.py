@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from advisor.demo.connection import Connection, Request, RequestHook
 from advisor.demo.proxy import Proxy, ProxyStats
-from advisor.demo.throttle import slow_down_response
+from advisor.demo.throttle import answer_slow_down, slow_down_response
 
 __all__ = ["FaultKind", "FaultProxy", "FaultStats", "Faults", "When", "slow_down_response"]
 
@@ -159,13 +159,9 @@ class _FaultHook(RequestHook):
             return False
         if self.kind != "slow_down":
             return None
-        close = request.close or request.expects_continue  # an unsent body leaves it unusable
-        if not request.expects_continue:
-            await conn.discard_request_body(request)
-        await conn.emulate_latency()
-        self.proxy.count_fault("slow_down")
-        await conn.send(slow_down_response(request.method, request.target, self.number, close))
-        return not close
+        return await answer_slow_down(
+            conn, request, self.number, lambda: self.proxy.count_fault("slow_down")
+        )
 
     async def before_response_head(self, conn: Connection) -> None:
         if self.kind == "stall_head":

@@ -21,7 +21,6 @@ from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import boto3
 import botocore.config
 import botocore.exceptions
 import pytest
@@ -638,16 +637,7 @@ def test_boto3_reads_the_canned_slow_down_as_an_s3_error(
     s3_endpoint.boto3_client().put_object(Bucket=s3_bucket, Key="k", Body=b"value")
     with FaultProxy(s3_endpoint.url, faults=Faults(slow_down=When(requests=(1, 2)))) as proxy:
         endpoint = proxy.proxied(s3_endpoint)
-        no_retry = boto3.client(
-            "s3",
-            endpoint_url=endpoint.url,
-            region_name=endpoint.region,
-            aws_access_key_id=endpoint.credentials.access_key,
-            aws_secret_access_key=endpoint.credentials.secret_key,
-            config=botocore.config.Config(
-                s3={"addressing_style": "path"}, retries={"max_attempts": 1, "mode": "standard"}
-            ),
-        )
+        no_retry = endpoint.boto3_client(attempts=1)
         with pytest.raises(botocore.exceptions.ClientError) as info:
             no_retry.get_object(Bucket=s3_bucket, Key="k")
         assert info.value.response["Error"]["Code"] == "SlowDown"

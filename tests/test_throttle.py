@@ -8,7 +8,6 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-import boto3
 import botocore.config
 import botocore.exceptions
 import pytest
@@ -16,22 +15,6 @@ import pytest
 from advisor.demo.proxy import Proxy
 from advisor.demo.server import S3Endpoint
 from advisor.demo.throttle import PrefixThrottle, RateLimit
-
-
-def no_retry_client(endpoint: S3Endpoint):  # type: ignore[no-untyped-def]
-    """boto3 that sends each request once, so every 503 reaches the test."""
-    return boto3.client(
-        "s3",
-        endpoint_url=endpoint.url,
-        region_name=endpoint.region,
-        aws_access_key_id=endpoint.credentials.access_key,
-        aws_secret_access_key=endpoint.credentials.secret_key,
-        config=botocore.config.Config(
-            s3={"addressing_style": "path"},
-            retries={"total_max_attempts": 1, "mode": "standard"},
-            max_pool_connections=8,
-        ),
-    )
 
 
 @pytest.mark.parametrize(
@@ -81,7 +64,7 @@ def test_gets_above_the_limit_get_slow_down_and_the_rest_pass_at_the_rate(
     lock = threading.Lock()
     with Proxy(s3_endpoint.url, rate_limits=[limit]) as proxy:
         opened = time.monotonic()  # the limit's bucket starts full here
-        client = no_retry_client(proxy.proxied(s3_endpoint))
+        client = proxy.proxied(s3_endpoint).boto3_client(attempts=1)
         client.get_object(Bucket=s3_bucket, Key="cold/a")  # connect and sign once, unlimited
         started = time.monotonic()
 

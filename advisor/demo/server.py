@@ -75,7 +75,9 @@ class S3Endpoint:
     credentials: S3Credentials
     region: str = REGION
 
-    def boto3_client(self) -> S3Client:
+    def boto3_client(self, attempts: int | None = None) -> S3Client:
+        """boto3 for this endpoint, retrying as the standard mode does (3 retries); `attempts`:
+        each request sent at most that many times in all (1: a 503 reaches the caller)."""
         import boto3
         from botocore.config import Config
 
@@ -87,7 +89,11 @@ class S3Endpoint:
             aws_secret_access_key=self.credentials.secret_key,
             config=Config(
                 s3={"addressing_style": "path"},
-                retries={"max_attempts": 3, "mode": "standard"},
+                retries=(
+                    {"max_attempts": 3, "mode": "standard"}
+                    if attempts is None
+                    else {"total_max_attempts": attempts, "mode": "standard"}
+                ),
                 connect_timeout=5,
                 read_timeout=30,
             ),

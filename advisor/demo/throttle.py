@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import unquote
 from xml.sax.saxutils import escape
@@ -143,10 +143,21 @@ class SlowDownHook(RequestHook):
         self.number = number
 
     async def before_forward(self, conn: Connection, request: Request) -> bool | None:
-        close = request.close or request.expects_continue  # an unsent body leaves it unusable
-        if not request.expects_continue:
-            await conn.discard_request_body(request)
-        await conn.emulate_latency()
-        conn.proxy.count("throttled")
-        await conn.send(slow_down_response(request.method, request.target, self.number, close))
-        return not close
+        return await answer_slow_down(
+            conn, request, self.number, lambda: conn.proxy.count("throttled")
+        )
+
+
+async def answer_slow_down(
+    conn: Connection, request: Request, number: int, count: Callable[[], None]
+) -> bool:
+    """Answer `request` with `503 SlowDown` after the emulated latency, its body read and
+    dropped (the connection closed if the body was never sent: `Expect: 100-continue`);
+    `count` records it. True: the connection stays usable."""
+    close = request.close or request.expects_continue  # an unsent body leaves it unusable
+    if not request.expects_continue:
+        await conn.discard_request_body(request)
+    await conn.emulate_latency()
+    count()
+    await conn.send(slow_down_response(request.method, request.target, number, close))
+    return not close
