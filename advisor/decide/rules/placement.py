@@ -4,6 +4,7 @@ decode (measured on this machine's GPU, else the figures recorded on a named one
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from advisor.core.model import loading_cores
@@ -128,7 +129,8 @@ def weigh(ctx: Context, state: State, gpu: GpuDecode, pixels: float) -> Placemen
     p = ctx.model(state, count)
     cores = loading_cores(count, max(ctx.cores_per_rank, 1), p.training_share)
     per_sample = cores / p.cpu_bound if p.cpu_bound > 0 else decode.cpu_s_per_sample
-    undecoded_cpu = cores / max(per_sample - decode.cpu_s_per_sample, per_sample * 0.02)
+    rest = per_sample - decode.cpu_s_per_sample  # the CPU a sample takes without its decode
+    undecoded_cpu = cores / rest if rest > 0 else math.inf  # the storage's ceilings then hold
     storage = min(p.latency_bound, p.bandwidth_bound)
     undecoded = min(undecoded_cpu, storage)
     on_gpu = gpu.seconds_per_image(pixels)
