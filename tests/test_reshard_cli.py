@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 from reshard_helpers import SHARD, environ, make_files, write_local
 
 from advisor.cli import main
+from advisor.reshard.cli import _Bar
+from advisor.reshard.progress import Meter
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
@@ -95,3 +98,30 @@ def test_cli_in_a_subprocess_reports_empty_source(tmp_path: Path) -> None:
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if not line.startswith("... ")]
     assert len(errors) == 1 and "holds no objects" in errors[0] and "Traceback" not in done.stderr
+
+
+def test_json_events_from_many_writer_threads_stay_one_per_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The writer pool emits from its threads; a line split across two writes gets another
+    thread's (or, under torchrun, another rank's) line glued into it, and a reader of the
+    JSON stream loses both."""
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter allows
+    try:
+        bar = _Bar(quiet=False, as_json=True)
+        meter = Meter(bar, shards_total=8, bytes_total=1)
+        threads = [
+            threading.Thread(target=lambda: [meter.emit("shard", "x" * 50) for _ in range(300)])
+            for _ in range(8)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(before)
+    out, _ = capsys.readouterr()
+    lines = out.splitlines()
+    assert len(lines) == 8 * 300
+    assert all(json.loads(line)["event"]["kind"] == "shard" for line in lines)

@@ -72,6 +72,18 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     )  # fmt: skip
 
 
+_STDOUT = threading.Lock()
+
+
+def write_json_line(obj: dict[str, Any]) -> None:
+    """One JSON object per line, in one write: the writer pool's threads emit concurrently, and
+    under torchrun every rank shares one stdout, where a write of up to PIPE_BUF bytes is atomic
+    but a line that `print` splits into text and newline can get another line glued into it."""
+    with _STDOUT:
+        sys.stdout.write(json.dumps(obj) + "\n")
+        sys.stdout.flush()
+
+
 class _Bar:
     """Progress on stderr: a bar on a terminal, else a line per shard; JSON lines with --json."""
 
@@ -81,7 +93,7 @@ class _Bar:
 
     def __call__(self, event: ReshardEvent) -> None:
         if self.as_json:
-            print(json.dumps({"event": event.to_dict()}), flush=True)
+            write_json_line({"event": event.to_dict()})
             return
         if self.quiet or (event.kind == "progress" and not self.tty):
             return
@@ -161,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
             )  # fmt: skip
             bar.done()
             if args.json:
-                print(json.dumps({"estimate": dataclasses.asdict(est)}))
+                write_json_line({"estimate": dataclasses.asdict(est)})
             else:
                 print_estimate(est, args)
             return 0
@@ -194,7 +206,7 @@ def run(args: argparse.Namespace) -> int:
     bar.done()
     failed = "verify" in result and bool(result["verify"]["problems"])
     if args.json:
-        print(json.dumps(result))
+        write_json_line(result)
     else:
         _print_result(result)
     return EXIT_RUNTIME if failed else 0
