@@ -11,6 +11,12 @@ PIP := $(PY) -m pip
 TORCH_SPEC ?= torch==2.13.0
 NATIVE_SOURCES := $(wildcard native_loader/csrc/*.cpp native_loader/csrc/*.hpp) native_loader/CMakeLists.txt
 PYTEST_ARGS ?=
+# The editable install maps each module file it saw: a module added, moved or removed since needs
+# a reinstall, so the install depends on the list of module files (rewritten only when it changes).
+PACKAGE_FILES := $(VENV)/.package-files
+$(shell mkdir -p $(VENV) && find advisor native_loader -name '*.py' -not -path '*/__pycache__/*' \
+	| sort > $(PACKAGE_FILES).now && (cmp -s $(PACKAGE_FILES).now $(PACKAGE_FILES) && rm $(PACKAGE_FILES).now \
+	|| mv $(PACKAGE_FILES).now $(PACKAGE_FILES)))
 
 .PHONY: all setup setup-test build lab test lint typecheck unit bench demo clean
 
@@ -42,7 +48,7 @@ $(VENV)/.deps-installed: pyproject.toml | $(VENV)/bin/python
 # Its build tree is named by the wheel tag scikit-build-core computes for this Python (pyproject's
 # build-dir), resolved once here: a second tree (another Python) never hands over its stub.
 NATIVE_BUILD_DIR = build/$(shell $(PY) -c "from scikit_build_core.builder.wheel_tag import WheelTag; print(WheelTag.compute_best([]))")
-$(VENV)/.native-built: $(VENV)/.deps-installed $(NATIVE_SOURCES)
+$(VENV)/.native-built: $(VENV)/.deps-installed $(NATIVE_SOURCES) $(PACKAGE_FILES)
 	$(PIP) install -q --no-build-isolation --no-deps -e .
 	@cp $(NATIVE_BUILD_DIR)/_native.pyi native_loader/_native.pyi
 	@touch $@

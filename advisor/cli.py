@@ -16,7 +16,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from advisor import diagnose_cli
 from advisor.core.bounds import (
     ListingLimits,
     Range,
@@ -29,6 +28,7 @@ from advisor.core.errors import EXIT_INTERRUPTED, report_error
 from advisor.core.location import check_answers, first_contact_s
 from advisor.core.units import MB, any_size, counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.diagnosis import cli as diagnose_cli
 from advisor.export import ExportBundle, build_export
 from advisor.headline import headline_lines
 from advisor.measure.hardware.recording import RecordingNvml, write_recording

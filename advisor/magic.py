@@ -30,7 +30,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _diagnose_parser() -> argparse.ArgumentParser:
-    from advisor.diagnose_cli import add_arguments
+    from advisor.diagnosis.cli import add_arguments
 
     parser = argparse.ArgumentParser(
         prog="%advisor diagnose", add_help=False,
@@ -46,7 +46,7 @@ def _diagnose_parser() -> argparse.ArgumentParser:
 
 
 def _diagnose(words: list[str], namespace: dict[str, Any]) -> None:
-    from advisor.diagnose_cli import execute
+    from advisor.diagnosis.cli import execute
 
     parser = _diagnose_parser()
     if "-h" in words or "--help" in words:

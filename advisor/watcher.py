@@ -17,7 +17,7 @@ from typing import Any
 
 from advisor.core.units import rate, share
 from advisor.decide.watching import WatchReport, judge
-from advisor.diagnosis import usable_cores
+from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
 from advisor.measure.loop.watch import WatchedLoop
 

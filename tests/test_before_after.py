@@ -1,4 +1,4 @@
-"""advisor.before_after against the real SeaweedFS with no AWS variables in the environment:
+"""advisor.diagnosis.before_after against the real SeaweedFS with no AWS variables in the
 the session's credentials reach the exported loader in this process, never its file."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from advisor.before_after import before_after, exported_loader
 from advisor.core.bounds import LoopLimits
 from advisor.core.workload import Workload
 from advisor.demo.server import S3Endpoint
+from advisor.diagnosis.before_after import before_after, exported_loader
 from advisor.session import AdvisorSession
 from native_loader import Credentials
 

@@ -12,7 +12,6 @@ The profile carries no host name or other identifying data, so it can be shared 
 
 from __future__ import annotations
 
-import math
 import os
 import tempfile
 from pathlib import Path
@@ -28,6 +27,7 @@ from advisor.measure.hardware.host import (
     meminfo,
     probe_disk,
     shm_bytes,
+    usable_cores,
 )
 from advisor.measure.hardware.machine import DiskInfo, GpuInfo, HardwareProfile
 from advisor.measure.hardware.nvml import GpuUtilization, load_pynvml, probe_gpus
@@ -72,7 +72,7 @@ def probe_hardware(
     cpu_count = os.cpu_count() or 1
     affinity = affinity_cores()
     quota = cgroup_cpu_limit(root)
-    usable = affinity if quota is None else min(affinity, max(1, math.floor(quota)))
+    usable = usable_cores(root)
     if quota is not None and quota < affinity:
         notes.append(f"cgroup CPU quota {quota:g} cores limits the {affinity} CPUs in affinity")
 

@@ -4,8 +4,10 @@ module that reads /proc; every reader takes the file-system root it reads under.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
+import time
 from pathlib import Path
 
 from advisor.measure.hardware.machine import DiskInfo
@@ -25,6 +27,13 @@ def affinity_cores() -> int:
         return len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         return os.cpu_count() or 1
+
+
+def usable_cores(root: Path = Path("/")) -> int:
+    """The cores this process may use: its CPU affinity, within a cgroup's CPU quota."""
+    quota = cgroup_cpu_limit(root)
+    affinity = affinity_cores()
+    return affinity if quota is None else max(1, min(affinity, math.floor(quota)))
 
 
 def _cgroup_dirs(root: Path, controller: str) -> list[Path]:
@@ -201,6 +210,26 @@ def busy_cpu_s(cpus: frozenset[int], root: Path = Path("/")) -> float:
     except (OSError, ValueError):
         return 0.0
     return busy / os.sysconf("SC_CLK_TCK")
+
+
+class MachineBusy:
+    """`with MachineBusy() as m: ...`, then `m.share`: the share of this process's cores busy
+    with anything (`/proc/stat`) over the block; None where it could not be read."""
+
+    def __init__(self, root: Path = Path("/")) -> None:
+        self.cpus = frozenset(os.sched_getaffinity(0))
+        self.root = root
+        self.share: float | None = None
+
+    def __enter__(self) -> MachineBusy:
+        self._busy, self._started = busy_cpu_s(self.cpus, self.root), time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = time.monotonic() - self._started
+        busy = busy_cpu_s(self.cpus, self.root) - self._busy
+        if elapsed > 0 and busy > 0 and self.cpus:
+            self.share = min(busy / (elapsed * len(self.cpus)), 1.0)
 
 
 def child_pids(root: Path = Path("/")) -> set[int]:

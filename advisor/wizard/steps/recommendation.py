@@ -118,8 +118,8 @@ class RecommendationStep:
                 raise
 
         def compare_loaders(cancel: threading.Event) -> None:
-            from advisor.before_after import changes, exported_loader
             from advisor.diagnosis import compare
+            from advisor.diagnosis.before_after import changes, exported_loader
             from advisor.measure.loop.run import fresh
 
             def progress(event: LoopEvent) -> None:

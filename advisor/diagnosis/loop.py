@@ -14,13 +14,9 @@ both alike: before, after, and the ratio with its spread over the rounds.
 from __future__ import annotations
 
 import dataclasses
-import math
-import os
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, range_of
@@ -28,7 +24,7 @@ from advisor.core.units import binary_size, per_s
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop
 from advisor.decide.verdict import Verdict, input_bound
-from advisor.measure.hardware.host import affinity_cores, busy_cpu_s, cgroup_cpu_limit
+from advisor.measure.hardware.host import MachineBusy, usable_cores
 from advisor.measure.loop.results import LoopRun, LoopSummary, Spread
 from advisor.measure.loop.run import (
     LoaderSource,
@@ -174,32 +170,6 @@ def _judged(run: LoopRun, machine_busy: float | None) -> Diagnosis:
     verdict = None if share is None else input_bound(share, summary.wait_share)
     limit = of_loop(summary, usable_cores(), run.loader_workers, machine_busy)
     return Diagnosis(summary, verdict, limit)
-
-
-class MachineBusy:
-    """`with MachineBusy() as m: ...`, then `m.share`: the share of this process's cores busy
-    with anything (`/proc/stat`) over the block; None where it could not be read."""
-
-    def __init__(self) -> None:
-        self.cpus = frozenset(os.sched_getaffinity(0))
-        self.share: float | None = None
-
-    def __enter__(self) -> MachineBusy:
-        self._busy, self._started = busy_cpu_s(self.cpus), time.monotonic()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        elapsed = time.monotonic() - self._started
-        busy = busy_cpu_s(self.cpus) - self._busy
-        if elapsed > 0 and busy > 0 and self.cpus:
-            self.share = min(busy / (elapsed * len(self.cpus)), 1.0)
-
-
-def usable_cores() -> int:
-    """The cores this process may use: its CPU affinity, within a cgroup's CPU quota."""
-    quota = cgroup_cpu_limit(Path("/"))
-    affinity = affinity_cores()
-    return affinity if quota is None else max(1, min(affinity, math.floor(quota)))
 
 
 @dataclass(frozen=True)

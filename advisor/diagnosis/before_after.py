@@ -22,7 +22,7 @@ from typing import Any
 from advisor.core.bounds import LoopLimits, TrialBudget
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation
-from advisor.diagnosis import Comparison, Diagnosis, as_step, compare, diagnose
+from advisor.diagnosis.loop import Comparison, Diagnosis, as_step, compare, diagnose
 from advisor.headline import keep_up_action
 from advisor.measure.loop.run import LoaderSource, LoopEvent, Step, batch_samples, fresh
 from advisor.session import AdvisorSession

@@ -95,8 +95,8 @@ def run(args: argparse.Namespace) -> int:
 def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
     """Diagnose `loader` (an iterable or a function that makes one) with `step` or the step the
     arguments give; print the result; the exit status."""
-    from advisor.before_after import before_after
     from advisor.diagnosis import diagnose
+    from advisor.diagnosis.before_after import before_after
 
     cancel = threading.Event()
     limits = LoopLimits(
