@@ -96,6 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
             help=f"{what}, {bound} (default {default})",
         )
     work.add_argument("--transform", help="per-sample transform to time, 'module:callable'")
+    work.add_argument(
+        "--get-limit",
+        type=arg_type(range_of(Workload, "get_limit"), "--get-limit"),
+        help="GET/s your storage serves per key prefix before it answers 503 SlowDown "
+        "(default: S3's published limits on AWS; none checked on other endpoints)",
+    )
     work.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
     trial = argparse.ArgumentParser(add_help=False)
     trial.add_argument(
@@ -167,6 +173,7 @@ def _workload(args: argparse.Namespace) -> Workload:
         nodes=args.nodes,
         gpus_per_node=args.gpus_per_node,
         transform=args.transform,
+        get_limit=args.get_limit,
     )
     if args.step_time is not None:
         return Workload.from_step_time(args.step_time, args.batch_size, **extra)

@@ -1,17 +1,26 @@
 """Ranks in a throttling storm: emulated ranks read one prefix through the proxy's S3 rate limit.
 
-    python -m bench throttle [--layouts 3x2] [--seconds 10] [--repeats 3] [--quick]
-                             [--out bench/results/throttle.json]
+    python -m bench throttle [--layouts 3x2] [--prefixes 1,4] [--seconds 10] [--repeats 3]
+                             [--quick] [--out bench/results/throttle.json]
 
 Each layout `RxW` is R ranks, each a process with a DataLoader of W workers
-(`S3IterableDataset`, `persistent_workers`, the objects dealt over ranks x workers), all reading
-10 KB objects under one prefix of the local SeaweedFS through the demo proxy. Per layout and
-repeat, interleaved:
+(`S3IterableDataset` shuffled as the exported loader reads it, `persistent_workers`, the objects
+dealt over ranks x workers), all reading
+10 KB objects spread evenly over P key prefixes of the local SeaweedFS through the demo proxy.
+Per layout, prefix count and repeat, interleaved:
 
 1. calibrate: no limit; the aggregate successful GET/s the ranks reach is their demand D;
-2. the proxy limits the prefix to `limit = D / 3` GET/s (`RateLimit`), so the ranks ask for 3x
-   the limit, and they read again with the reader's default `adaptive_rate=True`;
+2. the proxy limits each prefix to `limit = D / 3` GET/s (`RateLimit`), so on one prefix the
+   ranks ask for 3x the limit (on 4, for 3/4 of what the prefixes allow), and they read again
+   with the reader's default `adaptive_rate=True`;
 3. the same with `adaptive_rate=False` (retries with backoff, no send-rate limiter).
+
+Beside each limited run stands the plan's prediction for it
+(`advisor.decide.rules.request_plan`, the arithmetic of COST-6 with the limit given as the
+user's figure and the calibrated demand as the ranks' rate): whether the job is throttled and
+the successful GET/s it holds (the middle of its range), and the measurement's ratio to it.
+Reads are shuffled as the exported loader reads; `--listing-order` reads the prefixes one
+after another instead.
 
 The proxy counts what reached it (passed and throttled GETs); every item is checked against the
 sha256 of what boto3 wrote. A run's window is from its first successful GET to the common
@@ -30,12 +39,13 @@ import os
 import statistics
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from torch.utils.data import DataLoader
 
+from advisor.decide.rules.request_plan import StorageLimit, plan_requests
 from advisor.demo.proxy import Proxy, RateLimit
 from advisor.demo.server import S3Endpoint, S3Server
 from native_loader import Credentials, ReaderConfig, S3IterableDataset
@@ -72,7 +82,8 @@ class Run:
 
     layout: str
     mode: str  # "calibrate", "adaptive" or "fixed"
-    limit: float
+    prefixes: int
+    limit: float  # per prefix
     ok_per_s: float  # successful GETs per second over the window
     share_of_limit: float  # ok_per_s / limit (0 for the calibration)
     requests_per_success: float
@@ -83,6 +94,8 @@ class Run:
     items: int
     wrong: int
     errors: list[str]
+    planned_ok_per_s: float | None = None  # the plan's successful GET/s (its range's middle)
+    planned_throttled: bool | None = None
 
 
 def _digest(data: Any) -> str:
@@ -96,11 +109,12 @@ def _rank(spec: dict[str, Any], rank: int, queue: Any) -> None:
     )
     credentials = Credentials(*spec["credentials"])
     dataset = S3IterableDataset(
-        f"s3://{BUCKET}/{PREFIX}",
+        f"s3://{BUCKET}/{PREFIX}{spec['prefixes']}/",
         config=config,
         credentials=credentials,
         rank=rank,
         world_size=spec["ranks"],
+        shuffle=spec["shuffle"],  # the exported loader's order: each pass mixes the prefixes
     )
     workers = spec["workers"]
     loader = DataLoader(
@@ -128,14 +142,21 @@ def _rank(spec: dict[str, Any], rank: int, queue: Any) -> None:
     os._exit(0)
 
 
-def _upload(endpoint: S3Endpoint) -> dict[str, str]:
+def _prefix(prefixes: int, j: int) -> str:
+    return f"{PREFIX}{prefixes}/p{j}/"
+
+
+def _upload(endpoint: S3Endpoint, prefixes: int) -> dict[str, str]:
+    """OBJECTS objects dealt over `prefixes` prefixes under PREFIX{prefixes}/."""
     client = endpoint.boto3_client()
-    client.create_bucket(Bucket=BUCKET)
+    if not any(b["Name"] == BUCKET for b in client.list_buckets()["Buckets"]):
+        client.create_bucket(Bucket=BUCKET)
     digests = {}
     for i in range(OBJECTS):
         data = os.urandom(OBJECT_BYTES)
-        client.put_object(Bucket=BUCKET, Key=f"{PREFIX}{i:05d}", Body=data)
-        digests[f"s3://{BUCKET}/{PREFIX}{i:05d}"] = _digest(data)
+        key = f"{_prefix(prefixes, i % prefixes)}{i:05d}"
+        client.put_object(Bucket=BUCKET, Key=key, Body=data)
+        digests[f"s3://{BUCKET}/{key}"] = _digest(data)
     return digests
 
 
@@ -146,11 +167,13 @@ def run_once(
     mode: str,
     limit: float,
     seconds: float,
+    prefixes: int = 1,
+    shuffle: bool = True,
 ) -> Run:
-    rate = RateLimit(f"{BUCKET}/{PREFIX}", limit)
+    rates = [RateLimit(f"{BUCKET}/{_prefix(prefixes, j)}", limit) for j in range(prefixes)]
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
-    with Proxy(endpoint.url, rate_limits=[rate]) as proxy:
+    with Proxy(endpoint.url, rate_limits=rates) as proxy:
         deadline = time.monotonic() + seconds + 3.0  # the ranks' start is not in the window
         spec = {
             "url": proxy.url,
@@ -158,6 +181,8 @@ def run_once(
             "adaptive": mode != "fixed",
             "ranks": layout.ranks,
             "workers": layout.workers,
+            "prefixes": prefixes,
+            "shuffle": shuffle,
             "digests": digests,
             "deadline": deadline,
         }
@@ -165,16 +190,20 @@ def run_once(
         for process in ranks:
             process.start()
         passed, throttled = proxy.throttle.passed, proxy.throttle.throttled
+
+        def counts() -> tuple[int, int]:
+            return sum(passed[r.prefix] for r in rates), sum(throttled[r.prefix] for r in rates)
+
         first: tuple[float, int, int] | None = None
         onset: float | None = None
         while time.monotonic() < deadline:
             time.sleep(SAMPLE_S)
-            now, ok, no = time.monotonic(), passed[rate.prefix], throttled[rate.prefix]
+            now, (ok, no) = time.monotonic(), counts()
             if first is None and ok > 0:
                 first = (now - SAMPLE_S / 2, ok, no)
             if first is not None and onset is None and no > 0:
                 onset = now - SAMPLE_S / 2 - first[0]
-        last = (time.monotonic(), passed[rate.prefix], throttled[rate.prefix])
+        last = (time.monotonic(), *counts())
         reports = sorted(queue.get(timeout=60) for _ in ranks)
         for process in ranks:
             process.join(timeout=10)
@@ -188,9 +217,10 @@ def run_once(
     return Run(
         layout=str(layout),
         mode=mode,
+        prefixes=prefixes,
         limit=limit,
         ok_per_s=ok / window,
-        share_of_limit=0.0 if limit >= UNLIMITED else ok / window / limit,
+        share_of_limit=0.0 if limit >= UNLIMITED else ok / window / (limit * prefixes),
         requests_per_success=(ok + no) / max(ok, 1),
         throttled=last[2],
         onset_s=onset,
@@ -208,15 +238,17 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 def summarize(runs: list[Run]) -> list[dict[str, Any]]:
     rows = []
-    for key in dict.fromkeys((r.layout, r.mode) for r in runs):
-        group = [r for r in runs if (r.layout, r.mode) == key]
+    for key in dict.fromkeys((r.layout, r.prefixes, r.mode) for r in runs):
+        group = [r for r in runs if (r.layout, r.prefixes, r.mode) == key]
         onsets = [r.onset_s for r in group if r.onset_s is not None]
+        planned = [(r, r.planned_ok_per_s) for r in group if r.planned_ok_per_s]
         rows.append(
             {
                 "layout": key[0],
-                "mode": key[1],
+                "prefixes": key[1],
+                "mode": key[2],
                 "runs": len(group),
-                "limit": _spread([r.limit for r in group]) if key[1] != "calibrate" else None,
+                "limit": _spread([r.limit for r in group]) if key[2] != "calibrate" else None,
                 "ok_per_s": _spread([r.ok_per_s for r in group]),
                 "share_of_limit": _spread([r.share_of_limit for r in group]),
                 "requests_per_success": _spread([r.requests_per_success for r in group]),
@@ -227,6 +259,10 @@ def summarize(runs: list[Run]) -> list[dict[str, Any]]:
                 ],
                 "wrong": sum(r.wrong for r in group),
                 "errors": sum(len(r.errors) for r in group),
+                # the plan beside it: throttled as planned, and measured / planned ok GET/s
+                "planned_throttled": [r.planned_throttled for r, _ in planned],
+                "throttled_runs": sum(r.throttled > 0 for r in group),
+                "plan_ratio": _spread([r.ok_per_s / p for r, p in planned]) if planned else None,
             }
         )
     return rows
@@ -240,16 +276,25 @@ def _cell(spread: dict[str, float] | None, fmt: str) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| layout | reader | limit GET/s | ok GET/s | share of limit | requests/success "
-        "| onset s | rank share | wrong | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| layout | prefixes | reader | limit GET/s per prefix | ok GET/s | share of limit "
+        "| requests/success | onset s | plan: throttled? | runs throttled | measured / plan "
+        "| rank share | wrong | errors |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lo, hi = row["rank_share"]
+        planned = row["planned_throttled"]
+        plan = (
+            "-"
+            if not planned
+            else ("yes" if all(planned) else "no" if not any(planned) else "mixed")
+        )
         lines.append(
-            f"| {row['layout']} | {row['mode']} | {_cell(row['limit'], '.0f')} "
+            f"| {row['layout']} | {row['prefixes']} | {row['mode']} | {_cell(row['limit'], '.0f')} "
             f"| {_cell(row['ok_per_s'], '.0f')} | {_cell(row['share_of_limit'], '.2f')} "
             f"| {_cell(row['requests_per_success'], '.2f')} | {_cell(row['onset_s'], '.2f')} "
+            f"| {plan} | {row['throttled_runs']} of {row['runs']} "
+            f"| {_cell(row['plan_ratio'], '.2f')} "
             f"| {lo:.2f}-{hi:.2f} | {row['wrong']} | {row['errors']} |"
         )
     return "\n".join(lines)
@@ -258,32 +303,55 @@ def table(rows: list[dict[str, Any]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench throttle", description=__doc__)
     parser.add_argument("--layouts", default="3x2", help="comma-separated RANKSxWORKERS")
+    parser.add_argument(
+        "--prefixes", default="1", help="comma-separated counts of prefixes the data spreads over"
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="window of each run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one repeat of 5 s")
+    parser.add_argument(
+        "--listing-order",
+        action="store_true",
+        help="read in listing order (the prefixes one after another), not shuffled",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
     if args.quick:
         args.seconds, args.repeats = 5.0, 1
     layouts = [Layout.parse(text) for text in args.layouts.split(",")]
+    spreads = [int(text) for text in args.prefixes.split(",")]
     runs: list[Run] = []
     with S3Server() as endpoint:
-        digests = _upload(endpoint)
+        digests = {p: _upload(endpoint, p) for p in spreads}
         for repeat in range(args.repeats):
-            for layout in layouts:
+            for layout, prefixes in ((lay, p) for lay in layouts for p in spreads):
                 calibration = run_once(
-                    endpoint, digests, layout, "calibrate", UNLIMITED, args.seconds
-                )
-                limit = max(1.0, round(calibration.ok_per_s / 3))
+                    endpoint, digests[prefixes], layout, "calibrate", UNLIMITED, args.seconds,
+                    prefixes, not args.listing_order,
+                )  # fmt: skip
+                demand = calibration.ok_per_s
+                limit = max(1.0, round(demand / 3))
                 runs.append(calibration)
+                job = plan_requests(
+                    StorageLimit(limit, True, "the emulated limit"), ranks=layout.ranks,
+                    samples_per_s_per_rank=demand / layout.ranks, prefixes=prefixes,
+                )  # fmt: skip
+                planned = sum(job.served_get_per_s) / 2
                 for mode in ("adaptive", "fixed"):
-                    runs.append(run_once(endpoint, digests, layout, mode, limit, args.seconds))
-                    last = runs[-1]
+                    run = run_once(
+                        endpoint, digests[prefixes], layout, mode, limit, args.seconds, prefixes,
+                        not args.listing_order,
+                    )  # fmt: skip
+                    runs.append(
+                        replace(run, planned_ok_per_s=planned, planned_throttled=job.throttled)
+                    )
                     print(
-                        f"repeat {repeat + 1} {layout} {mode}: limit {limit:.0f} GET/s "
-                        f"(demand {calibration.ok_per_s:.0f}), {last.share_of_limit:.2f} of it, "
-                        f"{last.requests_per_success:.2f} requests/success, "
-                        f"{last.wrong} wrong, errors {last.errors}",
+                        f"repeat {repeat + 1} {layout} over {prefixes} prefixes {mode}: limit "
+                        f"{limit:.0f} GET/s per prefix (demand {demand:.0f}), "
+                        f"{run.share_of_limit:.2f} of it, {run.ok_per_s:.0f} ok GET/s against "
+                        f"the plan's {planned:.0f} ({'throttled' if job.throttled else 'under'}"
+                        f"), {run.throttled} throttled, {run.requests_per_success:.2f} "
+                        f"requests/success, {run.wrong} wrong, errors {run.errors}",
                         file=sys.stderr,
                     )
     rows = summarize(runs)

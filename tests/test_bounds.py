@@ -25,6 +25,7 @@ BOUNDS = [
     (Workload, "epochs", (0, 100_001), "--epochs", "epochs"),
     (Workload, "nodes", (0, 100_001), "--nodes", "nodes"),
     (Workload, "gpus_per_node", (0, 65), "--gpus-per-node", "gpus_per_node"),
+    (Workload, "get_limit", (0.0, 1.1e9), "--get-limit", "get_limit"),
 ]
 CASES = [
     pytest.param(config, name, value, flag, form, id=f"{name}={value}")

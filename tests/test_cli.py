@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from advisor.cli import main
+from advisor.cli import _workload, build_parser, main
 from advisor.core.location import first_contact_s
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint, free_ports
@@ -133,6 +133,7 @@ def test_empty_prefix(
         ["recommend", "/tmp", "--batch-size", "1e9"],
         ["recommend", "/tmp", "--seconds", "nan"],
         ["recommend", "/tmp", "--step-time", "abc"],
+        ["recommend", "/tmp", "--get-limit", "0"],
         ["export", "/tmp", "--max-skipped-share", "1.5"],
         ["export", "/tmp", "--on-error", "ignore"],
     ],
@@ -279,3 +280,12 @@ def test_an_endpoint_that_never_answers_is_given_up_on_within_seconds(
     )
     if command == "profile":  # says what it waits for, and for how long, before it waits
         assert lines[0] == f"... contacting {url} (an answer within 8 s)"
+
+
+
+def test_the_get_limit_reaches_the_workload_the_plan_reads() -> None:
+    """`--get-limit` is the user's figure for an endpoint whose limit the plan cannot know
+    (COST-6 and PFX-1 read it: tests/rule_cases/cost.py)."""
+    args = build_parser().parse_args(["recommend", "/tmp", "--get-limit", "2,000"])
+    assert _workload(args).get_limit == 2000.0
+    assert _workload(build_parser().parse_args(["recommend", "/tmp"])).get_limit is None

@@ -55,6 +55,7 @@ def make_profile(
     prefixes: int = 1,
     uri: str = "s3://bucket/train/",
     records: str | None = None,
+    endpoint_url: str | None = None,
 ) -> DatasetProfile:
     storage = "s3" if uri.startswith("s3://") else "local"
     listed = min(count, 1000)
@@ -67,6 +68,7 @@ def make_profile(
         formats=(FormatInfo(fmt, listed, listed * size, spo, records),),
         distinct_prefixes=prefixes,
         listed_objects=listed,
+        endpoint_url=endpoint_url,
     )
 
 

@@ -23,6 +23,9 @@ class Workload:
     transform: "module:callable" applied per sample, timed in the trial; None = default decoder.
     data_location: where the data already lives when the URI does not say: "s3", "efs", "nfs",
         "fsx" or "local"; None = infer from the URI (default).
+    get_limit: GET/s the storage serves per key prefix before it throttles (503 SlowDown), as
+        the user knows it for their endpoint; None = S3's published limits on AWS, and no limit
+        checked on other endpoints (default).
     """
 
     consumer_rate: float | None = bounded(None, 0, MAX_RATE, low_open=True, unit="samples/s")
@@ -32,6 +35,7 @@ class Workload:
     gpus_per_node: int = bounded(1, 1, 64, unit="GPUs")
     transform: str | None = None
     data_location: str | None = None
+    get_limit: float | None = bounded(None, 0, 1e9, low_open=True, unit="GET/s")
 
     def __post_init__(self) -> None:
         if self.data_location is not None and self.data_location not in DATA_LOCATIONS:

@@ -47,4 +47,34 @@ CASES: list[Case] = [
         ...,
     ),
     ("COST-6", {}, False, ...),  # one rank of 150 MB shards
+    # another S3-compatible endpoint: its limit is not known, so nothing is checked ...
+    (
+        "COST-6",
+        {**PFX_BY_RATE, "profile": {**PFX_BY_RATE["profile"], "endpoint_url": "http://minio:9000"}},
+        False,
+        ...,
+    ),
+    # ... until the user gives it: 62,500 GET/s against 20,000 per prefix; 0.8 x 20,000 GET/s
+    # of 1 sample each over 2 ranks is 8,000 samples/s per rank
+    (
+        "COST-6",
+        {
+            "profile": {**PFX_BY_RATE["profile"], "endpoint_url": "http://minio:9000"},
+            "hardware": PFX_BY_RATE["hardware"],
+            "workload": {**PFX_BY_RATE["workload"], "get_limit": 20_000.0},
+        },
+        True,
+        8_000.0,
+    ),
+    # the user's figure is per prefix: over 4 prefixes 80,000 GET/s serve the 62,500 asked
+    (
+        "COST-6",
+        {
+            "profile": {**PFX_BY_RATE["profile"], "endpoint_url": "http://minio:9000", "prefixes": 4},
+            "hardware": PFX_BY_RATE["hardware"],
+            "workload": {**PFX_BY_RATE["workload"], "get_limit": 20_000.0},
+        },
+        False,
+        ...,
+    ),
 ]

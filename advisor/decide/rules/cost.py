@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 
 from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s, rate
+from advisor.decide.rules.request_plan import plan_requests, storage_get_limit
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -16,10 +17,7 @@ from advisor.decide.rules.thresholds import (
     FSX_MIN_TB,
     FSX_USD_PER_TB_MONTH,
     GET_PRICE_PER_MILLION,
-    S3_EXPRESS_BUCKET_GET_LIMIT,
-    S3_PREFIX_GET_LIMIT,
     S3_USD_PER_TB_MONTH,
-    THROTTLED_SHARE,
 )
 
 
@@ -197,24 +195,13 @@ class IdleReaders(Rule):
         )
 
 
-def storage_get_limit(uri: str, endpoint_url: str | None) -> tuple[float, str] | None:
-    """(GET/s the storage serves before it throttles, what it is) for the data at `uri`: a
-    directory bucket of S3 Express (its name ends in ``--x-s3``) per bucket, S3 Standard per
-    prefix; None for another endpoint (its limit is not known here)."""
-    if not uri.startswith("s3://") or endpoint_url:
-        return None
-    bucket = uri[len("s3://") :].split("/", 1)[0]
-    if bucket.endswith("--x-s3"):
-        return S3_EXPRESS_BUCKET_GET_LIMIT, "S3 Express serves about {:,} GET/s per bucket"
-    return S3_PREFIX_GET_LIMIT, "S3 Standard serves about {:,} GET/s per prefix"
-
-
 class StorageRequestLimit(Rule):
     """The job's request rate against the storage's limit.
 
-    Condition: the training streams from S3 (AWS, not another endpoint), and ranks x the
-    expected GET/s per rank exceeds the storage's limit: S3 Standard about 5,500 GET/s per prefix
-    (x the prefixes the data uses), an S3 Express directory bucket (`--x-s3`) 200,000 GET/s
+    Condition: the training streams from S3, and ranks x the expected GET/s per rank exceeds
+    the storage's limit: S3 Standard about 5,500 GET/s per prefix (x the prefixes the data
+    uses), an S3 Express directory bucket (`--x-s3`) 200,000 GET/s, or on another endpoint the
+    user's figure per prefix (`--get-limit`; without it no limit is checked there)
     Recommendation: the job's GET/s and bytes/s against that limit, and the samples/s per rank
     under throttling (the reader holds 0.8-0.95 of a limit asked 3x: `bench throttle`); more
     prefixes (PFX-1), larger shards, or S3 Express
@@ -228,28 +215,29 @@ class StorageRequestLimit(Rule):
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        limit = storage_get_limit(ctx.profile.uri, ctx.profile.endpoint_url)
+        limit = storage_get_limit(ctx.profile.uri, ctx.profile.endpoint_url, ctx.workload.get_limit)
         if limit is None or not ctx.in_s3 or ctx.training_source(state) != "stream":
             return None
-        per_unit, what = limit
-        express = per_unit == S3_EXPRESS_BUCKET_GET_LIMIT
-        units = 1 if express else max(ctx.profile.distinct_prefixes, 1)
-        allowed = per_unit * units
         object_bytes, spo = ctx.layout(state)
         expected = ctx.expected_rate(state)
-        gets_per_s = ctx.ranks * expected / spo
-        if gets_per_s <= allowed:
+        prefixes = max(ctx.profile.distinct_prefixes, 1)
+        job = plan_requests(
+            limit, ranks=ctx.ranks, samples_per_s_per_rank=expected, samples_per_object=spo,
+            prefixes=prefixes,
+        )  # fmt: skip
+        if not job.throttled:
             return None
-        low, high = (allowed * share * spo / ctx.ranks for share in THROTTLED_SHARE)
-        where = "" if express else f" x {counted(units, 'prefix', 'prefixes')}"
+        gets_per_s, allowed = job.asked_get_per_s, job.allowed_get_per_s
+        low, high = (served * spo / ctx.ranks for served in job.served_get_per_s)
+        where = f" x {counted(prefixes, 'prefix', 'prefixes')}" if limit.per_prefix else ""
         return self.finding(
             round(low, 1),
             f"{counted(ctx.ranks, 'rank')} would ask about {gets_per_s:,.0f} GET/s "
-            f"({data_rate(gets_per_s * object_bytes)}); {what.format(per_unit)}{where}: "
-            f"{allowed:,.0f}. Past it S3 answers 503 SlowDown and the readers slow down to "
-            f"0.8-0.95 of it: about {low:,.0f}-{high:,.0f} samples/s per rank instead of "
-            f"{rate(expected)}. Spread the keys over more prefixes, pack larger shards"
-            + ("" if express else ", or use S3 Express")
+            f"({data_rate(gets_per_s * object_bytes)}); {limit.what}{where}: "
+            f"{allowed:,.0f}. Past it the storage answers 503 SlowDown and the readers slow "
+            f"down to 0.8-0.95 of it: about {low:,.0f}-{high:,.0f} samples/s per rank instead "
+            f"of {rate(expected)}. Spread the keys over more prefixes, pack larger shards"
+            + (", or use S3 Express" if limit.s3_standard else "")
             + ".",
             evidence={"get_per_s": round(gets_per_s, 1), "limit_get_per_s": allowed},
         )

@@ -13,6 +13,7 @@ from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import (
     MANY_RANKS,
     PREFIX_GET_RATE,
+    S3_PREFIX_GET_LIMIT,
     SHARD_FLOOR_BYTES,
     SHARD_MAX_BYTES,
     SHARD_MIN_BYTES,
@@ -110,8 +111,9 @@ class SpreadPrefixes(Rule):
     """Spread shards over prefixes.
 
     Condition: training streams from S3 and (ranks >= 8 on one prefix, or expected GET/s / prefixes
-    > 3,500)
-    Recommendation: spread the shards over max(GET/s / 3,500, min(ranks, 16)) prefixes
+    > the planned rate per prefix: 3,500, or that share (3,500 / 5,500) of the user's
+    `--get-limit`)
+    Recommendation: spread the shards over max(GET/s / planned rate, min(ranks, 16)) prefixes
     Source: [CPP] 1: shard across buckets and prefixes; expected GET/s
     """
 
@@ -125,7 +127,11 @@ class SpreadPrefixes(Rule):
         _, spo = ctx.layout(state)
         gets_per_s = ctx.ranks * ctx.expected_rate(state) / spo
         prefixes = max(ctx.profile.distinct_prefixes, 1)
-        by_rate = math.ceil(gets_per_s / PREFIX_GET_RATE)
+        given = ctx.workload.get_limit
+        planned = (
+            PREFIX_GET_RATE if given is None else given * PREFIX_GET_RATE / S3_PREFIX_GET_LIMIT
+        )
+        by_rate = math.ceil(gets_per_s / planned)
         many_ranks = ctx.ranks >= MANY_RANKS and prefixes < 2
         if by_rate <= prefixes and not many_ranks:
             return None
@@ -190,8 +196,12 @@ class KeepPrefixes(Rule):
     key = Key.PREFIX_LAYOUT
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        streamed = ctx.training_source(state) == "stream"
         return self.finding(
             max(ctx.profile.distinct_prefixes, 1),
-            "The request rate per prefix stays well under S3's limits: keep the layout.",
-            evidence={"ranks": ctx.ranks},
+            "The request rate per prefix stays well under the storage's limits: keep the layout."
+            if streamed
+            else "Training does not stream from the bucket, so its prefixes set no request "
+            "rate: keep the layout.",
+            evidence={"ranks": ctx.ranks, "streamed": streamed},
         )

@@ -58,6 +58,9 @@ class WorkloadPanel(StepPanel):
         self.epochs = text("Epochs", "la-input-epochs", value=form.epochs)
         self.nodes = text("Nodes", "la-input-nodes", value=form.nodes)
         self.gpus_per_node = text("GPUs per node", "la-input-gpus", value=form.gpus_per_node)
+        self.get_limit = text(
+            "Storage GET/s", "la-input-get-limit", "optional: per prefix, before 503 SlowDown"
+        )
         self.transform = text("Transform", "la-input-transform", "optional: module:callable")
         self.data_location = widgets.Dropdown(
             options=[("infer from the URI", ""), *((d, d) for d in DATA_LOCATIONS)],
@@ -82,6 +85,7 @@ class WorkloadPanel(StepPanel):
             "epochs": self.epochs,
             "nodes": self.nodes,
             "gpus_per_node": self.gpus_per_node,
+            "get_limit": self.get_limit,
             "transform": self.transform,
             "loader": self.loader,
             "loader_step": self.loader_step,

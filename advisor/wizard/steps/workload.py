@@ -30,6 +30,7 @@ class WorkloadForm:
     epochs: str = "1"
     nodes: str = "1"
     gpus_per_node: str = "1"
+    get_limit: str = ""  # optional: GET/s per prefix the storage serves (another endpoint's)
     transform: str = ""
     data_location: str = ""  # "" = infer from the URI; else one of workload.DATA_LOCATIONS
     loader: str = ""  # optional: the user's loader, a notebook variable or module:function
@@ -60,6 +61,11 @@ def parse_form(form: WorkloadForm) -> tuple[Workload | None, dict[str, str]]:
     epochs = whole("epochs", form.epochs, "epochs")
     nodes = whole("nodes", form.nodes, "nodes")
     gpus = whole("gpus_per_node", form.gpus_per_node, "GPUs per node")
+    get_limit = (
+        number("get_limit", form.get_limit, range_of(Workload, "get_limit"), "GET/s limit")
+        if form.get_limit.strip()
+        else None
+    )
     rate: float | None = None
     step_time: float | None = None
     if form.mode == "step":
@@ -92,6 +98,7 @@ def parse_form(form: WorkloadForm) -> tuple[Workload | None, dict[str, str]]:
             epochs=epochs,
             nodes=nodes,
             gpus_per_node=gpus,
+            get_limit=get_limit,
             transform=transform,
             data_location=form.data_location or None,
         )
