@@ -43,7 +43,7 @@ PACKAGE = Path(__file__).resolve().parents[1] / "advisor" / "decide" / "rules"
 # what a family may import from advisor.decide.rules: the shared modules, never another family
 SHARED = {
     "keys", "base", "reading", "context", "evidence", "thresholds", "bottleneck", "words",
-    "readpath", "measured",
+    "readpath", "measured", "request_plan",
 }  # fmt: skip
 
 

@@ -3,6 +3,8 @@
 from rule_cases import Case
 from rule_cases.common import HUGE_LARGE, LOCAL, MB, PFX_BY_RATE, SMALL_SET
 
+COPIED_SMALL = {"count": 90_000, "size": 500_000, "fmt": "jpeg", "spo": None}
+
 CASES: list[Case] = [
     ("COST-1", {}, True, ...),
     ("COST-1", {"workload": {"data_location": "efs"}}, False, ...),
@@ -70,11 +72,28 @@ CASES: list[Case] = [
     (
         "COST-6",
         {
-            "profile": {**PFX_BY_RATE["profile"], "endpoint_url": "http://minio:9000", "prefixes": 4},
+            "profile": {
+                **PFX_BY_RATE["profile"],
+                "endpoint_url": "http://minio:9000",
+                "prefixes": 4,
+            },
             "hardware": PFX_BY_RATE["hardware"],
             "workload": {**PFX_BY_RATE["workload"], "get_limit": 20_000.0},
         },
         False,
         ...,
     ),
+    # 8 nodes each copy 90,000 objects of 500 KB (fewer than SRC-3 packs), 32 GETs in flight
+    # of 30 ms + 5.6 ms each: ~900 GET/s a node, ~7,200 together against 5,500 on one prefix;
+    # throttled, the copies take 720,000 GETs at 0.95 x 5,500 GET/s = 138 s at best
+    ("COST-7", {"profile": COPIED_SMALL, "workload": {"nodes": 8, "epochs": 5}}, True, 137.8),
+    ("COST-7", {"profile": COPIED_SMALL, "workload": {"epochs": 5}}, False, ...),  # one node
+    # over 2 prefixes 11,000 GET/s serve them
+    (
+        "COST-7",
+        {"profile": {**COPIED_SMALL, "prefixes": 2}, "workload": {"nodes": 8, "epochs": 5}},
+        False,
+        ...,
+    ),
+    ("COST-7", PFX_BY_RATE, False, ...),  # streamed: COST-6's
 ]

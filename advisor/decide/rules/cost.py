@@ -1,15 +1,15 @@
 """Cost notes: GET requests, start-up, idle GPU time, shared file system price, workers with no
-data and the job's request rate against the storage's limit (COST-1..6)."""
+data and the job's request rate against the storage's limit, streamed or copied (COST-1..7)."""
 
 from __future__ import annotations
 
 import math
 
 from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s, rate
-from advisor.decide.rules.request_plan import plan_requests, storage_get_limit
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
+from advisor.decide.rules.request_plan import plan_requests, storage_get_limit
 from advisor.decide.rules.thresholds import (
     FASTFILE_LIST_OBJECTS_S,
     FILE_MODE_MB_S,
@@ -240,4 +240,58 @@ class StorageRequestLimit(Rule):
             + (", or use S3 Express" if limit.s3_standard else "")
             + ".",
             evidence={"get_per_s": round(gets_per_s, 1), "limit_get_per_s": allowed},
+        )
+
+
+class CopyRequestLimit(Rule):
+    """The local copies' request rate against the storage's limit, before the first batch.
+
+    Condition: the training reads a local copy of an S3 set (copy-local), and the nodes, each
+    making its one copy at once (ranks on a node share it: `native_loader/local_copy.py`), ask
+    more than the storage's limit (as COST-6): each node fetches requests_in_flight objects at
+    a time, each taking the first byte plus its transfer, within the node's bandwidth
+    Recommendation: the copies' GET/s against that limit and how long they then take before the
+    first batch (all nodes' GETs at the readers' share of the limit under throttling); fewer,
+    larger objects (a re-shard), more prefixes, or a copy made once and shared
+    Source: AWS S3 user guide, performance (as COST-6); the model's fetch time
+    (advisor/core/model.py); `bench throttle` for the readers' share of a limit
+    """
+
+    id = "COST-7"
+    decision = DecisionKind.COST
+    key = None  # advisory: adds a note, sets no value
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        limit = storage_get_limit(ctx.profile.uri, ctx.profile.endpoint_url, ctx.workload.get_limit)
+        if limit is None or not ctx.in_s3 or ctx.training_source(state) != "copy-local":
+            return None
+        s3 = ctx.storage_for("stream")
+        object_bytes = max(float(ctx.p50_bytes), 1.0)
+        fetch_s = s3.first_byte_s + object_bytes / (s3.per_connection_mb_s * MB)
+        per_node = s3.requests_in_flight / max(fetch_s, 1e-6)
+        if s3.aggregate_mb_s is not None:
+            per_node = min(per_node, s3.aggregate_mb_s * MB / object_bytes)
+        nodes, objects = ctx.workload.nodes, ctx.profile.object_count
+        prefixes = max(ctx.profile.distinct_prefixes, 1)
+        job = plan_requests(limit, ranks=nodes, samples_per_s_per_rank=per_node, prefixes=prefixes)
+        if not job.throttled:
+            return None
+        unthrottled_s = objects / per_node
+        slow, fast = (nodes * objects / served for served in job.served_get_per_s)
+        return self.finding(
+            round(fast, 1),
+            f"{counted(nodes, 'node')} each copy the {counted(objects, 'object')} at once: "
+            f"about {job.asked_get_per_s:,.0f} GET/s; {limit.what}"
+            + (f" x {counted(prefixes, 'prefix', 'prefixes')}" if limit.per_prefix else "")
+            + f": {job.allowed_get_per_s:,.0f}. Throttled, the copies take about "
+            f"{duration(fast)}-{duration(slow)} before the first batch instead of "
+            f"{duration(unthrottled_s)}. Pack the objects into fewer, larger shards (a "
+            "re-shard), spread them over more prefixes, or copy once to storage every node "
+            "reads.",
+            evidence={
+                "get_per_s": round(job.asked_get_per_s, 1),
+                "limit_get_per_s": job.allowed_get_per_s,
+                "copy_s": [round(fast, 1), round(slow, 1)],
+                "unthrottled_copy_s": round(unthrottled_s, 1),
+            },
         )

@@ -66,6 +66,7 @@ RULES: tuple[Rule, ...] = (
     cost.SharedFsStorageCost(),
     cost.IdleReaders(),
     cost.StorageRequestLimit(),
+    cost.CopyRequestLimit(),
 )
 
 
