@@ -41,10 +41,11 @@ class Tiny(torch.nn.Module):
 
 
 class SlowLogging(transformers.TrainerCallback):  # type: ignore[misc]
-    """The Trainer's own work between steps made slow: 150 ms at every log."""
+    """The Trainer's own work between steps made slow: 1 s at every log before the last step."""
 
-    def on_log(self, *args: Any, **kwargs: Any) -> None:
-        time.sleep(0.15)
+    def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+        if state.global_step < state.max_steps:
+            time.sleep(1.0)
 
 
 def _trainer(tmp: Any, callbacks: list[Any], **args: Any) -> Any:
@@ -85,20 +86,21 @@ def test_the_trainer_callback_watches_every_epoch_and_reports(tmp_path: Any) -> 
 def test_the_trainers_own_work_is_no_data_wait_and_accumulated_batches_count(
     tmp_path: Any,
 ) -> None:
-    """Two batches per optimizer step; a log every 2 steps that takes 150 ms is left out of the
-    wait, which stays the loader's 2 x 24 ms."""
+    """Two batches per optimizer step; a log after step 4 that takes 1 s is left out of the
+    wait, which stays the loader's 2 x 24 ms (on a busy machine, each of the 16 samples' sleeps
+    may wait its turn for a core: up to some 0.4 s)."""
     from advisor.integrations.huggingface import WatchCallback
 
     callback = WatchCallback(out=None, min_steps=5)
     trainer = _trainer(
         tmp_path, [SlowLogging(), callback], max_steps=8, gradient_accumulation_steps=2,
-        logging_strategy="steps", logging_steps=2,
+        logging_strategy="steps", logging_steps=4,
     )  # fmt: skip
     trainer.train()
     (report,) = callback.reports
     summary = report.summary
     assert summary.batches == 8 and summary.samples == 8 * 2 * BATCH
     assert summary.wait_per_batch_s is not None
-    assert summary.wait_per_batch_s.high < 0.1, summary.wait_per_batch_s
+    assert summary.wait_per_batch_s.high < 0.7, summary.wait_per_batch_s
     # accelerate reads one batch ahead (the last step finds its batch there): the median
     assert summary.wait_per_batch_s.median > 2 * BATCH * LOAD_S * 0.9
