@@ -114,5 +114,4 @@ class WatchCallback(TrainerCallback):
             return
         loop, self.loop = self.loop, None
         loop.stop(ended)
-        self.reports.append(self.doctor.report(loop))
-        self.doctor.finish(loop)
+        self.reports.append(self.doctor.finish(loop))

@@ -165,11 +165,11 @@ class WatchedLoop:
         now = time.perf_counter()
         if self.first_batch_s is None:
             self.first_batch_s = now - self._back
+            if batch is not None:
+                self.seen(batch)
         else:
             self.waits.append(now - self._back)
-            self.samples.append(0)
-        if batch is not None:
-            self.seen(batch)
+            self.samples.append(0 if batch is None else self.samples_of(batch))
         self._got, self._cpu_from = now, time.thread_time()
 
     def seen(self, batch: Any) -> None:
