@@ -78,6 +78,7 @@ class Doctor:
         self.out: Callable[[str], None] | None = print if out == AUTO else out  # type: ignore[assignment]
         self.cores = usable_cores()
         self.before: tuple[Change, WatchReport] | None = None  # the change swapped in, and why
+        self.steps_before = 0  # the steps of the loops before this one (a loader swapped in)
 
     def report(self, loop: WatchedLoop) -> WatchReport:
         report = judge(
@@ -103,11 +104,12 @@ class Doctor:
         looped = waited + stepped
         if looped <= 0:
             return
+        shown = self.steps_before + done  # the run's steps, across a swapped-in loader
         if self.view is not None:
-            self.view.step(done, waited / looped, samples / looped)
+            self.view.step(shown, waited / looped, samples / looped)
         if self.out is not None:
             self.out(
-                f"advisor.watch: step {done}: waiting {share(waited / looped)} of each step, "
+                f"advisor.watch: step {shown}: waiting {share(waited / looped)} of each step, "
                 f"{rate(samples / looped)} over the last {self.every}"
             )
 
@@ -181,6 +183,7 @@ class Watch:
                 "loader swapped in at the next epoch"
             )
             return
+        self.doctor.steps_before += self.loop.steps_done
         self.loop = self._watched(make(**{change.setting: change.to}))
         self.swapped, self.doctor.before = change, (change, report)
         self.doctor.say(

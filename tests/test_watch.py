@@ -189,7 +189,7 @@ def test_the_advised_loader_is_swapped_in_at_the_epochs_end_and_proven_in_the_sa
         return DataLoader(dataset, batch_size=8, num_workers=num_workers)
 
     lines: list[str] = []
-    watched = advisor.watch(make_loader, every=10_000, out=lines.append, min_steps=10)
+    watched = advisor.watch(make_loader, every=10, out=lines.append, min_steps=10)
     for _ in range(3):
         seen: list[int] = []
         for batch in watched:
@@ -211,6 +211,8 @@ def test_the_advised_loader_is_swapped_in_at_the_epochs_end_and_proven_in_the_sa
     assert proof.after_wait_share < proof.before_wait_share
     assert third.proof is not None and third.summary.batches == 2 * 20  # the after loader's
     assert any(f"make_loader(num_workers={change.to})" in line for line in lines)
+    steps = [int(line.split("step ")[1].split(":")[0]) for line in lines if ": step " in line]
+    assert steps == [10, 19 + 10, 19 + 20, 19 + 30]  # the run's steps, on past the swap
     said = [line for line in lines if line.startswith("advisor.watch: proof: num_workers 0 ->")]
     assert len(said) == 2 and "x measured for" in said[0] and "predicted" in said[0]
 
