@@ -58,15 +58,14 @@ def _trainer(tmp: Any, callbacks: list[Any], **args: Any) -> Any:
     )
 
 
+@pytest.mark.timeout(60)  # two epochs of 20 steps take about 2 s
 def test_the_trainer_callback_watches_every_epoch_and_reports(tmp_path: Any) -> None:
     from advisor.integrations.huggingface import WatchCallback
 
     lines: list[str] = []
     callback = WatchCallback(every=10, out=lines.append, min_steps=10)
     trainer = _trainer(tmp_path, [callback], num_train_epochs=2, logging_strategy="no")
-    started = time.monotonic()
     trainer.train()
-    assert time.monotonic() - started < 30
     assert len(callback.reports) == 2  # one per epoch
     for report in callback.reports:
         summary = report.summary
@@ -83,6 +82,7 @@ def test_the_trainer_callback_watches_every_epoch_and_reports(tmp_path: Any) -> 
     assert callback._hook is None  # the model's forward hook is off after train()
 
 
+@pytest.mark.timeout(60)
 def test_the_trainers_own_work_is_no_data_wait_and_accumulated_batches_count(
     tmp_path: Any,
 ) -> None:
