@@ -104,3 +104,29 @@ def test_the_trainers_own_work_is_no_data_wait_and_accumulated_batches_count(
     assert summary.wait_per_batch_s.high < 0.7, summary.wait_per_batch_s
     # accelerate reads one batch ahead (the last step finds its batch there): the median
     assert summary.wait_per_batch_s.median > 2 * BATCH * LOAD_S * 0.9
+
+
+class Failing(Slow):
+    def __getitem__(self, i: int) -> dict[str, torch.Tensor]:
+        if i == 100:
+            raise ValueError("the loader's own error")
+        return super().__getitem__(i)
+
+
+@pytest.mark.timeout(60)
+def test_an_epoch_the_trainer_left_by_an_exception_is_reported_as_an_error(tmp_path: Any) -> None:
+    """The Trainer calls no callback on an exception: `close()` (or the next train()) ends the
+    epoch's watch and takes the hook off the model."""
+    from advisor.integrations.huggingface import WatchCallback
+
+    callback = WatchCallback(out=None, min_steps=5)
+    trainer = _trainer(tmp_path, [callback], num_train_epochs=1, logging_strategy="no")
+    trainer.train_dataset = Failing(160)
+    with pytest.raises(ValueError, match="the loader's own"):
+        trainer.train()
+    assert callback.loop is not None and not callback.reports
+    callback.close()
+    (report,) = callback.reports
+    # the Trainer shuffles: the failing sample ends the epoch somewhere before its end
+    assert report.summary.ended == "error" and 0 < report.summary.batches < 160 // BATCH
+    assert callback.loop is None and callback._hook is None
