@@ -8,15 +8,30 @@ how much of each step waited for data over those steps; when the loop ends (the 
 `break`, an exception) the report says the verdict, the bottleneck, one change with its
 predicted effect, and what the loader's settings will trip over (`advisor.decide.watching`).
 `Watch.report()` gives the same at any time.
+
+Proof after: given the function that makes the loader instead (a callable, or its
+"module:function"), `watch` calls it for the loader and, at the end of an epoch whose report
+advises a change, calls it again with the change as a keyword argument
+(`make_loader(num_workers=4)`) and iterates that loader from the next epoch on:
+
+    watched = advisor.watch(make_loader)
+    for epoch in range(epochs):
+        for batch in watched:
+            train_step(batch)
+
+The report then puts the prediction beside the rate and waiting share measured before and
+after the change, in the same run (`Proof`). The change is swapped in once.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from advisor.core.units import rate, share
-from advisor.decide.watching import WatchReport, judge
+from advisor.decide.watching import Change, WatchReport, judge, proof
 from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
 from advisor.measure.loop.watch import WatchedLoop
@@ -62,12 +77,22 @@ class Doctor:
             self.view, out = WatchView(label, min_steps), None
         self.out: Callable[[str], None] | None = print if out == AUTO else out  # type: ignore[assignment]
         self.cores = usable_cores()
+        self.before: tuple[Change, WatchReport] | None = None  # the change swapped in, and why
+        self.steps_before = 0  # the steps of the loops before this one (a loader swapped in)
 
     def report(self, loop: WatchedLoop) -> WatchReport:
-        return judge(
+        report = judge(
             loop.run(), loop.facts, self.cores, min_steps=self.min_steps,
             others_cores=loop.others_cores(),
         )  # fmt: skip
+        if self.before is None:
+            return report
+        change, before = self.before
+        return dataclasses.replace(report, proof=proof(change, before.summary, report.summary))
+
+    def say(self, line: str) -> None:
+        if self.out is not None:
+            self.out(f"advisor.watch: {line}")
 
     def step(self, loop: WatchedLoop) -> None:
         done = loop.steps_done
@@ -79,31 +104,34 @@ class Doctor:
         looped = waited + stepped
         if looped <= 0:
             return
+        shown = self.steps_before + done  # the run's steps, across a swapped-in loader
         if self.view is not None:
-            self.view.step(done, waited / looped, samples / looped)
+            self.view.step(shown, waited / looped, samples / looped)
         if self.out is not None:
             self.out(
-                f"advisor.watch: step {done}: waiting {share(waited / looped)} of each step, "
+                f"advisor.watch: step {shown}: waiting {share(waited / looped)} of each step, "
                 f"{rate(samples / looped)} over the last {self.every}"
             )
 
-    def finish(self, loop: WatchedLoop) -> None:
-        if self.out is None and self.view is None:
-            return
+    def finish(self, loop: WatchedLoop) -> WatchReport:
         report = self.report(loop)
+        if self.out is None and self.view is None:
+            return report
         if self.view is not None:
             self.view.done(report)
         if self.out is not None:
             for line in report.lines():
                 self.out(f"advisor.watch: {line}")
+        return report
 
 
 class Watch:
-    """An iterable over the loader's batches that times each step (see `watch`)."""
+    """An iterable over the loader's batches that times each step (see `watch`); given the
+    function that makes the loader, it swaps the advised loader in at an epoch's end."""
 
     def __init__(
         self,
-        loader: Iterable[Any],
+        loader: Iterable[Any] | Callable[..., Iterable[Any]] | str,
         *,
         every: int = 50,
         out: Callable[[str], None] | str | None = AUTO,
@@ -111,18 +139,57 @@ class Watch:
         min_steps: int = 20,
         samples_of: Callable[[Any], int] = batch_samples,
     ) -> None:
+        self.make: Callable[..., Iterable[Any]] | None = None
+        self.loop_samples = samples_of
+        if isinstance(loader, str):
+            from advisor.diagnosis.cli import load_object
+
+            loader = load_object(loader, "loader")
+        if callable(loader) and not isinstance(loader, Iterable):
+            self.make, loader = loader, loader()
         if not isinstance(loader, Iterable):
             raise TypeError(f"watch() takes the loader you iterate, got {type(loader).__name__}")
         self.doctor = Doctor(every=every, out=out, label=label, min_steps=min_steps)
-        self.loop = WatchedLoop(
-            loader, label=label, samples_of=samples_of, on_step=self.doctor.step
+        self.loop = self._watched(loader)
+        self.swapped: Change | None = None  # the change swapped in, once
+        self.reports: list[WatchReport] = []  # one at the end of each pass over the loader
+
+    def _watched(self, loader: Iterable[Any]) -> WatchedLoop:
+        return WatchedLoop(
+            loader, label=self.doctor.label, samples_of=self.loop_samples, on_step=self.doctor.step
         )
 
     def __iter__(self) -> Iterator[Any]:
         try:
             yield from self.loop
         finally:
-            self.doctor.finish(self.loop)
+            self.reports.append(self.doctor.finish(self.loop))
+            if self.make is not None and self.swapped is None and self.loop.ended == "epoch":
+                self._swap(self.make)
+
+    def _swap(self, make: Callable[..., Iterable[Any]]) -> None:
+        """The advised loader, made for the next epoch, where the report advises a change."""
+        report = self.reports[-1]
+        change = report.change
+        if change is None:
+            return
+        name = getattr(make, "__name__", "the loader's function")
+        try:
+            inspect.signature(make).bind_partial(**{change.setting: change.to})
+        except (TypeError, ValueError):
+            self.make = None  # asked once
+            self.doctor.say(
+                f"{name}() takes no {change.setting} argument: give it one to have the advised "
+                "loader swapped in at the next epoch"
+            )
+            return
+        self.doctor.steps_before += self.loop.steps_done
+        self.loop = self._watched(make(**{change.setting: change.to}))
+        self.swapped, self.doctor.before = change, (change, report)
+        self.doctor.say(
+            f"from the next epoch on, {name}({change.setting}={change.to!r}): "
+            f"{change.setting} {change.now} -> {change.to}, the advised loader"
+        )
 
     def report(self) -> WatchReport:
         """The loop so far, judged."""
@@ -130,14 +197,16 @@ class Watch:
 
 
 def watch(
-    loader: Iterable[Any],
+    loader: Iterable[Any] | Callable[..., Iterable[Any]] | str,
     *,
     every: int = 50,
     out: Callable[[str], None] | str | None = AUTO,
     label: str = "your loader",
     min_steps: int = 20,
 ) -> Watch:
-    """Wrap the loader you train with: `for batch in advisor.watch(loader): ...`.
+    """Wrap the loader you train with: `for batch in advisor.watch(loader): ...`; or give the
+    function that makes it (or its "module:function") to have the advised loader swapped in at
+    the end of an epoch, and its effect measured in the same run.
 
     `every`: steps between summary lines (and live-view updates); `out`: where lines go (None:
     silent, read `.report()` instead; the default: printed, or in a notebook a live view of the

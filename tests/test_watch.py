@@ -175,3 +175,66 @@ def test_what_users_trip_over_is_named() -> None:
     )
     report = judge(watched.loop.run(), small, usable_cores=2)
     assert "bus error" in {t.cause: t.line for t in report.trips}["shm"]
+
+
+def test_the_advised_loader_is_swapped_in_at_the_epochs_end_and_proven_in_the_same_run() -> None:
+    """Given the function that makes the loader, watch makes the advised one at the end of the
+    first epoch; the next epochs read it (the same batches in the same order) and the report
+    puts the prediction beside the rates measured before and after, in this one run."""
+    dataset = Sleepy(160, 0.004)
+    made: list[int] = []
+
+    def make_loader(num_workers: int = 0) -> DataLoader:  # type: ignore[type-arg]
+        made.append(num_workers)
+        return DataLoader(dataset, batch_size=8, num_workers=num_workers)
+
+    lines: list[str] = []
+    watched = advisor.watch(make_loader, every=10, out=lines.append, min_steps=10)
+    for _ in range(3):
+        seen: list[int] = []
+        for batch in watched:
+            time.sleep(STEP_S)
+            seen += batch[:, 0].tolist()
+        assert seen == list(range(160))
+    first, second, third = watched.reports
+    change = first.change
+    assert first.proof is None and change is not None and change.setting == "num_workers"
+    assert made == [0, change.to] and change.to > 0  # swapped in once
+    assert second.facts is not None and second.facts.num_workers == change.to
+    proof = second.proof
+    assert proof is not None and proof.change == change
+    assert proof.before_samples_per_s == first.summary.overall_samples_per_s
+    assert proof.after_samples_per_s == second.summary.overall_samples_per_s
+    assert proof.before_wait_share == first.summary.overall_wait_share
+    assert proof.after_samples_per_s is not None and proof.after_wait_share is not None
+    assert proof.after_samples_per_s > 1.3 * proof.before_samples_per_s
+    assert proof.after_wait_share < proof.before_wait_share
+    assert third.proof is not None and third.summary.batches == 2 * 20  # the after loader's
+    assert any(f"make_loader(num_workers={change.to})" in line for line in lines)
+    steps = [int(line.split("step ")[1].split(":")[0]) for line in lines if ": step " in line]
+    assert steps == [10, 19 + 10, 19 + 20, 19 + 30]  # the run's steps, on past the swap
+    said = [line for line in lines if line.startswith("advisor.watch: proof: num_workers 0 ->")]
+    assert len(said) == 2 and "x measured for" in said[0] and "predicted" in said[0]
+
+
+def test_a_loader_function_named_by_module_that_cannot_take_the_change_is_kept(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "my_training.py").write_text(
+        "import time, torch\n"
+        "from torch.utils.data import DataLoader, Dataset\n"
+        "class Sleepy(Dataset):\n"
+        "    def __len__(self): return 120\n"
+        "    def __getitem__(self, i): time.sleep(0.004); return torch.full((3,), i)\n"
+        "def make_loader(): return DataLoader(Sleepy(), batch_size=8)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    lines: list[str] = []
+    watched = advisor.watch("my_training:make_loader", every=10_000, out=lines.append, min_steps=5)
+    for _ in range(2):
+        for _batch in watched:
+            time.sleep(STEP_S)
+    assert watched.swapped is None and watched.reports[0].change is not None
+    assert [r.summary.batches for r in watched.reports] == [15, 30]  # the same loader, on
+    assert all(r.proof is None for r in watched.reports)
+    assert sum("make_loader() takes no num_workers argument" in line for line in lines) == 1

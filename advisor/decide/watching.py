@@ -58,6 +58,41 @@ class Change:
 
 
 @dataclass(frozen=True)
+class Proof:
+    """The change, swapped in during the run: what the model predicted for it beside what the
+    loop measured before it and after it (rates in samples/s, waits as shares of each step)."""
+
+    change: Change
+    before_samples_per_s: float
+    before_wait_share: float
+    after_samples_per_s: float | None
+    after_wait_share: float | None
+    line: str
+
+
+def proof(change: Change, before: LoopSummary, after: LoopSummary) -> Proof | None:
+    """The prediction beside the measurements; None where the loop before measured no rate."""
+    was, waited = before.overall_samples_per_s, before.overall_wait_share
+    if not was or waited is None:
+        return None
+    now, waits = after.overall_samples_per_s, after.overall_wait_share
+    said = (
+        f"{change.setting} {change.now} -> {change.to}, swapped in during this run: predicted "
+        f"{rate(change.predicted_samples_per_s)} waiting {share(change.predicted_wait_share)} "
+        "of each step; "
+    )
+    if not now or waits is None:
+        said += "not measured yet after it"
+    else:
+        said += (
+            f"measured {rate(now)} waiting {share(waits)} (before it {rate(was)} waiting "
+            f"{share(waited)}): {now / was:.2f}x measured for "
+            f"{change.predicted_samples_per_s / was:.2f}x predicted"
+        )
+    return Proof(change, was, waited, now or None, waits, said)
+
+
+@dataclass(frozen=True)
 class WatchReport:
     summary: LoopSummary
     verdict: Verdict | None
@@ -65,6 +100,7 @@ class WatchReport:
     trips: tuple[Trip, ...]
     change: Change | None
     facts: LoaderFacts | None
+    proof: Proof | None = None  # where the advised loader was swapped in (`advisor.watch`)
 
     def lines(self) -> list[str]:
         s = self.summary
@@ -74,6 +110,8 @@ class WatchReport:
         if self.change is not None:
             out.append(f"change: {self.change.line}")
         out += [f"found: {trip.line}" for trip in self.trips]
+        if self.proof is not None:
+            out.append(f"proof: {self.proof.line}")
         if s.overall_samples_per_s is not None:
             out.append(
                 f"{s.batches} steps, {rate(s.overall_samples_per_s)}; first batch after "

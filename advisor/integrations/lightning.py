@@ -66,5 +66,4 @@ class WatchCallback(Callback):
             return
         loop, self.loop = self.loop, None
         loop.stop(ended)
-        self.reports.append(self.doctor.report(loop))
-        self.doctor.finish(loop)
+        self.reports.append(self.doctor.finish(loop))

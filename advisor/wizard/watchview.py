@@ -62,6 +62,7 @@ class WatchView:
         rows = [report.bottleneck.line] if report.bottleneck else []
         rows += [f"change: {report.change.line}"] if report.change else []
         rows += [f"found: {trip.line}" for trip in report.trips]
+        rows += [f"proof: {report.proof.line}"] if report.proof else []
         rows += report.lines()[-1:]
         self.details.value = "<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in rows) + "</ul>"
         self._draw()

@@ -149,7 +149,10 @@ class WatchedLoop:
 
     # The loop's events, for a loop driven from outside (a training framework's callbacks):
     # start() before the loader is asked for its first batch, arrived(batch) when a batch
-    # reaches the step, stepped() when the step ends, stop() at the end.
+    # reaches the step, stepped() when the step ends, stop() at the end. A framework that shows
+    # the batch only inside the step (the Trainer's model forward) calls arrived(None), then
+    # seen(batch) for each batch of the step; resumed() ends the framework's own work after a
+    # step (logging, evaluating, saving), which is then no part of the next batch's wait.
 
     def start(self) -> None:
         self.ended = "running"
@@ -162,12 +165,26 @@ class WatchedLoop:
         now = time.perf_counter()
         if self.first_batch_s is None:
             self.first_batch_s = now - self._back
-            self.first_samples = self.samples_of(batch)
-            self.facts = LoaderFacts.of(self.loader, batch)
+            if batch is not None:
+                self.seen(batch)
         else:
             self.waits.append(now - self._back)
-            self.samples.append(self.samples_of(batch))
+            self.samples.append(0 if batch is None else self.samples_of(batch))
         self._got, self._cpu_from = now, time.thread_time()
+
+    def seen(self, batch: Any) -> None:
+        """A batch of the step under way: its samples count to the step, and the first batch
+        tells the loader's facts."""
+        if self.facts is None:
+            self.facts = LoaderFacts.of(self.loader, batch)
+        if self.samples:
+            self.samples[-1] += self.samples_of(batch)
+        else:
+            self.first_samples += self.samples_of(batch)
+
+    def resumed(self) -> None:
+        """The framework's own work after a step ended now: the next wait is timed from here."""
+        self._back = time.perf_counter()
 
     def stepped(self) -> None:
         now = time.perf_counter()
