@@ -18,7 +18,7 @@ $(shell mkdir -p $(VENV) && find advisor native_loader -name '*.py' -not -path '
 	| sort > $(PACKAGE_FILES).now && (cmp -s $(PACKAGE_FILES).now $(PACKAGE_FILES) && rm $(PACKAGE_FILES).now \
 	|| mv $(PACKAGE_FILES).now $(PACKAGE_FILES)))
 
-.PHONY: all setup setup-test build lab test lint typecheck unit bench demo clean
+.PHONY: all setup setup-test build lab test lint typecheck unit check bench demo clean
 
 all: setup
 
@@ -67,6 +67,9 @@ typecheck: setup
 
 unit: setup
 	$(PY) -m pytest -m "not s3 and not notebook and not browser and not slow" $(PYTEST_ARGS)
+
+# The developer's quick loop: lint, types and the tests that start no server, kernel or browser.
+check: lint typecheck unit
 
 test: system-deps-test setup lint typecheck
 	$(PY) -m pytest $(PYTEST_ARGS)
