@@ -1,13 +1,14 @@
 """Export a recommendation as a runnable Python module and JSON. Never with credentials.
 
-The module only stores where the data is and how to load it; at run time `native_loader`
+The module only stores where the data is and how to load it (its CONFIG, a
+`native_loader.settings.LoaderConfig` as a dict, the JSON's content) and calls the runtime,
+`native_loader.loader.from_config`, which builds the loader; at run time `native_loader`
 resolves credentials from the standard AWS chain (environment, profile, SSO, web identity,
 instance or container role), so the file can be committed and shared.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import pprint
@@ -25,56 +26,15 @@ from advisor.core.workload import Workload
 from advisor.export_template import MODULE_TEMPLATE
 from native_loader.cache import DEFAULT_CACHE_BYTES
 from native_loader.sample_errors import SamplePolicy
+from native_loader.settings import SCHEMA_VERSION as SCHEMA_VERSION
+from native_loader.settings import LoaderConfig, LoaderSettings
 from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:
     from advisor.decide.recommend import Decision, Recommendation
     from advisor.measure.profile import DatasetProfile
 
-# 2: inflight bytes; 3: on_error, max_skipped_share; 4: local_copy_dir; 5: unsigned; 6: records
-SCHEMA_VERSION = 6
 CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
-
-
-@dataclass(frozen=True)
-class LoaderConfig:
-    """Everything `make_dataloader` needs, as plain data (JSON is built from dataclasses.asdict)."""
-
-    uri: str
-    endpoint_url: str | None
-    region: str | None
-    profile: str | None
-    tar_samples: bool  # iterate WebDataset tar shards as samples
-    data_format: str
-    transform: str | None  # "module:callable"; None = the default decoder for data_format
-    batch_size: int
-    num_workers: int
-    pin_memory: bool
-    prefetch_factor: int | None
-    shuffle: bool
-    seed: int
-    data_source: str
-    sagemaker_input_mode: str | None
-    shard_size_bytes: int | None
-    max_inflight_requests: int
-    max_inflight_bytes: int
-    cache_dir: str | None  # local copy after the first epoch (multi-epoch streaming); None = off
-    cache_max_bytes: int | None
-    # samples mixed in each worker on top of the per-epoch shard order (tar shards; 0 = off)
-    shuffle_buffer: int = 0
-    # a sample that fails to read or decode: "raise" naming the object, or "skip" and count it
-    # until more than max_skipped_share of the samples seen failed (native_loader.sample_errors)
-    on_error: str = "raise"
-    max_skipped_share: float = 0.01
-    # copy-local from S3: the folder `prepare()` copies the set into before the first epoch, and
-    # every epoch reads; None = read where the data is (or through cache_dir)
-    local_copy_dir: str | None = None
-    # anonymous access (a public bucket): requests are sent unsigned and no credentials are read
-    unsigned: bool = False
-    # text shards read as records, streamed: "lines" (str), "jsonl" (parsed JSON), "csv" (a dict
-    # per row); a sample is a record and `transform` applies to each. None: objects or tar samples
-    records: str | None = None
-    schema_version: int = SCHEMA_VERSION
 
 
 @dataclass(frozen=True)
@@ -132,10 +92,12 @@ def build_export(
         tar_samples=fmt == "tar",
         data_format=fmt,
         transform=workload.transform,
-        batch_size=workload.batch_size,
-        num_workers=recommendation.num_workers,
-        pin_memory=recommendation.pin_memory,
-        prefetch_factor=recommendation.prefetch_factor,
+        loader=LoaderSettings(
+            batch_size=workload.batch_size,
+            num_workers=recommendation.num_workers,
+            pin_memory=recommendation.pin_memory,
+            prefetch_factor=recommendation.prefetch_factor,
+        ),
         shuffle=True,
         seed=0,
         data_source=recommendation.data_source,
@@ -152,8 +114,7 @@ def build_export(
         unsigned=location.anonymous,
         records=recommendation.records,
     )
-    data = dataclasses.asdict(config)
-    json_text = json.dumps(data, indent=2, sort_keys=True) + "\n"
+    json_text = json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n"
     snippet = sagemaker_snippet(config)
     module = render_module(config, recommendation, snippet, demo)
     return ExportBundle(config, module, json_text, snippet)
@@ -338,7 +299,7 @@ def _demo_note(demo: bool, endpoint_url: str | None) -> str:
 def render_module(
     config: LoaderConfig, recommendation: Recommendation, snippet: str | None, demo: bool = False
 ) -> str:
-    data = pprint.pformat(dataclasses.asdict(config), indent=4, sort_dicts=True, width=96)
+    data = pprint.pformat(config.to_dict(), indent=4, sort_dicts=True, width=96)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     rationale = "\n".join(_rationale_lines(recommendation)) or "#   (none recorded)"
     sagemaker = (

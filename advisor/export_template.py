@@ -1,5 +1,10 @@
 """The source of the module an export writes (`advisor.export.render_module` fills it in).
 
+The module is data plus calls: its CONFIG (a `native_loader.settings.LoaderConfig` as a dict,
+no secrets), the rationale and the usage text, and a face whose functions call the installed
+runtime (`native_loader.loader.from_config` and its siblings), where what the loader does is
+linted, type-checked and tested; a fix there reaches every module of this schema version.
+
 It is a `str.format` template: `{uri}`, `{stamp}`, `{config}` (the `LoaderConfig` as a dict),
 `{rationale}`, `{sagemaker}`, `{batch}` (what a batch is), `{reads}`, `{demo}`, `{credentials}`,
 `{demo_serve}` and `{demo_keys}` (the command that serves the demo again, and where its keys
@@ -26,9 +31,16 @@ Usage:
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Any
+
+try:  # the loader is built by the installed runtime: native_loader and torch are all it needs
+    from native_loader.loader import (
+        dataset_from_config, from_config, loader_stats, prepare_from_config, say,
+    )
+except ImportError as exc:  # a runtime from before this module's schema (CONFIG's version)
+    raise ImportError(f"{{exc}}: this module needs a newer loader-advisor runtime (pip install -U "
+                      "loader-advisor where it runs)") from exc
 
 CONFIG: dict[str, Any] = {config}
 
@@ -41,108 +53,6 @@ CONFIG: dict[str, Any] = {config}
 DEMO_SERVE: str | None = {demo_serve!r}
 DEMO_KEYS: str | None = {demo_keys!r}
 
-DATASET_KEYS = ("transform", "shuffle", "seed")
-LOADER_KEYS = ("batch_size", "num_workers", "pin_memory", "prefetch_factor")
-
-
-def _reader_config(settings: dict[str, Any]) -> Any:
-    from native_loader import ReaderConfig
-
-    return ReaderConfig(
-        endpoint_url=settings["endpoint_url"],
-        region=settings["region"],
-        profile=settings["profile"],
-        max_inflight_requests=settings["max_inflight_requests"],
-        max_inflight_bytes=settings["max_inflight_bytes"],
-        unsigned=settings.get("unsigned", False),
-    )
-
-
-def _say(line: str) -> None:
-    print(line, file=sys.stderr)
-
-
-def prepare(progress: Any = _say, credentials: Any = None, **overrides: Any) -> str | None:
-    """Make the local copy every epoch reads (copy-local), before the first epoch, or bring it
-    up to date with the data set's listing: objects copied with their listed size and ETag are
-    kept, changed and new ones fetched, removed ones deleted. Processes on one node that prepare
-    at once take turns (a lock in the copy's folder). None: this loader reads in place.
-    credentials: a native_loader.Credentials (None: the standard AWS chain); keyword overrides
-    (e.g. local_copy_dir=...) win over CONFIG, as they do in make_dataloader."""
-    from native_loader.local_copy import copy_to_local
-
-    settings = {{**CONFIG, **overrides}}
-    if not settings.get("local_copy_dir"):
-        return None
-    return copy_to_local(
-        settings["uri"], settings["local_copy_dir"], config=_reader_config(settings),
-        progress=progress, credentials=credentials,
-    )  # fmt: skip
-
-
-def _source(settings: dict[str, Any], world_size: int, credentials: Any = None) -> str:
-    """Where the dataset reads: the local copy once it is the listing's (checked at every
-    start; made or refreshed here with one process), else the data set's URI. Another URI
-    than the export's reads in place, as does another endpoint without a local_copy_dir of its
-    own: the exported folder is the copy of the export's source, never another's."""
-    from native_loader.local_copy import local_copy_state
-
-    copy_dir = settings.get("local_copy_dir")
-    moved = settings["endpoint_url"] != CONFIG["endpoint_url"] and (
-        copy_dir == CONFIG["local_copy_dir"]
-    )  # fmt: skip
-    if not copy_dir or settings["uri"] != CONFIG["uri"] or moved:
-        return settings["uri"]
-    stale = local_copy_state(
-        settings["uri"], copy_dir, config=_reader_config(settings), credentials=credentials
-    )
-    if stale is not None:
-        if world_size > 1:
-            raise RuntimeError(
-                f"the local copy in {{copy_dir}} {{stale}}: run "
-                f"`python {{os.path.basename(__file__)}} --prepare` once per node first"
-            )
-        prepare(credentials=credentials, **settings)
-    return os.path.join(os.path.expanduser(copy_dir), "")
-
-
-def make_dataset(
-    rank: int = 0, world_size: int = 1, credentials: Any = None, **overrides: Any
-) -> Any:
-    """The native_loader dataset for this data set, sharded for `rank` of `world_size`.
-    credentials: a native_loader.Credentials (None: the standard AWS chain)."""
-    from native_loader.decoders import default_decoder, load_transform
-    from native_loader.loader import make_dataset as build_dataset
-    from native_loader.sample_errors import SamplePolicy
-
-    settings = {{**CONFIG, **overrides}}
-    records = settings.get("records")  # text shards: records as they are, or transformed each
-    transform = settings["transform"]
-    if transform is None and not records:
-        transform = default_decoder(settings["data_format"])
-    elif isinstance(transform, str):
-        transform = load_transform(transform)
-    dataset = build_dataset(
-        _source(settings, world_size, credentials),
-        config=_reader_config(settings),
-        credentials=credentials,
-        transform=transform,
-        shuffle=settings["shuffle"],
-        seed=settings["seed"],
-        shuffle_buffer=settings.get("shuffle_buffer", 0),
-        tar_samples=settings["tar_samples"],
-        records=records,
-        rank=rank,
-        world_size=world_size,
-        cache_dir=settings["cache_dir"],
-        cache_max_bytes=settings["cache_max_bytes"] or 100 * 2**30,
-        on_error=SamplePolicy(
-            settings.get("on_error", "raise"), settings.get("max_skipped_share", 0.01)
-        ),
-    )
-    dataset.uris()  # list the prefix once here; forked DataLoader workers share the listing
-    return dataset
-
 
 def make_dataloader(
     rank: int = 0, world_size: int = 1, credentials: Any = None, **overrides: Any
@@ -153,80 +63,27 @@ def make_dataloader(
 
     Overrides may be DataLoader arguments (batch_size, num_workers, pin_memory, prefetch_factor,
     collate_fn, ...) or dataset settings (transform, shuffle, seed, uri, endpoint_url, on_error,
-    max_skipped_share, ...).
+    max_skipped_share, local_copy_dir, ...).
     """
-    from native_loader.loader import LoaderSettings
-    from native_loader.loader import make_dataloader as build_loader
-
-    loader_keys = [k for k in overrides if k in LOADER_KEYS]
-    loader_settings = {{k: overrides.pop(k) for k in loader_keys}}
-    dataset_overrides = {{k: v for k, v in overrides.items() if k in CONFIG or k in DATASET_KEYS}}
-    loader_overrides = {{k: v for k, v in overrides.items() if k not in dataset_overrides}}
-    dataset = make_dataset(rank, world_size, credentials, **dataset_overrides)
-    settings = {{**CONFIG, **loader_settings}}
-    loader = LoaderSettings(
-        batch_size=settings["batch_size"],
-        num_workers=settings["num_workers"],
-        pin_memory=settings["pin_memory"],
-        prefetch_factor=settings["prefetch_factor"],
-    )
-    return build_loader(dataset, loader, **loader_overrides)
+    return from_config(CONFIG, rank, world_size, credentials, **overrides)
 
 
-def loader_stats(loader: Any) -> dict[str, int]:
-    """Samples the loader's dataset has seen and skipped so far, in every worker, and the
-    throttling its readers met: answers asking to slow down (503 SlowDown), cuts of the send
-    rate and milliseconds requests waited for it."""
-    return {{**loader.dataset.sample_stats(), **loader.dataset.reader_stats()}}
+def make_dataset(
+    rank: int = 0, world_size: int = 1, credentials: Any = None, **overrides: Any
+) -> Any:
+    """The native_loader dataset of make_dataloader, sharded for `rank` of `world_size`."""
+    return dataset_from_config(CONFIG, rank, world_size, credentials, **overrides)
 
 
-def _answers(url: str) -> bool:
-    """True when something accepts a connection where `url` points."""
-    import socket
-    from urllib.parse import urlsplit
-
-    parts = urlsplit(url)
-    try:
-        socket.create_connection((parts.hostname, parts.port or 80), timeout=2).close()
-    except OSError:
-        return False
-    return True
+def prepare(progress: Any = say, credentials: Any = None, **overrides: Any) -> str | None:
+    """Make the local copy every epoch reads (copy-local) before the first epoch, or bring it
+    up to date with the data set's listing; None: this loader reads in place. Overrides
+    (local_copy_dir=...) win over CONFIG, as in make_dataloader."""
+    return prepare_from_config(CONFIG, progress, credentials, **overrides)
 
 
-def _one_line(exc: BaseException) -> str:
-    """What went wrong, in one line; for the demo's data, how to serve it again."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    gone = DEMO_SERVE and isinstance(exc, (ConnectionError, PermissionError))
-    if gone and not _answers(CONFIG["endpoint_url"]):  # no keys matter before it is back
-        return (
-            f"cannot reach the demo endpoint {{CONFIG['endpoint_url']}}: it ended with the kernel "
-            f"that started it; serve it again with `{{DEMO_SERVE}}` and give its keys, as this "
-            "file's docstring says"
-        )
-    if DEMO_KEYS and isinstance(exc, PermissionError):
-        return f"the demo endpoint wants its keys ({{text}}): give {{DEMO_KEYS}}"
-    return f"{{type(exc).__name__}}: {{text}}"
+if __name__ == "__main__":  # read 3 batches (or --prepare); an error is one line
+    from native_loader.exported import main
 
-
-def _main() -> int:
-    import itertools
-    import time
-
-    if "--prepare" in sys.argv[1:]:
-        print(prepare() or "nothing to prepare: this loader reads the data where it is")
-        return 0
-    started = time.monotonic()
-    loader = make_dataloader()
-    batches = list(itertools.islice(loader, 3))
-    print(f"read {{len(batches)}} batches in {{time.monotonic() - started:.2f}} s")
-    print(loader_stats(loader))
-    return 0
-
-
-if __name__ == "__main__":
-    try:
-        sys.exit(_main())
-    except Exception as exc:  # one line, not a traceback: what is wrong and what to do
-        print(f"error: {{_one_line(exc)}}", file=sys.stderr)
-        sys.exit(1)
+    sys.exit(main(CONFIG, sys.argv[1:], DEMO_SERVE, DEMO_KEYS))
 '''

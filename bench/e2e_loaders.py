@@ -279,7 +279,7 @@ def _lines_native(spec: RunSpec) -> DataLoader[Any]:
     loader = LoaderSettings(
         batch_size=spec.batch_size,
         num_workers=spec.num_workers,
-        prefetch_factor=settings.get("prefetch_factor"),
+        prefetch_factor=settings["loader"]["prefetch_factor"],
     )
     return make_dataloader(dataset, loader)
 

@@ -10,27 +10,43 @@ A batch is a list of `batch_size` samples as the transform returns them (`collat
 default image decoders give uint8 HWC tensors of differing sizes, which cannot be stacked. Text
 shards read as records (``make_dataset(..., records="lines")``) give a batch of `batch_size`
 records: lines, parsed JSON lines or CSV rows, each through the transform where one is given.
+
+A module `advisor.export` writes is its CONFIG (a `native_loader.settings.LoaderConfig` as a
+dict) and a face on `from_config`, `dataset_from_config`, `prepare_from_config` and
+`loader_stats`: the loader it builds is built here, by the installed runtime.
+
+    loader = from_config(CONFIG, rank=0, world_size=1, num_workers=2)
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import math
 import multiprocessing
 import os
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from native_loader.config import Credentials, ReaderConfig
+
+# Loader modules exported before copies were checked import these two from here (the `as`
+# names re-export them); copy_to_local and local_copy_state make and check the copy below.
+from native_loader.local_copy import copy_to_local as copy_to_local
+from native_loader.local_copy import local_copy_complete as local_copy_complete
+from native_loader.local_copy import local_copy_state
+from native_loader.settings import DEFAULT_CACHE_MAX_BYTES, LoaderConfig
+from native_loader.settings import DEFAULT_PREFETCH as DEFAULT_PREFETCH
+from native_loader.settings import LoaderSettings as LoaderSettings
 
 if TYPE_CHECKING:  # torch loads on first use: the advisor's rules read the settings alone
     import torch
 
     from native_loader.datasets import S3IterableDataset, Source
 
-DEFAULT_PREFETCH = 2  # torch's own default: batches in flight per worker
 PREFETCH_MIN, PREFETCH_MAX = 2, 8
 
 
@@ -39,37 +55,6 @@ def prefetch_for(stall_s: float, samples_per_s_per_worker: float, batch_size: in
     batches one worker produces meanwhile, plus the one being consumed, within 2..8."""
     batches = max(stall_s, 0.0) * max(samples_per_s_per_worker, 0.0) / max(batch_size, 1)
     return min(max(math.ceil(batches) + 1, PREFETCH_MIN), PREFETCH_MAX)
-
-
-@dataclass(frozen=True)
-class LoaderSettings:
-    """The DataLoader arguments the advice sets: what the trial measures with and what is
-    exported. `pin_memory` takes effect only where CUDA is available."""
-
-    batch_size: int
-    num_workers: int = 0
-    pin_memory: bool = False
-    prefetch_factor: int | None = None  # per worker; None = DEFAULT_PREFETCH with workers
-
-    def dataloader_kwargs(self, cuda_available: bool | None = None) -> dict[str, Any]:
-        """The `torch.utils.data.DataLoader` arguments (without the dataset and collate_fn).
-
-        With workers, they persist across epochs (no restart cost per epoch) and keep
-        `prefetch_factor` batches each in flight; torch refuses a prefetch without workers."""
-        cuda = cuda_available
-        if cuda is None:
-            import torch
-
-            cuda = torch.cuda.is_available()
-        kwargs: dict[str, Any] = {
-            "batch_size": self.batch_size,
-            "num_workers": self.num_workers,
-            "pin_memory": self.pin_memory and cuda,
-        }
-        if self.num_workers > 0:
-            kwargs["prefetch_factor"] = self.prefetch_factor or DEFAULT_PREFETCH
-            kwargs["persistent_workers"] = True
-        return kwargs
 
 
 def make_dataset(
@@ -191,7 +176,154 @@ def make_dataloader(
     return torch.utils.data.DataLoader(dataset, **kwargs)
 
 
-# The local copy lives in native_loader.local_copy; loader modules exported before it import
-# these two from here (the `as` names re-export them).
-from native_loader.local_copy import copy_to_local as copy_to_local  # noqa: E402
-from native_loader.local_copy import local_copy_complete as local_copy_complete  # noqa: E402
+# --- an exported module's loader: its CONFIG and the caller's overrides -----------------------
+
+# the config's settings a caller may override (the DataLoader's are _LOADER_NAMES)
+_DATASET_NAMES = frozenset(f.name for f in dataclasses.fields(LoaderConfig)) - {
+    "loader", "schema_version",
+}  # fmt: skip
+_LOADER_NAMES = frozenset(f.name for f in dataclasses.fields(LoaderSettings))
+
+
+def from_config(
+    config: Mapping[str, Any] | LoaderConfig,
+    rank: int = 0,
+    world_size: int = 1,
+    credentials: Credentials | None = None,
+    **overrides: Any,
+) -> torch.utils.data.DataLoader[Any]:
+    """The DataLoader an exported module's CONFIG describes, its dataset sharded for `rank` of
+    `world_size` (an exported module's `make_dataloader`). `credentials`: None reads the
+    standard AWS chain at run time; they are never part of the config.
+
+    Keyword overrides win over the config: the DataLoader settings (batch_size, num_workers,
+    pin_memory, prefetch_factor), the dataset's (transform, as "module:callable" or a
+    callable, shuffle, seed, uri, endpoint_url, on_error, max_skipped_share, local_copy_dir,
+    cache_dir, ...), and any other DataLoader argument (collate_fn, timeout, ...). ValueError,
+    naming what it does not understand, for a config of another schema version or with
+    settings this runtime does not know (`LoaderConfig.from_dict`)."""
+    exported = _read(config)
+    loader = dataclasses.replace(
+        exported.loader, **{k: overrides.pop(k) for k in list(overrides) if k in _LOADER_NAMES}
+    )
+    dataset_overrides = {k: overrides.pop(k) for k in list(overrides) if k in _DATASET_NAMES}
+    dataset = dataset_from_config(exported, rank, world_size, credentials, **dataset_overrides)
+    return make_dataloader(dataset, loader, **overrides)
+
+
+def dataset_from_config(
+    config: Mapping[str, Any] | LoaderConfig,
+    rank: int = 0,
+    world_size: int = 1,
+    credentials: Credentials | None = None,
+    **overrides: Any,
+) -> S3IterableDataset:
+    """The dataset of `from_config` (an exported module's `make_dataset`), listed once here so
+    that forked DataLoader workers share the listing. A copy-local config reads its local copy,
+    checked against the listing at every start and brought up to date by this process when it
+    is alone (world_size 1); with ranks, a stale copy is an error that asks for `prepare`
+    first. Overrides are the config's settings (the DataLoader's are accepted and left to the
+    loader); TypeError names any other."""
+    from native_loader.decoders import default_decoder, load_transform
+
+    exported = _read(config)
+    transform = overrides.pop("transform", exported.transform)
+    settings = _overridden(exported, overrides)
+    if transform is None and not settings.records:  # records as they are, unless transformed
+        transform = default_decoder(settings.data_format)
+    elif isinstance(transform, str):
+        transform = load_transform(transform)
+    dataset = make_dataset(
+        _source(settings, exported, world_size, credentials),
+        config=settings.reader_config(),
+        credentials=credentials,
+        transform=transform,
+        shuffle=settings.shuffle,
+        seed=settings.seed,
+        shuffle_buffer=settings.shuffle_buffer,
+        tar_samples=settings.tar_samples,
+        records=settings.records,
+        rank=rank,
+        world_size=world_size,
+        cache_dir=settings.cache_dir,
+        cache_max_bytes=settings.cache_max_bytes or DEFAULT_CACHE_MAX_BYTES,
+        on_error=settings.sample_policy(),
+    )
+    dataset.uris()  # list the prefix once here; forked DataLoader workers share the listing
+    return dataset
+
+
+def say(line: str) -> None:
+    """Progress for people: a line on stderr."""
+    print(line, file=sys.stderr)
+
+
+def prepare_from_config(
+    config: Mapping[str, Any] | LoaderConfig,
+    progress: Callable[[str], None] | None = say,
+    credentials: Credentials | None = None,
+    **overrides: Any,
+) -> str | None:
+    """Make the local copy a copy-local config's epochs read, or bring it up to date with the
+    listing (`copy_to_local`: objects with their listed size and ETag are kept, changed and new
+    ones fetched, removed ones deleted; processes on one node take turns). Returns its folder;
+    None when the config reads in place. Overrides (local_copy_dir=..., uri=...) as in
+    `dataset_from_config`."""
+    overrides.pop("transform", None)
+    settings = _overridden(_read(config), overrides)
+    if not settings.local_copy_dir:
+        return None
+    return copy_to_local(
+        settings.uri, settings.local_copy_dir, config=settings.reader_config(),
+        progress=progress, credentials=credentials,
+    )  # fmt: skip
+
+
+def loader_stats(loader: Any) -> dict[str, int]:
+    """Samples the loader's dataset has seen and skipped so far, in every worker, and the
+    throttling its readers met: answers asking to slow down (503 SlowDown), cuts of the send
+    rate and milliseconds requests waited for it."""
+    return {**loader.dataset.sample_stats(), **loader.dataset.reader_stats()}
+
+
+def _read(config: Mapping[str, Any] | LoaderConfig) -> LoaderConfig:
+    return config if isinstance(config, LoaderConfig) else LoaderConfig.from_dict(config)
+
+
+def _overridden(exported: LoaderConfig, overrides: dict[str, Any]) -> LoaderConfig:
+    """`exported` with the config's settings among `overrides` replaced; the DataLoader's are
+    left to the loader, and any other name is a TypeError (a typo is not silently ignored)."""
+    unknown = sorted(set(overrides) - _DATASET_NAMES - _LOADER_NAMES)
+    if unknown:
+        raise TypeError(
+            f"unknown settings {', '.join(unknown)}: the dataset takes "
+            f"{', '.join(sorted(_DATASET_NAMES))}"
+        )
+    return dataclasses.replace(
+        exported, **{k: v for k, v in overrides.items() if k in _DATASET_NAMES}
+    )
+
+
+def _source(
+    settings: LoaderConfig, exported: LoaderConfig, world_size: int, credentials: Any
+) -> str:
+    """Where the dataset reads: the local copy once it is the listing's (checked here, made or
+    refreshed with one process), else the data set's URI. Another URI than the export's reads
+    in place, as does another endpoint without a local_copy_dir of its own: the exported folder
+    is the copy of the export's source, never another's."""
+    copy_dir = settings.local_copy_dir
+    moved = settings.endpoint_url != exported.endpoint_url and (
+        copy_dir == exported.local_copy_dir
+    )  # fmt: skip
+    if not copy_dir or settings.uri != exported.uri or moved:
+        return settings.uri
+    config = settings.reader_config()
+    stale = local_copy_state(settings.uri, copy_dir, config=config, credentials=credentials)
+    if stale is not None:
+        if world_size > 1:
+            raise RuntimeError(
+                f"the local copy in {copy_dir} {stale}: make it once per node first, with the "
+                "exported module's prepare() or by running the module with --prepare"
+            )
+        copy_to_local(settings.uri, copy_dir, config=config, progress=say, credentials=credentials)
+    return os.path.join(os.path.expanduser(copy_dir), "")

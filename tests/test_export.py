@@ -43,7 +43,7 @@ def test_module_and_json_hold_no_credentials(session: AdvisorSession, tmp_path: 
     config = json.loads(data.read_text())
     assert config["uri"] == session.location.uri  # type: ignore[union-attr]
     assert config["tar_samples"] is True and config["data_format"] == "tar"
-    assert config["num_workers"] == session.recommendation.num_workers  # type: ignore[union-attr]
+    assert config["loader"]["num_workers"] == session.recommendation.num_workers  # type: ignore[union-attr]
 
 
 def test_exported_module_yields_batches(session: AdvisorSession, tmp_path: Path) -> None:
