@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from advisor.core.bounds import check_module_name
+from advisor.core.homecache import CACHE_ROOT
 from advisor.core.location import DatasetLocation
 from advisor.core.units import data_size
 from advisor.core.workload import Workload
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 # 2: inflight bytes; 3: on_error, max_skipped_share; 4: local_copy_dir; 5: unsigned; 6: records
 SCHEMA_VERSION = 6
-CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 
 
 @dataclass(frozen=True)
