@@ -18,6 +18,7 @@ from advisor.core.units import data_size
 from advisor.measure.trial.data import TrialClock, TrialData
 from advisor.measure.trial.results import SampleCopy
 from native_loader import ObjectInfo
+from native_loader.local_copy import write_atomically
 
 COPY_QUOTA_BYTES = 2 * 2**30  # the most the sample copy writes
 DISK_SHARE = 0.25  # of the scratch folder's free space: the copy leaves the rest alone
@@ -69,7 +70,9 @@ def copy_sample(
                     )
                 name = f"{len(copied):05d}-{os.path.basename(info.uri.rstrip('/')) or 'object'}"
                 path = directory / name
-                path.write_bytes(memoryview(result))
+                # written as the copy-local's copy writes (flushed to disk, renamed), so the
+                # rate timed here is the one the whole copy runs at
+                write_atomically(str(path), memoryview(result))
                 written += info.size
                 landed = time.monotonic()
                 copied.append(ObjectInfo(str(path), name, info.size, info.etag))
