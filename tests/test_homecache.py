@@ -118,3 +118,49 @@ def test_the_summary_gives_the_total_and_the_command(home: Path) -> None:
     assert held > 600_000
     assert line.startswith("the home cache ~/.cache/loader-advisor holds ")
     assert "in 3 folders (`python -m advisor cache` lists them" in line
+
+
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:ipywidgets.*")
+@pytest.mark.filterwarnings("ignore::DeprecationWarning:comm.*")
+def test_the_wizard_says_what_the_demo_added_to_the_cache(
+    s3_endpoint: S3Endpoint, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where starting the demo keeps data for the next kernel (a first start), the wizard's
+    status says how much, and what the home cache holds; a start that keeps nothing says
+    nothing of it. The keeping is the demo's (tested in test_demo_store.py): here the session's
+    use_demo writes the kept file itself, on the small demo already served."""
+    from browser_helpers import small_demo_env
+
+    from advisor.demo import stop_demo
+    from advisor.session import AdvisorSession
+    from advisor.wizard.controller import WizardController
+
+    for name, value in small_demo_env(s3_endpoint).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    demo = tmp_path / "demo-cache"
+    monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", str(demo))
+    original = AdvisorSession.use_demo
+
+    def keeping(self: AdvisorSession, *args: Any, **kwargs: Any) -> str:
+        uri = original(self, *args, **kwargs)
+        kept = demo / "v1-abc" / "small-images" / "0.jpg"
+        if not kept.exists():  # a first start keeps the data; a later one finds it
+            kept.parent.mkdir(parents=True)
+            kept.write_bytes(bytes(5000))
+        return uri
+
+    monkeypatch.setattr(AdvisorSession, "use_demo", keeping)
+    stop_demo()
+    c = WizardController(AdvisorSession())
+    try:
+        assert c.use_demo("small-images") and c.wait(60), c.errors
+        assert c.message.startswith("profile done; the demo kept 4.9 KiB: the home cache "), (
+            c.message
+        )
+        assert "holds 4.9 KiB in 1 folder (`python -m advisor cache` lists them" in c.message
+        assert c.use_demo("small-images") and c.wait(60), c.errors
+        assert c.message == "profile done"
+    finally:
+        c.close()
+        stop_demo()

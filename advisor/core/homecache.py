@@ -28,7 +28,7 @@ CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch w
 DEMO = "demo"
 ENV_DEMO_CACHE = "LOADER_ADVISOR_DEMO_CACHE"
 
-__all__ = ["CACHE_ROOT", "CacheEntry", "entries", "remove", "summary"]
+__all__ = ["CACHE_ROOT", "CacheEntry", "demo_root", "entries", "remove", "size_of", "summary"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,11 @@ def _copier(copy: Path) -> str | None:
     finally:
         os.close(fd)  # releases a lock taken here
     return None
+
+
+def size_of(path: Path) -> int:
+    """The sizes of the files under `path` (0: nothing there)."""
+    return _bytes(path)
 
 
 def _bytes(path: Path) -> int:
