@@ -940,3 +940,33 @@ def test_anonymous_access_sends_unsigned_requests(wizard: Any) -> None:
     assert not DatasetLocation("s3://public-bucket/data/").reader_config().unsigned
     wizard.dataset_panel.anonymous.value = True
     assert wizard.controller.dataset_step.anonymous
+
+
+def test_magic_help_names_diagnose_cache_and_the_layouts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`%advisor --help` names the demo's data sets, `diagnose` and `cache`; a layout that does
+    not exist is refused before anything starts; `%advisor cache` lists the home cache."""
+    from advisor import magic
+    from advisor.demo import LAYOUTS
+
+    assert magic.DEMO_LAYOUTS == LAYOUTS  # the help's copy of them
+    magic.advisor_magic("--help")
+    text = capsys.readouterr().out
+    assert "small-images, shards, large" in text
+    assert "%advisor diagnose LOADER" in text and "%advisor cache" in text
+    shown: list[Any] = []
+    monkeypatch.setattr("advisor.wizard.show", lambda *a, **k: shown.append(a))
+    magic.advisor_magic("--demo nope")
+    assert "invalid choice: 'nope'" in capsys.readouterr().err and shown == []
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", str(tmp_path / "demo"))
+    (tmp_path / ".cache" / "loader-advisor" / "abc").mkdir(parents=True)
+    (tmp_path / ".cache" / "loader-advisor" / "abc" / "x.obj").write_bytes(bytes(2048))
+    magic.advisor_magic("cache")
+    listed = capsys.readouterr().out.splitlines()[1]
+    assert listed.split()[:3] == ["abc", "2.0", "KiB"], listed
+    assert "2.0 KiB cached by a streaming loader" in listed
+    magic.advisor_magic("cache --remove abc")
+    assert capsys.readouterr().out.startswith("removed abc (2.0 KiB)")
+    assert not (tmp_path / ".cache" / "loader-advisor" / "abc").exists()

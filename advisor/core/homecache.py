@@ -200,6 +200,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
         description=f"List what {CACHE_ROOT} holds, with sizes: the copy-local copies exported "
         "loaders read, the caches of streamed epochs and the demo's data. --remove frees one.",
     )
+    add_arguments(p)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    """--remove and --remove-all: the CLI's `cache` and the `%advisor cache` magic's."""
     what = p.add_mutually_exclusive_group()
     what.add_argument("--remove", metavar="NAME", action="append", help="remove NAME (repeat)")
     what.add_argument("--remove-all", action="store_true", help="remove everything listed")
