@@ -6,7 +6,9 @@ the wizard, `%advisor diagnose LOADER (--step STEP | --step-time S | --consumer-
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
+import sys
 from typing import Any
 
 from advisor.core.extras import require_extra
@@ -76,7 +78,9 @@ def _diagnose(words: list[str], namespace: dict[str, Any]) -> None:
         print(f"%advisor diagnose: no variable named {missing[0]!r} in this notebook")
         return
     step = namespace[args.step] if args.step else None
-    execute(namespace[args.loader], step, args)
+    # progress and errors as the notebook's plain output: its stderr is a pink box per line
+    with contextlib.redirect_stderr(sys.stdout):
+        execute(namespace[args.loader], step, args)
 
 
 def _cache(words: list[str]) -> None:
