@@ -1003,3 +1003,17 @@ def test_the_export_step_lists_the_home_cache_and_removes_from_it(
         assert "holds no 'nope'" in w.controller.errors["export"]
     finally:
         w.controller.close()
+
+
+def test_the_export_step_says_what_next(wizard: Any) -> None:
+    """The last step ends with what to do next: check the module, use it in training, prepare
+    a copy-local's copy once per node (only for one), and when to ask again."""
+    from advisor.wizard.panels.export import what_next
+
+    panel = wizard.export_panel
+    panel.show()
+    said = panel.next_steps.value
+    assert "What next" in said and "<code>python dataloader_config.py</code>" in said
+    assert "from dataloader_config import make_dataloader" in said and "--prepare" not in said
+    copy = what_next("my_loader", copy_local=True)
+    assert "<code>python my_loader.py --prepare</code> once per node" in copy

@@ -27,6 +27,31 @@ def run_hint(module: Path, demo: bool) -> str:
     return line
 
 
+def what_next(stem: str, copy_local: bool) -> str:
+    """The steps after this one, in a few lines: check the module, use it in training, prepare
+    a copy-local's copy once per node, and when to ask again."""
+    steps = [
+        f"Save, then run <code>python {stem}.py</code> in its folder: it reads 3 batches and "
+        "prints the loader's stats.",
+        f"In training: <code>from {stem} import make_dataloader</code>, then "
+        "<code>make_dataloader(rank=RANK, world_size=WORLD_SIZE)</code>.",
+    ]
+    if copy_local:
+        steps.append(
+            f"It copies the data to local disk first: <code>python {stem}.py --prepare</code> "
+            "once per node before a multi-rank job (a single process does it on its first start)."
+        )
+    steps.append(
+        "Ask again when the model, the batch size or the machine changes: the rate the training "
+        "consumes decides the answer."
+    )
+    return (
+        "<b>What next</b><ol class='la-what-next-steps'>"
+        + "".join(f"<li>{line}</li>" for line in steps)
+        + "</ol>"
+    )
+
+
 class ExportPanel(StepPanel):
     """Previews of what will be written, where to write it, and what was saved."""
 
@@ -41,6 +66,7 @@ class ExportPanel(StepPanel):
         self.save_button = button("Save", "la-btn-save", "success", "write .py and .json")
         self.saved = html_area("la-saved")
         self.download = html_area("la-download")
+        self.next_steps = html_area("la-what-next")
         # the home cache: the local copies exported loaders make, caches, the demo's data
         self.cache_list = html_area("la-cache-list")
         self.cache_pick = widgets.Dropdown(description="Remove", options=[], style={})
@@ -59,6 +85,7 @@ class ExportPanel(StepPanel):
                 widgets.HBox([self.save_button]),
                 self.saved,
                 self.download,
+                self.next_steps,
                 self.cache_list,
                 widgets.HBox([self.cache_pick, self.cache_remove]),
             ]
@@ -70,6 +97,9 @@ class ExportPanel(StepPanel):
         step = self.step
         demo = step.context.session.demo_layout is not None
         bundle = step.bundle
+        stem = html.escape(self.save_stem.value or "dataloader_config")
+        config = getattr(bundle, "config", None)
+        self.next_steps.value = what_next(stem, bool(getattr(config, "local_copy_dir", None)))
         if bundle is None:
             self.module_preview.value = self.json_preview.value = self.download.value = ""
         else:
@@ -77,7 +107,6 @@ class ExportPanel(StepPanel):
                 f"<pre class='la-pre'>{html.escape(bundle.module_source)}</pre>"
             )
             self.json_preview.value = f"<pre class='la-pre'>{html.escape(bundle.json_text)}</pre>"
-            stem = html.escape(self.save_stem.value or "dataloader_config")
             self.download.value = (
                 f"<a download='{stem}.py' href='{step.download_uri('module')}'>"
                 f"download {stem}.py</a>"
