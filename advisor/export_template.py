@@ -208,12 +208,30 @@ def _one_line(exc: BaseException) -> str:
     return f"{{type(exc).__name__}}: {{text}}"
 
 
+def _copied(folder: str) -> str:
+    """The copy's folder, its size, and its last fetch as measured (`_last_copy.json`)."""
+    from native_loader.local_copy import last_copy
+
+    report = last_copy(folder)
+    if report is None:
+        return folder
+    mib = report.bytes / 2**20
+    line = f"{{folder}}: {{report.objects:,}} objects, {{mib:,.1f}} MiB"
+    if report.copied_bytes:
+        line += (
+            f"; its last copy fetched {{report.copied_bytes / 2**20:,.1f}} MiB in "
+            f"{{report.seconds:.1f}} s ({{report.bytes_per_s / 2**20:,.1f}} MiB/s)"
+        )
+    return line
+
+
 def _main() -> int:
     import itertools
     import time
 
     if "--prepare" in sys.argv[1:]:
-        print(prepare() or "nothing to prepare: this loader reads the data where it is")
+        folder = prepare()
+        print(_copied(folder) if folder else "nothing to prepare: this loader reads in place")
         return 0
     started = time.monotonic()
     loader = make_dataloader()
