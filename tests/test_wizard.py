@@ -262,6 +262,18 @@ def test_trial_chart_without_demand_or_lower_bounds() -> None:
     ]
 
 
+def test_the_trial_chart_before_a_trial_says_what_fills_it() -> None:
+    """No counts yet: no axes from -1 but the counts a trial measures first, and a hint; a
+    chart with counts has no hint."""
+    empty = charts.trial_chart([], consumer_rate=300)
+    assert list(empty.layout.xaxis.range) == [-0.5, 4.5]
+    assert list(empty.layout.yaxis.range) == [0, 450]
+    assert [a.text for a in empty.layout.annotations] == [
+        "Run the live trial: each num_workers appears here as it is measured"
+    ]
+    assert not charts.trial_chart(summarise([_slice(1, 50)])).layout.annotations
+
+
 def test_throughput_chart_skips_unknowns() -> None:
     figure = charts.throughput_chart(500.0, None, 450.0)
     assert list(figure.data[0].x) == ["loader (expected)", "loader (best measured)"]
