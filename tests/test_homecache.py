@@ -164,3 +164,19 @@ def test_the_wizard_says_what_the_demo_added_to_the_cache(
     finally:
         c.close()
         stop_demo()
+
+
+def test_a_link_in_the_cache_is_removed_not_what_it_points_at(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", str(tmp_path / "no-demo"))
+    elsewhere = tmp_path / "scratch-nvme"
+    elsewhere.mkdir()
+    (elsewhere / "keep.bin").write_bytes(bytes(100))
+    root = tmp_path / "home" / ".cache" / "loader-advisor"
+    root.mkdir(parents=True)
+    (root / "linked").symlink_to(elsewhere)
+    code, out, _ = _cache(capsys, "--remove", "linked")
+    assert code == 0 and out.startswith("removed linked")
+    assert not (root / "linked").exists() and (elsewhere / "keep.bin").exists()

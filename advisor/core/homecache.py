@@ -108,7 +108,10 @@ def remove(name: str, home: Path | None = None, demo: Path | None = None) -> Cac
             f"process {entry.busy} is copying into {entry.path}: stop it or let it finish, "
             "then remove it"
         )
-    shutil.rmtree(entry.path) if entry.path.is_dir() else entry.path.unlink()
+    if entry.path.is_dir() and not entry.path.is_symlink():
+        shutil.rmtree(entry.path)
+    else:  # a file, or a link: the link goes, never what it points at
+        entry.path.unlink()
     return entry
 
 
@@ -224,7 +227,7 @@ def run(args: argparse.Namespace, demo: Path | None = None) -> int:
     for name in names:
         try:
             removed.append(remove(name, demo=demo))
-        except ValueError as exc:
+        except (ValueError, OSError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2
     held = entries(demo=demo)
