@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from advisor.core import homecache
 from advisor.core.bounds import (
     ListingLimits,
     Range,
@@ -164,6 +165,7 @@ def build_parser() -> argparse.ArgumentParser:
     exp.add_argument("--no-trial", action="store_true", help="answer from the model only")
     reshard_cli.add_parser(sub, common)
     diagnose_cli.add_parser(sub, common)
+    homecache.add_parser(sub, common)
     return parser
 
 
@@ -362,6 +364,8 @@ def run(args: argparse.Namespace) -> int:
         return reshard_cli.run(args)
     if args.command == "diagnose":
         return diagnose_cli.run(args)
+    if args.command == "cache":
+        return homecache.run(args)
     session = AdvisorSession()
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from advisor.core.bounds import check_module_name
+from advisor.core.homecache import CACHE_ROOT
 from advisor.core.location import DatasetLocation
 from advisor.core.units import data_size
 from advisor.core.workload import Workload
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
     from advisor.decide.recommend import Decision, Recommendation
     from advisor.measure.profile import DatasetProfile
 
-CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 
 
 @dataclass(frozen=True)

@@ -1,20 +1,35 @@
 """`%load_ext advisor`, then `%advisor [URI] [--endpoint-url URL] [--profile NAME] [--demo]` for
-the wizard, or `%advisor diagnose LOADER (--step STEP | --step-time S | --consumer-rate R)
-[--uri URI ...]` to measure a loader of the notebook (names of the notebook's variables)."""
+the wizard, `%advisor diagnose LOADER (--step STEP | --step-time S | --consumer-rate R)
+[--uri URI ...]` to measure a loader of the notebook (names of the notebook's variables), or
+`%advisor cache [--remove NAME]` for the home cache."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
+import sys
 from typing import Any
 
 from advisor.core.extras import require_extra
 
+# the demo's data sets (advisor.demo.datasets.LAYOUTS: not imported for a help text)
+DEMO_LAYOUTS = ("small-images", "shards", "large")
+EPILOG = """also:
+  %advisor diagnose LOADER (--step STEP | --step-time S | --consumer-rate R) [--uri URI]
+                        run a loader of this notebook in a training loop: is it keeping the
+                        training waiting? with --uri, the recommended loader beside it
+                        (%advisor diagnose --help)
+  %advisor cache [--remove NAME | --remove-all]
+                        what ~/.cache/loader-advisor holds (local copies, caches, the demo's
+                        data), with sizes; --remove frees it"""
+
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="%advisor", description="Show the Loader Advisor wizard, prefilled.", add_help=False
-    )
+        prog="%advisor", description="Show the Loader Advisor wizard, prefilled.", add_help=False,
+        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+    )  # fmt: skip
     parser.add_argument("uri", nargs="?", default="", help="s3://bucket/prefix/ or a folder")
     parser.add_argument("--endpoint-url", default="", help="a custom S3 endpoint")
     parser.add_argument("--profile", default="", help="an AWS profile name")
@@ -23,8 +38,10 @@ def _parser() -> argparse.ArgumentParser:
         nargs="?",
         const="small-images",
         default=None,
+        choices=DEMO_LAYOUTS,
         metavar="LAYOUT",
-        help="start the local demo endpoint and profile one of its data sets",
+        help="start the local demo endpoint and profile one of its data sets: "
+        f"{', '.join(DEMO_LAYOUTS)} (default {DEMO_LAYOUTS[0]})",
     )
     return parser
 
@@ -61,12 +78,31 @@ def _diagnose(words: list[str], namespace: dict[str, Any]) -> None:
         print(f"%advisor diagnose: no variable named {missing[0]!r} in this notebook")
         return
     step = namespace[args.step] if args.step else None
-    execute(namespace[args.loader], step, args)
+    # progress and errors as the notebook's plain output: its stderr is a pink box per line
+    with contextlib.redirect_stderr(sys.stdout):
+        execute(namespace[args.loader], step, args)
+
+
+def _cache(words: list[str]) -> None:
+    from advisor.core import homecache
+
+    parser = argparse.ArgumentParser(prog="%advisor cache", add_help=False,
+                                     description="The home cache, listed and freed.")  # fmt: skip
+    homecache.add_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    if "-h" in words or "--help" in words:
+        print(parser.format_help())
+        return
+    try:
+        args = parser.parse_args(words)
+    except SystemExit:  # argparse already printed the usage and the problem
+        return
+    homecache.run(args)
 
 
 def advisor_magic(line: str) -> None:
-    """Show the wizard, or `diagnose` a loader; arguments as on the command line (`%advisor
-    --help` and `%advisor diagnose --help` list them)."""
+    """Show the wizard, `diagnose` a loader, or list the home `cache`; arguments as on the
+    command line (`%advisor --help` lists them)."""
     parser = _parser()
     try:
         words = shlex.split(line)
@@ -78,6 +114,9 @@ def advisor_magic(line: str) -> None:
 
         shell = get_ipython()
         _diagnose(words[1:], shell.user_ns if shell is not None else {})
+        return
+    if words[:1] == ["cache"]:
+        _cache(words[1:])
         return
     if "-h" in words or "--help" in words:
         print(parser.format_help())

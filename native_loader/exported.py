@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from native_loader.loader import from_config, loader_stats, prepare_from_config
+from native_loader.local_copy import last_copy
 
 
 def main(
@@ -30,7 +31,8 @@ def main(
     keys go (None: not the demo's data)."""
     try:
         if "--prepare" in argv:
-            print(prepare_from_config(config) or _NOTHING_TO_PREPARE)
+            folder = prepare_from_config(config)
+            print(copied(folder) if folder else _NOTHING_TO_PREPARE)
             return 0
         started = time.monotonic()
         loader = from_config(config)
@@ -44,6 +46,20 @@ def main(
 
 
 _NOTHING_TO_PREPARE = "nothing to prepare: this loader reads the data where it is"
+
+
+def copied(folder: str) -> str:
+    """The copy's folder, its size, and its last fetch as measured (`_last_copy.json`)."""
+    report = last_copy(folder)
+    if report is None:
+        return folder
+    line = f"{folder}: {report.objects:,} objects, {report.bytes / 2**20:,.1f} MiB"
+    if report.copied_bytes:
+        line += (
+            f"; its last copy fetched {report.copied_bytes / 2**20:,.1f} MiB in "
+            f"{report.seconds:.1f} s ({report.bytes_per_s / 2**20:,.1f} MiB/s)"
+        )
+    return line
 
 
 def one_line(

@@ -7,6 +7,9 @@ A copy is the listing's, never something else's. Beside the files it keeps (name
   source is refused, never read or overwritten: two endpoints never share a folder.
 - ``_manifest.json``: ``key -> [size, ETag]`` of every file copied, as the listing gave them.
 - ``_complete``: written once every listed object was checked or copied.
+- ``_last_copy.json``: the last sync that fetched anything, as it ran (`CopyReport`: objects
+  and bytes in the copy, those fetched, and its seconds): what the copy measured, for whoever
+  reports on it. A sync that finds the copy up to date leaves it as it was.
 - ``_lock``: `fcntl.flock`-ed while a process copies, so that processes, ranks or notebooks on
   one node making the same copy take turns: one copies, the others wait and then find it made.
 
@@ -36,6 +39,7 @@ MANIFEST = "_manifest.json"
 SOURCE = "_source.json"
 COMPLETE = "_complete"
 LOCK = "_lock"
+LAST_COPY = "_last_copy.json"
 LOCK_WAIT_S = 600.0  # how long a waiter gives a copying process to finish its next object
 _LOCK_POLL_S = 0.2
 _TMP = ".tmp"  # temporaries are ".<name>.<pid>.tmp": hidden, so never read as data
@@ -51,6 +55,35 @@ class CopySource:
 
     def __str__(self) -> str:
         return f"s3://{self.bucket}/{self.prefix} on {self.endpoint or 'AWS S3'}"
+
+
+@dataclass(frozen=True)
+class CopyReport:
+    """One sync of a copy, as it ran: the copy holds `objects` objects of `bytes` bytes, of which
+    `copied_objects` (`copied_bytes`) were fetched and the rest kept; the sync (the listing, the
+    fetches and the writes flushed to disk) took `seconds`, and ended at `finished` (Unix time)."""
+
+    objects: int
+    bytes: int
+    copied_objects: int
+    copied_bytes: int
+    seconds: float
+    finished: float
+
+    @property
+    def bytes_per_s(self) -> float:
+        """The rate the fetched bytes landed at (0: nothing fetched)."""
+        return self.copied_bytes / self.seconds if self.copied_bytes and self.seconds > 0 else 0.0
+
+
+def last_copy(directory: str | os.PathLike[str]) -> CopyReport | None:
+    """The last sync that fetched anything into the copy in `directory` (None: none recorded
+    there)."""
+    recorded = _read_json(os.path.join(os.path.expanduser(os.fspath(directory)), LAST_COPY))
+    try:
+        return CopyReport(**recorded) if isinstance(recorded, dict) else None
+    except TypeError:
+        return None  # another version's record: none that this one vouches for
 
 
 def copy_source(uri: str, config: ReaderConfig) -> CopySource:
@@ -153,6 +186,7 @@ def _sync(
     root: str, uri: str, source: CopySource, reader: Any, progress: Callable[[str], None] | None
 ) -> None:
     """`copy_to_local`'s work, with the folder's lock held."""
+    started = time.monotonic()
     recorded = _read_json(os.path.join(root, SOURCE))
     if recorded is not None:
         _check_source(root, recorded, source)
@@ -187,6 +221,7 @@ def _sync(
     total = sum(o.size for o in listed)
     todo = [o for o in listed if not kept(o)]
     done = total - sum(o.size for o in todo)
+    fetched = total - done
     step, next_report = max(total // 20, 1), done
     if progress is not None:
         mib = total / 2**20
@@ -205,6 +240,11 @@ def _sync(
                 progress(f"copied {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB")
     _write_json(os.path.join(root, MANIFEST), manifest)
     write_atomically(os.path.join(root, COMPLETE), (uri + "\n").encode())
+    if todo:  # a check that fetched nothing keeps the record of the sync that made the copy
+        report = CopyReport(
+            len(listed), total, len(todo), fetched, time.monotonic() - started, time.time()
+        )
+        _write_json(os.path.join(root, LAST_COPY), asdict(report))
 
 
 def write_atomically(path: str, data: Any) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from advisor.core.bounds import LoopLimits
+from advisor.core.units import data_rate, duration
 from advisor.core.workload import Workload
 from advisor.demo.server import S3Endpoint
 from advisor.diagnosis.before_after import before_after, exported_loader
@@ -72,3 +73,40 @@ def test_the_exported_loader_reads_with_the_sessions_credentials_and_stores_none
     ).read_text()
     assert s3_endpoint.credentials.secret_key not in written
     assert s3_endpoint.credentials.access_key not in written
+
+
+def test_a_copy_local_advice_names_its_copy_measured_and_the_home_cache(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, tmp_path: Path,
+    no_aws_environment: None, monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    """Where the advised loader first copies the set to local disk, the before/after says so
+    first, with the size and the time and rate its prepare() measured (not an assumed rate),
+    where the copy is and what the home cache holds after it; the JSON carries the record."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))  # the copy lands in this home's cache, not the real one
+    for i in range(48):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"data/{i:03d}.bin", Body=bytes(20_000))
+    credentials = Credentials(
+        s3_endpoint.credentials.access_key, s3_endpoint.credentials.secret_key
+    )
+    result = before_after(
+        SlowBatches(), f"s3://{s3_bucket}/data/", seconds_per_batch=0.02,
+        endpoint_url=s3_endpoint.url, credentials=credentials, trial_seconds=6, limits=QUICK,
+    )  # fmt: skip
+    assert result.recommendation.data_source == "copy-local", result.recommendation.path()
+    copy = result.copy
+    assert copy is not None and copy.report is not None and copy.fresh  # this run's copy
+    assert copy.folder.startswith(str(home / ".cache" / "loader-advisor"))
+    assert (copy.report.objects, copy.report.bytes) == (48, 48 * 20_000)
+    assert copy.report.copied_bytes == 48 * 20_000 and copy.report.seconds > 0
+    assert len(list(Path(copy.folder).glob("*.bin"))) == 48
+    headline = result.headline()
+    rate = data_rate(copy.report.bytes_per_s)
+    assert headline[0].startswith(
+        f"copy 938 KiB to local disk first ({duration(copy.report.seconds)} at the measured {rate})"
+    ), headline
+    assert "samples/s" in headline[0] and "200 MB/s" not in " ".join(headline)
+    note = next(line for line in headline if line.startswith("The local copy is in"))
+    assert copy.folder in note and "the home cache ~/.cache/loader-advisor holds 9" in note
+    assert "python -m advisor cache" in note
+    assert result.to_dict()["local_copy"]["report"]["copied_bytes"] == 48 * 20_000

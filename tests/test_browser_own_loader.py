@@ -118,7 +118,13 @@ def test_the_readme_loader_on_the_demo_reaches_the_before_after_headline(
         if workers > 0:
             assert f"num_workers 0 -> {workers}" in text, text
         else:
-            assert "num_workers 0 ->" not in text and "Change: the native reader" in text, text
+            assert "num_workers 0 ->" not in text and ", the native reader." in text, text
+        # the recommended loader copies the demo set to local disk first: the copy leads the
+        # changes, with its size and the time and rate measured as it ran, then where it is
+        # and what the home cache holds
+        assert text.startswith("Change: copy ") and "to local disk first (" in text, text
+        assert "at the measured" in text and "MiB/s" in text and "200 MB/s" not in text, text
+        assert "The local copy is in " in text and "the home cache " in text, text
         page.screenshot(path=str(SHOTS / "own-loader-5-recommendation.png"))
 
 

@@ -356,6 +356,10 @@ def test_the_magic_diagnoses_a_notebook_variable(capsys: pytest.CaptureFixture[s
         assert "of each step waits for data" in out and "samples/s in the loop" in out
         shell.run_line_magic("advisor", "diagnose nothing_here --step-time 0.01")
         assert "no variable named 'nothing_here'" in capsys.readouterr().out
+        # its progress is the notebook's plain output, not stderr (a pink box per line there)
+        shell.run_line_magic("advisor", "diagnose my_loader --step-time 0.01 --seconds 2")
+        said = capsys.readouterr()
+        assert "... your loader: " in said.out and said.err == "", said
     finally:
         InteractiveShell.clear_instance()
 

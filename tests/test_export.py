@@ -99,6 +99,15 @@ def test_copy_local_exports_a_resumable_prepare_step(
     manifest = json.loads((copy_dir / "_manifest.json").read_text())
     assert len(manifest) == count and all(len(v) == 2 and v[1] for v in manifest.values())
     assert f"samples {SPEC.images}" in result.stdout
+    # `python copy_cfg.py --prepare` names the copy, its size and its last fetch, measured
+    prepared = run_module_code(
+        tmp_path, "import runpy, sys\nsys.argv = ['copy_cfg.py', '--prepare']\n"
+        "runpy.run_path('copy_cfg.py', run_name='__main__')\n", tmp_path,
+    )  # fmt: skip
+    assert prepared.returncode == 0, prepared.stderr
+    line = prepared.stdout.strip().splitlines()[-1]
+    assert line.startswith(f"{copy_dir}: {count} objects, "), line
+    assert "; its last copy fetched " in line and " MiB/s)" in line, line
 
 
 def test_copy_local_overrides_reach_the_copy(session: AdvisorSession, tmp_path: Path) -> None:

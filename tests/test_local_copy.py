@@ -20,7 +20,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
 from advisor.session import AdvisorSession
 from native_loader import ReaderConfig
-from native_loader.local_copy import LOCK, copy_to_local, local_copy_state
+from native_loader.local_copy import LOCK, copy_to_local, last_copy, local_copy_state
 
 ROOT = Path(__file__).resolve().parent.parent
 READ_EPOCH = (
@@ -117,7 +117,14 @@ def test_a_refresh_fetches_changed_and_deletes_removed_objects(
     uri, config = f"s3://{s3_bucket}/data/", ReaderConfig(endpoint_url=s3_endpoint.url)
     _put(s3_client, s3_bucket, "a", range(10))
     copy_to_local(uri, tmp_path, config=config, progress=None)
-    assert local_copy_state(uri, tmp_path, config=config) is None
+    assert local_copy_state(uri, tmp_path, config=config) is None  # its record is no data
+    size = len("a/000|") * 300
+    first = last_copy(tmp_path)  # each sync records what it fetched and its time
+    assert first is not None and (first.objects, first.bytes) == (10, 10 * size)
+    assert (first.copied_objects, first.copied_bytes) == (10, 10 * size)
+    assert first.seconds > 0 and first.bytes_per_s == 10 * size / first.seconds
+    copy_to_local(uri, tmp_path, config=config, progress=None)  # up to date: fetches nothing...
+    assert last_copy(tmp_path) == first  # ...and keeps the record of the sync that made it
     _put(s3_client, s3_bucket, "x", range(3))  # same sizes, other bytes
     for i in range(8, 10):
         s3_client.delete_object(Bucket=s3_bucket, Key=f"data/{i:03d}.bin")
@@ -128,6 +135,9 @@ def test_a_refresh_fetches_changed_and_deletes_removed_objects(
     assert lines[0].startswith("copying 3 of 8 objects")
     assert all("MiB" in line and " MB" not in line for line in lines), lines  # one unit system
     assert local_copy_state(uri, tmp_path, config=config) is None
+    refresh = last_copy(tmp_path)
+    assert refresh is not None and (refresh.objects, refresh.copied_objects) == (8, 3)
+    assert refresh.copied_bytes == 3 * size and refresh.finished >= first.finished
     on_disk = {p.name: p.read_bytes() for p in tmp_path.iterdir() if p.name[0] not in "_."}
     in_s3 = {
         f"{i:03d}.bin": s3_client.get_object(Bucket=s3_bucket, Key=f"data/{i:03d}.bin")[

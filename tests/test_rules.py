@@ -32,6 +32,7 @@ from advisor.measure.trial.results import (
     DecodeCost,
     HostToDevice,
     LoaderPoint,
+    SampleCopy,
     StorageProbe,
     TrialResult,
     TrialSetup,
@@ -108,6 +109,7 @@ def make_trial(
     setup: dict[str, Any] | None = None,
     output_bytes: float | None = None,
     gpu_images_per_s: float | None = None,
+    sample_copy: tuple[int, int, float] | None = None,
 ) -> TrialResult:
     """A trial whose training-loop sweep measured `rates` per num_workers (a tuple: one slice
     each); with `spin`, those are the blocking step's slices and `spin` the spinning step's.
@@ -151,6 +153,7 @@ def make_trial(
         gpu_decode=None
         if gpu_images_per_s is None
         else _gpu_decode(gpu_images_per_s, output_bytes),
+        sample_copy=None if sample_copy is None else SampleCopy(*sample_copy),
     )
 
 
@@ -423,3 +426,30 @@ def test_a_planned_cluster_with_too_few_shards_names_the_idle_workers() -> None:
         "every worker of ranks " in finding.rationale
         and f"at least {readers} shards" in finding.rationale
     )
+
+
+@pytest.mark.parametrize(
+    ("trial", "basis", "words"),
+    [
+        (
+            {"sample_copy": (9, 50 * MB, 2.0)},
+            "measured",
+            "at the measured 24 MiB/s (the trial copied 48 MiB of it in 2.0 s)",
+        ),
+        ({}, "estimated", "estimated from the read rate the trial measured"),
+        (None, "assumed", "assumed (File mode's typical rate; no trial)"),
+    ],
+)
+def test_the_copy_time_says_where_its_rate_comes_from(
+    trial: dict[str, Any] | None, basis: str, words: str
+) -> None:
+    """SRC-4 and COST-2 time the copy at the trial's measured copy of a sample; without one
+    they say the rate is estimated or assumed, never a bare "about 200 MB/s"."""
+    case = {"profile": {"count": 200, "size": 150 * MB}, "workload": {"epochs": 5}, "trial": trial}
+    ctx = make_ctx(case)
+    assert ctx.copy_rate().basis == basis
+    fired = evaluate(ctx).fired
+    src4 = next(f for f in fired if f.rule_id == "SRC-4")
+    cost2 = next(f for f in fired if f.rule_id == "COST-2")
+    assert words in src4.rationale and words in cost2.rationale
+    assert src4.evidence["copy_rate"] == basis

@@ -401,8 +401,14 @@ def test_the_model_of_a_local_copy_is_fed_by_the_copys_own_probe(
     assert result.setup is not None and result.setup.read_path == READ_LOCAL_COPY
     assert result.storage is not None and result.copy_storage is not None
     assert result.copy_storage.first_byte_p50_s < result.storage.first_byte_p50_s
+    # the copy itself is timed (the reads and the writes): the copy-local's time comes from it
+    copied = result.sample_copy
+    assert copied is not None and copied.objects >= 4 and copied.bytes > 0 < copied.seconds
     rec = recommend(profile, hardware, workload, result)  # type: ignore[arg-type]
     assert rec.data_source == "copy-local" and "NW-3" in rec.path()
+    source = rec.decision("data_source")
+    assert source.evidence["copy_rate"] == "measured", source.rationale
+    assert "at the measured" in source.rationale and "the trial copied" in source.rationale
     table = rec.decision("num_workers").evidence["sweep_table"]
     assert rec.prediction_error is not None and -0.35 < rec.prediction_error < 0.6, table
 
@@ -420,5 +426,5 @@ def test_a_copy_with_no_room_says_so_and_reads_the_listed_objects(
     )  # fmt: skip
     assert result.setup is not None and result.setup.read_path == READ_LISTED
     assert any("could not make the local copy" in n and "quota" in n for n in result.notes)
-    assert result.copy_storage is None
+    assert result.copy_storage is None and result.sample_copy is None
     assert list(tmp_path.iterdir()) == []

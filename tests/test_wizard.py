@@ -262,6 +262,18 @@ def test_trial_chart_without_demand_or_lower_bounds() -> None:
     ]
 
 
+def test_the_trial_chart_before_a_trial_says_what_fills_it() -> None:
+    """No counts yet: no axes from -1 but the counts a trial measures first, and a hint; a
+    chart with counts has no hint."""
+    empty = charts.trial_chart([], consumer_rate=300)
+    assert list(empty.layout.xaxis.range) == [-0.5, 4.5]
+    assert list(empty.layout.yaxis.range) == [0, 450]
+    assert [a.text for a in empty.layout.annotations] == [
+        "Run the live trial: each num_workers appears here as it is measured"
+    ]
+    assert not charts.trial_chart(summarise([_slice(1, 50)])).layout.annotations
+
+
 def test_throughput_chart_skips_unknowns() -> None:
     figure = charts.throughput_chart(500.0, None, 450.0)
     assert list(figure.data[0].x) == ["loader (expected)", "loader (best measured)"]
@@ -940,3 +952,80 @@ def test_anonymous_access_sends_unsigned_requests(wizard: Any) -> None:
     assert not DatasetLocation("s3://public-bucket/data/").reader_config().unsigned
     wizard.dataset_panel.anonymous.value = True
     assert wizard.controller.dataset_step.anonymous
+
+
+def test_magic_help_names_diagnose_cache_and_the_layouts(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """`%advisor --help` names the demo's data sets, `diagnose` and `cache`; a layout that does
+    not exist is refused before anything starts; `%advisor cache` lists the home cache."""
+    from advisor import magic
+    from advisor.demo import LAYOUTS
+
+    assert magic.DEMO_LAYOUTS == LAYOUTS  # the help's copy of them
+    magic.advisor_magic("--help")
+    text = capsys.readouterr().out
+    assert "small-images, shards, large" in text
+    assert "%advisor diagnose LOADER" in text and "%advisor cache" in text
+    shown: list[Any] = []
+    monkeypatch.setattr("advisor.wizard.show", lambda *a, **k: shown.append(a))
+    magic.advisor_magic("--demo nope")
+    assert "invalid choice: 'nope'" in capsys.readouterr().err and shown == []
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", str(tmp_path / "demo"))
+    (tmp_path / ".cache" / "loader-advisor" / "abc").mkdir(parents=True)
+    (tmp_path / ".cache" / "loader-advisor" / "abc" / "x.obj").write_bytes(bytes(2048))
+    magic.advisor_magic("cache")
+    listed = capsys.readouterr().out.splitlines()[1]
+    assert listed.split()[:3] == ["abc", "2.0", "KiB"], listed
+    assert "2.0 KiB cached by a streaming loader" in listed
+    magic.advisor_magic("cache --remove abc")
+    assert capsys.readouterr().out.startswith("removed abc (2.0 KiB)")
+    assert not (tmp_path / ".cache" / "loader-advisor" / "abc").exists()
+
+
+def test_the_export_step_lists_the_home_cache_and_removes_from_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The Export step lists what the home cache holds with sizes (real files), and its Remove
+    button frees the picked entry; a name it does not hold is the step's error."""
+    from advisor.wizard.views import Wizard
+
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", str(tmp_path / "demo"))
+    root = tmp_path / ".cache" / "loader-advisor"
+    for name, size in (("big", 3 * 2**20), ("small", 4096)):
+        (root / name).mkdir(parents=True)
+        (root / name / "x.obj").write_bytes(bytes(size))
+    (tmp_path / "demo" / "v1").mkdir(parents=True)
+    (tmp_path / "demo" / "v1" / "0.jpg").write_bytes(bytes(1000))
+    w = Wizard(WizardController(FakeSession()))  # type: ignore[arg-type]
+    try:
+        panel = w.export_panel
+        panel.show()
+        assert "holds 3.0 MiB:" in panel.cache_list.value
+        assert "<td><code>big</code></td><td>3.0 MiB</td>" in panel.cache_list.value
+        assert list(panel.cache_pick.options) == ["big", "small", "demo"]
+        panel.cache_pick.value = "big"
+        panel.cache_remove.click()
+        assert not (root / "big").exists() and (root / "small").exists()
+        assert list(panel.cache_pick.options) == ["small", "demo"]  # shown again, at once
+        assert "<code>big</code>" not in panel.cache_list.value
+        assert not w.controller.export_step.remove_cached("nope")
+        assert "holds no 'nope'" in w.controller.errors["export"]
+    finally:
+        w.controller.close()
+
+
+def test_the_export_step_says_what_next(wizard: Any) -> None:
+    """The last step ends with what to do next: check the module, use it in training, prepare
+    a copy-local's copy once per node (only for one), and when to ask again."""
+    from advisor.wizard.panels.export import what_next
+
+    panel = wizard.export_panel
+    panel.show()
+    said = panel.next_steps.value
+    assert "What next" in said and "<code>python dataloader_config.py</code>" in said
+    assert "from dataloader_config import make_dataloader" in said and "--prepare" not in said
+    copy = what_next("my_loader", copy_local=True)
+    assert "<code>python my_loader.py --prepare</code> once per node" in copy

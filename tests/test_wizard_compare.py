@@ -50,6 +50,7 @@ def walk(
 
     for name, value in small_demo_env(s3_endpoint).items():
         monkeypatch.setenv(name, value)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # its local copy: in this home's cache
     (tmp_path / "compare_user.py").write_text(USER_MODULE)
     ready = tmp_path / "ready"
     monkeypatch.setenv("COMPARE_TEST_READY", str(ready))
@@ -97,6 +98,16 @@ def test_run_again_after_a_failed_comparison(walk: tuple[Any, Path]) -> None:
     assert "in your loop" in w.headline.value
     assert button.layout.display == "none"
     assert c.trial is trial  # the comparison ran again, not the trial
+    # the recommended loader copies the set to local disk first: the headline names the copy
+    # with its measured time and rate, where it is, and what the home cache holds now (the
+    # failed run made the copy; this one found it up to date and says when it was made)
+    assert c.recommendation.data_source == "copy-local"
+    copy = step.copy
+    assert copy is not None and copy.report is not None and copy.report.copied_bytes > 0
+    assert step.changed[0] == copy.change() and "at the measured" in step.changed[0]
+    assert not copy.fresh and "made earlier in" in copy.change()
+    assert f"Change: {copy.change()}" in w.headline.value
+    assert "the home cache ~/.cache/loader-advisor holds" in w.headline.value
 
 
 @pytest.mark.timeout(240)

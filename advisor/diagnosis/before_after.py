@@ -10,16 +10,20 @@ loader is never modified. The headline says what to change and what it measured.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from advisor.core import homecache
 from advisor.core.bounds import LoopLimits, TrialBudget
+from advisor.core.units import data_rate, data_size, duration
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation
 from advisor.diagnosis.loop import Comparison, Diagnosis, as_step, compare, diagnose
@@ -27,8 +31,52 @@ from advisor.headline import keep_up_action
 from advisor.measure.loop.run import LoaderSource, LoopEvent, Step, batch_samples, fresh
 from advisor.session import AdvisorSession
 from native_loader import Credentials
+from native_loader.local_copy import CopyReport, last_copy
 
-__all__ = ["BeforeAfter", "before_after", "changes", "exported_loader"]
+__all__ = ["BeforeAfter", "LocalCopyStep", "advised_loader", "before_after", "changes",
+           "exported_loader"]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class LocalCopyStep:
+    """The advised loader's first step where it copies the set to local disk (copy-local), as
+    its `prepare()` ran here: the folder, the record of the sync that fetched the copy
+    (measured, not assumed: `native_loader.local_copy.CopyReport`), whether that sync was this
+    run's (`fresh`; else the copy was made earlier and this run only checked it), the prepare's
+    own time, and what the home cache holds after it."""
+
+    folder: str
+    report: CopyReport | None
+    seconds: float
+    home: str  # `homecache.summary()`: its size, and how to list and free it
+    fresh: bool = True
+
+    def change(self) -> str:
+        """The step, as the first of the changes: "copy 241 MiB to local disk first (7.0 s at
+        the measured 33 MiB/s)"."""
+        r, checked = self.report, duration(self.seconds)
+        if r is None:  # made before copies recorded their syncs, and kept
+            return f"read the local copy made earlier (checked in {checked})"
+        measured = f"{duration(r.seconds)} at the measured {data_rate(r.bytes_per_s)}"
+        if not self.fresh:
+            how = f"made earlier in {measured}; up to date, checked in {checked}"
+        elif r.copied_bytes == r.bytes:
+            how = measured
+        else:
+            how = f"this run fetched {data_size(r.copied_bytes)} in {measured} and kept the rest"
+        return f"copy {data_size(r.bytes)} to local disk first ({how})"
+
+    def note(self) -> str:
+        return f"The local copy is in {self.folder}; {self.home}."
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "folder": self.folder,
+            "seconds": round(self.seconds, 3),
+            "fresh": self.fresh,
+            "report": None if self.report is None else dataclasses.asdict(self.report),
+            "bytes_per_s": None if self.report is None else round(self.report.bytes_per_s),
+        }
 
 
 @dataclass(frozen=True)
@@ -39,6 +87,7 @@ class BeforeAfter:
     recommendation: Recommendation
     comparison: Comparison
     changed: tuple[str, ...]
+    copy: LocalCopyStep | None = None  # the advised loader copies the set first (copy-local)
 
     def headline(self) -> list[str]:
         """Two or three lines: what to change and its measured effect; the verdicts."""
@@ -48,6 +97,8 @@ class BeforeAfter:
         if before is not None and after is not None:
             lines.append(f"before: {before.line}")
             lines.append(f"after: {after.line}")
+        if self.copy is not None:
+            lines.append(self.copy.note())
         if self.first_look.bottleneck is not None:
             lines.append(f"your loader's {self.first_look.bottleneck.line}")
         action = keep_up_action(self.recommendation, self.comparison)
@@ -59,15 +110,19 @@ class BeforeAfter:
         return {
             "headline": self.headline(),
             "changed": list(self.changed),
+            "local_copy": None if self.copy is None else self.copy.to_dict(),
             "first_look": self.first_look.to_dict(),
             "comparison": self.comparison.to_dict(),
         }
 
 
-def changes(loader: Any, recommendation: Recommendation) -> tuple[str, ...]:
-    """What the recommendation changes in `loader`'s settings, in the DataLoader's words. A
-    loader that is not a torch DataLoader shows no settings to compare: only the reader."""
-    out = []
+def changes(
+    loader: Any, recommendation: Recommendation, copy: LocalCopyStep | None = None
+) -> tuple[str, ...]:
+    """What the recommendation changes in `loader`'s settings, in the DataLoader's words, after
+    the copy to local disk where it makes one (`copy`). A loader that is not a torch
+    DataLoader shows no settings to compare: only the reader."""
+    out = [copy.change()] if copy is not None else []
     settings = (
         ("num_workers", recommendation.num_workers),
         ("prefetch_factor", recommendation.prefetch_factor if recommendation.num_workers else None),
@@ -97,8 +152,24 @@ def exported_loader(session: AdvisorSession, directory: Path) -> Any:
     """The session's exported module, written to `directory`, imported, and its
     `make_dataloader()`, given the session's credentials in this process: the file holds
     none, and a kernel without AWS variables (the demo's endpoint) reads all the same."""
-    module_path, _ = session.save_export(directory, "recommended_loader")
-    return _import_module(module_path).make_dataloader(credentials=session.credentials)
+    return advised_loader(session, directory)[0]
+
+
+def advised_loader(
+    session: AdvisorSession, directory: Path, progress: Callable[[str], None] | None = None
+) -> tuple[Any, LocalCopyStep | None]:
+    """`exported_loader`, and its copy to local disk where it makes one: the module's
+    `prepare()` run first and timed (`progress` gets its lines), so that the copy is a step
+    measured and named, not a hidden part of the loader's first batch."""
+    module = _import_module(session.save_export(directory, "recommended_loader")[0])
+    copy = None
+    if module.CONFIG.get("local_copy_dir"):
+        started, wall = time.monotonic(), time.time()
+        folder = module.prepare(progress=progress, credentials=session.credentials)
+        seconds, report = time.monotonic() - started, last_copy(folder)
+        fresh = report is not None and report.finished >= wall
+        copy = LocalCopyStep(folder, report, seconds, homecache.summary(), fresh)
+    return module.make_dataloader(credentials=session.credentials), copy
 
 
 def before_after(
@@ -157,14 +228,16 @@ def before_after(
     )
     recommendation = session.run_recommend()
     with tempfile.TemporaryDirectory(prefix="advisor-before-after-") as scratch:
-        exported = exported_loader(session, Path(scratch))
+        say = (lambda line: progress(f"local copy: {line}", 0.0)) if progress else None
+        exported, copy = advised_loader(session, Path(scratch), say)
         comparison = compare(
             loader, exported, chosen, limits=limits, rounds=rounds, samples_of=samples_of,
             progress=loop_progress, cancel=cancel,
         )  # fmt: skip
     # a loader given as a function is made once more, only to read its settings
     settings = loader if isinstance(loader, Iterable) else fresh(loader)
-    return BeforeAfter(first, recommendation, comparison, changes(settings, recommendation))
+    changed = changes(settings, recommendation, copy)
+    return BeforeAfter(first, recommendation, comparison, changed, copy)
 
 
 def _consumer_rate(

@@ -104,6 +104,14 @@ def trial_chart(counts: Sequence[CountRate], consumer_rate: float | None = None)
             )
         )
     figure.update_xaxes(dtick=1)
+    if not counts:  # before a trial: the axes it will fill, and what fills them
+        figure.update_xaxes(range=[-0.5, 4.5])
+        figure.update_yaxes(range=[0, (consumer_rate or 100) * 1.5])
+        figure.add_annotation(
+            text="Run the live trial: each num_workers appears here as it is measured",
+            x=2, y=(consumer_rate or 100) * 0.75, showarrow=False,
+            font={"color": "gray"},
+        )  # fmt: skip
     return figure
 
 

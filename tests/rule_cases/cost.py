@@ -10,6 +10,18 @@ CASES: list[Case] = [
     ("COST-1", {"workload": {"data_location": "efs"}}, False, ...),
     ("COST-2", {}, True, ...),
     ("COST-2", {"profile": SMALL_SET, "workload": {"epochs": 5}}, True, 150.0),  # 30 GB / 200 MB/s
+    # with a trial: its timed copy of a sample (50 MB in 2 s), else its probe's best read rate
+    (
+        "COST-2",
+        {
+            "profile": SMALL_SET,
+            "workload": {"epochs": 5},
+            "trial": {"sample_copy": (9, 50 * MB, 2.0)},
+        },
+        True,
+        1200.0,
+    ),
+    ("COST-2", {"profile": SMALL_SET, "workload": {"epochs": 5}, "trial": {}}, True, 50.0),
     ("COST-2", {"profile": LOCAL}, False, ...),
     ("COST-3", {"workload": {"consumer_rate": 100_000.0}}, True, ...),
     ("COST-3", {}, False, ...),

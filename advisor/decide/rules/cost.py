@@ -12,7 +12,6 @@ from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.request_plan import plan_requests, storage_get_limit
 from advisor.decide.rules.thresholds import (
     FASTFILE_LIST_OBJECTS_S,
-    FILE_MODE_MB_S,
     FSX_INDEX_OBJECTS_PER_HOUR,
     FSX_MIN_TB,
     FSX_USD_PER_TB_MONTH,
@@ -59,8 +58,10 @@ class StartupTime(Rule):
     """Start-up delay.
 
     Condition: copy-local from S3, or streaming
-    Recommendation: start-up delay: copy at ~200 MB/s, or FastFile listing at ~5,500 objects/s
-    Source: [SRC] 3 File mode ~200 MB/s; FastFile listing
+    Recommendation: start-up delay: the copy at the rate the trial measured copying a sample
+    (else estimated from its read rate, else File mode's ~200 MB/s, said so), or FastFile listing
+    at ~5,500 objects/s
+    Source: the trial's timed copy; [SRC] 3 File mode ~200 MB/s; FastFile listing
     """
 
     id = "COST-2"
@@ -73,8 +74,9 @@ class StartupTime(Rule):
         source = ctx.training_source(state)
         objects = ctx.objects_read(state)
         if source == "copy-local":
-            seconds = ctx.total_bytes / (FILE_MODE_MB_S * MB)
-            what = f"copying {data_size(ctx.total_bytes)} at about {data_rate(FILE_MODE_MB_S * MB)}"
+            copy = ctx.copy_rate()
+            seconds = ctx.total_bytes / copy.bytes_per_s
+            what = f"copying {data_size(ctx.total_bytes)} at {copy.words}"
         elif source == "stream":
             seconds = objects / FASTFILE_LIST_OBJECTS_S
             what = (

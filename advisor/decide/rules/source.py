@@ -9,7 +9,6 @@ from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import (
     EFS_BASELINE_MB_S_PER_TB,
     FASTFILE_LIST_OBJECTS_S,
-    FILE_MODE_MB_S,
     LARGE_FILE_BYTES,
     MANY_FILES,
     SHARD_TARGET_BYTES,
@@ -139,7 +138,8 @@ class SmallSetCopyLocal(Rule):
 
     Condition: data on S3, total at most 100 GB, fits the local disk (free >= 1.1 x total), and not
     (1 epoch and median >= 50 MB)
-    Recommendation: `copy-local` (SageMaker File mode)
+    Recommendation: `copy-local` (SageMaker File mode), with the copy's time at the rate the trial
+    measured copying a sample (else estimated from its read rate, else assumed, said so)
     Source: [SRC] 3 step 2: small (< 50-100 GB) -> File mode; [IO] 2: File mode when read many times
     """
 
@@ -152,17 +152,20 @@ class SmallSetCopyLocal(Rule):
             return None
         if ctx.workload.epochs == 1 and ctx.p50_bytes >= LARGE_FILE_BYTES:
             return None  # one pass over large shards: streaming costs no start-up (SRC-5)
-        copy_s = ctx.total_bytes / (FILE_MODE_MB_S * MB)
+        rate = ctx.copy_rate()
+        copy_s = ctx.total_bytes / rate.bytes_per_s
         disk = ctx.hardware.disk
         return self.finding(
             "copy-local",
             f"{data_size(ctx.total_bytes)} fits the local disk; copying it takes about "
-            f"{duration(copy_s)} at about {data_rate(FILE_MODE_MB_S * MB)}, and every epoch after "
-            f"that reads {disk_words(disk.kind if disk else None)}.",
+            f"{duration(copy_s)} at {rate.words}, and every epoch after that reads "
+            f"{disk_words(disk.kind if disk else None)}.",
             evidence={
                 "total_bytes": ctx.total_bytes,
                 "disk_free_bytes": disk.free_bytes if disk else None,
                 "copy_s": round(copy_s, 1),
+                "copy_bytes_per_s": round(rate.bytes_per_s),
+                "copy_rate": rate.basis,
                 "epochs": ctx.workload.epochs,
             },
         )

@@ -16,7 +16,9 @@ from pathlib import Path
 
 from advisor.core.units import data_size
 from advisor.measure.trial.data import TrialClock, TrialData
+from advisor.measure.trial.results import SampleCopy
 from native_loader import ObjectInfo
+from native_loader.local_copy import write_atomically
 
 COPY_QUOTA_BYTES = 2 * 2**30  # the most the sample copy writes
 DISK_SHARE = 0.25  # of the scratch folder's free space: the copy leaves the rest alone
@@ -38,9 +40,12 @@ def copy_quota(directory: Path) -> int:
     return int(min(COPY_QUOTA_BYTES, DISK_SHARE * free))
 
 
-def copy_sample(data: TrialData, directory: Path, clock: TrialClock, seconds: float) -> TrialData:
+def copy_sample(
+    data: TrialData, directory: Path, clock: TrialClock, seconds: float
+) -> tuple[TrialData, SampleCopy]:
     """Copy the first of `data`'s objects into `directory` for at most `seconds` and the disk
-    quota; the same data read from there. Raises CopyUnavailable naming the reason."""
+    quota; the same data read from there, and the copy as timed (what a copy-local's copy of
+    the whole set runs at, measured). Raises CopyUnavailable naming the reason."""
     try:
         quota = copy_quota(directory)
     except OSError as exc:
@@ -50,7 +55,8 @@ def copy_sample(data: TrialData, directory: Path, clock: TrialClock, seconds: fl
         raise CopyUnavailable(
             f"no sampled object fits the copy's disk quota ({quota >> 20} MiB in {directory})"
         )
-    deadline = time.monotonic() + seconds
+    started = landed = time.monotonic()
+    deadline = started + seconds
     copied: list[ObjectInfo] = []
     written = 0
     clock.report("copy", f"copying a sample to local disk ({directory})")
@@ -64,8 +70,11 @@ def copy_sample(data: TrialData, directory: Path, clock: TrialClock, seconds: fl
                     )
                 name = f"{len(copied):05d}-{os.path.basename(info.uri.rstrip('/')) or 'object'}"
                 path = directory / name
-                path.write_bytes(memoryview(result))
+                # written as the copy-local's copy writes (flushed to disk, renamed), so the
+                # rate timed here is the one the whole copy runs at
+                write_atomically(str(path), memoryview(result))
                 written += info.size
+                landed = time.monotonic()
                 copied.append(ObjectInfo(str(path), name, info.size, info.etag))
                 if len(copied) % 25 == 0:
                     clock.report(
@@ -84,4 +93,5 @@ def copy_sample(data: TrialData, directory: Path, clock: TrialClock, seconds: fl
         )
     clock.report("copy", f"copied {len(copied)} objects, {data_size(written)} locally")
     config = dataclasses.replace(data.config, endpoint_url=None)
-    return dataclasses.replace(data, objects=tuple(copied), config=config)
+    timed = SampleCopy(len(copied), written, landed - started)
+    return dataclasses.replace(data, objects=tuple(copied), config=config), timed

@@ -202,6 +202,21 @@ class StorageProbe:
 
 
 @dataclass(frozen=True)
+class SampleCopy:
+    """The trial's copy of a sample from where the data is to local disk (a copy-local's
+    first step, measured): `bytes` in `objects` objects landed in `seconds`, the reads and the
+    writes together."""
+
+    objects: int
+    bytes: int
+    seconds: float
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.bytes / self.seconds if self.seconds > 0 else 0.0
+
+
+@dataclass(frozen=True)
 class DecodeCost:
     """CPU time per sample of the decode/transform step, measured in-process on sampled data."""
 
@@ -309,6 +324,8 @@ class TrialResult:
     # made one (what training reads after a copy-local, or from a cache): its own first byte and
     # bandwidth, not S3's
     copy_storage: StorageProbe | None = None
+    # the copy of that sample to local disk, timed (None: the trial made no local copy)
+    sample_copy: SampleCopy | None = None
     # the JPEG decode on this machine's GPU (batched nvJPEG), where one was present
     gpu_decode: GpuDecode | None = None
 

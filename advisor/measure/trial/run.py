@@ -48,6 +48,7 @@ from advisor.measure.trial.results import (
     DecodeCost,
     LoaderPoint,
     ReadPathSweep,
+    SampleCopy,
     StorageProbe,
     TrialResult,
     TrialSetup,
@@ -170,6 +171,7 @@ def _measure(
     notes: list[str] = []
     cancelled = False
     scratch: Path | None = None
+    sample_copy: SampleCopy | None = None
     paths = tuple(dict.fromkeys(read_paths)) or (READ_LISTED,)
     try:
         clock.report("storage", "listing objects for the trial")
@@ -197,7 +199,7 @@ def _measure(
         if made is not None:
             try:
                 scratch = Path(tempfile.mkdtemp(prefix="loader-advisor-trial-", dir=scratch_dir))
-                made_data = _make_sample(made, data, location, scratch, clock)
+                made_data, sample_copy = _make_sample(made, data, location, scratch, clock)
                 if made == READ_PACKED:  # streamed shards: the budget for streams
                     made_data = made_data.with_inflight(
                         inflight, _budget_for(made_data, hardware, workload)
@@ -264,17 +266,19 @@ def _measure(
         setup=TrialSetup.of(workload, hardware.usable_cores, steady.read_path),
         first_epoch=measured[0] if len(measured) > 1 else None,
         copy_storage=next((probes[p] for p in paths if p in MADE and p in probes), None),
+        sample_copy=sample_copy if READ_LOCAL_COPY in paths else None,
     )
 
 
 def _make_sample(
     path: str, data: TrialData, location: DatasetLocation, scratch: Path, clock: TrialClock
-) -> TrialData:
+) -> tuple[TrialData, SampleCopy | None]:
     """The sample `path` reads, made in `scratch` within the copy's share of the budget: a
-    local copy of the sampled objects, or the objects packed into tar shards."""
+    local copy of the sampled objects (and the copy, timed), or the objects packed into tar
+    shards."""
     seconds = clock.seconds * BUDGET_SHARES["copy"]
     if path == READ_PACKED:
-        return pack_sample(data, location.prefix_uri(), scratch, clock, seconds)
+        return pack_sample(data, location.prefix_uri(), scratch, clock, seconds), None
     return copy_sample(data, scratch, clock, seconds)
 
 

@@ -92,10 +92,14 @@ def headline(
     diagnosis: Diagnosis | None = None,
     changed: tuple[str, ...] = (),
     comparison: Comparison | None = None,
+    copy_note: str | None = None,
 ) -> str:
-    """What to change and its measured effect first; then the DataLoader call to write."""
+    """What to change and its measured effect first; then the DataLoader call to write; where
+    the recommended loader copied the set first, where the copy is and what the cache holds."""
     said = headline_lines(rec, trial, consumer_rate, diagnosis, changed, comparison)
     action = said.pop() if said[-1].startswith("To keep up") else None
+    if copy_note is not None:
+        said.append(copy_note)
     lines = [html.escape(line) for line in said]
     lines[0] = f"<b>{lines[0]}</b>"
     kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.dataloader_kwargs().items())
@@ -250,6 +254,7 @@ class RecommendationPanel(StepPanel):
             self.step.diagnosis,
             self.step.changed,
             self.step.comparison,
+            self.step.copy.note() if self.step.copy is not None else None,
         )
         location = self.step.context.session.location
         is_s3 = location is None or location.is_s3

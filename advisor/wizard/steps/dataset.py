@@ -6,6 +6,7 @@ import threading
 from typing import TYPE_CHECKING
 
 from advisor.core.errors import describe
+from advisor.core.units import data_size
 from advisor.wizard.context import Topic, WizardContext
 from advisor.wizard.steps.export import ExportStep
 from advisor.wizard.steps.trial import TrialStep
@@ -74,14 +75,14 @@ class DatasetStep:
             return False
         return self.context.start("profile", STEP, self._profile)
 
-    def _profile(self, cancel: threading.Event) -> None:
+    def _profile(self, cancel: threading.Event, note: str = "") -> None:
         session = self.context.session
         self.context.report("contacting the endpoint ...", 0.0)
         session.check_location()  # an absent endpoint, then missing credentials, said plainly
         session.run_profile(progress=self.context.report, cancel=cancel)
         self._forget_results()
-        note = " (cancelled: partial listing)" if cancel.is_set() else ""
-        self.context.report(f"profile done{note}", 1.0)
+        done = " (cancelled: partial listing)" if cancel.is_set() else ""
+        self.context.report(f"profile done{done}{note}", 1.0)
 
     def use_demo(self, layout: str | None = None, profile: bool = True) -> bool:
         """Start (or find) the demo endpoint, fill in the dataset fields, then profile it."""
@@ -90,8 +91,14 @@ class DatasetStep:
         context = self.context
 
         def work(cancel: threading.Event) -> None:
+            from advisor.core import homecache
+
             context.report("starting the demo endpoint (first time: generating data) ...", 0.0)
+            kept = homecache.size_of(homecache.demo_root())
             uri = context.session.use_demo(layout, progress=context.report)
+            added = homecache.size_of(homecache.demo_root()) - kept
+            # the demo's data kept for the next kernel: said when it adds to the home cache
+            note = f"; the demo kept {data_size(added)}: {homecache.summary()}" if added > 0 else ""
             location = context.session.location
             self.uri = uri
             self.endpoint_url = (location.endpoint_url or "") if location else ""
@@ -99,8 +106,8 @@ class DatasetStep:
             self._forget_results()
             context.notify(Topic.DATASET)
             if profile and not cancel.is_set():
-                self._profile(cancel)
+                self._profile(cancel, note)
             else:
-                context.report("demo dataset ready", 1.0)
+                context.report(f"demo dataset ready{note}", 1.0)
 
         return context.start("demo", STEP, work)

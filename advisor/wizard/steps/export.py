@@ -12,6 +12,7 @@ from advisor.core.errors import describe
 from advisor.wizard.context import Topic, WizardContext
 
 if TYPE_CHECKING:
+    from advisor.core.homecache import CacheEntry
     from advisor.export import ExportBundle
 
 STEP = "export"
@@ -60,6 +61,28 @@ class ExportStep:
             target.mkdir(parents=True, exist_ok=True)
             self.saved_paths = tuple(self.bundle.save(target, stem))
         except Exception as exc:
+            self.context.set_error(STEP, describe(exc))
+            return False
+        self.context.set_error(STEP, None)
+        self.context.notify(Topic.SAVED)
+        return True
+
+    def cache_entries(self) -> list[CacheEntry]:
+        """What the home cache holds (`advisor.core.homecache`): local copies, caches, the
+        demo's data, largest first."""
+        from advisor.core import homecache
+
+        return homecache.entries()
+
+    def remove_cached(self, name: str) -> bool:
+        """Remove `name` from the home cache (as `python -m advisor cache --remove NAME`);
+        False, with the step's error saying why, for a name it does not hold or one being
+        copied into."""
+        from advisor.core import homecache
+
+        try:
+            homecache.remove(name)
+        except (ValueError, OSError) as exc:
             self.context.set_error(STEP, describe(exc))
             return False
         self.context.set_error(STEP, None)

@@ -17,6 +17,7 @@ from advisor.wizard.steps.workload import WorkloadStep
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
     from advisor.diagnosis import Comparison, Diagnosis
+    from advisor.diagnosis.before_after import LocalCopyStep
     from advisor.measure.loop.run import LoopEvent
 
 STEP = "recommendation"
@@ -35,6 +36,7 @@ class RecommendationStep:
         self.diagnosis: Diagnosis | None = None  # the user's loader, its first round
         self.comparison: Comparison | None = None
         self.changed: tuple[str, ...] = ()
+        self.copy: LocalCopyStep | None = None  # the recommended loader's copy, as it ran
         # the loader and step names the last comparison ran with, and whether it failed (then
         # "Run again" offers it once more, and entering the step again re-runs it)
         self.compared: tuple[str, str] | None = None
@@ -61,7 +63,7 @@ class RecommendationStep:
 
     def _forget_comparison(self) -> None:
         self.diagnosis, self.comparison, self.changed = None, None, ()
-        self.compared, self.failed = None, False
+        self.compared, self.failed, self.copy = None, False, None
 
     def _named(self) -> tuple[str, str]:
         form = self.workload.form
@@ -86,7 +88,7 @@ class RecommendationStep:
     def run_again(self) -> bool:
         """Compare the user's loader with the recommended one once more (the trial and the
         recommendation are kept): after a failed comparison, or a loader fixed since."""
-        self.diagnosis, self.comparison, self.changed = None, None, ()
+        self.diagnosis, self.comparison, self.changed, self.copy = None, None, (), None
         self.context.notify(Topic.RECOMMENDATION)
         return self.diagnose_user_loader()
 
@@ -119,7 +121,7 @@ class RecommendationStep:
 
         def compare_loaders(cancel: threading.Event) -> None:
             from advisor.diagnosis import compare
-            from advisor.diagnosis.before_after import changes, exported_loader
+            from advisor.diagnosis.before_after import advised_loader, changes
             from advisor.measure.loop.run import fresh
 
             def progress(event: LoopEvent) -> None:
@@ -129,7 +131,10 @@ class RecommendationStep:
                 raise ValueError("your loader needs a step or a consumption rate to run against")
             self.context.report("writing the recommended loader", 0.0)
             with tempfile.TemporaryDirectory(prefix="advisor-wizard-compare-") as scratch:
-                exported = exported_loader(session, Path(scratch))
+                exported, self.copy = advised_loader(
+                    session, Path(scratch),
+                    lambda line: self.context.report(f"local copy: {line}", 0.0),
+                )  # fmt: skip
                 self.comparison = compare(
                     loader, exported,  # type: ignore[arg-type]
                     step if step is not None else None,  # type: ignore[arg-type]
@@ -141,7 +146,7 @@ class RecommendationStep:
             if recommendation is not None:
                 # a loader given as a function is made once more, only to read its settings
                 settings = loader if isinstance(loader, Iterable) else fresh(loader)  # type: ignore[arg-type]
-                self.changed = changes(settings, recommendation)
+                self.changed = changes(settings, recommendation, self.copy)
             self.context.report("your loader and the recommended one measured", 1.0)
             self.context.notify(Topic.RECOMMENDATION)
 
