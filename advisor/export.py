@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from advisor.measure.profile import DatasetProfile
 
 
-
 @dataclass(frozen=True)
 class ExportBundle:
     config: LoaderConfig

@@ -282,7 +282,6 @@ def test_an_endpoint_that_never_answers_is_given_up_on_within_seconds(
         assert lines[0] == f"... contacting {url} (an answer within 8 s)"
 
 
-
 def test_the_get_limit_reaches_the_workload_the_plan_reads() -> None:
     """`--get-limit` is the user's figure for an endpoint whose limit the plan cannot know
     (COST-6 and PFX-1 read it: tests/rule_cases/cost.py)."""
