@@ -67,6 +67,7 @@ def _serving(args: list[str], timeout_s: float) -> Iterator[tuple[list[str], dic
         proc.stdout.close()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("latency_ms", [0, 150])
 def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
     """`--port P` is where clients connect, and what they get there has the asked-for latency."""
@@ -89,6 +90,7 @@ def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
         assert (latency_ms > 0) == any("emulating" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_serve_can_throttle_a_prefix_as_s3_does() -> None:
     args = ["--no-data", "--get-limit", "5", "--limit-prefix", "bkt/hot/"]
     with _serving(args, timeout_s=30) as (lines, fields, client):

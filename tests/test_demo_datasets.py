@@ -158,6 +158,7 @@ def test_default_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPa
     assert default_cache_root() == Path("/tmp/xdg/loader-advisor/demo")
 
 
+@pytest.mark.slow
 def test_the_demo_reports_its_progress_a_hundred_times_not_per_object(tmp_path: Path) -> None:
     """A wizard redraws its status on every report: 2,000 reports (one per object) paced the
     upload in a kernel. A fresh process starts the demo from an empty cache, as a user's first

@@ -72,6 +72,7 @@ def _waiting_loader() -> torch.utils.data.DataLoader[int]:
     return torch.utils.data.DataLoader(WaitingDataset(), batch_size=8, num_workers=0)
 
 
+@pytest.mark.slow
 def test_a_loader_function_gets_the_diagnosis_of_the_loader_it_makes() -> None:
     """The same DataLoader as a variable and as a function that makes it: the function's
     loader is known by what it made, so both are named as waiting on storage."""
@@ -170,6 +171,7 @@ class HangingDataset(torch.utils.data.Dataset[int]):
         return index
 
 
+@pytest.mark.slow
 def test_a_hung_dataloader_leaves_no_workers_behind() -> None:
     """A notebook lives on after the loop gave up on a hung DataLoader: its workers go when the
     loop gives up, not when the process ends."""
@@ -228,6 +230,7 @@ def test_batch_samples_counts_what_collate_makes() -> None:
     assert batch_samples(b"one object") == 1
 
 
+@pytest.mark.slow
 def test_compare_puts_two_loaders_through_the_same_step() -> None:
     result = compare(SlowBatches(0.03), SlowBatches(0.0), seconds_per_batch=0.01, limits=QUICK)
     assert len(result.before) == len(result.after) == 2
@@ -313,6 +316,7 @@ def _cli(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.Complet
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_cli_diagnoses_a_loader_function(tmp_path: Path) -> None:
     (tmp_path / "user_loader.py").write_text(USER_MODULE)
     done = _cli(["user_loader:make_loader", "--step-time", "0.01", "--seconds", "1", "--json"],
@@ -326,6 +330,7 @@ def test_the_cli_diagnoses_a_loader_function(tmp_path: Path) -> None:
     assert "samples/s in the loop" in text.stdout and "Traceback" not in text.stderr
 
 
+@pytest.mark.slow
 def test_the_cli_names_what_is_wrong_in_one_line(tmp_path: Path) -> None:
     (tmp_path / "user_loader.py").write_text(USER_MODULE)
     cases = {
@@ -344,6 +349,7 @@ def test_the_cli_names_what_is_wrong_in_one_line(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
 
 
+@pytest.mark.slow
 def test_the_magic_diagnoses_a_notebook_variable(capsys: pytest.CaptureFixture[str]) -> None:
     from IPython.core.interactiveshell import InteractiveShell
 

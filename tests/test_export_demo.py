@@ -68,6 +68,7 @@ def _run(module: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
                           timeout=180, cwd=module.parent)  # fmt: skip
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_demo_export_runs_after_the_demo_ended(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch

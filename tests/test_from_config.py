@@ -233,6 +233,7 @@ print({stem}.loader_stats({stem}.make_dataloader(num_workers=0)))
 """
 
 
+@pytest.mark.slow
 def test_a_generated_module_runs_with_only_the_runtime(folder: Path, tmp_path: Path) -> None:
     """make_dataloader, make_dataset, prepare and loader_stats with `advisor` unimportable;
     `python module.py` reads 3 batches, and with a corrupt sample says so in one line."""

@@ -276,6 +276,7 @@ def test_bad_budget_and_transform(s3_endpoint: S3Endpoint, demo: str) -> None:
     assert os.cpu_count()
 
 
+@pytest.mark.slow
 def test_a_trial_on_text_shards_batches_objects_by_their_lines(tmp_path: object) -> None:
     """One text object holds thousands of samples (lines): a batch of 512 samples is one object,
     not 512 objects (a batch of 512 x 150 MB shards never arrived within any budget)."""

@@ -202,6 +202,7 @@ def test_a_file_name_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("marker", ["the sweep reads with", "num_workers=2"])
 def test_ctrl_c_during_the_trial_unwinds_it_and_leaves_no_process(

@@ -401,6 +401,7 @@ def test_engine_error_in_the_worker_is_shown_and_the_thread_ends() -> None:
     assert not w.profile_button.disabled  # the user can correct and retry
 
 
+@pytest.mark.slow
 def test_full_flow_with_the_scripted_session(wizard: Any, tmp_path: Path) -> None:
     c = wizard.controller
     wizard.demo_button.click()
