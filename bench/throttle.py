@@ -1,32 +1,33 @@
-"""Ranks in a throttling storm: emulated ranks read one prefix through the proxy's S3 rate limit.
+"""Ranks in a throttling storm: emulated ranks read through the proxy's S3 rate limit per prefix.
 
-    python -m bench throttle [--layouts 3x2] [--prefixes 1,4] [--seconds 10] [--repeats 3]
-                             [--quick] [--out bench/results/throttle.json]
+    python -m bench throttle [--layouts 3x2] [--prefixes 1,6] [--per-object 1,20]
+                             [--seconds 10] [--repeats 3] [--listing-order] [--quick]
+                             [--out bench/results/throttle.json]
 
-Each layout `RxW` is R ranks, each a process with a DataLoader of W workers
-(`S3IterableDataset` shuffled as the exported loader reads it, `persistent_workers`, the objects
-dealt over ranks x workers), all reading
-10 KB objects spread evenly over P key prefixes of the local SeaweedFS through the demo proxy.
-Per layout, prefix count and repeat, interleaved:
+Each layout `RxW` is R ranks, each a process given its rank and the world size as torchrun gives
+them, with a DataLoader of W workers (`S3IterableDataset` shuffled as the exported loader reads
+it, `persistent_workers`, the objects dealt over ranks x workers), all reading 600 samples of
+10 KB, as objects of their own or packed N to a WebDataset tar shard, spread evenly over P key
+prefixes of the local SeaweedFS through the demo proxy. Per case and repeat, interleaved:
 
 1. calibrate: no limit; the aggregate successful GET/s the ranks reach is their demand D;
 2. the proxy limits each prefix to `limit = D / 3` GET/s (`RateLimit`), so on one prefix the
-   ranks ask for 3x the limit (on 4, for 3/4 of what the prefixes allow), and they read again
+   ranks ask for 3x the limit (on six, half of what the prefixes allow), and they read again
    with the reader's default `adaptive_rate=True`;
 3. the same with `adaptive_rate=False` (retries with backoff, no send-rate limiter).
 
 Beside each limited run stands the plan's prediction for it
 (`advisor.decide.rules.request_plan`, the arithmetic of COST-6 with the limit given as the
-user's figure and the calibrated demand as the ranks' rate): whether the job is throttled and
-the successful GET/s it holds (the middle of its range), and the measurement's ratio to it.
-Reads are shuffled as the exported loader reads; `--listing-order` reads the prefixes one
-after another instead.
+user's figure and the calibration's samples/s as the ranks' rate, which it turns into GETs by
+the samples per object): whether the job is throttled and the successful GET/s it holds (the
+middle of its range), and the measurement's ratio to it. `--listing-order` reads the prefixes
+one after another instead of shuffled.
 
-The proxy counts what reached it (passed and throttled GETs); every item is checked against the
-sha256 of what boto3 wrote. A run's window is from its first successful GET to the common
+The proxy counts what reached it (passed and throttled GETs); every sample is checked against
+the sha256 of what boto3 wrote. A run's window is from its first successful GET to the common
 deadline, so the storm's onset is inside it. Figures: successful GET/s as a share of the limit,
 requests per success, the throttling onset (seconds from the first GET to the first 503), and
-each rank's share of the successes (min-max). Medians with the range over the repeats.
+each rank's share of the samples (min-max). Medians with the range over the repeats.
 """
 
 from __future__ import annotations
@@ -49,10 +50,11 @@ from advisor.decide.rules.request_plan import StorageLimit, plan_requests
 from advisor.demo.proxy import Proxy, RateLimit
 from advisor.demo.server import S3Endpoint, S3Server
 from native_loader import Credentials, ReaderConfig, S3IterableDataset
+from native_loader.tarwriter import build_tar
 
 RESULTS = Path(__file__).resolve().parent / "results" / "throttle.json"
 BUCKET, PREFIX = "throttle-bench", "hot/"
-OBJECTS, OBJECT_BYTES = 600, 10_000
+SAMPLES, SAMPLE_BYTES = 600, 10_000  # as objects of one sample each, or packed in tar shards
 UNLIMITED = 1e9  # a RateLimit that never throttles, so the calibration is counted the same way
 SAMPLE_S = 0.1
 
@@ -83,6 +85,7 @@ class Run:
     layout: str
     mode: str  # "calibrate", "adaptive" or "fixed"
     prefixes: int
+    per_object: int  # samples per object: 1, or a tar shard's
     limit: float  # per prefix
     ok_per_s: float  # successful GETs per second over the window
     share_of_limit: float  # ok_per_s / limit (0 for the calibration)
@@ -92,6 +95,7 @@ class Run:
     rank_share_min: float  # a rank's share of the items read, the least and the most
     rank_share_max: float
     items: int
+    samples_per_s: float  # samples the ranks read per second over the window
     wrong: int
     errors: list[str]
     planned_ok_per_s: float | None = None  # the plan's successful GET/s (its range's middle)
@@ -109,11 +113,12 @@ def _rank(spec: dict[str, Any], rank: int, queue: Any) -> None:
     )
     credentials = Credentials(*spec["credentials"])
     dataset = S3IterableDataset(
-        f"s3://{BUCKET}/{PREFIX}{spec['prefixes']}/",
+        f"s3://{BUCKET}/{spec['root']}",
         config=config,
         credentials=credentials,
         rank=rank,
         world_size=spec["ranks"],
+        tar_samples=spec["tar"],
         shuffle=spec["shuffle"],  # the exported loader's order: each pass mixes the prefixes
     )
     workers = spec["workers"]
@@ -127,7 +132,10 @@ def _rank(spec: dict[str, Any], rank: int, queue: Any) -> None:
         while time.monotonic() < spec["deadline"]:
             for item in loader:
                 items += 1
-                wrong += _digest(item) != digests[item.uri]
+                if isinstance(item, dict):  # a tar sample: its one member, named by its key
+                    wrong += _digest(item["bin"]) != digests[item["__key__"]]
+                else:
+                    wrong += _digest(item) != digests[item.uri]
                 if time.monotonic() >= spec["deadline"]:
                     break
     except Exception as e:  # a rank that dies is reported, not hidden
@@ -142,21 +150,33 @@ def _rank(spec: dict[str, Any], rank: int, queue: Any) -> None:
     os._exit(0)
 
 
-def _prefix(prefixes: int, j: int) -> str:
-    return f"{PREFIX}{prefixes}/p{j}/"
+def _prefix(prefixes: int, per_object: int, j: int) -> str:
+    return f"{_root(prefixes, per_object)}p{j}/"
 
 
-def _upload(endpoint: S3Endpoint, prefixes: int) -> dict[str, str]:
-    """OBJECTS objects dealt over `prefixes` prefixes under PREFIX{prefixes}/."""
+def _root(prefixes: int, per_object: int) -> str:
+    return f"{PREFIX}{prefixes}x{per_object}/"
+
+
+def _upload(endpoint: S3Endpoint, prefixes: int, per_object: int) -> dict[str, str]:
+    """SAMPLES samples under PREFIX{prefixes}x{per_object}/, dealt over `prefixes` prefixes: an
+    object each, or `per_object` to a WebDataset tar shard; their sha256 by object URI or key."""
     client = endpoint.boto3_client()
     if not any(b["Name"] == BUCKET for b in client.list_buckets()["Buckets"]):
         client.create_bucket(Bucket=BUCKET)
     digests = {}
-    for i in range(OBJECTS):
-        data = os.urandom(OBJECT_BYTES)
-        key = f"{_prefix(prefixes, i % prefixes)}{i:05d}"
-        client.put_object(Bucket=BUCKET, Key=key, Body=data)
-        digests[f"s3://{BUCKET}/{key}"] = _digest(data)
+    data = [os.urandom(SAMPLE_BYTES) for _ in range(SAMPLES)]
+    for i in range(0, SAMPLES, per_object):
+        key = f"{_prefix(prefixes, per_object, (i // per_object) % prefixes)}{i:05d}"
+        if per_object == 1:
+            body = data[i]
+            digests[f"s3://{BUCKET}/{key}"] = _digest(body)
+        else:
+            members = [(f"{j:05d}.bin", data[j]) for j in range(i, min(i + per_object, SAMPLES))]
+            body = build_tar(members)
+            key += ".tar"
+            digests.update({name.split(".")[0]: _digest(d) for name, d in members})
+        client.put_object(Bucket=BUCKET, Key=key, Body=body)
     return digests
 
 
@@ -169,8 +189,11 @@ def run_once(
     seconds: float,
     prefixes: int = 1,
     shuffle: bool = True,
+    per_object: int = 1,
 ) -> Run:
-    rates = [RateLimit(f"{BUCKET}/{_prefix(prefixes, j)}", limit) for j in range(prefixes)]
+    rates = [
+        RateLimit(f"{BUCKET}/{_prefix(prefixes, per_object, j)}", limit) for j in range(prefixes)
+    ]
     context = multiprocessing.get_context("fork")
     queue = context.Queue()
     with Proxy(endpoint.url, rate_limits=rates) as proxy:
@@ -181,7 +204,8 @@ def run_once(
             "adaptive": mode != "fixed",
             "ranks": layout.ranks,
             "workers": layout.workers,
-            "prefixes": prefixes,
+            "root": _root(prefixes, per_object),
+            "tar": per_object > 1,
             "shuffle": shuffle,
             "digests": digests,
             "deadline": deadline,
@@ -218,6 +242,7 @@ def run_once(
         layout=str(layout),
         mode=mode,
         prefixes=prefixes,
+        per_object=per_object,
         limit=limit,
         ok_per_s=ok / window,
         share_of_limit=0.0 if limit >= UNLIMITED else ok / window / (limit * prefixes),
@@ -227,6 +252,7 @@ def run_once(
         rank_share_min=min(items) / total,
         rank_share_max=max(items) / total,
         items=sum(items),
+        samples_per_s=sum(items) / window,
         wrong=sum(w for _, _, w, _ in reports),
         errors=[e for *_, e in reports if e],
     )
@@ -238,17 +264,18 @@ def _spread(values: list[float]) -> dict[str, float]:
 
 def summarize(runs: list[Run]) -> list[dict[str, Any]]:
     rows = []
-    for key in dict.fromkeys((r.layout, r.prefixes, r.mode) for r in runs):
-        group = [r for r in runs if (r.layout, r.prefixes, r.mode) == key]
+    for key in dict.fromkeys((r.layout, r.prefixes, r.per_object, r.mode) for r in runs):
+        group = [r for r in runs if (r.layout, r.prefixes, r.per_object, r.mode) == key]
         onsets = [r.onset_s for r in group if r.onset_s is not None]
         planned = [(r, r.planned_ok_per_s) for r in group if r.planned_ok_per_s]
         rows.append(
             {
                 "layout": key[0],
                 "prefixes": key[1],
-                "mode": key[2],
+                "per_object": key[2],
+                "mode": key[3],
                 "runs": len(group),
-                "limit": _spread([r.limit for r in group]) if key[2] != "calibrate" else None,
+                "limit": _spread([r.limit for r in group]) if key[3] != "calibrate" else None,
                 "ok_per_s": _spread([r.ok_per_s for r in group]),
                 "share_of_limit": _spread([r.share_of_limit for r in group]),
                 "requests_per_success": _spread([r.requests_per_success for r in group]),
@@ -276,10 +303,11 @@ def _cell(spread: dict[str, float] | None, fmt: str) -> str:
 
 def table(rows: list[dict[str, Any]]) -> str:
     lines = [
-        "| layout | prefixes | reader | limit GET/s per prefix | ok GET/s | share of limit "
+        "| layout | prefixes | samples/object | reader | limit GET/s per prefix | ok GET/s "
+        "| share of limit "
         "| requests/success | onset s | plan: throttled? | runs throttled | measured / plan "
         "| rank share | wrong | errors |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         lo, hi = row["rank_share"]
@@ -290,7 +318,8 @@ def table(rows: list[dict[str, Any]]) -> str:
             else ("yes" if all(planned) else "no" if not any(planned) else "mixed")
         )
         lines.append(
-            f"| {row['layout']} | {row['prefixes']} | {row['mode']} | {_cell(row['limit'], '.0f')} "
+            f"| {row['layout']} | {row['prefixes']} | {row['per_object']} | {row['mode']} "
+            f"| {_cell(row['limit'], '.0f')} "
             f"| {_cell(row['ok_per_s'], '.0f')} | {_cell(row['share_of_limit'], '.2f')} "
             f"| {_cell(row['requests_per_success'], '.2f')} | {_cell(row['onset_s'], '.2f')} "
             f"| {plan} | {row['throttled_runs']} of {row['runs']} "
@@ -306,6 +335,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--prefixes", default="1", help="comma-separated counts of prefixes the data spreads over"
     )
+    parser.add_argument(
+        "--per-object",
+        default="1",
+        help="comma-separated samples per object: 1 (an object each) or N (tar shards of N)",
+    )
     parser.add_argument("--seconds", type=float, default=10.0, help="window of each run")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="one repeat of 5 s")
@@ -320,33 +354,36 @@ def main(argv: list[str] | None = None) -> int:
         args.seconds, args.repeats = 5.0, 1
     layouts = [Layout.parse(text) for text in args.layouts.split(",")]
     spreads = [int(text) for text in args.prefixes.split(",")]
+    packings = [int(text) for text in args.per_object.split(",")]
+    cases = [(lay, p, n) for lay in layouts for p in spreads for n in packings]
     runs: list[Run] = []
     with S3Server() as endpoint:
-        digests = {p: _upload(endpoint, p) for p in spreads}
+        digests = {(p, n): _upload(endpoint, p, n) for _, p, n in cases}
         for repeat in range(args.repeats):
-            for layout, prefixes in ((lay, p) for lay in layouts for p in spreads):
+            for layout, prefixes, per_object in cases:
+                where = (prefixes, not args.listing_order, per_object)
+                data = digests[prefixes, per_object]
                 calibration = run_once(
-                    endpoint, digests[prefixes], layout, "calibrate", UNLIMITED, args.seconds,
-                    prefixes, not args.listing_order,
-                )  # fmt: skip
+                    endpoint, data, layout, "calibrate", UNLIMITED, args.seconds, *where
+                )
                 demand = calibration.ok_per_s
                 limit = max(1.0, round(demand / 3))
                 runs.append(calibration)
+                # the plan from what the ranks read, in samples: it converts them to GETs
                 job = plan_requests(
                     StorageLimit(limit, True, "the emulated limit"), ranks=layout.ranks,
-                    samples_per_s_per_rank=demand / layout.ranks, prefixes=prefixes,
+                    samples_per_s_per_rank=calibration.samples_per_s / layout.ranks,
+                    samples_per_object=per_object, prefixes=prefixes,
                 )  # fmt: skip
                 planned = sum(job.served_get_per_s) / 2
                 for mode in ("adaptive", "fixed"):
-                    run = run_once(
-                        endpoint, digests[prefixes], layout, mode, limit, args.seconds, prefixes,
-                        not args.listing_order,
-                    )  # fmt: skip
+                    run = run_once(endpoint, data, layout, mode, limit, args.seconds, *where)
                     runs.append(
                         replace(run, planned_ok_per_s=planned, planned_throttled=job.throttled)
                     )
                     print(
-                        f"repeat {repeat + 1} {layout} over {prefixes} prefixes {mode}: limit "
+                        f"repeat {repeat + 1} {layout} over {prefixes} prefixes, {per_object} "
+                        f"samples per object, {mode}: limit "
                         f"{limit:.0f} GET/s per prefix (demand {demand:.0f}), "
                         f"{run.share_of_limit:.2f} of it, {run.ok_per_s:.0f} ok GET/s against "
                         f"the plan's {planned:.0f} ({'throttled' if job.throttled else 'under'}"
@@ -359,8 +396,8 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     out = {
         "command": "python -m bench throttle " + " ".join(argv or sys.argv[2:]),
-        "objects": OBJECTS,
-        "object_bytes": OBJECT_BYTES,
+        "samples": SAMPLES,
+        "sample_bytes": SAMPLE_BYTES,
         "seconds": args.seconds,
         "summary": rows,
         "runs": [asdict(r) for r in runs],
