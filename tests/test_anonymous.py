@@ -21,6 +21,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.diagnosis import before_after as before_after_module
 from advisor.session import AdvisorSession
 from native_loader import ReaderConfig, S3Reader
+from native_loader.settings import LoaderConfig
 
 SPEC = DemoSpec(images=12, image_kb=(4, 8), classes=2, shard_mb=0.2, large_files=1, large_mb=1)
 AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
@@ -99,7 +100,7 @@ def test_an_anonymous_recommend_reads_unsigned_and_exports_an_unsigned_reader(
     assert "unsigned" in source and "secret" not in (source + json.dumps(exported)).lower()
     module = _import(output)
     try:
-        assert module._reader_config(module.CONFIG).unsigned is True
+        assert LoaderConfig.from_dict(module.CONFIG).reader_config().unsigned is True
         dataset = module.make_dataset()
         assert len(dataset.uris()) == SPEC.images  # the exported reader lists unsigned too
     finally:

@@ -147,7 +147,8 @@ def test_lines_native_streams_text_shards_as_records(s3_endpoint, s3_bucket, tmp
         client.put_object(Bucket=s3_bucket, Key=f"text/{key}", Body=b"a line\n" * 3000)
     export = tmp_path / "exported.py"
     export.write_text(
-        "CONFIG = {'region': None, 'max_inflight_requests': 8, 'max_inflight_bytes': 2**26}\n"
+        "CONFIG = {'region': None, 'max_inflight_requests': 8, 'max_inflight_bytes': 2**26,\n"
+        "          'loader': {'prefetch_factor': None}}\n"  # schema 7 nests the DataLoader's
     )
     spec = RunSpec(loader="lines-native", endpoint=s3_endpoint.url, bucket=s3_bucket,
                    prefix="text/", keys=keys, transform="lines", batch_size=512, num_workers=0,
