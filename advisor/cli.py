@@ -25,7 +25,7 @@ from advisor.core.bounds import (
     module_path_type,
     range_of,
 )
-from advisor.core.errors import EXIT_INTERRUPTED, report_error
+from advisor.core.errors import CommandErrors
 from advisor.core.location import check_answers, first_contact_s
 from advisor.core.units import MB, any_size, counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
@@ -369,7 +369,7 @@ def run(args: argparse.Namespace) -> int:
     session = AdvisorSession()
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()
-    try:
+    with CommandErrors(cancel=cancel, finish=progress.done) as failed:
         if args.command == "hardware":
             recorder = _nvml_recorder() if args.record_nvml else None
             probed = session.run_hardware(args.target_gpu, nvml=recorder)
@@ -415,15 +415,8 @@ def run(args: argparse.Namespace) -> int:
                 if export_path is not None:
                     module, data = _export(session, args).save(export_path.parent, export_path.stem)
                     result["exported"] = {"module": str(module), "json": str(data)}
-    except KeyboardInterrupt:
-        cancel.set()
-        progress.done()
-        print("error: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (ValueError, TypeError, OSError) as exc:
-        progress.done()
-        return report_error(exc)
-    progress.done()
+    if failed.code is not None:
+        return failed.code
     if args.json:
         print(json.dumps(result, indent=2, default=str))
     else:

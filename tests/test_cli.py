@@ -6,12 +6,14 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 
 from advisor.cli import _workload, build_parser, main
+from advisor.core.errors import CommandErrors
 from advisor.core.location import first_contact_s
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint, free_ports
@@ -288,3 +290,34 @@ def test_the_get_limit_reaches_the_workload_the_plan_reads() -> None:
     args = build_parser().parse_args(["recommend", "/tmp", "--get-limit", "2,000"])
     assert _workload(args).get_limit == 2000.0
     assert _workload(build_parser().parse_args(["recommend", "/tmp"])).get_limit is None
+
+
+def test_every_command_ends_a_failure_the_same_way(capsys: pytest.CaptureFixture[str]) -> None:
+    """CommandErrors, the one tail of the CLIs: an exit status and one line, the work's
+    threads cancelled on Ctrl-C, the progress line closed however the work ends."""
+    finished: list[str] = []
+
+    class Theirs(RuntimeError):
+        pass
+
+    def ended(exc: BaseException | None) -> tuple[int | None, bool, str]:
+        cancel = threading.Event()
+        with CommandErrors(
+            cancel=cancel, finish=lambda: finished.append("done"), own=(Theirs,)
+        ) as failed:
+            if exc is not None:
+                raise exc
+        return failed.code, cancel.is_set(), capsys.readouterr().err
+
+    assert ended(None) == (None, False, "")
+    assert ended(ValueError("batch_size=0 must be >= 1")) == (
+        2, False, "error: invalid input: batch_size=0 must be >= 1\n",
+    )  # fmt: skip
+    assert ended(ConnectionError("refused"))[0] == 1
+    assert ended(Theirs("your loader raised on batch 1")) == (
+        1, False, "error: your loader raised on batch 1\n",
+    )  # fmt: skip
+    assert ended(KeyboardInterrupt()) == (130, True, "error: interrupted\n")
+    with pytest.raises(ZeroDivisionError):  # a bug is not dressed as the user's error
+        ended(ZeroDivisionError())
+    assert finished == ["done"] * 6

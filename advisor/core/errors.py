@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
+from collections.abc import Callable
 
 from native_loader.sample_errors import SampleError
 
@@ -71,6 +73,49 @@ def report_error(exc: BaseException) -> int:
     """Print `exc` as the CLIs' one error line on stderr; the exit status it calls for."""
     print(f"error: {describe(exc)}", file=sys.stderr)
     return EXIT_INPUT if isinstance(exc, (ValueError, TypeError)) else EXIT_RUNTIME
+
+
+class CommandErrors:
+    """How every CLI command ends when its work fails: `with CommandErrors(...) as failed:` runs
+    the work; after it, `failed.code` is None when the work finished, else the exit status,
+    with one `error:` line on stderr and no traceback. Ctrl-C sets `cancel` (the work's
+    threads stop) and is EXIT_INTERRUPTED with `interrupted` said; bad input (ValueError,
+    TypeError) and storage or OS failures go through `report_error`; the exception types in
+    `own` are said as they are (their message is written for the user) with EXIT_RUNTIME.
+    `finish` runs however the work ends (a progress line to close)."""
+
+    def __init__(
+        self,
+        *,
+        cancel: threading.Event | None = None,
+        finish: Callable[[], None] | None = None,
+        interrupted: str = "interrupted",
+        own: tuple[type[BaseException], ...] = (),
+    ) -> None:
+        self.cancel, self.finish, self.interrupted, self.own = cancel, finish, interrupted, own
+        self.code: int | None = None
+
+    def __enter__(self) -> CommandErrors:
+        return self
+
+    def __exit__(self, kind: object, exc: BaseException | None, tb: object) -> bool:
+        if isinstance(exc, KeyboardInterrupt) and self.cancel is not None:
+            self.cancel.set()
+        if self.finish is not None:
+            self.finish()
+        if exc is None:
+            return False
+        if isinstance(exc, KeyboardInterrupt):
+            print(f"error: {self.interrupted}", file=sys.stderr)
+            self.code = EXIT_INTERRUPTED
+        elif self.own and isinstance(exc, self.own):
+            print(f"error: {exc}", file=sys.stderr)
+            self.code = EXIT_RUNTIME
+        elif isinstance(exc, (ValueError, TypeError, OSError)):
+            self.code = report_error(exc)
+        else:
+            return False
+        return True
 
 
 def _lead(what: str, text: str) -> str:

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, TrialBudget, arg_type, range_of
-from advisor.core.errors import EXIT_INTERRUPTED, report_error
+from advisor.core.errors import CommandErrors, report_error
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.measure.loop.run import LoaderError, LoopEvent
 from native_loader.decoders import load_callable
@@ -116,7 +116,7 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
     def on_event(event: LoopEvent) -> None:
         progress(f"{event.label}: {event.message}", event.fraction)
 
-    try:
+    with CommandErrors(cancel=cancel, own=(LoaderError,)) as failed:
         steps = dict(step=step, seconds_per_batch=args.step_time, consumer_rate=args.consumer_rate)
         if args.uri:
             result: Any = before_after(
@@ -133,15 +133,8 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
         else:
             result = diagnose(loader, **steps, limits=limits, progress=on_event, cancel=cancel)
             lines = result.lines()
-    except KeyboardInterrupt:
-        cancel.set()
-        print("error: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except LoaderError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except (ValueError, TypeError, OSError) as exc:
-        return report_error(exc)
+    if failed.code is not None:
+        return failed.code
     if args.json:
         print(json.dumps(result.to_dict(), indent=2, default=str))
     else:

@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from advisor.core.bounds import Range, arg_type
-from advisor.core.errors import EXIT_INTERRUPTED, EXIT_RUNTIME, report_error
+from advisor.core.errors import EXIT_RUNTIME, CommandErrors
 from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.units import any_size
 from advisor.reshard import (
@@ -153,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
     cancel = threading.Event()
     where = dict(endpoint_url=args.endpoint_url, profile=args.aws_profile)
     result: dict[str, Any] = {}
-    try:
+    interrupted = "interrupted; committed shards are kept, rerun to resume"
+    with CommandErrors(cancel=cancel, finish=bar.done, interrupted=interrupted) as failed:
         config = ReshardConfig(
             shard_size=args.shard_size,
             seed=args.seed,
@@ -195,21 +196,14 @@ def run(args: argparse.Namespace) -> int:
         if args.verify:
             report = verify(args.destination, progress=bar, cancel=cancel, **where)
             result["verify"] = dataclasses.asdict(report)
-    except KeyboardInterrupt:
-        cancel.set()
-        bar.done()
-        print("error: interrupted; committed shards are kept, rerun to resume", file=sys.stderr)
-        return EXIT_INTERRUPTED
-    except (ValueError, TypeError, OSError) as exc:
-        bar.done()
-        return report_error(exc)
-    bar.done()
-    failed = "verify" in result and bool(result["verify"]["problems"])
+    if failed.code is not None:
+        return failed.code
+    problems = "verify" in result and bool(result["verify"]["problems"])
     if args.json:
         write_json_line(result)
     else:
         _print_result(result)
-    return EXIT_RUNTIME if failed else 0
+    return EXIT_RUNTIME if problems else 0
 
 
 def _print_result(result: dict[str, Any]) -> None:
