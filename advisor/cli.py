@@ -382,7 +382,7 @@ def run(args: argparse.Namespace) -> int:
             location = session.set_location(
                 args.uri,
                 endpoint_url=args.endpoint_url,
-                profile=args.aws_profile,
+                aws_profile=args.aws_profile,
                 anonymous=args.anonymous,
             )
             if location.is_s3:

@@ -51,15 +51,17 @@ class AdvisorSession:
         self,
         uri: str,
         endpoint_url: str | None = None,
-        profile: str | None = None,
+        aws_profile: str | None = None,
         credentials: Credentials | None = None,
         anonymous: bool = False,
     ) -> DatasetLocation:
-        """Point the session at a data set; later results are cleared. `anonymous`: a public
-        bucket, read with unsigned requests (no credentials)."""
+        """Point the session at a data set; later results are cleared. `aws_profile`: the AWS
+        profile its credentials come from (not `self.profile`, the data set's profile);
+        `anonymous`: a public bucket, read with unsigned requests (no credentials)."""
         location = DatasetLocation(
-            uri, endpoint_url=endpoint_url or None, profile=profile or None, anonymous=anonymous
-        )
+            uri, endpoint_url=endpoint_url or None, profile=aws_profile or None,
+            anonymous=anonymous,
+        )  # fmt: skip
         if self.demo_layout is not None:  # leaving the demo: the kernel's AWS variables too
             from advisor.demo import kernel_env
 

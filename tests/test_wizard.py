@@ -87,9 +87,9 @@ class FakeSession:
         self.saved: list[tuple[Path, str]] = []
 
     def set_location(
-        self, uri: str, endpoint_url: str | None = None, profile: str | None = None, **_: Any
+        self, uri: str, endpoint_url: str | None = None, aws_profile: str | None = None, **_: Any
     ) -> DatasetLocation:
-        self.location = DatasetLocation(uri, endpoint_url=endpoint_url, profile=profile)
+        self.location = DatasetLocation(uri, endpoint_url=endpoint_url, profile=aws_profile)
         self.profile = self.trial = self.recommendation = None
         self.demo_layout = None
         return self.location

@@ -212,7 +212,7 @@ def before_after(
     session.set_location(
         uri,
         endpoint_url=endpoint_url,
-        profile=aws_profile,
+        aws_profile=aws_profile,
         credentials=credentials,
         anonymous=anonymous,
     )

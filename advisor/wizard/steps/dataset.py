@@ -61,7 +61,7 @@ class DatasetStep:
         session.set_location(
             self.uri.strip(),
             endpoint_url=self.endpoint_url.strip() or None,
-            profile=self.aws_profile.strip() or None,
+            aws_profile=self.aws_profile.strip() or None,
             anonymous=self.anonymous,
         )
         self._forget_results()
