@@ -113,8 +113,11 @@ class SpreadPrefixes(Rule):
     Condition: training streams from S3 and (ranks >= 8 on one prefix, or expected GET/s / prefixes
     > the planned rate per prefix: 3,500, or that share (3,500 / 5,500) of the user's
     `--get-limit`)
-    Recommendation: spread the shards over max(GET/s / planned rate, min(ranks, 16)) prefixes
-    Source: [CPP] 1: shard across buckets and prefixes; expected GET/s
+    Recommendation: spread the shards over max(GET/s / planned rate, min(ranks, 16)) prefixes,
+    read in shuffled order
+    Source: [CPP] 1: shard across buckets and prefixes; expected GET/s; `bench throttle
+    --listing-order`: read in listing order, readers met 503s over six prefixes that shuffled
+    reads did not
     """
 
     id = "PFX-1"
@@ -141,7 +144,8 @@ class SpreadPrefixes(Rule):
             f"{counted(ctx.ranks, 'rank')} issue{'s' if ctx.ranks == 1 else ''} about "
             f"{gets_per_s:,.0f} GET/s over "
             f"{counted(prefixes, 'prefix', 'prefixes')}: spread the shards over at least "
-            f"{target} prefixes to avoid 503 SlowDown.",
+            f"{target} prefixes to avoid 503 SlowDown, and read them shuffled (the exported "
+            "loader does): in listing order every reader reaches the same prefix at once.",
             evidence={
                 "ranks": ctx.ranks,
                 "get_per_s": round(gets_per_s, 1),
