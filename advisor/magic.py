@@ -62,16 +62,24 @@ def _diagnose_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parsed(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Namespace | None:
+    """The magic's arguments, or None once the help or argparse's usage error is printed (a
+    magic must not exit the kernel)."""
+    if "-h" in words or "--help" in words:
+        print(parser.format_help())
+        return None
+    try:
+        return parser.parse_args(words)
+    except SystemExit:  # argparse already printed the usage and the problem
+        return None
+
+
 def _diagnose(words: list[str], namespace: dict[str, Any]) -> None:
     from advisor.diagnosis.cli import execute
 
     parser = _diagnose_parser()
-    if "-h" in words or "--help" in words:
-        print(parser.format_help())
-        return
-    try:
-        args = parser.parse_args(words)
-    except SystemExit:  # argparse already printed the usage and the problem
+    args = _parsed(parser, words)
+    if args is None:
         return
     missing = [n for n in (args.loader, args.step) if n is not None and n not in namespace]
     if missing:
@@ -90,12 +98,8 @@ def _cache(words: list[str]) -> None:
                                      description="The home cache, listed and freed.")  # fmt: skip
     homecache.add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    if "-h" in words or "--help" in words:
-        print(parser.format_help())
-        return
-    try:
-        args = parser.parse_args(words)
-    except SystemExit:  # argparse already printed the usage and the problem
+    args = _parsed(parser, words)
+    if args is None:
         return
     homecache.run(args)
 
@@ -118,12 +122,8 @@ def advisor_magic(line: str) -> None:
     if words[:1] == ["cache"]:
         _cache(words[1:])
         return
-    if "-h" in words or "--help" in words:
-        print(parser.format_help())
-        return
-    try:
-        args = parser.parse_args(words)
-    except SystemExit:  # argparse already printed the usage and the problem
+    args = _parsed(parser, words)
+    if args is None:
         return
     from advisor.wizard import show
 
