@@ -8,16 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.core.model import (
+from advisor.core.model import choose_workers, loading_cores, predict, process_objects_per_s, sweep
+from advisor.core.reader_budget import (
     INFLIGHT_MAX,
-    choose_workers,
     first_batch_s,
     inflight_bytes,
-    loading_cores,
-    predict,
-    process_objects_per_s,
     requests_in_flight,
-    sweep,
     worker_memory_bytes,
 )
 from advisor.core.storage import (

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from advisor.core.location import DatasetLocation
-from advisor.core.model import INFLIGHT_MAX
+from advisor.core.reader_budget import INFLIGHT_MAX
 from advisor.core.workload import Workload
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from advisor.core.model import READER_BUDGET_BYTES, READER_INFLIGHT
+from advisor.core.reader_budget import READER_BUDGET_BYTES, READER_INFLIGHT
 from advisor.core.units import counted, data_size, rate
 from advisor.core.workload import Workload
 from advisor.decide.rules import (

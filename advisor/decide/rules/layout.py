@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.core.model import READER_READ_AHEAD_BYTES
+from advisor.core.reader_budget import READER_READ_AHEAD_BYTES
 from advisor.core.units import counted, data_size
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context

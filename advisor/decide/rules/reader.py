@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from advisor.core.model import (
+from advisor.core.model import process_objects_per_s
+from advisor.core.reader_budget import (
     BUDGET_OBJECTS,
     BUDGET_RAM_SHARE,
     READER_BUDGET_BYTES,
     READER_PART_BYTES,
     inflight_bytes,
-    process_objects_per_s,
     requests_in_flight,
 )
 from advisor.core.units import MB, data_size, duration

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from advisor.core.model import READER_BUDGET_BYTES, first_batch_s, worker_memory_bytes
+from advisor.core.reader_budget import READER_BUDGET_BYTES, first_batch_s, worker_memory_bytes
 from advisor.core.units import duration, per_s, rate, share
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.bottleneck import of_trial

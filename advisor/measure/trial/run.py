@@ -14,13 +14,8 @@ import torch
 
 from advisor.core.bounds import TrialBudget, range_of
 from advisor.core.location import DatasetLocation
-from advisor.core.model import (
-    HEADROOM,
-    inflight_bytes,
-    predict,
-    process_objects_per_s,
-    requests_in_flight,
-)
+from advisor.core.model import HEADROOM, predict, process_objects_per_s
+from advisor.core.reader_budget import inflight_bytes, requests_in_flight
 from advisor.core.storage import LOCAL_READ_THREADS
 from advisor.core.workload import Workload
 from advisor.measure.hardware import HardwareProfile
