@@ -248,10 +248,12 @@ class _Loader:
         return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, loop, share)
 
 
-def _agreeing_rate(trained_at: Callable[[float], float], rounds: int = 40) -> float:
+def _agreeing_rate(trained_at: Callable[[float], float], rounds: int = 64) -> float:
     """The loop rate T with T == trained_at(T), for a `trained_at` that falls as T rises (a
     faster loop spins and receives more, leaving less CPU to load): bisection between 0 and
-    the rate with no training share at all."""
+    the rate with no training share at all. That rate may be the 1e9 that stands for "nothing
+    costs anything", so 64 halvings: 40 left 1e9 / 2^40, a thousandth of a sample/s, enough
+    for more latency to read as a faster loader."""
     low, high = 0.0, trained_at(0.0)
     for _ in range(rounds):
         middle = (low + high) / 2
