@@ -8,7 +8,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from advisor.core.model import choose_workers, loading_cores, predict, process_objects_per_s, sweep
+from advisor.core.model import (
+    choose_workers,
+    epoch_rate,
+    loading_cores,
+    predict,
+    process_objects_per_s,
+    sweep,
+)
 from advisor.core.reader_budget import (
     INFLIGHT_MAX,
     first_batch_s,
@@ -34,6 +41,7 @@ cores = st.integers(min_value=1, max_value=96)
 workers = st.integers(min_value=0, max_value=64)
 in_flight = st.integers(min_value=1, max_value=16)
 samples_per_object = st.sampled_from([1.0, 10.0, 1000.0])
+epochs = st.one_of(st.none(), st.integers(min_value=1, max_value=200))  # objects one epoch deals
 
 
 def _storage(
@@ -113,26 +121,31 @@ def test_rejects_nonsense(kwargs: dict[str, float]) -> None:
 @settings(max_examples=300, deadline=None)
 @given(
     object_sizes, latencies, latencies, cpu_costs, cores, workers, in_flight, samples_per_object,
-    st.booleans(),
+    st.booleans(), epochs,
 )  # fmt: skip
 def test_more_latency_never_increases_throughput(
     size: float, lat_a: float, lat_b: float, cpu: float, n_cores: int, w: int, k: int, spo: float,
-    local: bool,
+    local: bool, epoch: int | None,
 ) -> None:  # fmt: skip
     low, high = sorted((lat_a, lat_b))
-    kw = {"object_bytes": size, "cpu_s_per_sample": cpu, "usable_cores": n_cores}
+    kw = {"object_bytes": size, "cpu_s_per_sample": cpu, "usable_cores": n_cores,
+          "epoch_objects": epoch}  # fmt: skip
     fast = predict(w, storage=_storage(low, k, local=local), samples_per_object=spo, **kw)
     slow = predict(w, storage=_storage(high, k, local=local), samples_per_object=spo, **kw)
     assert slow.samples_per_s <= fast.samples_per_s * (1 + 1e-9)
 
 
 @settings(max_examples=300, deadline=None)
-@given(object_sizes, latencies, cpu_costs, cores, workers, workers, in_flight, st.booleans())
+@given(
+    object_sizes, latencies, cpu_costs, cores, workers, workers, in_flight, st.booleans(), epochs
+)
 def test_more_workers_never_lower_throughput_nor_exceed_the_cores(
-    size: float, lat: float, cpu: float, n_cores: int, w_a: int, w_b: int, k: int, local: bool
-) -> None:
+    size: float, lat: float, cpu: float, n_cores: int, w_a: int, w_b: int, k: int, local: bool,
+    epoch: int | None,
+) -> None:  # fmt: skip
     few, many = sorted((w_a, w_b))
-    kw = {"object_bytes": size, "cpu_s_per_sample": cpu, "usable_cores": n_cores}
+    kw = {"object_bytes": size, "cpu_s_per_sample": cpu, "usable_cores": n_cores,
+          "epoch_objects": epoch}  # fmt: skip
     a = predict(few, storage=_storage(lat, k, local=local), **kw)
     b = predict(many, storage=_storage(lat, k, local=local), **kw)
     # on one core, workers share it with the training thread taking their batches: against 0
@@ -361,3 +374,28 @@ def test_a_spinning_step_holds_its_core_for_its_duty_cycle_not_the_whole_of_it()
     slow = predict(2, **{**kw, "consumer_rate": 150.0})  # type: ignore[arg-type]
     assert slow.trained_samples_per_s == pytest.approx(150.0 / (1 + 150.0 * 1e-4), rel=1e-3)
     assert slow.training_share == pytest.approx(1.0, rel=1e-3)
+
+
+def test_an_epoch_lasts_as_long_as_the_process_dealt_the_most_objects() -> None:
+    """12 shards dealt to 7 workers: five read two, two read one, so the epoch lasts two shards'
+    time and 7 workers read as 6 do (12 / 14 of their steady rate); 12 workers read all 12 at
+    once, and 16 read no faster (four get nothing). Each epoch waits a first byte before its
+    first sample arrives."""
+    steady = {p: 100.0 * p for p in (6, 7, 12, 16)}  # 100 samples/s a process, 50 a shard
+    rates = {p: epoch_rate(steady[p], 100.0, p, 12, 50) for p in steady}
+    assert rates[7] == pytest.approx(700.0 * 12 / 14) == pytest.approx(rates[6])
+    assert rates[12] == pytest.approx(1200.0) == pytest.approx(rates[16])
+    assert epoch_rate(600.0, 100.0, 6, 12, 50, start_s=0.1) == pytest.approx(600 / (1 + 0.1))
+    assert epoch_rate(600.0, 100.0, 6, None, 50) == 600.0  # unknown: the steady rate
+    # through the model: 16 workers over 12 shards name the dealing as what holds them back
+    kw = {
+        "object_bytes": 5e6,
+        "samples_per_object": 50.0,
+        "cpu_s_per_sample": 0.003,
+        "usable_cores": 32,
+        "storage": _storage(0.0, 32, cap=None),
+        "epoch_objects": 12,
+    }
+    twelve, sixteen = predict(12, **kw), predict(16, **kw)  # type: ignore[arg-type]
+    assert sixteen.samples_per_s == pytest.approx(twelve.samples_per_s, rel=1e-6)
+    assert sixteen.bottleneck == "objects" and twelve.bottleneck != "objects"

@@ -201,7 +201,8 @@ def test_without_trial_everything_is_a_prediction() -> None:
     nw = rec.decision("num_workers")
     assert not nw.measured and nw.confidence == "low"
     assert rec.measured_samples_per_s is None and rec.prediction_error is None
-    assert rec.expected_samples_per_s == pytest.approx(rec.predicted_samples_per_s, rel=1e-6)
+    # the expected rate is the prediction, to the 0.1 samples/s MEAS-2 rounds it to
+    assert rec.expected_samples_per_s == pytest.approx(rec.predicted_samples_per_s, abs=0.05)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -17,7 +17,10 @@ decodes/transforms every sample on one core. Three ceilings bound the loader:
   on the same machine, the hand-over);
 - bandwidth: the storage or NIC delivers at most ``aggregate_mb_s``.
 
-Predicted samples/s = samples_per_object x min(processes x per-process rate, CPU, bandwidth).
+Predicted samples/s = samples_per_object x min(processes x per-process rate, CPU, bandwidth),
+over whole epochs where the objects one epoch deals to the rank's loader processes are known
+(`epoch_rate`): the datasets deal whole objects in turn, so an epoch lasts as long as the
+process dealt the most, and starts with nothing in flight.
 
 What a training loop sees (`Prediction.trained_samples_per_s`) with a consumer taking
 ``consumer_rate`` samples/s: with workers, loading overlaps the step, but the training thread
@@ -53,6 +56,7 @@ __all__ = [
     "NOISE_CAP",
     "Prediction",
     "choose_workers",
+    "epoch_rate",
     "predict",
     "process_objects_per_s",
     "sweep",
@@ -80,7 +84,10 @@ class Prediction:
     latency_bound: float  # processes x per-process rate
     cpu_bound: float  # cores left for loading / CPU per sample
     bandwidth_bound: float  # aggregate bandwidth / bytes per sample
-    bottleneck: str  # "cpu", "bandwidth" or "latency": the ceiling that sets the prediction
+    # "cpu", "bandwidth" or "latency": the ceiling that sets the prediction; "objects" where
+    # the epoch's objects, dealt whole to the loader processes, cost more than the noise
+    # (`epoch_rate`)
+    bottleneck: str
     # what a training loop with the consumer's step sees (see the module docstring); the
     # loader's rate when no consumer rate was given
     trained_samples_per_s: float = 0.0
@@ -113,6 +120,7 @@ def predict(
     machine_s_per_sample: float | None = None,
     handover_s_per_sample: float | None = None,
     worker_s_per_sample: float | None = None,
+    epoch_objects: float | None = None,
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
     loop consuming `consumer_rate` samples/s sees of it (see module docstring).
@@ -132,6 +140,10 @@ def predict(
     this count (its reader's threads, the decode and the hand-over): where given, a worker's
     time per sample, in place of the decode loop plus the hand-over.
 
+    `epoch_objects`: the objects one epoch deals to this rank's loader processes (None:
+    unknown, or so many that whole epochs read as the steady rate): the rate is then taken
+    over whole epochs (`epoch_rate`).
+
     The training thread's share of a core (`Prediction.training_share`) is what it is at the
     rate the loop runs: a step that spins holds its core 1 / consumer_rate s per sample, and
     taking the workers' batches costs main_s per sample (the model's hand-over where the sweep
@@ -144,7 +156,7 @@ def predict(
     loader = _Loader(
         num_workers, object_bytes, samples_per_object, cpu_s_per_sample, usable_cores, storage,
         consumer_rate, overhead_s_per_sample, main_s_per_sample, machine_s_per_sample,
-        handover_s_per_sample, worker_s_per_sample,
+        handover_s_per_sample, worker_s_per_sample, epoch_objects,
     )  # fmt: skip
     return loader.at(_agreeing_rate(loader.trained))
 
@@ -165,6 +177,7 @@ class _Loader:
     machine_s: float | None
     handover_s: float | None = None
     worker_s: float | None = None
+    epoch_objects: float | None = None
 
     @property
     def step_s(self) -> float:
@@ -222,13 +235,18 @@ class _Loader:
             bandwidth = math.inf
         else:
             bandwidth = spo * storage.aggregate_mb_s * MB / self.object_bytes
-        rate = min(latency, cpu, bandwidth)
+        steady = min(latency, cpu, bandwidth)
+        # one process reads no faster than its own ceiling, nor decodes faster than one core
+        alone = min(latency / processes, math.inf if loading_s <= 0 else 1 / loading_s)
+        rate = epoch_rate(steady, alone, processes, self.epoch_objects, spo, storage.first_byte_s)
         # on a tie name the CPU first (the ceiling users can act on offline); a serial process
         # that spends longer decoding than fetching is CPU-bound too
         bounds = {"cpu": cpu, "bandwidth": bandwidth, "latency": latency}
         bottleneck = min(bounds, key=lambda name: bounds[name])
         if bottleneck == "latency" and k == 1 and cpu_obj >= fetch_s:
             bottleneck = "cpu"
+        if rate < (1 - NOISE_CAP) * steady:
+            bottleneck = "objects"
         if math.isinf(rate):
             rate = 1e9  # nothing costs anything: a number, not infinity, for JSON
         loop = rate
@@ -246,6 +264,32 @@ class _Loader:
             main_s = 1 / rate if k == 1 else thread_s
             loop = 1 / max(1 / rate, main_s + 1 / consumer)
         return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, loop, share)
+
+
+def epoch_rate(
+    steady: float,
+    per_process: float,
+    processes: int,
+    epoch_objects: float | None,
+    samples_per_object: float,
+    start_s: float = 0.0,
+) -> float:
+    """Samples/s over whole epochs of `epoch_objects` objects, from the `steady` rate of all
+    `processes` loader processes busy and `per_process`, the most one process reads alone.
+
+    The datasets deal an epoch's objects whole, in turn, to the loader processes
+    (`S3IterableDataset.shard`), so an epoch lasts at least its samples at the steady rate, and
+    at least the samples of the process dealt the most (ceil(objects / processes) objects) at
+    the rate one process reads alone; with fewer objects than processes, the processes above
+    the objects read nothing. Every epoch also starts with nothing in flight: `start_s` (a
+    first byte) before anything arrives."""
+    if epoch_objects is None or epoch_objects < 1 or not 0 < steady < math.inf:
+        return steady
+    objects = round(epoch_objects)
+    samples = objects * samples_per_object
+    busiest = math.ceil(objects / max(processes, 1)) * samples_per_object
+    seconds = start_s + max(samples / steady, busiest / per_process)
+    return samples / seconds
 
 
 def _agreeing_rate(trained_at: Callable[[float], float], rounds: int = 64) -> float:

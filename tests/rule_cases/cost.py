@@ -43,10 +43,14 @@ CASES: list[Case] = [
     ),
     (
         "COST-5",
-        {"profile": {"count": 4, "size": 150 * MB}},
+        {
+            "profile": {"count": 4, "size": 150 * MB},
+            "hardware": {"cores": 8},
+            "trial": {"rates": {0: (100.0, 110.0), 6: (400.0, 420.0)}},
+        },
         True,
         ...,
-    ),  # 4 shards, 1 rank, workers > 4
+    ),  # 4 shards, 1 rank, and a trial that measured 6 workers fastest
     ("COST-5", {}, False, ...),  # 1,000 shards for one rank's workers
     ("COST-5", {"workload": {"nodes": 4, "gpus_per_node": 8}}, False, ...),  # 1,000 for 32 ranks
     # 62,500 GET/s on one prefix of S3 Standard (5,500): throttled

@@ -6,7 +6,7 @@ spinning step's (see tests/test_rules.py's make_trial).
 """
 
 from rule_cases import Case
-from rule_cases.common import GB
+from rule_cases.common import GB, MB
 
 CASES: list[Case] = [
     # the cap is the cores less the training thread's share of one at the predicted rate (its
@@ -142,5 +142,7 @@ CASES: list[Case] = [
     ("NW-3", {}, False, ...),
     ("NW-3", {"trial": {"rates": {}}}, False, ...),
     ("NW-4", {}, True, 5),  # 4 ms x 1,000 samples per shard: 250 samples/s per worker
+    # 4 shards a pass: a fifth worker would be dealt none, so no more than 4 (it was 5)
+    ("NW-4", {"profile": {"count": 4, "size": 150 * MB}}, True, 4),
     ("NW-4", {"trial": {}}, False, ...),
 ]

@@ -8,6 +8,7 @@ training reads (after a reshard, from a copy) and so what the model and the tria
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -280,6 +281,7 @@ class Context(Reading):
             usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
             storage=storage,
             consumer_rate=self.consumer_rate,
+            epoch_objects=math.ceil(self.objects_read(state) / max(self.ranks, 1)),
             **self.measured_costs(state, num_workers),
         )
 

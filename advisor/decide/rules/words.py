@@ -17,6 +17,7 @@ _CEILINGS = {
     "cpu": "CPU time per sample (decoding)",
     "bandwidth": "the storage's bandwidth",
     "latency": "the storage's time to first byte",
+    "objects": "the epoch's objects, dealt whole to the loader processes",
 }
 _DISKS = {"nvme": "the local NVMe disk", "ssd": "the local SSD", "hdd": "the local hard disk"}
 

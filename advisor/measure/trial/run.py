@@ -331,12 +331,15 @@ def _sweep(
     *,
     local: bool = False,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
-    """num_workers 0 and 1 up to the rank's cores, measured as training sees them
+    """num_workers 0 and 1 up to the rank's cores (no more than the objects an epoch deals: a
+    worker above them reads nothing), measured as training sees them
     (`advisor.measure.trial.sweep.measure_counts`); when the budget holds fewer at
     MIN_SLICE_SECONDS a slice, those the count search chooses as it measures (`CountSearch`,
     from the model's choice). Both step models where they can disagree (`step_modes`). Pinned
     when a GPU is present, as the exported loader reads then."""
     cores = max(hardware.usable_cores // max(workload.gpus_per_node, 1), 1)
+    # a worker above the epoch's objects is dealt none: no count above them is worth a slice
+    highest = cores if data.epoch_objects is None else max(min(cores, data.epoch_objects), 1)
     # what the earlier phases left, less the copy test's share and the loaders' shutdown
     seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
     seconds = max(seconds * share, clock.seconds * BUDGET_SHARES["sweep"] * share / 4)
@@ -350,18 +353,21 @@ def _sweep(
             w, object_bytes=data.mean_object_bytes, samples_per_object=spo,
             cpu_s_per_sample=decode.cpu_s_per_sample, usable_cores=cores, storage=params,
             consumer_rate=workload.consumer_rate, overhead_s_per_sample=decode.overhead_s,
+            epoch_objects=data.epoch_objects,
         )
-        for w in range(cores + 1)
+        for w in range(highest + 1)
     }  # fmt: skip
     predicted = {w: p.trained_samples_per_s for w, p in predictions.items()}
     modes = step_modes(workload.consumer_rate, max(predicted.values()), cores)
     limit = max(int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * len(modes))), 2)
     consumer = workload.consumer_rate
-    search = CountSearch(cores, predicted, limit, None if consumer is None else consumer * HEADROOM)
+    search = CountSearch(
+        highest, predicted, limit, None if consumer is None else consumer * HEADROOM
+    )
     # each count reads with the prefetch the advice would export for it (PF-2's formula)
     prefetch = {
         w: prefetch_for(stall_s, predictions[w].samples_per_s / w, workload.batch_size)
-        for w in range(1, cores + 1)
+        for w in range(1, highest + 1)
     }
     ceiling = functools.partial(
         measured_ceiling, cores=cores, storage=storage if not local else None, spo=spo
