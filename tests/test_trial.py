@@ -15,6 +15,7 @@ import pytest
 from advisor.core.location import DatasetLocation
 from advisor.core.reader_budget import INFLIGHT_MAX
 from advisor.core.workload import Workload
+from advisor.decide.recommend import recommend
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.measure.hardware import probe_hardware
@@ -304,6 +305,33 @@ def test_a_trial_on_text_shards_batches_objects_by_their_lines(tmp_path: object)
     assert result.decode is not None
     # the decode cost is per line, not per 5,000-line object
     assert result.decode.bytes_per_sample == pytest.approx(len(line), rel=0.2)
+
+
+def test_no_count_above_the_objects_an_epoch_deals_is_measured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two text shards whose records wait 2 ms each (a transform that sleeps, so that workers
+    scale past this machine's cores), on a rank said to have 8 cores: a third worker would be
+    dealt no shard, so the count search measures no count above 2, and NW-3 chooses 2 at most.
+    """
+    (tmp_path / "sleepy.py").write_text(
+        "import time\n\ndef wait(record):\n    time.sleep(0.002)\n    return len(record)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    data = tmp_path / "data"
+    data.mkdir()
+    line = b'{"text": "' + b"x" * 200 + b'"}\n'
+    for i in range(2):
+        (data / f"shard-{i}.jsonl").write_bytes(line * 200)
+    location = DatasetLocation(str(data))
+    with S3Reader(location.reader_config()) as reader:
+        profile = profile_dataset(location, reader)
+    hardware = dataclasses.replace(probe_hardware(), usable_cores=8, affinity_cores=8)
+    workload = Workload(batch_size=16, consumer_rate=None, transform="sleepy:wait")
+    result = run_trial(location, profile, hardware, workload, seconds=14)  # type: ignore[arg-type]
+    measured = {c.num_workers: round(c.median) for c in result.counts}
+    assert measured and max(measured) <= 2, measured
+    assert recommend(profile, hardware, workload, result).num_workers <= 2
 
 
 def test_items_per_batch() -> None:
