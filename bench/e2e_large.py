@@ -30,6 +30,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench import own_peak_rss_mib
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "e2e_large.json"
 BUCKET = "large"
@@ -100,15 +102,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         "end": end,
         "bytes": nbytes,
         "first_chunk_s": first_chunk,
-        "peak_rss_mb": _vm_hwm_mb(),
+        "peak_rss_mb": own_peak_rss_mib(),
     }
-
-
-def _vm_hwm_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 # --- the orchestrator ---------------------------------------------------------------------------

@@ -33,6 +33,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from bench import own_peak_rss_mib
+
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "e2e_shards.json"
 BUCKET = "shards"
@@ -100,7 +102,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         "epoch_s": epoch,
         "samples": samples,
         "samples_per_s": samples / epoch,
-        "peak_rss_mb": _vm_hwm_mb(),
+        "peak_rss_mb": own_peak_rss_mib(),
     }
 
 
@@ -118,13 +120,6 @@ def _whole_shards(dataset: Any, split: Any) -> Any:
                 yield from split(result)
 
     return WholeShards()
-
-
-def _vm_hwm_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 # --- the orchestrator ---------------------------------------------------------------------------
