@@ -345,7 +345,7 @@ def run_scenario(
         else:
             row["workers"] = runs[label][0]["num_workers"]
             for key, _, _ in METRICS:
-                row[key] = asdict(Spread.of([r[key] for r in runs[label]]))
+                row[key] = asdict(Spread.over([r[key] for r in runs[label]]))
         rows.append(row)
     return rows
 
