@@ -43,6 +43,7 @@ from advisor.measure.hardware import probe_hardware
 from advisor.measure.profile import profile_dataset
 from advisor.measure.trial.run import run_trial
 from bench.netem import proxy_process, raise_priority
+from bench.record import begin
 from native_loader import Credentials, S3Reader
 from native_loader.tarwriter import build_tar
 
@@ -289,6 +290,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=RUNS, help="interleaved runs per count")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    run = begin("advisor-check", argv)
     scenarios = [s for s in SCENARIOS if not args.only or s.name in args.only]
     warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
     os.environ.setdefault("GOMAXPROCS", "1")
@@ -372,7 +374,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nscores: min {min(scores):.2f}, mean {statistics.fmean(scores):.2f}; model "
               f"error at the chosen count: median |error| {error}; at every measured count: "
               f"{spread}; {time.monotonic() - started:.0f} s")  # fmt: skip
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
+    run.write(args.results, {"results": [dataclasses.asdict(r) for r in results]}, indent=2)
     print(f"JSON: {args.results}")
     return 0

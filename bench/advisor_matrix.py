@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import json
 import os
 import statistics
 import time
@@ -54,6 +53,7 @@ from advisor.measure.trial.results import CountRate, StepRate
 from advisor.measure.trial.run import run_trial
 from advisor.measure.trial.sweep import measure_counts
 from bench.netem import proxy_process, raise_priority
+from bench.record import begin
 from native_loader import Credentials, S3Reader
 from native_loader.decoders import load_transform
 
@@ -322,6 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-point-seconds", type=float, default=POINT_MAX_SECONDS,
                         help="the most a slice may stretch to reach a steady state")  # fmt: skip
     args = parser.parse_args(argv)
+    run = begin("advisor", argv)
     consumers = tuple(None if c == "max" else float(c) for c in args.consumers)
     scenarios = _scenarios(args.quick, args.only)
     # The sweep tries more workers than cores on purpose; torch warns about that each time.
@@ -366,7 +367,6 @@ def main(argv: list[str] | None = None) -> int:
     errors = [abs(r.prediction_error) for r in results if r.prediction_error is not None]
     if errors:
         print(f"model error at the recommended count: median {statistics.median(errors):.0%}")
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps([dataclasses.asdict(r) for r in results], indent=2))
+    run.write(RESULTS, {"results": [dataclasses.asdict(r) for r in results]}, indent=2)
     print(f"JSON: {RESULTS}")
     return 0 if passed == len(results) else 1

@@ -6,7 +6,8 @@ The spec (JSON, written by `bench.reader_bench`) names the endpoint, whether req
 the bucket, the keys with their sizes, the client's knob (`concurrency`) and the time bounds. The
 client prints one JSON object on stdout: objects and bytes read in the timed phase, wall seconds,
 CPU seconds (user + sys of this process, all threads, timed phase only; for `curl` and `wrk` the
-whole tool process, from `os.wait4`) and peak RSS (ru_maxrss of the process, whole lifetime).
+whole tool process, from `os.wait4`) and peak RSS (VmHWM of the process, whole lifetime; for
+`curl` and `wrk` the tool's, sampled every 20 ms).
 
 Every client gets the whole object into memory (a bytes-like object of the object's size) except
 `curl` and `wrk`, which discard bodies and are the ceiling. Each run has an untimed warm-up (opens
@@ -32,6 +33,8 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench import own_peak_rss_mib
 
 WARMUP_MAX_S = 1.0
 TOOL_TIMEOUT_MARGIN_S = 60.0
@@ -84,7 +87,7 @@ class Measurement:
     """What one client run measured (printed as JSON).
 
     objects, bytes: read completely in the timed phase. wall_s: its wall time in seconds.
-    cpu_s: user + sys CPU seconds of the client in the timed phase. peak_rss_mb: ru_maxrss in MiB.
+    cpu_s: user + sys CPU seconds of the client in the timed phase. peak_rss_mb: VmHWM in MiB.
     """
 
     client: str
@@ -138,23 +141,8 @@ def _cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def _vm_hwm_mb(pid: int | str = "self") -> float:
-    """Peak RSS (VmHWM) of a live process in MiB, 0 if unknown.
-
-    Not ru_maxrss: Linux carries the pre-exec image's peak into ru_maxrss across fork + exec, so
-    a child would report at least its parent's RSS. VmHWM belongs to the exec'd image alone.
-    """
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    except (OSError, ValueError):
-        pass
-    return 0.0
-
-
 def _peak_rss_mb() -> float:
-    return _vm_hwm_mb() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return own_peak_rss_mib() or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _check(data_len: int, size: int, key: str) -> None:
@@ -545,13 +533,17 @@ def make_awscrt(spec: Spec) -> tuple[Reader, Callable[[], None]]:
 def _run_tool(args: list[str], timeout_s: float) -> tuple[str, float, float]:
     """Run a tool to completion; (stdout, wall seconds, peak RSS MiB sampled from VmHWM every
     20 ms). Its CPU lands in RUSAGE_CHILDREN of this process once it is reaped."""
+    # Read from this process, which the tool's figures leave out (its CPU is the tool's
+    # RUSAGE_CHILDREN, its RSS the tool's VmHWM); imported here, where no Python client runs.
+    from advisor.measure.hardware.host import peak_rss_bytes
+
     t0 = time.perf_counter()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     peak = [0.0]
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], _vm_hwm_mb(proc.pid))
+            peak[0] = max(peak[0], peak_rss_bytes(proc.pid) / 2**20)
             time.sleep(0.02)
 
     sampler = threading.Thread(target=sample, daemon=True)

@@ -29,7 +29,6 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +37,7 @@ from bench.e2e_data import BUCKET, upload
 from bench.e2e_loaders import RunSpec, missing
 from bench.e2e_report import METRICS, Bar, Spread, bar, bars_table, derived, table
 from bench.netem import proxy_process, raise_priority
-from bench.reader_bench import machine
+from bench.record import Run
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "e2e.json"
@@ -345,7 +344,7 @@ def run_scenario(
         else:
             row["workers"] = runs[label][0]["num_workers"]
             for key, _, _ in METRICS:
-                row[key] = asdict(Spread.of([r[key] for r in runs[label]]))
+                row[key] = asdict(Spread.over([r[key] for r in runs[label]]))
         rows.append(row)
     return rows
 
@@ -401,10 +400,7 @@ def _trial(advice: dict[str, Any]) -> str:
 
 def write_report(
     out: Path,
-    command: str,
-    started: datetime,
-    t0: float,
-    load_before: float,
+    run: Run,
     p: Plan,
     chosen: list[Scenario],
     advice: dict[str, dict[str, Any]],
@@ -413,17 +409,11 @@ def write_report(
 ) -> None:
     """The JSON and the markdown table; written after every scenario, so a cut run keeps its
     finished part."""
-    load_after = os.getloadavg()[0]
-    elapsed = time.monotonic() - t0
     measured = bars(rows)
     steady = bars(rows, "steady_samples_per_s")
     later = bars(rows, "later_samples_per_s")
     report: dict[str, Any] = {
-        "command": command,
-        "date": started.isoformat(timespec="seconds"),
-        "elapsed_s": round(elapsed, 1),
         "complete": final,
-        "machine": {**machine(), "load_before": load_before, "load_after": load_after},
         "plan": asdict(p),
         "scenarios": [asdict(s) for s in chosen],
         "advice": advice,
@@ -432,9 +422,6 @@ def write_report(
         "bars_after_first_batch": [asdict(b) | {"met": b.met} for b in steady],
         "bars_later_epochs": [asdict(b) | {"met": b.met} for b in later],
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=1, default=str))
-    mach = report["machine"]
     advice_lines = [
         f"- {name}: advisor {a['wall_s']} s ({_trial(a)}) -> num_workers "
         f"{a['num_workers']}, {a['requests_in_flight']} requests in flight"
@@ -442,14 +429,9 @@ def write_report(
         for name, a in advice.items()
     ]
     text = "\n".join([table(rows), "", bars_table(measured + steady + later), "", *advice_lines])
-    header = (
-        f"`{command}` on {started:%Y-%m-%d %H:%M} UTC ({elapsed:.0f} s). Machine: "
-        f"{mach['cpu']}, {mach['cores']} cores, {mach['mem_gib']} GiB; load average "
-        f"{load_before:.1f} before, {load_after:.1f} after."
-    )
-    out.with_suffix(".md").write_text(f"{header}\n\n{text}\n")
+    record = run.write(out, report, markdown=text)
     if final:
-        print(f"\n{text}\n\n# {command}: {elapsed:.0f} s; results in {out}")
+        print(f"\n{text}\n\n# {record.command}: {record.elapsed_s:.0f} s; results in {out}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -464,9 +446,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     p, chosen = plan(args.quick), scenarios(args.quick, args.only)
     command = "python -m bench e2e" + (" --quick" if args.quick else "")
-    started = datetime.now(timezone.utc)
-    t0 = time.monotonic()
-    load_before = os.getloadavg()[0]
+    run = Run.begin(command)
+    t0 = run.t0
     os.environ.setdefault("GOMAXPROCS", "1")  # SeaweedFS: see bench.advisor_matrix
     from advisor.demo.server import S3Server
 
@@ -508,10 +489,8 @@ def main(argv: list[str] | None = None) -> int:
             rows += run_scenario(
                 s, url, keys, advice[s.name], repeats, env, p.image_epochs, server.pid
             )
-            write_report(
-                args.out, command, started, t0, load_before, p, chosen, advice, rows, False
-            )
-    write_report(args.out, command, started, t0, load_before, p, chosen, advice, rows, True)
+            write_report(args.out, run, p, chosen, advice, rows, False)
+    write_report(args.out, run, p, chosen, advice, rows, True)
     return 0
 
 

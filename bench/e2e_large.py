@@ -20,15 +20,17 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
 import statistics
 import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from bench import own_peak_rss_mib
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "e2e_large.json"
@@ -100,15 +102,8 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         "end": end,
         "bytes": nbytes,
         "first_chunk_s": first_chunk,
-        "peak_rss_mb": _vm_hwm_mb(),
+        "peak_rss_mb": own_peak_rss_mib(),
     }
-
-
-def _vm_hwm_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 # --- the orchestrator ---------------------------------------------------------------------------
@@ -149,17 +144,9 @@ def run(endpoint: str, creds: Any, objects: Objects, processes: int) -> dict[str
     }
 
 
-def _spread(values: list[float]) -> str:
-    mid = statistics.median(values)
-    return f"{mid:,.0f} ({min(values):,.0f}-{max(values):,.0f})"
-
-
-def _spread_s(values: list[float]) -> str:
-    mid = statistics.median(values)
-    return f"{mid:.3f} ({min(values):.3f}-{max(values):.3f})"
-
-
 def report(rows: list[dict[str, Any]], counts: tuple[int, ...]) -> str:
+    from advisor.measure.loop.results import Spread  # not at the top: the child imports this
+
     lines = [
         "| latency | object | processes | MB/s median (range) | 1 process / best | "
         "first byte s (range) | any first chunk, max s | peak RSS MB per process (range) |",
@@ -182,10 +169,10 @@ def report(rows: list[dict[str, Any]], counts: tuple[int, ...]) -> str:
             share = f"{medians[n] / best:.0%}" if n == 1 else ""
             lines.append(
                 f"| {latency} ms | {size // MIB} MiB | {n} | "
-                f"{_spread([r['mb_per_s'] for r in runs])} | {share} | "
-                f"{_spread_s([r.get('first_byte_s', float('nan')) for r in runs])} | "
+                f"{Spread.over([r['mb_per_s'] for r in runs]).show('{:,.0f}')} | {share} | "
+                f"{Spread.over([r.get('first_byte_s', math.nan) for r in runs]).show('{:.3f}')} | "
                 f"{max(r['first_chunk_max_s'] for r in runs):.3f} | "
-                f"{_spread([r['peak_rss_mb'] for r in runs])} |"
+                f"{Spread.over([r['peak_rss_mb'] for r in runs]).show('{:,.0f}')} |"
             )
     return "\n".join(lines)
 
@@ -205,11 +192,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     from advisor.demo.server import S3Server
     from bench.netem import proxy_process, raise_priority
+    from bench.record import Run
 
     sets, counts, repeats = plan(args.quick)
     command = "python -m bench e2e-large" + (" --quick" if args.quick else "")
-    started = datetime.now(timezone.utc)
-    load_before = os.getloadavg()
+    run_record = Run.begin(command)
     os.environ.setdefault("GOMAXPROCS", "1")  # SeaweedFS: see bench.advisor_matrix
     rows: list[dict[str, Any]] = []
     server = S3Server()
@@ -243,27 +230,9 @@ def main(argv: list[str] | None = None) -> int:
                             flush=True,
                         )
     table = report(rows, counts)
-    load_after = os.getloadavg()
-    header = (
-        f"# {command} ({started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, load "
-        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after)"
-    )
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "command": command,
-                "started": started.isoformat(),
-                "load_before": load_before,
-                "load_after": load_after,
-                "sets": [asdict(s) for s in sets],
-                "rows": rows,
-            },
-            indent=1,
-        )
-    )
-    args.out.with_suffix(".md").write_text(f"{header}\n\n{table}\n")
-    print(f"\n{header}\n\n{table}")
+    body = {"sets": [asdict(s) for s in sets], "rows": rows}
+    record = run_record.write(args.out, body, markdown=table)
+    print(f"\n{record.headline()}\n\n{table}")
     return 0
 
 

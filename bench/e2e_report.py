@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from advisor.measure.loop.results import Spread
+
 # A run's measured quantities as the table shows them: (key, column title, format)
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("samples_per_s", "samples/s (epoch)", "{:,.0f}"),
@@ -19,31 +21,6 @@ METRICS: tuple[tuple[str, str, str], ...] = (
     ("cpu_ms_per_sample", "CPU ms/sample", "{:.3g}"),
     ("server_cpu_s", "server CPU s", "{:.1f}"),
 )
-
-
-@dataclass(frozen=True)
-class Spread:
-    """The median of a metric over repetitions, and its range."""
-
-    median: float
-    low: float
-    high: float
-    n: int
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Spread:
-        clean = [v for v in values if not math.isnan(v)]
-        if not clean:
-            nan = float("nan")
-            return cls(nan, nan, nan, 0)
-        return cls(statistics.median(clean), min(clean), max(clean), len(clean))
-
-    def show(self, fmt: str) -> str:
-        if self.n == 0:
-            return "-"
-        if self.n == 1 or fmt.format(self.low) == fmt.format(self.high):
-            return fmt.format(self.median)
-        return f"{fmt.format(self.median)} ({fmt.format(self.low)}-{fmt.format(self.high)})"
 
 
 def derived(raw: dict[str, Any]) -> dict[str, float]:
@@ -73,7 +50,7 @@ def derived(raw: dict[str, Any]) -> dict[str, float]:
 
 def paired_ratio(ours: Sequence[float], theirs: Sequence[float]) -> Spread:
     """ours/theirs per repetition (runs of one repetition are neighbours in time), summarised."""
-    return Spread.of([a / b for a, b in zip(ours, theirs, strict=False) if b > 0])
+    return Spread.over([a / b for a, b in zip(ours, theirs, strict=False) if b > 0])
 
 
 @dataclass(frozen=True)
@@ -92,7 +69,7 @@ def bar(name: str, rates: dict[str, list[float]], ours: str, theirs: list[str], 
     """`ours` against the best of `theirs` (by median samples/s), as per-repetition ratios."""
     present = [t for t in theirs if rates.get(t)]
     if ours not in rates or not present:
-        return Bar(name, Spread.of([]), want, "not measured")
+        return Bar(name, Spread.over([]), want, "not measured")
     best = max(present, key=lambda t: statistics.median(rates[t]))
     return Bar(name, paired_ratio(rates[ours], rates[best]), want, best)
 

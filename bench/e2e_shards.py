@@ -23,15 +23,15 @@ import contextlib
 import io
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tarfile
 import time
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
+
+from bench import own_peak_rss_mib
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "e2e_shards.json"
@@ -100,7 +100,7 @@ def child(spec: dict[str, Any]) -> dict[str, Any]:
         "epoch_s": epoch,
         "samples": samples,
         "samples_per_s": samples / epoch,
-        "peak_rss_mb": _vm_hwm_mb(),
+        "peak_rss_mb": own_peak_rss_mib(),
     }
 
 
@@ -118,13 +118,6 @@ def _whole_shards(dataset: Any, split: Any) -> Any:
                 yield from split(result)
 
     return WholeShards()
-
-
-def _vm_hwm_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 # --- the orchestrator ---------------------------------------------------------------------------
@@ -145,10 +138,6 @@ def run(url: str, creds: Any, loader: str, workers: int) -> dict[str, Any]:
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def _spread(values: list[float], fmt: str) -> str:
-    return f"{statistics.median(values):{fmt}} ({min(values):{fmt}}-{max(values):{fmt}})"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bench e2e-shards",
@@ -165,13 +154,14 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(result))
         return 0
     from advisor.demo.server import S3Server
+    from advisor.measure.loop.results import Spread
     from bench.netem import proxy_process, raise_priority
+    from bench.record import Run
 
     repeats = 1 if args.quick else 3
     configs = [(loader, w) for w in (0, 2) for loader in LOADERS]
     command = "python -m bench e2e-shards" + (" --quick" if args.quick else "")
-    started = datetime.now(timezone.utc)
-    load_before = os.getloadavg()
+    run_record = Run.begin(command)
     os.environ.setdefault("GOMAXPROCS", "1")  # SeaweedFS: see bench.advisor_matrix
     rows: list[dict[str, Any]] = []
     server = S3Server()
@@ -199,30 +189,14 @@ def main(argv: list[str] | None = None) -> int:
     for loader, workers in configs:
         runs = [r for r in rows if (r["loader"], r["workers"]) == (loader, workers)]
         lines.append(
-            f"| {loader} | {workers} | {_spread([r['first_batch_s'] for r in runs], '.2f')} | "
-            f"{_spread([r['samples_per_s'] for r in runs], ',.0f')} | "
-            f"{_spread([r['peak_rss_mb'] for r in runs], ',.0f')} |"
+            f"| {loader} | {workers} | "
+            f"{Spread.over([r['first_batch_s'] for r in runs]).show('{:.2f}')} | "
+            f"{Spread.over([r['samples_per_s'] for r in runs]).show('{:,.0f}')} | "
+            f"{Spread.over([r['peak_rss_mb'] for r in runs]).show('{:,.0f}')} |"
         )
-    load_after = os.getloadavg()
-    header = (
-        f"# {command} ({started:%Y-%m-%d %H:%M} UTC, {os.cpu_count()} cores, load "
-        f"{load_before[0]:.1f} before, {load_after[0]:.1f} after; {samples} samples)"
-    )
-    table = "\n".join(lines)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps(
-            {
-                "command": command,
-                "load_before": load_before,
-                "load_after": load_after,
-                "rows": rows,
-            },
-            indent=1,
-        )
-    )
-    args.out.with_suffix(".md").write_text(f"{header}\n\n{table}\n")
-    print(f"\n{header}\n\n{table}")
+    table = f"{samples} samples\n\n" + "\n".join(lines)
+    record = run_record.write(args.out, {"samples": samples, "rows": rows}, markdown=table)
+    print(f"\n{record.headline()}\n\n{table}")
     return 0
 
 

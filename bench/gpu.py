@@ -40,6 +40,7 @@ import torch
 from advisor.demo.datasets import DemoSpec, write_folder
 from advisor.measure.hardware import GpuUtilization
 from advisor.measure.hardware.gpu_decode import GpuDecodePoint, measure_gpu_decode
+from bench.record import begin
 from native_loader import to_device
 from native_loader.decoders import decode_image
 
@@ -323,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
     )  # fmt: skip
     parser.add_argument("--diagnose-seconds", type=float, default=20.0)
     args = parser.parse_args(argv)
+    run = begin("gpu", argv)
     if not torch.cuda.is_available():
         print("bench gpu: skipped, no CUDA device")
         return 0
@@ -346,7 +348,7 @@ def main(argv: list[str] | None = None) -> int:
     report["decode"] = decode_placement([p.read_bytes() for p in files[:512]], 64, args.rounds)
     if args.record is not None:
         write_recorded(args.record, report["device"], torch.__version__, 64, report["decode"])
-    (args.out / "gpu.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    run.write(args.out / "gpu.json", report)
 
     advice = recommend(folder, args.out, args.consumer_rate, args.batch_size, args.trial_seconds)
     rec = advice["recommendation"]
@@ -390,15 +392,15 @@ def main(argv: list[str] | None = None) -> int:
             for name, rs in runs.items()
         },
     }
-    (args.out / "gpu.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    run.write(args.out / "gpu.json", report)
     print(json.dumps(report["training"]["summary"], indent=1))
 
     report["decode"]["trial_cpu_decode"] = advice["trial"].get("decode")
     report["decode"]["trial_gpu_decode"] = advice["trial"].get("gpu_decode")
-    (args.out / "gpu.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    run.write(args.out / "gpu.json", report)
 
     report["diagnose"] = diagnose_with_model(module, rec["pin_memory"], args.diagnose_seconds)
-    (args.out / "gpu.json").write_text(json.dumps(report, indent=1, default=str) + "\n")
+    run.write(args.out / "gpu.json", report)
     return 0
 
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import resource
 import statistics
@@ -35,6 +34,7 @@ from typing import Any
 import torch
 from torch.utils.data import DataLoader, IterableDataset, default_collate
 
+from bench.record import begin
 from native_loader.decoders import collate_list
 from native_loader.loader import (
     FreezeInherited,
@@ -137,6 +137,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="one run of each")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    run = begin("handover", argv)
     repeats = 1 if args.quick else args.repeats
     collates = {"plain list": plain_list, "SampleList": collate_list, "stacked": default_collate}
     rates: dict[str, list[float]] = {name: [] for name in collates}
@@ -156,17 +157,14 @@ def main(argv: list[str] | None = None) -> int:
             for name in firsts:
                 firsts[name].append(first_collection(folder + "/", freeze=name == "frozen"))
     out: dict[str, Any] = {
-        "command": "python -m bench handover",
         "handover_samples_per_s": {k: _spread(v) for k, v in rates.items()},
         "text_handover_lines_per_s": {k: _spread(v) for k, v in text.items()},
         "text_handover_cpu_ms_per_line": {k: _spread(v) for k, v in text_cpu.items()},
         "worker_first_full_gc_cpu_s": {k: _spread(v) for k, v in firsts.items()},
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    run.write(args.out, out, indent=2)
     print("| measure | configuration | median (range) |\n|---|---|---|")
-    measures = [k for k in out if k != "command"]
-    for measure in measures:
+    for measure in out:
         for name, s in out[measure].items():
             low, high = _fmt(s["low"]), _fmt(s["high"])
             print(f"| {measure} | {name} | {_fmt(s['median'])} ({low}-{high}) |")

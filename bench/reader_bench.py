@@ -24,8 +24,6 @@ import argparse
 import contextlib
 import json
 import os
-import platform
-import shutil
 import statistics
 import subprocess
 import sys
@@ -34,12 +32,12 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from bench.clients import Spec
 from bench.netem import proxy_process
+from bench.record import Run
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench" / "results"
@@ -536,37 +534,6 @@ def evaluate(rows: list[Row], plan: Plan) -> list[Target]:
 # --- report -------------------------------------------------------------------------------------
 
 
-def machine() -> dict[str, Any]:
-    cpu = ""
-    with contextlib.suppress(OSError):
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
-    versions: dict[str, str] = {"python": platform.python_version()}
-    from importlib import metadata
-
-    for dist in ("boto3", "s3fs", "s3torchconnector", "awscrt", "torch"):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            versions[dist] = metadata.version(dist)
-    with contextlib.suppress(Exception):
-        import native_loader
-
-        versions.update(native_loader.native_versions())
-    for tool, flag in (("nginx", "-v"), ("wrk", "-v"), ("curl", "--version")):
-        with contextlib.suppress(Exception):
-            p = subprocess.run([shutil.which(tool) or tool, flag], capture_output=True, text=True)
-            versions[tool] = (p.stdout + p.stderr).strip().splitlines()[0][:60]
-    return {
-        "cpu": cpu,
-        "cores": os.cpu_count(),
-        "mem_gib": round(mem_gib, 1),
-        "kernel": platform.release(),
-        "versions": versions,
-    }
-
-
 def table(rows: list[Row]) -> str:
     head = (
         "| scenario | client | setting | MB/s | objects/s | CPU s/GB | CPU ms/object "
@@ -628,9 +595,7 @@ def main(argv: list[str] | None = None) -> int:
         command += " --only " + " ".join(repr(s) for s in args.only)
     if args.clients:
         command += " --clients " + " ".join(args.clients)
-    started = datetime.now(timezone.utc)
-    load_before = os.getloadavg()[0]
-    t0 = time.monotonic()
+    run = Run.begin(command)
     raw: list[dict[str, Any]] = []
     rows: list[Row] = []
     ceiling: dict[str, Any] = {}
@@ -643,14 +608,8 @@ def main(argv: list[str] | None = None) -> int:
                 ceiling = proxy_ceiling(eps, scenario.dataset, plan.seconds)
                 if verbose and "obj_s" in ceiling:
                     print(f"  proxy ceiling (wrk, 0 ms) {ceiling['obj_s']:9.1f} obj/s")
-        load_after = os.getloadavg()[0]
     targets = evaluate(rows, plan)
-    elapsed = time.monotonic() - t0
     report: dict[str, Any] = {
-        "command": command,
-        "date": started.isoformat(timespec="seconds"),
-        "elapsed_s": round(elapsed, 1),
-        "machine": {**machine(), "load_before": load_before, "load_after": load_after},
         "plan": {
             "seconds": plan.seconds,
             "repeats": plan.repeats,
@@ -661,8 +620,6 @@ def main(argv: list[str] | None = None) -> int:
         "proxy_ceiling": ceiling,
         "runs": raw,
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1, default=str))
     md = [table(rows), "", targets_table(targets)]
     if "obj_s" in ceiling:
         md += [
@@ -671,14 +628,8 @@ def main(argv: list[str] | None = None) -> int:
             f"{ceiling['obj_s']:,.0f} objects/s.",
         ]
     text = "\n".join(md)
-    mach = report["machine"]
-    header = (
-        f"`{command}` on {started:%Y-%m-%d %H:%M} UTC ({elapsed:.0f} s). Machine: {mach['cpu']}, "
-        f"{mach['cores']} cores, {mach['mem_gib']} GiB, Linux {mach['kernel']}; load average "
-        f"{load_before:.1f} before, {load_after:.1f} after."
-    )
-    args.out.with_suffix(".md").write_text(f"{header}\n\n{text}\n")
+    record = run.write(args.out, report, markdown=text)
     print()
     print(text)
-    print(f"\n# {command}: {elapsed:.0f} s; results in {args.out}")
+    print(f"\n# {command}: {record.elapsed_s:.0f} s; results in {args.out}")
     return 0

@@ -25,12 +25,8 @@ import concurrent.futures
 import dataclasses
 import functools
 import io
-import json
-import os
-import platform
 import random
 import statistics
-import sys
 import tarfile
 import tempfile
 import time
@@ -40,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.netem import REPO, proxy_process
+from bench.record import begin
 
 RESULTS = REPO / "bench" / "results" / "reshard.json"
 LATENCY_MS = 20.0
@@ -165,6 +162,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--loader-seconds", type=float, default=8.0)
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    run = begin("reshard", argv)
     if args.quick:
         args.objects, args.script_objects, args.repeats, args.loader_seconds = 500, 200, 1, 4.0
     if not (100 <= args.objects <= 5000 and 1 <= args.repeats <= 5):
@@ -253,9 +251,6 @@ def main(argv: list[str] | None = None) -> int:
           f" MB/s, reads {estimate.probe_objects_per_s:.0f} objects/s) vs median run "
           f"{args.objects / by['advisor'].per_s:.1f} s")  # fmt: skip
     report = {
-        "command": "python -m bench reshard "
-        + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": f"{platform.node()} {os.cpu_count()} CPUs {platform.platform()}",
         "latency_ms": LATENCY_MS,
         "objects": args.objects,
         "source_bytes": source_bytes,
@@ -271,7 +266,6 @@ def main(argv: list[str] | None = None) -> int:
         ),
         "loader_shards_vs_objects": round(loader_gain, 2),
     }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1))
+    run.write(args.out, report)
     print(f"wrote {args.out}")
     return 0

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import json
 import multiprocessing
 import os
 import statistics
@@ -49,6 +48,7 @@ from torch.utils.data import DataLoader
 from advisor.decide.rules.request_plan import StorageLimit, plan_requests
 from advisor.demo.proxy import Proxy, RateLimit
 from advisor.demo.server import S3Endpoint, S3Server
+from bench.record import begin
 from native_loader import Credentials, ReaderConfig, S3IterableDataset
 from native_loader.tarwriter import build_tar
 
@@ -350,6 +350,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args(argv)
+    bench_run = begin("throttle", argv)
     if args.quick:
         args.seconds, args.repeats = 5.0, 1
     layouts = [Layout.parse(text) for text in args.layouts.split(",")]
@@ -393,15 +394,13 @@ def main(argv: list[str] | None = None) -> int:
                     )
     rows = summarize(runs)
     print(table(rows))
-    args.out.parent.mkdir(parents=True, exist_ok=True)
     out = {
-        "command": "python -m bench throttle " + " ".join(argv or sys.argv[2:]),
         "samples": SAMPLES,
         "sample_bytes": SAMPLE_BYTES,
         "seconds": args.seconds,
         "summary": rows,
         "runs": [asdict(r) for r in runs],
     }
-    args.out.write_text(json.dumps(out, indent=2) + "\n")
+    bench_run.write(args.out, out, indent=2)
     bad = any(r.wrong or (r.errors and r.mode != "fixed") for r in runs)
     return 1 if bad else 0

@@ -14,7 +14,6 @@ yield, three appends). A table on stdout, JSON in --out.
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import time
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import torch
 
 import advisor
+from bench.record import begin
 
 STEPS_MS = (1.0, 10.0)
 
@@ -41,6 +41,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="5,000 steps, 3 rounds")
     parser.add_argument("--out", type=Path, default=Path("bench/results/watch.json"))
     args = parser.parse_args(argv)
+    run = begin("watch", argv)
     if args.quick:
         args.steps, args.rounds = 5_000, 3
     batches = [torch.zeros(64, 3) for _ in range(args.steps)]
@@ -57,8 +58,5 @@ def main(argv: list[str] | None = None) -> int:
     print("|---:|---:|---:|")
     for step_ms in STEPS_MS:
         print(f"| {step_ms:g} ms | {low / (step_ms / 1e3):.3%} | {median / (step_ms / 1e3):.3%} |")
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(
-        json.dumps({"steps": args.steps, "rounds": args.rounds, "cost_s_per_step": extra})
-    )
+    run.write(args.out, {"steps": args.steps, "rounds": args.rounds, "cost_s_per_step": extra})
     return 0

@@ -19,6 +19,7 @@ from advisor.measure.hardware import GPU_CATALOG, HardwareProfile, probe_hardwar
 from advisor.measure.hardware.host import (
     cgroup_cpu_limit,
     cgroup_memory_limit,
+    cpu_model,
     disk_kind,
     meminfo,
     peak_rss_bytes,
@@ -366,6 +367,18 @@ def test_rss_readers_read_statm_and_vmhwm(tmp_path: Path) -> None:
     assert rss_bytes(7, root=tmp_path) == 250 * os.sysconf("SC_PAGE_SIZE")
     assert peak_rss_bytes(7, root=tmp_path) == 2048 * 1024
     assert rss_bytes(8, root=tmp_path) == 0 and peak_rss_bytes(8, root=tmp_path) == 0
+
+
+def test_cpu_model_reads_the_first_model_name_of_cpuinfo(tmp_path: Path) -> None:
+    assert cpu_model(root=tmp_path) == ""  # no /proc/cpuinfo
+    (tmp_path / "proc").mkdir()
+    (tmp_path / "proc" / "cpuinfo").write_text("processor\t: 0\nBogoMIPS\t: 50.00\n")
+    assert cpu_model(root=tmp_path) == ""  # an ARM kernel's cpuinfo: no model name
+    (tmp_path / "proc" / "cpuinfo").write_text(
+        "processor\t: 0\nmodel name\t: AMD EPYC 7R13: 48-Core\nprocessor\t: 1\n"
+        "model name\t: other\n"
+    )
+    assert cpu_model(root=tmp_path) == "AMD EPYC 7R13: 48-Core"
 
 
 def test_process_tree_of_this_process_sees_a_grandchild() -> None:

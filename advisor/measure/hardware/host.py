@@ -312,6 +312,15 @@ def peak_rss_bytes(pid: int | str = "self", root: Path = Path("/")) -> int:
     return 0
 
 
+def cpu_model(root: Path = Path("/")) -> str:
+    """The CPU's model name (the first "model name" line of /proc/cpuinfo, as a benchmark's run
+    record names its machine); "" where /proc/cpuinfo has none (some ARM kernels) or is absent."""
+    for line in (_read(root / "proc/cpuinfo") or "").splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
+    return ""
+
+
 def cpu_seconds(pid: int | str = "self", root: Path = Path("/")) -> float:
     """User plus system CPU seconds a live process has used (/proc/PID/stat utime and stime),
     all its threads; 0 when it is gone."""

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,24 @@ class Spread:
         if not values:
             return None
         return cls(statistics.median(values), min(values), max(values), len(values))
+
+    @classmethod
+    def over(cls, values: Sequence[float]) -> Spread:
+        """For a table of repeated runs: NaN values (failed runs) are left out, and no values
+        give n=0 with NaN figures (`show` prints "-") where `of` gives None."""
+        clean = [v for v in values if not math.isnan(v)]
+        if not clean:
+            return cls(math.nan, math.nan, math.nan, 0)
+        return cls(statistics.median(clean), min(clean), max(clean), len(clean))
+
+    def show(self, fmt: str) -> str:
+        """The median and its range, "median (low-high)", in `fmt` (a str.format pattern); the
+        median alone where the range would print as one value, "-" where there were none."""
+        if self.n == 0:
+            return "-"
+        if self.n == 1 or fmt.format(self.low) == fmt.format(self.high):
+            return fmt.format(self.median)
+        return f"{fmt.format(self.median)} ({fmt.format(self.low)}-{fmt.format(self.high)})"
 
     def relative_width(self) -> float:
         """(high - low) / median: how far apart the runs are, as a share of the median."""
