@@ -49,9 +49,7 @@ def test_a_changed_answer_names_what_changed_and_the_rates_that_moved() -> None:
     assert not repeat.held
     assert repeat.changes == ("num workers 2 -> 3", "bottleneck storage -> decode or transform")
     # count 0 overlapped (70-78 and 71-77); count 2 did not (260-280, then 190-210)
-    assert repeat.moved == (
-        "num_workers=2: 270 -> 200 samples/s (slices 260-280, then 190-210)",
-    )
+    assert repeat.moved == ("num_workers=2: 270 -> 200 samples/s (slices 260-280, then 190-210)",)
     assert "the answer changed: num workers 2 -> 3; bottleneck storage -> decode" in (
         repeat.words()
     )
