@@ -162,3 +162,19 @@ def test_the_wizard_shows_trials_repeats_and_a_comparison(folder: Path) -> None:
         assert "History: 3 runs" in box and "la-history-comparisons" in box
     finally:
         wizard.close()
+
+
+def test_the_magic_prints_the_history_of_the_wizard_shown_last(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from advisor import magic
+
+    monkeypatch.setattr(magic, "_shown", [])
+    magic.advisor_magic("history")
+    assert "no wizard shown with %advisor in this kernel yet" in capsys.readouterr().out
+    session = AdvisorSession()
+    magic._shown[:] = [session]
+    magic.advisor_magic("history")
+    assert capsys.readouterr().out.strip() == "no trial or comparison has run in this session yet"
+    magic.advisor_magic("--help")
+    assert "%advisor history" in capsys.readouterr().out
