@@ -26,7 +26,7 @@ EPILOG = """also:
                         data), with sizes; --remove frees it
   %advisor history      the trials and comparisons of the wizard shown last, side by side, and
                         whether a repeated trial's answer held"""
-# the session of the wizard `%advisor` showed last in this kernel (`%advisor history` reads it)
+# the wizard `%advisor` showed last in this kernel (`%advisor history` reads its session)
 _shown: list[Any] = []
 
 
@@ -114,7 +114,7 @@ def _history() -> None:
     if not _shown:
         print("%advisor history: no wizard shown with %advisor in this kernel yet")
         return
-    print(_shown[0].history().table())
+    print(_shown[0].controller.session.history().table())
 
 
 def advisor_magic(line: str) -> None:
@@ -144,7 +144,7 @@ def advisor_magic(line: str) -> None:
     from advisor.wizard import show
 
     wizard = show(args.uri, endpoint_url=args.endpoint_url, aws_profile=args.profile)
-    _shown[:] = [wizard.controller.session]
+    _shown[:] = [wizard]
     if args.demo:
         wizard.controller.use_demo(args.demo)
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from advisor.core.bounds import ListingLimits, TrialBudget
 from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.workload import Workload
-from advisor.history import ComparisonRecord, History, TrialRecord
+from advisor.diagnosis.history import ComparisonRecord, History, TrialRecord
 from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.measure.profile import Progress as ProfileProgress
 from advisor.measure.trial.results import TrialResult, TrialSetup

@@ -1,6 +1,6 @@
-"""The session's history of runs (`advisor.history`): every trial with its answer and every
-comparison kept side by side, and whether a repeated trial's answer held. The comparison of
-answers from hand-built records; the session and the wizard on a real local folder with short
+"""The session's history of runs (`advisor.diagnosis.history`): every trial with its answer and
+every comparison kept side by side, and whether a repeated trial's answer held. The comparison
+of answers from hand-built records; the session and the wizard on a real local folder with short
 trials."""
 
 from __future__ import annotations
@@ -10,12 +10,13 @@ import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from advisor.core.bounds import LoopLimits
 from advisor.core.workload import Workload
-from advisor.history import CountFigure, History, TrialRecord, repeat_of
+from advisor.diagnosis.history import CountFigure, History, TrialRecord, repeat_of
 from advisor.session import AdvisorSession
 
 QUICK = LoopLimits(max_batches=20, max_seconds=0.5, batch_timeout_s=20, first_batch_timeout_s=30)
@@ -173,7 +174,7 @@ def test_the_magic_prints_the_history_of_the_wizard_shown_last(
     magic.advisor_magic("history")
     assert "no wizard shown with %advisor in this kernel yet" in capsys.readouterr().out
     session = AdvisorSession()
-    magic._shown[:] = [session]
+    magic._shown[:] = [SimpleNamespace(controller=SimpleNamespace(session=session))]
     magic.advisor_magic("history")
     assert capsys.readouterr().out.strip() == "no trial or comparison has run in this session yet"
     magic.advisor_magic("--help")

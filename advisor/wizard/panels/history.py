@@ -2,7 +2,7 @@
 made from it, whether a repeated trial's answer held, and every before/after comparison.
 
 Folded under one summary line ("3 runs in this session: #3 repeats #1: the answer held ...") so
-that a first run adds one line; the tables are `History`'s rows (`advisor.history`).
+that a first run adds one line; the tables are `History`'s rows (`advisor.diagnosis.history`).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import html
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from advisor.history import History
+from advisor.diagnosis.history import History
 from advisor.wizard.panels.base import html_area
 
 if TYPE_CHECKING:
