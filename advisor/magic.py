@@ -1,7 +1,8 @@
 """`%load_ext advisor`, then `%advisor [URI] [--endpoint-url URL] [--profile NAME] [--demo]` for
 the wizard, `%advisor diagnose LOADER (--step STEP | --step-time S | --consumer-rate R)
-[--uri URI ...]` to measure a loader of the notebook (names of the notebook's variables), or
-`%advisor cache [--remove NAME]` for the home cache."""
+[--uri URI ...]` to measure a loader of the notebook (names of the notebook's variables),
+`%advisor cache [--remove NAME]` for the home cache, or `%advisor history` for the trials and
+comparisons of the wizard shown last."""
 
 from __future__ import annotations
 
@@ -22,7 +23,11 @@ EPILOG = """also:
                         (%advisor diagnose --help)
   %advisor cache [--remove NAME | --remove-all]
                         what ~/.cache/loader-advisor holds (local copies, caches, the demo's
-                        data), with sizes; --remove frees it"""
+                        data), with sizes; --remove frees it
+  %advisor history      the trials and comparisons of the wizard shown last, side by side, and
+                        whether a repeated trial's answer held"""
+# the wizard `%advisor` showed last in this kernel (`%advisor history` reads its session)
+_shown: list[Any] = []
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -104,9 +109,17 @@ def _cache(words: list[str]) -> None:
     homecache.run(args)
 
 
+def _history() -> None:
+    """The runs of the wizard shown last, as a text table."""
+    if not _shown:
+        print("%advisor history: no wizard shown with %advisor in this kernel yet")
+        return
+    print(_shown[0].controller.session.history().table())
+
+
 def advisor_magic(line: str) -> None:
-    """Show the wizard, `diagnose` a loader, or list the home `cache`; arguments as on the
-    command line (`%advisor --help` lists them)."""
+    """Show the wizard, `diagnose` a loader, list the home `cache` or the wizard's `history`;
+    arguments as on the command line (`%advisor --help` lists them)."""
     parser = _parser()
     try:
         words = shlex.split(line)
@@ -122,12 +135,16 @@ def advisor_magic(line: str) -> None:
     if words[:1] == ["cache"]:
         _cache(words[1:])
         return
+    if words[:1] == ["history"]:
+        _history()
+        return
     args = _parsed(parser, words)
     if args is None:
         return
     from advisor.wizard import show
 
     wizard = show(args.uri, endpoint_url=args.endpoint_url, aws_profile=args.profile)
+    _shown[:] = [wizard]
     if args.demo:
         wizard.controller.use_demo(args.demo)
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from advisor.core.bounds import ListingLimits, TrialBudget
 from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.workload import Workload
+from advisor.diagnosis.history import ComparisonRecord, History, TrialRecord
 from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.measure.profile import Progress as ProfileProgress
 from advisor.measure.trial.results import TrialResult, TrialSetup
@@ -23,6 +24,7 @@ from native_loader import Credentials, S3Reader
 
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
+    from advisor.diagnosis.loop import Comparison
     from advisor.export import ExportBundle
     from advisor.measure.hardware import HardwareProfile
     from advisor.measure.trial.data import TrialProgress
@@ -45,6 +47,9 @@ class AdvisorSession:
     demo_layout: str | None = None
     # why the last trial was dropped (its setup no longer matches); None: nothing dropped
     trial_dropped: str | None = None
+    # every finished trial and comparison while the session lives (`history()`), oldest first
+    _trials: list[TrialRecord] = field(default_factory=list, init=False, repr=False)
+    _comparisons: list[ComparisonRecord] = field(default_factory=list, init=False, repr=False)
 
     # --- step 1: dataset ---------------------------------------------------------------------
     def set_location(
@@ -207,6 +212,8 @@ class AdvisorSession:
             read_paths=paths,
         )
         self.recommendation = None
+        record = TrialRecord.of(self._next_run(), self.trial, self.workload.consumer_rate)
+        self._trials.append(record)
         return self.trial
 
     # --- step 5: recommendation --------------------------------------------------------------
@@ -222,7 +229,37 @@ class AdvisorSession:
             notes = (*recommendation.notes, self.trial_dropped)
             recommendation = dataclasses.replace(recommendation, notes=notes)
         self.recommendation = recommendation
+        self._answer_trial(recommendation)
         return recommendation
+
+    # --- the runs so far ---------------------------------------------------------------------
+    def history(self) -> History:
+        """Every trial (with its recommendation's key facts) and comparison of this session,
+        oldest first; `History.table()` puts them side by side and says whether a repeated
+        trial's answer held."""
+        return History(tuple(self._trials), tuple(self._comparisons))
+
+    def record_comparison(
+        self, comparison: Comparison, changed: tuple[str, ...] = ()
+    ) -> ComparisonRecord:
+        """Keep a before/after comparison of the user's loader and the recommended one (run on
+        this session's data and workload) in the history; `changed`: what the advice changed."""
+        dataset = self.location.uri if self.location is not None else "-"
+        record = ComparisonRecord.of(
+            self._next_run(), comparison, dataset, self.workload.consumer_rate, changed
+        )
+        self._comparisons.append(record)
+        return record
+
+    def _next_run(self) -> int:
+        return len(self._trials) + len(self._comparisons) + 1
+
+    def _answer_trial(self, recommendation: Recommendation) -> None:
+        """The trial's record gets the facts of the recommendation made from it (the latest)."""
+        for index in range(len(self._trials) - 1, -1, -1):
+            if self._trials[index].result is self.trial and self.trial is not None:
+                self._trials[index] = self._trials[index].answered(recommendation)
+                return
 
     @staticmethod
     def _data_fs(profile: DatasetProfile) -> str | None:

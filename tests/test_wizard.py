@@ -86,6 +86,11 @@ class FakeSession:
         self.fail, self.step_s = fail, step_s
         self.saved: list[tuple[Path, str]] = []
 
+    def history(self) -> Any:  # AdvisorSession's runs so far: none are scripted
+        from advisor.diagnosis.history import History
+
+        return History()
+
     def set_location(
         self, uri: str, endpoint_url: str | None = None, aws_profile: str | None = None, **_: Any
     ) -> DatasetLocation:

@@ -6,7 +6,8 @@ and put beside the advised loader.
 
 `loop` runs a loader in the training loop and judges it (`diagnose`, `compare`);
 `before_after` advises on the data and compares the exported loader with the user's (it is
-the package's one window on the session); `cli` is `python -m advisor diagnose`. The package
+the package's one window on the session); `history` keeps a session's trials and comparisons
+side by side (`AdvisorSession.history()`); `cli` is `python -m advisor diagnose`. The package
 is named for the stage, not `diagnose`: `advisor.diagnose` is the public function.
 """
 

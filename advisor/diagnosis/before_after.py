@@ -237,6 +237,7 @@ def before_after(
     # a loader given as a function is made once more, only to read its settings
     settings = loader if isinstance(loader, Iterable) else fresh(loader)
     changed = changes(settings, recommendation, copy)
+    session.record_comparison(comparison, changed)
     return BeforeAfter(first, recommendation, comparison, changed, copy)
 
 

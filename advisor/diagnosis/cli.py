@@ -45,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser, step_help: str) -> None:
     rate = range_of(Workload, "consumer_rate")
     step.add_argument(
         "--consumer-rate", type=arg_type(rate, "--consumer-rate"),
-        help=f"samples/s the step consumes (it blocks for batch / rate), {rate}",
+        help=f"samples/s one GPU's step consumes with its data already loaded: batch size / "
+        f"the step time your training log shows (the step blocks for batch / rate), {rate}",
     )  # fmt: skip
     for name, flag, what in (
         ("max_batches", "--batches", "batches at most per run"),

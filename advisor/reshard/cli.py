@@ -12,7 +12,7 @@ from typing import Any
 from advisor.core.bounds import Range, arg_type
 from advisor.core.errors import EXIT_RUNTIME, CommandErrors
 from advisor.core.location import DatasetLocation, check_answers
-from advisor.core.units import any_size
+from advisor.core.units import any_size, mb_per_s
 from advisor.reshard import (
     Estimate,
     ReshardConfig,
@@ -100,7 +100,8 @@ class _Bar:
         eta = f"ETA {event.eta_s:.0f} s" if event.eta_s is not None else "ETA ?"
         line = (
             f"{event.shards_done}/{event.shards_total} shards  {event.samples_per_s:.0f} samples/s "
-            f"{event.mb_per_s:.1f} MB/s  {eta}  retries {event.retries} throttled {event.throttled}"
+            f"{mb_per_s(event.mb_per_s)}  {eta}  retries {event.retries} "
+            f"throttled {event.throttled}"
         )
         if event.kind in ("listing", "plan", "finalized", "skip", "verify", "wait", "cleanup"):
             line = event.message
@@ -136,7 +137,8 @@ def print_estimate(e: Estimate, args: argparse.Namespace) -> None:
     )
     print(
         f"probe: {e.probe_objects} objects read at {e.probe_objects_per_s:,.0f} objects/s "
-        f"({e.probe_read_mb_per_s:.1f} MB/s); destination write {e.probe_write_mb_per_s:.1f} MB/s"
+        f"({mb_per_s(e.probe_read_mb_per_s)}); destination write "
+        f"{mb_per_s(e.probe_write_mb_per_s)}"
     )
     print(
         f"estimate: {e.seconds:,.0f} s (reading {e.read_seconds:,.0f} s, writing "

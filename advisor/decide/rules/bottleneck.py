@@ -175,7 +175,7 @@ def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling
         best = max(probe.concurrency_curve, key=lambda level: level[2])
         out.append(Ceiling(
             "storage", probe.best_objects_s * spo,
-            f"{probe.best_objects_s:,.1f} objects/s at {best[0]} requests in flight "
+            f"{probe.best_objects_s:,.1f} objects/s at {best[0]} requests at once "
             f"x {spo:,.1f} samples/object" + ("" if probe.saturated else ", still rising"),
             lower_bound=not probe.saturated,
         ))  # fmt: skip

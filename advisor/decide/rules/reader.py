@@ -46,7 +46,7 @@ class ReaderRequestsInFlight(Rule):
             latency = f" at {duration(probe.first_byte_p50_s)} to first byte" if probe else ""
             return self.finding(
                 k,
-                f"{k} requests in flight per process{latency}: the setting the trial's DataLoader "
+                f"{k} requests at once per process{latency}: the setting the trial's DataLoader "
                 "sweep read with, so its measured rates hold for it.",
                 evidence={
                     "requests_in_flight": k,
@@ -69,13 +69,13 @@ class ReaderRequestsInFlight(Rule):
             rationale = (
                 f"Objects of {data_size(object_bytes)} are read as parallel "
                 f"{data_size(READER_PART_BYTES)} parts within the reader's byte budget: its "
-                f"default {k} requests in flight."
+                f"default {k} requests at once."
             )
         else:
             rationale = (
                 f"Each GET is open for about {duration(fetch_ms / 1e3)}; {target:,.0f} objects/s "
                 f"per process need about {target * fetch_ms / 1e3:,.0f} open requests (Little's "
-                f"law), so {k} in flight "
+                f"law), so {k} requests at once "
                 "(twice that for jitter, between the reader's default and its cap)."
             )
         return self.finding(

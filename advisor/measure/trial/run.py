@@ -213,7 +213,7 @@ def _measure(
                 paths = (READ_LISTED,)
         clock.report(
             "sweep",
-            f"the sweep reads with {inflight} requests and {budget >> 20} MiB in flight "
+            f"the sweep reads with up to {inflight} requests and {budget >> 20} MiB at once "
             "per process",
         )
         for index, path in enumerate(paths):

@@ -26,6 +26,7 @@ from advisor.wizard.panels.base import (
     set_outputs,
     status_slot,
 )
+from advisor.wizard.panels.history import HistoryPanel
 from advisor.wizard.panels.reshard import ReshardPanel
 from advisor.wizard.steps.recommendation import RecommendationStep
 from advisor.wizard.steps.reshard import ReshardStep
@@ -193,6 +194,7 @@ class RecommendationPanel(StepPanel):
         self.supply_chart = output("la-chart-supply")
         self.supply_figure: go.Figure | None = None  # the last one shown, for tests and users
         self.reshard = ReshardPanel(reshard)
+        self.history = HistoryPanel(step.context.session)  # the session's runs side by side
         self.status_slot = status_slot()
         self.run_again_button = button(
             "Run again", "la-btn-run-again", "warning",
@@ -217,6 +219,7 @@ class RecommendationPanel(StepPanel):
                 self.cards,
                 self.reshard.box,
                 self.supply_chart,
+                self.history.box,
                 self.details_button,
                 self.details,
             ]
@@ -239,6 +242,7 @@ class RecommendationPanel(StepPanel):
             set_outputs(self.flow)
 
     def show(self) -> None:
+        self.history.show()
         rec = self.step.recommendation
         if rec is None:
             self.cards.value = self.headline.value = self.path_taken.value = ""

@@ -147,6 +147,7 @@ class RecommendationStep:
                 # a loader given as a function is made once more, only to read its settings
                 settings = loader if isinstance(loader, Iterable) else fresh(loader)  # type: ignore[arg-type]
                 self.changed = changes(settings, recommendation, self.copy)
+            session.record_comparison(self.comparison, self.changed)
             self.context.report("your loader and the recommended one measured", 1.0)
             self.context.notify(Topic.RECOMMENDATION)
 
