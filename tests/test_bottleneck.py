@@ -242,3 +242,32 @@ def test_a_ceiling_the_measurement_exceeds_is_left_out_and_named() -> None:
     assert "left out: the decode ceiling" in found.reason
     assert all(c.stage != "decode" for c in found.ceilings)
     assert "MEAS-4" not in path
+
+
+def test_a_repeat_that_names_another_stage_was_said_to_be_within_the_noise() -> None:
+    """Two trials on the same inputs (a folder, a 300 samples/s step, 2 cores) chose 0 workers
+    at 287 (slices 282-292) and 282 (272-293): the first named the step, the second no stage
+    and input-bound, each with confidence. Both slice ranges lie on both sides of the 285
+    that keeps up with the step, and each run now says so: a repeat may name the other."""
+    stages = set()
+    for rates in ({0: (282.0, 292.0), 1: (285.0, 290.0)}, {0: (272.0, 293.0), 1: (279.0, 279.0)}):
+        case = {"trial": {"rates": rates}, "hardware": {"cores": 2}}
+        ctx = make_ctx({**case, "workload": {"consumer_rate": 300.0}})
+        evaluation = evaluate(ctx)
+        found = of_trial(ctx, evaluation.state)
+        assert found is not None
+        stages.add(found.stage)
+        line = "285 samples/s (keeping up with the 300 samples/s step, within 5%)"
+        assert found.within_noise == (line,)
+        assert (
+            "within the noise" in found.reason and "a repeat may name another stage" in found.reason
+        )
+        assert Bottleneck.from_dict(json.loads(json.dumps(found.to_dict()))) == found
+        input_bound = [f for f in evaluation.fired if f.rule_id == "MEAS-3"]
+        for finding in input_bound:
+            assert "Within the noise" in finding.rationale and finding.evidence["within_noise"]
+    assert stages == {"step", "unexplained"}  # what the two runs named: now each says why
+    # slices all on one side of every line: nothing is said
+    ctx = make_ctx({"trial": {"rates": {0: (250.0, 260.0)}}, "workload": {"consumer_rate": 300.0}})
+    found = of_trial(ctx, evaluate(ctx).state)
+    assert found is not None and found.within_noise == () and "noise" not in found.reason

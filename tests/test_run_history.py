@@ -57,6 +57,19 @@ def test_a_changed_answer_names_what_changed_and_the_rates_that_moved() -> None:
     assert "rates differed beyond the measured spread at num_workers=2" in repeat.words()
 
 
+def test_a_bottleneck_named_within_the_noise_says_so_when_a_repeat_names_another() -> None:
+    earlier = _record(1, bottleneck="the training step (not input-bound)",
+                      bottleneck_within_noise=True)  # fmt: skip
+    repeat = repeat_of(earlier, _record(2, bottleneck="no measured stage"))
+    assert repeat.changes == (
+        "bottleneck the training step (not input-bound) -> no measured stage (within the noise, "
+        "as the trial said)",
+    )
+    assert repeat_of(_record(1), _record(2, bottleneck="cores")).changes == (
+        "bottleneck storage -> cores",
+    )
+
+
 def test_without_a_recommendation_only_the_rates_compare() -> None:
     repeat = repeat_of(_record(1, num_workers=None), _record(2))
     assert not repeat.answered and not repeat.held

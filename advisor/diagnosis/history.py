@@ -59,6 +59,8 @@ class TrialRecord:
     num_workers: int | None = None
     data_source: str | None = None
     bottleneck: str | None = None
+    # the bottleneck's measured slices lay on both sides of a line that names it
+    bottleneck_within_noise: bool = False
     confidence: str | None = None
     result: TrialResult | None = field(default=None, repr=False, compare=False)
 
@@ -79,10 +81,12 @@ class TrialRecord:
             confidence: str | None = str(rec.decision("num_workers").confidence)
         except KeyError:
             confidence = None
-        bottleneck = rec.bottleneck.words if rec.bottleneck is not None else None
+        found = rec.bottleneck
         return replace(
             self, num_workers=rec.num_workers, data_source=rec.source_words(),
-            bottleneck=bottleneck, confidence=confidence,
+            bottleneck=found.words if found is not None else None,
+            bottleneck_within_noise=found is not None and bool(found.within_noise),
+            confidence=confidence,
         )  # fmt: skip
 
     @property
@@ -163,7 +167,12 @@ def repeat_of(earlier: TrialRecord, later: TrialRecord) -> Repeat:
         for name in ("num_workers", "data_source", "bottleneck"):
             was, now = getattr(earlier, name), getattr(later, name)
             if was != now:
-                changes.append(f"{name.replace('_', ' ')} {was or 'none'} -> {now or 'none'}")
+                change = f"{name.replace('_', ' ')} {was or 'none'} -> {now or 'none'}"
+                if name == "bottleneck" and (
+                    earlier.bottleneck_within_noise or later.bottleneck_within_noise
+                ):
+                    change += " (within the noise, as the trial said)"
+                changes.append(change)
     moved = []
     for now in later.counts:
         was = earlier.count(now.num_workers)

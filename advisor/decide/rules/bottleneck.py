@@ -86,6 +86,9 @@ class Bottleneck:
     ceilings: tuple[Ceiling, ...]
     reason: str
     origin: str
+    # the lines that decide the stage (the step's rate, a ceiling's BOTTLENECK_SHARE) which the
+    # measured count's slices lie on both sides of: a repeat may name another stage
+    within_noise: tuple[str, ...] = ()
 
     @property
     def words(self) -> str:
@@ -105,7 +108,8 @@ class Bottleneck:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Bottleneck:
         ceilings = tuple(Ceiling(**c) for c in data.get("ceilings", ()))
-        return cls(**{**data, "ceilings": ceilings})
+        close = tuple(data.get("within_noise", ()))
+        return cls(**{**data, "ceilings": ceilings, "within_noise": close})
 
 
 def name_stage(
@@ -120,6 +124,23 @@ def name_stage(
         return "unexplained", None
     nearest = min(near, key=lambda c: _distance(measured, c))
     return nearest.stage, nearest  # type: ignore[return-value]
+
+
+def straddled(
+    low: float, high: float, ceilings: list[Ceiling], consumer_rate: float | None
+) -> tuple[str, ...]:
+    """The lines `name_stage` decides by that a count's slices, `low` to `high`, lie on both
+    sides of: the step's rate (keeping up within NOISE_CAP) and each ceiling's
+    BOTTLENECK_SHARE. Named in words with their samples/s."""
+    lines = []
+    if consumer_rate is not None:
+        words = f"keeping up with the {rate(consumer_rate)} step, within {share(NOISE_CAP)}"
+        lines.append((consumer_rate * (1 - NOISE_CAP), words))
+    for c in ceilings:
+        if not c.lower_bound and c.samples_per_s > 0:
+            line = BOTTLENECK_SHARE * c.samples_per_s
+            lines.append((line, f"{share(BOTTLENECK_SHARE)} of the {c.stage} ceiling"))
+    return tuple(f"{rate(line)} ({words})" for line, words in lines if low < line <= high)
 
 
 def _distance(measured: float, ceiling: Ceiling) -> float:
@@ -222,13 +243,20 @@ def of_trial(ctx: Context, state: State) -> Bottleneck | None:
     at = f"{rate(measured)} measured with {workers_words(workers)}"
     room = unmeasured_room(ctx, state, workers)
     stage, nearest = name_stage(measured, ceilings, ctx.consumer_rate)
+    close = straddled(count.low, count.high, ceilings, ctx.consumer_rate)
+    noise = ""
+    if close:
+        noise = (
+            f"; within the noise: its slices read {rate(count.low)} to {rate(count.high)}, "
+            f"on both sides of {' and '.join(close)}, so a repeat may name another stage"
+        )
     if room is not None and stage != "step":
         reason = (
             f"{at}, the most measured; no count above it was measured, and the measured "
             f"ceilings allow {rate(room.samples_per_s)} ({room.how}): more workers may read "
-            f"faster, which a longer trial measures{dropped}"
+            f"faster, which a longer trial measures{dropped}{noise}"
         )
-        return Bottleneck("workers", measured, tuple(ceilings), reason, "trial")
+        return Bottleneck("workers", measured, tuple(ceilings), reason, "trial", close)
     rivals = [
         c.stage
         for c in ceilings
@@ -239,19 +267,22 @@ def of_trial(ctx: Context, state: State) -> Bottleneck | None:
     ]
     tie = f"; {' and '.join(rivals)} lies within the noise of it" if rivals else ""
     if stage == "step":
-        reason = f"{at}, what the {rate(ctx.consumer_rate or 0)} step takes: it waits for the GPU"
+        reason = (
+            f"{at}, what the {rate(ctx.consumer_rate or 0)} step takes: it waits for the GPU{noise}"
+        )
     elif nearest is not None:
         reason = (
             f"{at}, {share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
-            f"{tie}{dropped}"
+            f"{tie}{dropped}{noise}"
         )
     else:
         listed = "; ".join(f"{c.stage} {rate(c.samples_per_s)}" for c in ceilings) or "none"
         reason = (
             f"{at} is under {share(BOTTLENECK_SHARE)} of every measured ceiling ({listed}): "
-            f"the limit is elsewhere (e.g. requests in flight, the loop itself){dropped}"
+            f"the limit is elsewhere (e.g. how many reads run at once, or the loop itself)"
+            f"{dropped}{noise}"
         )
-    return Bottleneck(stage, measured, tuple(ceilings), reason, "trial")
+    return Bottleneck(stage, measured, tuple(ceilings), reason, "trial", close)
 
 
 def of_loop(

@@ -88,7 +88,8 @@ class InputBound(Rule):
 
     Condition: expected samples/s < 0.95 x consumer rate (a rate measured in the training loop
     never exceeds the consumer, and the loop's own per-batch work keeps it a little under)
-    Recommendation: `input_bound = True`
+    Recommendation: `input_bound = True`; where the chosen count's slices lie on both sides of
+    that line, it says so: a repeat of the trial may find the loader keeping up
     Source: measured/predicted vs consumer rate
     """
 
@@ -100,11 +101,24 @@ class InputBound(Rule):
         expected, consumer = state.get(Key.EXPECTED_SAMPLES_PER_S), ctx.consumer_rate
         if expected is None or consumer is None or expected >= consumer * (1 - NOISE_CAP):
             return None
+        line = consumer * (1 - NOISE_CAP)
+        count = ctx.measured_counts(state).get(int(state.get(Key.NUM_WORKERS, 0)))
+        close = count is not None and count.low < line <= count.high
+        noise = (
+            f" Within the noise: its slices read {rate(count.low)} to {rate(count.high)}, on "
+            f"both sides of the {rate(line)} that keeps up, so a repeat may find it keeping up."
+            if close and count is not None
+            else ""
+        )
         return self.finding(
             True,
             f"The loader delivers {per_s(expected)} of the {rate(consumer)} the GPU consumes: "
-            f"the GPU waits {share(1 - expected / consumer)} of the time.",
-            evidence={"expected_samples_per_s": expected, "consumer_rate_samples_per_s": consumer},
+            f"the GPU waits {share(1 - expected / consumer)} of the time.{noise}",
+            evidence={
+                "expected_samples_per_s": expected,
+                "consumer_rate_samples_per_s": consumer,
+                "within_noise": close,
+            },
         )
 
 
