@@ -16,7 +16,7 @@ A trial cannot measure every count on a machine of 8 to 96 cores; its budget hol
   where the peak of a curve that rises and then falls may lie.
 
 Pure: `next_count` takes what was measured and returns a count, so a test can drive it over
-synthetic rate curves with the trial's slice count and noise (tests/test_count_search.py).
+synthetic rate curves with the trial's slice count and noise (tests/measure/test_count_search.py).
 """
 
 from __future__ import annotations

@@ -1,0 +1,194 @@
+"""The session's history of runs (`advisor.diagnosis.history`): every trial with its answer and
+every comparison kept side by side, and whether a repeated trial's answer held. The comparison
+of answers from hand-built records; the session and the wizard on a real local folder with short
+trials."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from advisor.core.bounds import LoopLimits
+from advisor.core.workload import Workload
+from advisor.diagnosis.history import CountFigure, History, TrialRecord, repeat_of
+from advisor.session import AdvisorSession
+
+QUICK = LoopLimits(max_batches=20, max_seconds=0.5, batch_timeout_s=20, first_batch_timeout_s=30)
+
+
+def _record(number: int, **fields: object) -> TrialRecord:
+    base = TrialRecord(
+        number=number, at=0.0, dataset="s3://bucket/data/", consumer_rate=300.0,
+        trial_seconds=10.0, seconds_used=9.5,
+        counts=(CountFigure(0, 74.0, 70.0, 78.0), CountFigure(2, 270.0, 260.0, 280.0)),
+        num_workers=2, data_source="stream", bottleneck="storage", confidence="high",
+    )  # fmt: skip
+    return dataclasses.replace(base, **fields)  # type: ignore[arg-type]
+
+
+def test_the_same_answer_within_the_spread_held() -> None:
+    repeat = repeat_of(_record(1), _record(2, counts=(CountFigure(2, 276.0, 265.0, 290.0),)))
+    assert repeat.held and repeat.answered and repeat.moved == ()
+    assert repeat.words() == (
+        "#2 repeats #1: the answer held (the same num_workers, data source and bottleneck); "
+        "the rates were within the measured spread"
+    )
+
+
+def test_a_changed_answer_names_what_changed_and_the_rates_that_moved() -> None:
+    later = _record(
+        3, num_workers=3, bottleneck="decode or transform",
+        counts=(CountFigure(0, 75.0, 71.0, 77.0), CountFigure(2, 200.0, 190.0, 210.0)),
+    )  # fmt: skip
+    repeat = repeat_of(_record(1), later)
+    assert not repeat.held
+    assert repeat.changes == ("num workers 2 -> 3", "bottleneck storage -> decode or transform")
+    # count 0 overlapped (70-78 and 71-77); count 2 did not (260-280, then 190-210)
+    assert repeat.moved == ("num_workers=2: 270 -> 200 samples/s (slices 260-280, then 190-210)",)
+    assert "the answer changed: num workers 2 -> 3; bottleneck storage -> decode" in (
+        repeat.words()
+    )
+    assert "rates differed beyond the measured spread at num_workers=2" in repeat.words()
+
+
+def test_a_bottleneck_named_within_the_noise_says_so_when_a_repeat_names_another() -> None:
+    earlier = _record(1, bottleneck="the training step (not input-bound)",
+                      bottleneck_within_noise=True)  # fmt: skip
+    repeat = repeat_of(earlier, _record(2, bottleneck="no measured stage"))
+    assert repeat.changes == (
+        "bottleneck the training step (not input-bound) -> no measured stage (within the noise, "
+        "as the trial said)",
+    )
+    assert repeat_of(_record(1), _record(2, bottleneck="cores")).changes == (
+        "bottleneck storage -> cores",
+    )
+
+
+def test_without_a_recommendation_only_the_rates_compare() -> None:
+    repeat = repeat_of(_record(1, num_workers=None), _record(2))
+    assert not repeat.answered and not repeat.held
+    assert "no recommendation was made from both runs" in repeat.words()
+
+
+def test_repeats_pair_the_same_inputs_and_skip_cancelled_trials() -> None:
+    history = History(
+        (
+            _record(1),
+            _record(2, consumer_rate=600.0),  # other inputs: no repeat of #1
+            _record(3, cancelled=True),  # partial: compared with nothing
+            _record(4),
+            _record(5, trial_seconds=20.0),
+            _record(6),
+        )
+    )
+    assert [(r.earlier, r.later) for r in history.repeats()] == [(1, 4), (4, 6)]
+    text = history.table()
+    assert "#3" in text and "cancelled" in text
+    assert "#4 repeats #1: the answer held" in text and "#6 repeats #4" in text
+    assert History().table() == "no trial or comparison has run in this session yet"
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(200):
+        (data / f"s{i:04d}.bin").write_bytes(random.Random(i).randbytes(20_000))
+    return data
+
+
+def test_the_session_keeps_each_trial_with_its_answer(folder: Path) -> None:
+    """Two short trials of the same inputs and one of another consumer rate, each with its
+    recommendation: three records side by side, one repeat, the answer's facts as made."""
+    session = AdvisorSession()
+    session.set_location(str(folder))
+    session.set_workload(Workload(consumer_rate=300, batch_size=16))
+    answers = []
+    for _ in range(2):
+        session.run_trial(2)
+        answers.append(session.run_recommend())
+    session.set_workload(Workload(consumer_rate=5000, batch_size=16))
+    session.run_trial(2)  # no recommendation made from this one
+    history = session.history()
+    assert [t.number for t in history.trials] == [1, 2, 3]
+    first, _, last = history.trials
+    assert first.dataset == str(folder) and first.consumer_rate == 300
+    assert first.trial_seconds == 2 and first.result is not None
+    assert {c.num_workers for c in first.counts} == {c.num_workers for c in first.result.counts}
+    assert first.num_workers == answers[0].num_workers
+    assert first.data_source == "the folder, read in place"
+    assert first.bottleneck == (answers[0].bottleneck.words if answers[0].bottleneck else None)
+    assert first.confidence == answers[0].decision("num_workers").confidence
+    assert last.consumer_rate == 5000 and last.num_workers is None
+    (repeat,) = history.repeats()
+    assert (repeat.earlier, repeat.later) == (1, 2) and repeat.answered
+    assert repeat.held == (answers[0].num_workers == answers[1].num_workers and not repeat.changes)
+    text = history.table()
+    assert "#2 repeats #1: the answer " in text and "5,000 samples/s" in text
+    # records are frozen: the history cannot be changed from outside
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.num_workers = 9  # type: ignore[misc]
+
+
+def user_loader() -> Iterator[list[bytes]]:
+    """The user's loader for the wizard test: batches of 16 that take 10 ms each to load."""
+    for _ in range(10_000):
+        time.sleep(0.01)
+        yield [bytes(20_000)] * 16
+
+
+def test_the_wizard_shows_trials_repeats_and_a_comparison(folder: Path) -> None:
+    """The wizard on a real folder: a trial, its recommendation, the trial again, and the
+    user's loader against the recommended one: the recommendation step's history shows them."""
+    from advisor.wizard.controller import WizardController
+    from advisor.wizard.views import Wizard
+
+    wizard = Wizard(WizardController(AdvisorSession(), uri=str(folder)))
+    c = wizard.controller
+    try:
+        assert c.run_profile() and c.wait(30) and c.profile is not None, c.errors
+        assert c.next() and c.wait(30)  # the hardware probe
+        assert c.next()
+        c.workload_form.samples_per_s, c.workload_form.batch_size = "300", "16"
+        assert c.next(), c.field_errors  # the trial step
+        for _ in range(2):
+            assert c.run_trial(2) and c.wait(30) and c.trial is not None, c.errors
+            assert c.next() and c.recommendation is not None, c.errors
+            assert c.back()
+        assert c.next()
+        box = wizard.recommendation_panel.history.box.value
+        assert "History: 2 runs in this session; #2 repeats #1: the answer" in box
+        assert "la-history-trials" in box and "the folder, read in place" in box
+        c.workload_form.loader = "tests.diagnosis.test_run_history:user_loader"
+        assert c.recommendation_step.diagnose_user_loader(limits=QUICK, rounds=1)
+        assert c.wait(60) and not c.recommendation_step.failed, c.errors
+        (compared,) = c.session.history().comparisons
+        assert compared.number == 3 and compared.dataset == str(folder)
+        assert compared.before is not None and compared.after is not None
+        assert compared.ratio is not None and compared.ratio.n == 1
+        box = wizard.recommendation_panel.history.box.value
+        assert "History: 3 runs" in box and "la-history-comparisons" in box
+    finally:
+        wizard.close()
+
+
+def test_the_magic_prints_the_history_of_the_wizard_shown_last(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from advisor import magic
+
+    monkeypatch.setattr(magic, "_shown", [])
+    magic.advisor_magic("history")
+    assert "no wizard shown with %advisor in this kernel yet" in capsys.readouterr().out
+    session = AdvisorSession()
+    magic._shown[:] = [SimpleNamespace(controller=SimpleNamespace(session=session))]
+    magic.advisor_magic("history")
+    assert capsys.readouterr().out.strip() == "no trial or comparison has run in this session yet"
+    magic.advisor_magic("--help")
+    assert "%advisor history" in capsys.readouterr().out
