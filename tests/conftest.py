@@ -80,17 +80,6 @@ def s3_endpoint() -> Iterator[S3Endpoint]:
         yield endpoint
 
 
-@pytest.fixture(scope="session")
-def second_s3_endpoint() -> Iterator[S3Endpoint]:
-    """Another SeaweedFS server, started on first use: the same bucket names on another
-    endpoint, for tests of what must never be mixed up between endpoints."""
-    credentials = S3Credentials(
-        os.environ["AWS_ACCESS_KEY_ID"], os.environ["AWS_SECRET_ACCESS_KEY"]
-    )
-    with S3Server(credentials=credentials) as endpoint:
-        yield endpoint
-
-
 @pytest.fixture
 def s3_client(s3_endpoint: S3Endpoint):  # type: ignore[no-untyped-def]
     return s3_endpoint.boto3_client()

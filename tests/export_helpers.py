@@ -1,6 +1,8 @@
-"""Running an exported loader module as a user's training script does: a fresh interpreter with
-the module's folder on the path, a HOME of its own, and no endpoint from the environment (the
-module must carry its own)."""
+"""Exporting a loader and running the exported module as a user's training script does.
+
+`advised_session` takes a data set through the steps an export needs; `run_module_code` runs
+code against the module in a fresh interpreter with the module's folder on the path, a HOME of
+its own, and no endpoint from the environment (the module must carry its own)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+from advisor.core.workload import Workload
+from advisor.session import AdvisorSession
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -20,3 +26,15 @@ def run_module_code(module_dir: Path, code: str, home: Path) -> subprocess.Compl
         [sys.executable, "-c", code], cwd=module_dir, env=env, capture_output=True, text=True,
         timeout=120, check=False,
     )  # fmt: skip
+
+
+def advised_session(uri: str, workload: Workload, **location: Any) -> AdvisorSession:
+    """A session at `uri` (`location`: set_location's keywords) with `workload`, profiled, its
+    machine probed and its recommendation made: what an export is built from."""
+    session = AdvisorSession()
+    session.set_location(uri, **location)
+    session.set_workload(workload)
+    session.run_profile()
+    session.run_hardware()
+    session.run_recommend()
+    return session

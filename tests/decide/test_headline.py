@@ -12,7 +12,7 @@ from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation, recommend
 from advisor.decide.rules.bottleneck import Bottleneck, Stage
 from advisor.headline import headline_lines, keep_up_action
-from tests.decide.test_recommend import hardware, profile
+from tests.builders import hardware, profile
 
 STAGES = typing.get_args(Stage)
 

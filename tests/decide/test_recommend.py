@@ -17,83 +17,24 @@ from advisor.core.workload import Workload
 from advisor.decide.recommend import DATA_SOURCES, Recommendation, read_paths, recommend
 from advisor.decide.rules import RULES, Context, DecisionKind, Key, evaluate, rule_by_id
 from advisor.decide.rules.workers import core_cap
-from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
-from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.measure.trial.results import (
     READ_LISTED,
     READ_LOCAL_COPY,
     DecodeCost,
-    HostToDevice,
     LoaderPoint,
     ReadPathSweep,
     StorageProbe,
     TrialResult,
     TrialSetup,
 )
+from tests.builders import hardware, profile, trial
 
 MB, GB, TB = 10**6, 10**9, 10**12
 RULE_IDS = [rule.id for rule in RULES]
 
 
-def profile(
-    count: int,
-    size: int,
-    fmt: str = "tar",
-    spo: float | None = None,
-    uri: str = "s3://bucket/train/",
-) -> DatasetProfile:
-    listed = min(count, 1000)
-    return DatasetProfile(
-        uri=uri,
-        storage="s3" if uri.startswith("s3://") else "local",
-        object_count=count,
-        total_bytes=count * size,
-        sizes=SizeStats(size, size, size, size, size, float(size)),
-        formats=(FormatInfo(fmt, listed, listed * size, spo),),
-        distinct_prefixes=1,
-        listed_objects=listed,
-    )
-
-
-def hardware(
-    cores: int = 8,
-    ram_available: int | None = 30 * GB,
-    gpus: int = 0,
-    disk_free: int = 1 * TB,
-) -> HardwareProfile:
-    gpu = GpuInfo(0, "NVIDIA L4", 24 * 2**30, 1, 4, 16, 16, None, "550.54.15", 12040)
-    return HardwareProfile(
-        gpus=tuple(dataclasses.replace(gpu, index=i) for i in range(gpus)),
-        cpu_count=cores,
-        affinity_cores=cores,
-        usable_cores=cores,
-        ram_total_bytes=32 * GB,
-        ram_available_bytes=ram_available,
-        shm_bytes=16 * GB,
-        disk=DiskInfo("/tmp", disk_free, 2 * TB, "nvme", "nvme0n1", None, "xfs"),
-    )
-
-
 SHARDS_30GB = profile(200, 150 * MB, "tar", 1000.0)
 SMALL_FILES_2TB = profile(20_000_000, 100_000, "jpeg")
-
-
-def trial(rates: dict[int, float | tuple[float, ...]]) -> TrialResult:
-    """A trial whose sweep measured `rates` per num_workers (a tuple: one slice each)."""
-    slices = {w: r if isinstance(r, tuple) else (r,) for w, r in rates.items()}
-    return TrialResult(
-        uri="s3://bucket/train/",
-        seconds_budget=60,
-        seconds_used=40,
-        storage=StorageProbe(10, 10 * 150 * MB, 0.02, 0.05, 80.0, ((1, 80, 0.5), (8, 560, 3.7))),
-        decode=DecodeCost("default", 400, 0.003, 150e3),
-        sweep=tuple(
-            LoaderPoint(w, True, None if w == 0 else 2, 1000, 1000 / r, r, r * 0.15, 0.4, 350)
-            for w, rs in slices.items()
-            for r in rs
-        ),
-        host_to_device=HostToDevice(32 * 150_000, 22.0, 9.0),
-    )
 
 
 def test_no_gpu_means_no_pinned_memory() -> None:

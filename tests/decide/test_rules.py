@@ -18,26 +18,13 @@ from typing import Any
 
 import pytest
 
-from advisor.core.workload import Workload
-from advisor.decide.rules import FAMILIES, RULES, Context, DecisionKind, Key, evaluate, rule_by_id
+from advisor.decide.rules import FAMILIES, RULES, DecisionKind, Key, evaluate, rule_by_id
 from advisor.decide.rules import doc as rules_doc
 from advisor.decide.rules.cost import idle_readers
 from advisor.decide.rules.workers import core_cap
-from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
-from advisor.measure.hardware.gpu_decode import GpuDecode, GpuDecodePoint
-from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
-from advisor.measure.trial.results import (
-    DecodeCost,
-    HostToDevice,
-    LoaderPoint,
-    SampleCopy,
-    StorageProbe,
-    TrialResult,
-    TrialSetup,
-    summarise,
-)
+from tests.builders import make_ctx
 from tests.decide.rule_cases import Case
-from tests.decide.rule_cases.common import GB, MB, TB
+from tests.decide.rule_cases.common import MB
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "decision-flow.md"
 PACKAGE = Path(__file__).resolve().parents[2] / "advisor" / "decide" / "rules"
@@ -46,135 +33,6 @@ SHARED = {
     "keys", "base", "reading", "context", "evidence", "thresholds", "bottleneck", "words",
     "readpath", "measured", "request_plan",
 }  # fmt: skip
-
-
-def make_profile(
-    count: int = 1000,
-    size: int = 150 * MB,
-    fmt: str = "tar",
-    spo: float | None = 1000.0,
-    prefixes: int = 1,
-    uri: str = "s3://bucket/train/",
-    records: str | None = None,
-    endpoint_url: str | None = None,
-) -> DatasetProfile:
-    storage = "s3" if uri.startswith("s3://") else "local"
-    listed = min(count, 1000)
-    return DatasetProfile(
-        uri=uri,
-        storage=storage,
-        object_count=count,
-        total_bytes=count * size,
-        sizes=SizeStats(size, size, size, size, size, float(size)),
-        formats=(FormatInfo(fmt, listed, listed * size, spo, records),),
-        distinct_prefixes=prefixes,
-        listed_objects=listed,
-        endpoint_url=endpoint_url,
-    )
-
-
-A100 = GpuInfo(0, "NVIDIA A100-SXM4-80GB", 80 * 2**30, 4, 4, 16, 16, 12, "535.129.03", 12020)
-
-
-def make_hardware(
-    cores: int = 16,
-    ram_available: int | None = 60 * GB,
-    shm: int | None = 32 * GB,
-    disk_free: int | None = 2 * TB,
-    gpus: int = 1,
-) -> HardwareProfile:
-    disk = None if disk_free is None else DiskInfo("/scratch", disk_free, 4 * TB, "nvme")
-    return HardwareProfile(
-        gpus=tuple(dataclasses.replace(A100, index=i) for i in range(gpus)),
-        cpu_count=cores,
-        affinity_cores=cores,
-        usable_cores=cores,
-        ram_total_bytes=64 * GB,
-        ram_available_bytes=ram_available,
-        shm_bytes=shm,
-        disk=disk,
-    )
-
-
-def make_trial(
-    rates: dict[int, float | tuple[float, ...]] | None = None,
-    pinned: float = 24.0,
-    pageable: float = 10.0,
-    rss_mb: float = 300.0,
-    inflight: int | None = None,
-    budget: int | None = None,
-    unsteady: tuple[int, ...] = (),
-    spin: dict[int, tuple[float, ...]] | None = None,
-    prefetch: int = 2,
-    setup: dict[str, Any] | None = None,
-    output_bytes: float | None = None,
-    gpu_images_per_s: float | None = None,
-    sample_copy: tuple[int, int, float] | None = None,
-) -> TrialResult:
-    """A trial whose training-loop sweep measured `rates` per num_workers (a tuple: one slice
-    each); with `spin`, those are the blocking step's slices and `spin` the spinning step's.
-    `output_bytes`: the decoder's output per sample; `gpu_images_per_s`: a JPEG decode measured
-    on this machine's GPU (of images of output_bytes / 3 pixels, or 0.5 Mpixel)."""
-    rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
-
-    def slices(w: int, values: float | tuple[float, ...], step: str) -> list[LoaderPoint]:
-        values = values if isinstance(values, tuple) else (values,)
-        return [
-            LoaderPoint(
-                w,
-                False,
-                None if w == 0 else prefetch,
-                2000,
-                2000 / r,
-                r,
-                r * 0.15,
-                0.5,
-                rss_mb,
-                steady=w not in unsteady,
-                step=step,
-            )
-            for r in values
-        ]
-
-    sweep = [p for w, r in rates.items() for p in slices(w, r, "sleep" if spin else "none")]
-    sweep += [p for w, r in (spin or {}).items() for p in slices(w, r, "spin")]
-    return TrialResult(
-        uri="s3://bucket/train/",
-        seconds_budget=60,
-        seconds_used=55,
-        storage=StorageProbe(20, 20 * 150 * MB, 0.025, 0.060, 85.0, ((1, 85, 0.6), (8, 600, 4))),
-        decode=DecodeCost("default", 500, 0.004, 150e3, output_bytes_per_sample=output_bytes),
-        sweep=tuple(sweep),
-        counts=summarise(sweep),
-        host_to_device=HostToDevice(32 * 150_000, pinned, pageable),
-        requests_in_flight=inflight,
-        inflight_bytes=budget,
-        setup=None if setup is None else TrialSetup(**setup),
-        gpu_decode=None
-        if gpu_images_per_s is None
-        else _gpu_decode(gpu_images_per_s, output_bytes),
-        sample_copy=None if sample_copy is None else SampleCopy(*sample_copy),
-    )
-
-
-def _gpu_decode(images_per_s: float, output_bytes: float | None) -> GpuDecode:
-    pixels = (output_bytes or 1.5e6) / 3
-    point = GpuDecodePoint(
-        pixels, 150e3, images_per_s, images_per_s, images_per_s, 64e3 / images_per_s, 1e-4
-    )
-    return GpuDecode(A100.name, 64, (point,))
-
-
-def make_ctx(case: dict[str, Any]) -> Context:
-    workload = {"consumer_rate": 1000.0, **case.get("workload", {})}
-    trial = case.get("trial")
-    return Context(
-        profile=make_profile(**case.get("profile", {})),
-        hardware=make_hardware(**case.get("hardware", {})),
-        workload=Workload(**workload),
-        trial=make_trial(**trial) if trial is not None else None,
-        data_fs=case.get("data_fs"),
-    )
 
 
 def family_of(rule_id: str) -> str:

@@ -16,8 +16,8 @@ from advisor.core.units import data_rate, duration
 from advisor.core.workload import Workload
 from advisor.demo.server import S3Endpoint
 from advisor.diagnosis.before_after import before_after, exported_loader
-from advisor.session import AdvisorSession
 from native_loader import Credentials
+from tests.export_helpers import advised_session
 
 QUICK = LoopLimits(max_batches=30, max_seconds=1.5, batch_timeout_s=20, first_batch_timeout_s=30)
 
@@ -59,13 +59,10 @@ def test_the_exported_loader_reads_with_the_sessions_credentials_and_stores_none
     assert "samples/s" in headline[0] and "data wait" in headline[0]
     assert any(line.startswith("your loader's bottleneck: ") for line in headline)
 
-    session = AdvisorSession()
-    session.set_location(f"s3://{s3_bucket}/data/", endpoint_url=s3_endpoint.url,
-                         credentials=credentials)  # fmt: skip
-    session.set_workload(Workload(batch_size=8))
-    session.run_profile()
-    session.run_hardware()
-    session.run_recommend()
+    session = advised_session(
+        f"s3://{s3_bucket}/data/", Workload(batch_size=8), endpoint_url=s3_endpoint.url,
+        credentials=credentials,
+    )  # fmt: skip
     loader = exported_loader(session, tmp_path)
     assert sum(len(batch) for batch in loader) == 48
     written = (tmp_path / "recommended_loader.py").read_text() + (

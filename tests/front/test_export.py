@@ -17,7 +17,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
 from advisor.session import AdvisorSession
 from native_loader.sample_errors import SamplePolicy
-from tests.export_helpers import run_module_code
+from tests.export_helpers import advised_session, run_module_code
 
 SPEC = DemoSpec(images=24, image_kb=(10, 20), classes=2, shard_mb=0.1, large_files=1, large_mb=1)
 ROOT = Path(__file__).resolve().parents[2]
@@ -26,13 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def session(s3_endpoint: S3Endpoint, s3_bucket: str) -> AdvisorSession:
     upload(s3_endpoint, s3_bucket, SPEC)
-    session = AdvisorSession()
-    session.set_location(f"s3://{s3_bucket}/shards/", endpoint_url=s3_endpoint.url)
-    session.set_workload(Workload(batch_size=4, epochs=2))
-    session.run_profile()
-    session.run_hardware()
-    session.run_recommend()
-    return session
+    return advised_session(
+        f"s3://{s3_bucket}/shards/", Workload(batch_size=4, epochs=2), endpoint_url=s3_endpoint.url
+    )
 
 
 def test_module_and_json_hold_no_credentials(session: AdvisorSession, tmp_path: Path) -> None:
@@ -236,12 +232,9 @@ def test_the_failure_policy_is_exported_and_counts_in_the_loader_stats(
     upload(s3_endpoint, s3_bucket, SPEC)
     corrupt = "small-images/class_0/corrupt.jpg"
     s3_client.put_object(Bucket=s3_bucket, Key=corrupt, Body=b"no jpeg")  # type: ignore[attr-defined]
-    session = AdvisorSession()
-    session.set_location(f"s3://{s3_bucket}/small-images/", endpoint_url=s3_endpoint.url)
-    session.set_workload(Workload(batch_size=4))
-    session.run_profile()
-    session.run_hardware()
-    session.run_recommend()
+    session = advised_session(
+        f"s3://{s3_bucket}/small-images/", Workload(batch_size=4), endpoint_url=s3_endpoint.url
+    )
     assert session.recommendation is not None and session.location is not None
     args = (session.location, session.recommendation, session.workload, session.profile)
     build_export(*args).save(tmp_path, "strict_cfg")

@@ -25,12 +25,11 @@ from advisor.core.workload import Workload
 from advisor.decide.recommend import recommend
 from advisor.demo.datasets import DemoSpec, write_folder
 from advisor.export import build_export
-from advisor.measure.hardware import DiskInfo, HardwareProfile
-from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
-from advisor.session import AdvisorSession
 from native_loader.loader import dataset_from_config, from_config, prepare_from_config
 from native_loader.settings import SCHEMA_VERSION, LoaderConfig, LoaderSettings
-from tests.export_helpers import run_module_code
+from tests.builders import hardware as _hardware
+from tests.builders import s3_profile
+from tests.export_helpers import advised_session, run_module_code
 
 SPEC = DemoSpec(images=12, image_kb=(5, 10), classes=2, shard_mb=0.1, large_files=0)
 ROOT = Path(__file__).resolve().parents[2]
@@ -138,24 +137,6 @@ def test_a_misspelt_setting_is_named_not_ignored(folder: Path) -> None:
     assert prepare_from_config(config) is None  # no local copy: it reads in place
 
 
-def _profile(count: int, size: int, fmt: str = "jpeg", records: str | None = None) -> Any:
-    listed = min(count, 1000)
-    return DatasetProfile(
-        uri="s3://bucket/train/", storage="s3", object_count=count, total_bytes=count * size,
-        sizes=SizeStats(size, size, size, size, size, float(size)),
-        formats=(FormatInfo(fmt, listed, listed * size, None, records=records),),
-        distinct_prefixes=1, listed_objects=listed,
-    )  # fmt: skip
-
-
-def _hardware() -> HardwareProfile:
-    return HardwareProfile(
-        gpus=(), cpu_count=8, affinity_cores=8, usable_cores=8,
-        ram_total_bytes=32 * 10**9, ram_available_bytes=30 * 10**9, shm_bytes=16 * 10**9,
-        disk=DiskInfo("/tmp", 10**12, 2 * 10**12, "nvme", "nvme0n1", None, "xfs"),
-    )  # fmt: skip
-
-
 def _variants() -> dict[str, str]:
     """Generated modules with the longest texts: copy-local, a cache, tar samples, records,
     the demo's data, both SageMaker inputs."""
@@ -163,7 +144,7 @@ def _variants() -> dict[str, str]:
     workload = Workload(batch_size=32, epochs=3)
     modules = {}
     for name, fmt, records in (("jpeg", "jpeg", None), ("tar", "tar", None), ("csv", "csv", "csv")):
-        profile = _profile(20_000, 150_000_000 if fmt == "tar" else 50_000, fmt, records)
+        profile = s3_profile(20_000, 150_000_000 if fmt == "tar" else 50_000, fmt, records)
         rec = recommend(profile, _hardware(), workload)
         for source, cache, mode in (
             ("copy-local", False, "File"), ("stream", True, "FSxLustre"), ("stream", False, None)
@@ -238,12 +219,7 @@ def test_a_generated_module_runs_with_only_the_runtime(folder: Path, tmp_path: P
     """make_dataloader, make_dataset, prepare and loader_stats with `advisor` unimportable;
     `python module.py` reads 3 batches, and with a corrupt sample says so in one line."""
     data = shutil.copytree(folder, tmp_path / "data")
-    session = AdvisorSession()
-    session.set_location(str(data))
-    session.set_workload(Workload(batch_size=4))
-    session.run_profile()
-    session.run_hardware()
-    session.run_recommend()
+    session = advised_session(str(data), Workload(batch_size=4))
     module, _ = session.save_export(tmp_path, "face_cfg")
     result = run_module_code(tmp_path, RUN_FACE.format(stem="face_cfg"), tmp_path)
     assert result.returncode == 0, result.stderr

@@ -6,7 +6,6 @@ without a trial, carry no raw pattern ("(s)", a bare range, a long number withou
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import html
 import io
 import re
@@ -19,19 +18,13 @@ from advisor.core.workload import Workload
 from advisor.decide.recommend import recommend
 from advisor.export import build_export
 from advisor.headline import headline_lines
-from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
+from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
-from advisor.measure.trial.results import (
-    DecodeCost,
-    HostToDevice,
-    LoaderPoint,
-    StorageProbe,
-    TrialResult,
-)
 from advisor.session import AdvisorSession
 from advisor.wizard.evidence import evidence_rows
 from advisor.wizard.panels.recommendation import decision_card, headline
-from tests.decide.test_recommend import profile
+from tests import builders
+from tests.builders import hardware as _hardware
 
 KB, MB, GB, TB = 10**3, 10**6, 10**9, 10**12
 
@@ -75,41 +68,7 @@ def test_the_patterns_catch_the_old_wording() -> None:
 
 
 def _profile(count: int, size: int, fmt: str, uri: str, spo: float | None = None) -> DatasetProfile:
-    return profile(count, size, fmt, spo, uri)
-
-
-def _hardware(
-    cores: int = 8, gpus: int = 0, shm: int = 16 * GB, ram: int = 30 * GB
-) -> HardwareProfile:
-    gpu = GpuInfo(0, "NVIDIA L4", 24 * 2**30, 1, 4, 16, 16, None, "550.54.15", 12040)
-    return HardwareProfile(
-        gpus=tuple(dataclasses.replace(gpu, index=i) for i in range(gpus)),
-        cpu_count=cores,
-        affinity_cores=cores,
-        usable_cores=cores,
-        ram_total_bytes=32 * GB,
-        ram_available_bytes=ram,
-        shm_bytes=shm,
-        disk=DiskInfo("/tmp", 1 * TB, 2 * TB, "nvme", "nvme0n1", None, "xfs"),
-    )
-
-
-def _trial(uri: str, object_bytes: int, rates: dict[int, tuple[float, ...]]) -> TrialResult:
-    return TrialResult(
-        uri=uri,
-        seconds_budget=30,
-        seconds_used=28,
-        storage=StorageProbe(
-            10, 10 * object_bytes, 0.02, 0.05, 80.0, ((1, 80, 0.5), (8, 560, 3.7))
-        ),
-        decode=DecodeCost("default", 400, 0.003, 150e3),
-        sweep=tuple(
-            LoaderPoint(w, True, None if w == 0 else 2, 1000, 1000 / r, r, r * 0.15, 0.4, 350)
-            for w, rs in rates.items()
-            for r in rs
-        ),
-        host_to_device=HostToDevice(32 * 150_000, 22.0, 9.0),
-    )
+    return builders.profile(count, size, fmt, spo, uri)
 
 
 RATES = {0: (150.0,), 1: (180.0, 190.0), 2: (350.0, 340.0), 4: (685.0, 705.0)}
@@ -129,7 +88,7 @@ CASES = [
     ("S3 small set, copy", _profile(200, 150 * MB, "tar", "s3://bucket/shards/", 1000.0),
      _hardware(gpus=1), Workload(consumer_rate=500, epochs=10), True),
     ("S3 large objects", _profile(400, 900 * MB, "npy", "s3://bucket/large/", 1.0),
-     _hardware(gpus=1, ram=2 * GB), Workload(consumer_rate=20, epochs=3), False),
+     _hardware(gpus=1, ram_available=2 * GB), Workload(consumer_rate=20, epochs=3), False),
     ("S3 large objects, trial", _profile(400, 900 * MB, "npy", "s3://bucket/large/", 1.0),
      _hardware(gpus=1), Workload(consumer_rate=20), True),
     ("S3 huge set", _profile(200_000_000, 100 * KB, "jpeg", SMALL_S3), _hardware(),
@@ -144,7 +103,7 @@ def render(
     wizard's headline and cards (tags stripped, evidence unfolded) and the exported module's
     docstring and comments."""
     uri = profile.uri
-    trial = _trial(uri, profile.sizes.p50, RATES) if with_trial else None
+    trial = builders.trial(RATES, uri, profile.sizes.p50, (30, 28)) if with_trial else None
     session = AdvisorSession(
         location=DatasetLocation(uri), workload=workload, profile=profile, hardware=hardware,
         trial=trial,

@@ -16,7 +16,7 @@ from advisor.measure.hardware.gpu_decode import (
     measure_gpu_decode,
     recorded_gpu_decode,
 )
-from tests.decide.test_rules import make_ctx
+from tests.builders import make_ctx
 
 JPEG = {"fmt": "jpeg", "spo": None, "size": 150_000, "count": 50_000}
 

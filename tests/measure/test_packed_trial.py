@@ -23,8 +23,8 @@ from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
 from advisor.headline import headline_lines
-from advisor.measure.hardware import DiskInfo, HardwareProfile, probe_hardware
-from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats, profile_dataset
+from advisor.measure.hardware import probe_hardware
+from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial import localcopy, packed
 from advisor.measure.trial.data import TrialClock, TrialData, TrialEvent
 from advisor.measure.trial.results import (
@@ -40,6 +40,9 @@ from advisor.measure.trial.results import (
 from advisor.measure.trial.run import run_trial
 from native_loader import S3Reader
 from native_loader.decoders import on_payload
+from tests.builders import hardware as _hardware
+from tests.builders import s3_profile
+from tests.measure.conftest import located_profile
 
 SPEC = DemoSpec(images=60, image_kb=(10, 20), classes=2, shard_mb=0.5, large_files=1, large_mb=1)
 MANY = 500_000  # SRC-3: at least 100,000 objects under 1 MB
@@ -55,9 +58,7 @@ def demo(s3_endpoint: S3Endpoint) -> str:
 def _many_small(endpoint: S3Endpoint, bucket: str) -> tuple[DatasetLocation, DatasetProfile]:
     """The demo's small images, seen as the 500,000-object set they stand for: SRC-3 advises
     packing them, while the trial reads the few dozen real ones."""
-    location = DatasetLocation(f"s3://{bucket}/small-images/", endpoint_url=endpoint.url)
-    with S3Reader(location.reader_config()) as reader:
-        profile = profile_dataset(location, reader)
+    location, profile = located_profile(endpoint, f"s3://{bucket}/small-images/")
     return location, dataclasses.replace(profile, object_count=MANY)
 
 
@@ -205,24 +206,6 @@ def test_a_sample_that_cannot_be_packed_is_named_and_the_model_decides(
 # --- the rules, without a trial: which read path, and what the model takes -------------------
 
 
-def _profile(count: int, size: int, fmt: str = "jpeg", records: str | None = None) -> Any:
-    listed = min(count, 1000)
-    return DatasetProfile(
-        uri="s3://bucket/train/", storage="s3", object_count=count, total_bytes=count * size,
-        sizes=SizeStats(size, size, size, size, size, float(size)),
-        formats=(FormatInfo(fmt, listed, listed * size, None, records=records),),
-        distinct_prefixes=1, listed_objects=listed,
-    )  # fmt: skip
-
-
-def _hardware(cores: int) -> HardwareProfile:
-    return HardwareProfile(
-        gpus=(), cpu_count=cores, affinity_cores=cores, usable_cores=cores,
-        ram_total_bytes=32 * 10**9, ram_available_bytes=30 * 10**9, shm_bytes=16 * 10**9,
-        disk=DiskInfo("/tmp", 10**12, 2 * 10**12, "nvme", "nvme0n1", None, "xfs"),
-    )  # fmt: skip
-
-
 def _packed_trial(workload: Workload, cores: int) -> TrialResult:
     """A trial that swept a packed sample (the training thread's CPU measured per slice)."""
     sweep = tuple(
@@ -240,7 +223,7 @@ def _packed_trial(workload: Workload, cores: int) -> TrialResult:
 
 def test_which_read_path_a_reshard_first_set_trials() -> None:
     hw = _hardware(4)
-    small, epochs = _profile(MANY, 50_000), Workload(epochs=3)  # 25 GB: packed, then copied
+    small, epochs = s3_profile(MANY, 50_000), Workload(epochs=3)  # 25 GB: packed, then copied
     assert read_paths(small, hw, epochs) == (READ_PACKED,)
     ctx = Context(small, hw, epochs)
     assert ctx.read_path(evaluate(ctx).state) == READ_PACKED
@@ -251,7 +234,7 @@ def test_which_read_path_a_reshard_first_set_trials() -> None:
     )
     # text records and tars are not packed one object a sample: the model decides, as before
     for fmt, records in (("tar", None), ("jsonl", "jsonl")):
-        other = _profile(MANY, 50_000, fmt, records)
+        other = s3_profile(MANY, 50_000, fmt, records)
         assert read_paths(other, hw, epochs) == (READ_LISTED,)
         ctx = Context(other, hw, epochs)
         assert ctx.read_path(evaluate(ctx).state) is None
@@ -262,7 +245,7 @@ def test_shards_streamed_from_s3_are_modelled_with_the_packed_samples_cpu() -> N
     training thread's CPU per sample measured on the packed sample, not the machine's (its
     readers read local files)."""
     hw, wl = _hardware(2), Workload(batch_size=16, epochs=1)
-    small = _profile(MANY, 50_000)
+    small = s3_profile(MANY, 50_000)
     trial = _packed_trial(wl, 2)
     rec = recommend(small, hw, wl, trial)
     assert rec.data_source == "reshard-first" and rec.after_reshard == "stream"
@@ -285,11 +268,11 @@ def test_the_export_says_what_a_tar_sample_is_and_that_the_set_is_to_be_packed()
     sample, and a transform of one object's bytes applied to a packed sample's payload."""
     hw, wl = _hardware(4), Workload(epochs=3)
     location = DatasetLocation("s3://bucket/train/")
-    shards = _profile(200, 150 * 10**6, "tar")
+    shards = s3_profile(200, 150 * 10**6, "tar")
     module = build_export(location, recommend(shards, hw, wl), wl, shards).module_source
     assert '{"__key__": key, "<ext>": bytes, ...}' in module
     assert "native_loader.decoders.on_payload(transform)" in module
-    small = _profile(MANY, 50_000)
+    small = s3_profile(MANY, 50_000)
     rec = recommend(small, hw, wl)
     assert rec.data_source == "reshard-first"
     module = " ".join(build_export(location, rec, wl, small).module_source.split())

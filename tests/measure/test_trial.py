@@ -35,6 +35,7 @@ from advisor.measure.trial.run import _lower_bound_note, run_trial
 from advisor.measure.trial.sweep import measure_loader, spin_step
 from native_loader import ReaderConfig, S3Reader
 from native_loader.decoders import default_decoder
+from tests.measure.conftest import located_profile
 
 SPEC = DemoSpec(images=80, image_kb=(20, 40), classes=2, shard_mb=0.5, large_files=1, large_mb=2)
 
@@ -44,13 +45,6 @@ def demo(s3_endpoint: S3Endpoint) -> str:
     bucket = "trial-demo"
     upload(s3_endpoint, bucket, SPEC)
     return bucket
-
-
-def _setup(endpoint: S3Endpoint, uri: str) -> tuple[DatasetLocation, object]:
-    location = DatasetLocation(uri, endpoint_url=endpoint.url)
-    with S3Reader(location.reader_config()) as reader:
-        profile = profile_dataset(location, reader)
-    return location, profile
 
 
 def test_saturation_rule() -> None:
@@ -65,7 +59,7 @@ def test_saturation_rule() -> None:
 def test_trial_measures_everything_within_budget(
     s3_endpoint: S3Endpoint, demo: str, layout: str
 ) -> None:
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/{layout}/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/{layout}/")
     events: list[TrialEvent] = []
     started = time.monotonic()
     result = run_trial(
@@ -119,7 +113,7 @@ def test_trial_measures_everything_within_budget(
 def test_trial_measures_what_training_sees_within_budget(
     s3_endpoint: S3Endpoint, demo: str
 ) -> None:
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     before = child_pids()
     started = time.monotonic()
     events: list[TrialEvent] = []
@@ -224,7 +218,7 @@ def test_the_spinning_step_keeps_its_thread_busy_and_releases_the_gil() -> None:
 
 @pytest.mark.timeout(60)
 def test_cancel_returns_promptly_and_leaves_no_workers(s3_endpoint: S3Endpoint, demo: str) -> None:
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     cancel = threading.Event()
 
     def on_event(event: TrialEvent) -> None:
@@ -250,7 +244,7 @@ def test_cancel_returns_promptly_and_leaves_no_workers(s3_endpoint: S3Endpoint, 
 def test_a_slice_too_short_for_a_steady_state_is_a_marked_lower_bound(
     s3_endpoint: S3Endpoint, demo: str
 ) -> None:
-    location, _ = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, _ = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     data = TrialData.sample(location, "jpeg", default_decoder("jpeg"))
     # a steady window must hold 10,000 samples: 0.3 s cannot, so the rate is start-up included
     point = measure_loader(data, 8, 0, False, 0.3, max_seconds=0.3, min_samples=10_000)
@@ -265,7 +259,7 @@ def test_a_slice_too_short_for_a_steady_state_is_a_marked_lower_bound(
 
 
 def test_bad_budget_and_transform(s3_endpoint: S3Endpoint, demo: str) -> None:
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/large/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/large/")
     hardware = probe_hardware()
     with pytest.raises(ValueError, match="seconds"):
         run_trial(location, profile, hardware, Workload(), seconds=0.5)  # type: ignore[arg-type]
@@ -390,7 +384,7 @@ def test_trial_sweeps_the_local_copy_training_reads(
     """With the first epoch streaming and the later ones reading the cache, the trial copies a
     sample into a scratch folder (in the progress, removed afterwards) and sweeps both; the
     steady state is the local copy's, and the setup records it."""
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     events: list[TrialEvent] = []
     workload = Workload(batch_size=8, epochs=3)
     hardware = probe_hardware()
@@ -420,7 +414,7 @@ def test_the_model_of_a_local_copy_is_fed_by_the_copys_own_probe(
     machine, docs/benchmarks.md), hence the wide upper bound."""
     from advisor.decide.recommend import recommend
 
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     hardware = probe_hardware()
     workload = Workload(batch_size=8, transform="bench.transforms:raw")  # reading dominates
     result = run_trial(
@@ -448,7 +442,7 @@ def test_a_copy_with_no_room_says_so_and_reads_the_listed_objects(
     from advisor.measure.trial import localcopy
 
     monkeypatch.setattr(localcopy, "COPY_QUOTA_BYTES", 10)  # no sampled object fits
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     result = run_trial(
         location, profile, probe_hardware(), Workload(batch_size=8), seconds=6,  # type: ignore[arg-type]
         read_paths=(READ_LOCAL_COPY,), scratch_dir=tmp_path,

@@ -21,18 +21,17 @@ from PIL import Image
 from torch.utils.data import DataLoader
 
 from advisor.core.errors import describe
-from advisor.core.location import DatasetLocation
 from advisor.core.workload import Workload
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.measure.hardware import probe_hardware
-from advisor.measure.profile import DatasetProfile, profile_dataset
 from advisor.measure.trial.data import TrialEvent
 from advisor.measure.trial.run import run_trial
 from advisor.measure.trial.watch import HEARTBEAT_S, overrun_s
-from native_loader import Credentials, ReaderConfig, S3IterableDataset, S3Reader
+from native_loader import Credentials, ReaderConfig, S3IterableDataset
 from native_loader.decoders import collate_list
 from native_loader.sample_errors import SampleError
+from tests.measure.conftest import located_profile
 
 SPEC = DemoSpec(images=60, image_kb=(10, 20), classes=2, shard_mb=0.5, large_files=1, large_mb=1)
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,12 +81,6 @@ def _jpeg(seed: int) -> bytes:
     return buffer.getvalue()
 
 
-def _setup(endpoint: S3Endpoint, uri: str) -> tuple[DatasetLocation, DatasetProfile]:
-    location = DatasetLocation(uri, endpoint_url=endpoint.url)
-    with S3Reader(location.reader_config()) as reader:
-        return location, profile_dataset(location, reader)
-
-
 def _trial(location: Any, profile: Any, transform: str, seconds: float, **kwargs: Any) -> Any:
     return run_trial(
         location, profile, probe_hardware(), Workload(batch_size=4, transform=transform),
@@ -98,7 +91,7 @@ def _trial(location: Any, profile: Any, transform: str, seconds: float, **kwargs
 def test_a_transform_that_raises_is_named_with_the_object(
     s3_endpoint: S3Endpoint, demo: str, transforms: Path
 ) -> None:
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     with pytest.raises(SampleError) as info:
         _trial(location, profile, "user_transforms:raises", 5)
     line = describe(info.value)
@@ -109,7 +102,7 @@ def test_a_transform_that_raises_is_named_with_the_object(
 def test_a_transform_module_that_fails_at_import_is_one_line(
     s3_endpoint: S3Endpoint, demo: str, transforms: Path
 ) -> None:
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     with pytest.raises(ValueError) as info:
         _trial(location, profile, "broken_at_import:fn", 5)
     assert describe(info.value) == (
@@ -123,7 +116,7 @@ def test_a_transform_module_that_fails_at_import_is_one_line(
 def test_a_transform_that_never_returns_cannot_hold_the_trial_past_its_budget(
     s3_endpoint: S3Endpoint, demo: str, transforms: Path, name: str
 ) -> None:
-    location, profile = _setup(s3_endpoint, f"s3://{demo}/small-images/")
+    location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
     events: list[tuple[float, TrialEvent]] = []
     started = time.monotonic()
     with pytest.raises(TimeoutError) as info:

@@ -17,10 +17,9 @@ import pytest
 from advisor.core.workload import Workload
 from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
-from advisor.session import AdvisorSession
 from native_loader import ReaderConfig
 from native_loader.local_copy import LOCK, copy_to_local, last_copy, local_copy_state
-from tests.export_helpers import run_module_code
+from tests.export_helpers import advised_session, run_module_code
 
 ROOT = Path(__file__).resolve().parents[2]
 READ_EPOCH = (
@@ -44,12 +43,9 @@ def _put(client, bucket: str, tag: str, keys: range) -> set[str]:  # type: ignor
 
 def _export(endpoint: S3Endpoint, bucket: str, folder: Path, stem: str) -> None:
     """A copy-local export of s3://bucket/data/ on `endpoint`, saved as `folder/stem.py`."""
-    session = AdvisorSession()
-    session.set_location(f"s3://{bucket}/data/", endpoint_url=endpoint.url)
-    session.set_workload(Workload(batch_size=8, epochs=2))
-    session.run_profile()
-    session.run_hardware()
-    session.run_recommend()
+    session = advised_session(
+        f"s3://{bucket}/data/", Workload(batch_size=8, epochs=2), endpoint_url=endpoint.url
+    )
     assert session.recommendation is not None and session.location is not None
     copy_local = dataclasses.replace(
         session.recommendation, data_source="copy-local", cache_locally=False

@@ -9,10 +9,11 @@ from typing import Any
 
 import pytest
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import Dataset
 
 from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ReaderConfig, S3Reader
+from tests.native.conftest import forked_loader
 
 
 class _ObjectDataset(Dataset[tuple[int, bytes]]):
@@ -25,10 +26,6 @@ class _ObjectDataset(Dataset[tuple[int, bytes]]):
 
     def __getitem__(self, index: int) -> tuple[int, bytes]:
         return os.getpid(), bytes(self.reader.read(self.uris[index]))
-
-
-def _collate(batch: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
-    return batch
 
 
 # 4 workers on a 2-core machine is the point of the test, not a mistake.
@@ -48,14 +45,7 @@ def test_reader_survives_fork(
     with S3Reader(config, credentials=credentials) as reader:
         # The parent uses the reader first: its engine thread and connections exist at fork time.
         assert bytes(reader.read(uris[0])) == objects["d/000"]
-        loader = DataLoader(
-            _ObjectDataset(reader, uris),
-            batch_size=3,
-            num_workers=workers,
-            collate_fn=_collate,
-            multiprocessing_context="fork" if workers else None,
-            timeout=60 if workers else 0,
-        )
+        loader = forked_loader(_ObjectDataset(reader, uris), 3, workers)
         seen = [item for batch in loader for item in batch]
         # The parent's reader still works after the workers are gone.
         assert bytes(reader.read(uris[-1])) == objects["d/023"]

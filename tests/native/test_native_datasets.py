@@ -9,7 +9,6 @@ import tarfile
 from typing import Any
 
 import pytest
-from torch.utils.data import DataLoader
 
 from advisor.demo.server import S3Endpoint
 from native_loader import (
@@ -20,17 +19,7 @@ from native_loader import (
     S3MapDataset,
 )
 from native_loader.tar import iter_members, iter_samples, split_name
-
-
-def _tar(samples: dict[str, dict[str, bytes]], fmt: int = tarfile.GNU_FORMAT) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=fmt) as archive:
-        for key, fields in samples.items():
-            for ext, data in fields.items():
-                info = tarfile.TarInfo(f"{key}.{ext}")
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+from tests.native.conftest import forked_loader, tar_bytes
 
 
 @pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT, tarfile.USTAR_FORMAT])
@@ -41,7 +30,7 @@ def test_tar_members_match_tarfile(fmt: int) -> None:
         for i in range(5)
     }
     samples["short"] = {"seg.png": b"", "json": b"{}"}
-    data = _tar(samples, fmt)
+    data = tar_bytes(samples, fmt)
     with tarfile.open(fileobj=io.BytesIO(data)) as archive:
         expected = [
             (m.name, archive.extractfile(m).read())  # type: ignore[union-attr]
@@ -60,13 +49,9 @@ def test_split_name() -> None:
 
 
 def test_truncated_tar_is_an_error() -> None:
-    data = _tar({"a": {"bin": os.urandom(2000)}})
+    data = tar_bytes({"a": {"bin": os.urandom(2000)}})
     with pytest.raises(ValueError, match="truncated"):
         list(iter_members(data[:1000]))
-
-
-def _collate(batch: list[Any]) -> list[Any]:
-    return batch
 
 
 def _setup(s3_endpoint: S3Endpoint) -> tuple[ReaderConfig, Credentials]:
@@ -90,7 +75,7 @@ def test_tar_shards_every_sample_once_across_ranks(
         }
         keys += list(samples)
         s3_client.put_object(
-            Bucket=s3_bucket, Key=f"train/shard-{shard:03d}.tar", Body=_tar(samples)
+            Bucket=s3_bucket, Key=f"train/shard-{shard:03d}.tar", Body=tar_bytes(samples)
         )
     config, credentials = _setup(s3_endpoint)
     world = 2
@@ -106,14 +91,7 @@ def test_tar_shards_every_sample_once_across_ranks(
             rank=rank,
             world_size=world,
         )
-        loader = DataLoader(
-            dataset,
-            batch_size=4,
-            num_workers=workers,
-            collate_fn=_collate,
-            multiprocessing_context="fork" if workers else None,
-            timeout=60 if workers else 0,
-        )
+        loader = forked_loader(dataset, 4, workers)
         for batch in loader:
             for sample in batch:
                 assert set(sample) == {"__key__", "jpg", "cls"}
@@ -156,14 +134,7 @@ def test_map_dataset_with_workers(s3_endpoint: S3Endpoint, s3_client: Any, s3_bu
     assert len(dataset) == 12
     first = dataset[0]
     assert isinstance(first, ReadResult) and bytes(first) == objects["m/00"]
-    loader = DataLoader(
-        dataset,
-        batch_size=5,
-        num_workers=2,
-        collate_fn=_collate,
-        multiprocessing_context="fork",
-        timeout=60,
-    )
+    loader = forked_loader(dataset, 5, 2)
     got = [bytes(r) for batch in loader for r in batch]
     assert got == list(objects.values())
 
@@ -210,14 +181,7 @@ def test_objects_once_per_epoch_across_ranks_and_workers(
                 world_size=3,
             )
             dataset.set_epoch(epoch)
-            loader = DataLoader(
-                dataset,
-                batch_size=2,
-                num_workers=workers,
-                collate_fn=_collate,
-                multiprocessing_context="fork" if workers else None,
-                timeout=60 if workers else 0,
-            )
+            loader = forked_loader(dataset, 2, workers)
             seen += [item for batch in loader for item in batch]
         assert sorted(seen) == sorted(f"object {i}".encode() for i in range(23))
 

@@ -7,51 +7,22 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
 from advisor.demo.proxy import NetworkProfile
 from advisor.demo.server import S3Endpoint
-from native_loader import Credentials, ReaderConfig, S3Error, S3Reader
-from testing import FaultProxy, Faults, When
-
-PART = 64 * 2**10
-NO_FAULTS = Faults()
-PLAIN_NETWORK = NetworkProfile()
-
-
-@contextmanager
-def _through_proxy(
-    endpoint: S3Endpoint,
-    faults: Faults = NO_FAULTS,
-    network: NetworkProfile = PLAIN_NETWORK,
-    **overrides: Any,
-) -> Iterator[tuple[S3Reader, FaultProxy]]:
-    settings: dict[str, Any] = {
-        "region": endpoint.region,
-        "part_size": PART,
-        "max_inflight_bytes": 16 * PART,
-        "max_inflight_requests": 8,
-        "max_attempts": 4,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.1,
-    }
-    settings.update(overrides)
-    credentials = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
-    with FaultProxy(endpoint.url, faults=faults, network=network, io_timeout_s=10) as proxy:
-        config = ReaderConfig(endpoint_url=proxy.url, **settings)
-        with S3Reader(config, credentials=credentials) as reader:
-            yield reader, proxy
+from native_loader import S3Error
+from testing import Faults, When
+from tests.native.conftest import PART, through_proxy
 
 
 def test_slow_down_is_retried(s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str) -> None:
     data = os.urandom(5000)
     s3_client.put_object(Bucket=s3_bucket, Key="k", Body=data)
     faults = Faults(slow_down=When(requests=(1, 2)))
-    with _through_proxy(s3_endpoint, faults) as (reader, proxy):
+    with through_proxy(s3_endpoint, faults) as (reader, proxy):
         result = reader.read(f"s3://{s3_bucket}/k")
         assert bytes(result) == data
         assert result.attempts == 3
@@ -64,7 +35,7 @@ def test_persistent_slow_down_gives_up_after_max_throttled_s(
     s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"x")
     faults = Faults(slow_down=When(after_n=0))
     settings = {"max_attempts": 1, "max_throttled_s": 0.3}
-    with _through_proxy(s3_endpoint, faults, **settings) as (reader, proxy):
+    with through_proxy(s3_endpoint, faults, **settings) as (reader, proxy):
         with pytest.raises(S3Error, match="throttled by the endpoint") as info:
             reader.read(f"s3://{s3_bucket}/k")
         assert (info.value.code, info.value.status) == ("SlowDown", 503)
@@ -89,7 +60,7 @@ def test_broken_transfers_are_retried(
     s3_client.put_object(Bucket=s3_bucket, Key="big", Body=big)
     for key, data in small.items():
         s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
-    with _through_proxy(s3_endpoint, faults) as (reader, proxy):
+    with through_proxy(s3_endpoint, faults) as (reader, proxy):
         assert bytes(reader.read(f"s3://{s3_bucket}/big")) == big
         got = [bytes(r) for r in reader.read_many(f"s3://{s3_bucket}/{k}" for k in small)]
         assert got == list(small.values())
@@ -105,7 +76,7 @@ def test_stalled_body_is_aborted_and_retried(
     s3_client.put_object(Bucket=s3_bucket, Key="k", Body=data)
     faults = Faults(stall=When(first_n=1), stall_s=8, stall_at=0.5)
     start = time.monotonic()
-    with _through_proxy(s3_endpoint, faults, stall_timeout_s=0.5) as (reader, _):
+    with through_proxy(s3_endpoint, faults, stall_timeout_s=0.5) as (reader, _):
         result = reader.read(f"s3://{s3_bucket}/k")
     assert bytes(result) == data
     assert result.attempts == 2
@@ -118,7 +89,7 @@ def test_slow_first_byte_is_aborted_and_retried(
     s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"payload")
     faults = Faults(stall_head=When(first_n=1), stall_s=8)
     start = time.monotonic()
-    with _through_proxy(s3_endpoint, faults, first_byte_timeout_s=0.5) as (reader, _):
+    with through_proxy(s3_endpoint, faults, first_byte_timeout_s=0.5) as (reader, _):
         result = reader.read(f"s3://{s3_bucket}/k")
     assert bytes(result) == b"payload"
     assert result.attempts == 2
@@ -132,7 +103,7 @@ def test_latency_is_hidden_by_concurrency(
     for key, data in objects.items():
         s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
     network = NetworkProfile(latency_ms=50)
-    with _through_proxy(s3_endpoint, network=network, max_inflight_requests=16) as (reader, _):
+    with through_proxy(s3_endpoint, network=network, max_inflight_requests=16) as (reader, _):
         start = time.monotonic()
         got = [bytes(r) for r in reader.read_many(f"s3://{s3_bucket}/{k}" for k in objects)]
         elapsed = time.monotonic() - start
@@ -145,7 +116,7 @@ def test_slow_first_byte_on_a_reused_connection(
 ) -> None:
     s3_client.put_object(Bucket=s3_bucket, Key="k", Body=b"payload")
     faults = Faults(stall_head=When(requests=(3,)), stall_s=8)
-    with _through_proxy(s3_endpoint, faults, first_byte_timeout_s=0.5) as (reader, proxy):
+    with through_proxy(s3_endpoint, faults, first_byte_timeout_s=0.5) as (reader, proxy):
         for _ in range(2):
             assert reader.read(f"s3://{s3_bucket}/k").attempts == 1
         start = time.monotonic()
@@ -163,7 +134,7 @@ def test_many_stalled_parts_fail_once_and_leave_the_reader_usable(
     s3_client.put_object(Bucket=s3_bucket, Key="big", Body=big)
     s3_client.put_object(Bucket=s3_bucket, Key="small", Body=b"small")
     faults = Faults(stall=When(requests=range(2, 9)), stall_s=5, stall_at=0.1)
-    with _through_proxy(s3_endpoint, faults, max_attempts=1, stall_timeout_s=0.5) as (reader, _):
+    with through_proxy(s3_endpoint, faults, max_attempts=1, stall_timeout_s=0.5) as (reader, _):
         start = time.monotonic()
         with pytest.raises(TimeoutError, match="stalled"):
             reader.read(f"s3://{s3_bucket}/big")

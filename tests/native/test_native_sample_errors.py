@@ -19,6 +19,7 @@ from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ReaderConfig, S3IterableDataset, S3MapDataset
 from native_loader.decoders import collate_list, decode_image, decode_sample
 from native_loader.sample_errors import SampleError, SamplePolicy
+from tests.native.conftest import tar_bytes
 
 SKIP = SamplePolicy("skip", max_skipped_share=0.05)
 
@@ -97,14 +98,8 @@ def test_a_file_name_that_is_not_utf8_is_named_clearly(images: Path) -> None:
 
 def test_a_corrupt_tar_shard_is_named_or_skipped(tmp_path: Path) -> None:
     for shard in range(3):
-        buffer = io.BytesIO()
-        with tarfile.open(fileobj=buffer, mode="w") as archive:
-            for i in range(4):
-                info = tarfile.TarInfo(f"s{shard}_{i}.jpg")
-                data = _jpeg(i)
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-        body = buffer.getvalue()
+        # tarfile's default format, as a shard a user writes with tarfile.open(mode="w")
+        body = tar_bytes({f"s{shard}_{i}": {"jpg": _jpeg(i)} for i in range(4)}, tarfile.PAX_FORMAT)
         (tmp_path / f"shard-{shard}.tar").write_bytes(body[:700] if shard == 1 else body)
     dataset = S3IterableDataset(f"{tmp_path}/", tar_samples=True, transform=decode_sample)
     with pytest.raises(SampleError, match=r"reading the tar shard failed on .*shard-1\.tar"):

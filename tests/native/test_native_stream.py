@@ -4,11 +4,10 @@ the budget, and an object overwritten mid-stream is a clear error."""
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,42 +16,17 @@ import pytest
 
 from advisor.demo.proxy import NetworkProfile
 from advisor.demo.server import S3Endpoint
-from native_loader import Credentials, ReaderConfig, S3Error, S3Reader, _native
+from native_loader import ReaderConfig, S3Error, S3Reader, _native
 from native_loader import stream as stream_module
 from native_loader.local_pool import submit_local
 from native_loader.object_stream import iter_streams
 from native_loader.stream import FIRST_PART_BYTES, PIECE_BYTES, PartPipeline, StreamSource
-from testing import FaultProxy, Faults, When
+from testing import Faults, When
+from tests.native.conftest import PART, through_proxy
 
-PART = 64 * 2**10
 READ_AHEAD = 4 * PART
-NO_FAULTS = Faults()
-PLAIN_NETWORK = NetworkProfile()
-
-
-@contextmanager
-def _through_proxy(
-    endpoint: S3Endpoint,
-    faults: Faults = NO_FAULTS,
-    network: NetworkProfile = PLAIN_NETWORK,
-    **overrides: Any,
-) -> Iterator[tuple[S3Reader, FaultProxy]]:
-    settings: dict[str, Any] = {
-        "region": endpoint.region,
-        "part_size": PART,
-        "read_ahead_bytes": READ_AHEAD,
-        "max_inflight_bytes": 16 * PART,
-        "max_inflight_requests": 8,
-        "max_attempts": 4,
-        "backoff_base_s": 0.01,
-        "backoff_max_s": 0.1,
-    }
-    settings.update(overrides)
-    credentials = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
-    with FaultProxy(endpoint.url, faults=faults, network=network, io_timeout_s=10) as proxy:
-        config = ReaderConfig(endpoint_url=proxy.url, **settings)
-        with S3Reader(config, credentials=credentials) as reader:
-            yield reader, proxy
+# the shared proxied reader, with a read-ahead of four parts
+_through_proxy = functools.partial(through_proxy, read_ahead_bytes=READ_AHEAD)
 
 
 def _idle(reader: S3Reader) -> tuple[int, int, int]:

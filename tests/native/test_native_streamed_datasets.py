@@ -28,19 +28,9 @@ from native_loader import stream as stream_module
 from native_loader.local_pool import submit_local
 from native_loader.records import SLICE_BYTES, iter_lines, iter_records, record_blocks
 from native_loader.tar import iter_samples, iter_samples_stream
+from tests.native.conftest import forked_loader, list_batches, tar_bytes
 
 PART = 64 * 2**10
-
-
-def _tar(samples: dict[str, dict[str, bytes]], fmt: int = tarfile.GNU_FORMAT) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w", format=fmt) as archive:
-        for key, fields in samples.items():
-            for ext, data in fields.items():
-                info = tarfile.TarInfo(f"{key}.{ext}")
-                info.size = len(data)
-                archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
 
 
 def _config(endpoint: S3Endpoint, **overrides: Any) -> tuple[ReaderConfig, Credentials]:
@@ -50,10 +40,6 @@ def _config(endpoint: S3Endpoint, **overrides: Any) -> tuple[ReaderConfig, Crede
     return config, Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
 
 
-def _collate(batch: list[Any]) -> list[Any]:
-    return batch
-
-
 @pytest.mark.parametrize("fmt", [tarfile.GNU_FORMAT, tarfile.PAX_FORMAT, tarfile.USTAR_FORMAT])
 def test_streamed_tar_samples_match_the_whole_shard(fmt: int) -> None:
     long_dir = "d" * 90 + "/" + "e" * 60 if fmt != tarfile.USTAR_FORMAT else "d" * 90
@@ -61,7 +47,7 @@ def test_streamed_tar_samples_match_the_whole_shard(fmt: int) -> None:
         f"{long_dir}/s{i:03d}": {"jpg": os.urandom(700 * i), "cls": b"%d" % i} for i in range(9)
     }
     samples["short"] = {"seg.png": b"", "json": b"{}"}
-    data = _tar(samples, fmt)
+    data = tar_bytes(samples, fmt)
     assert list(iter_samples_stream(io.BytesIO(data))) == list(iter_samples(data))
     with pytest.raises(ValueError, match="truncated"):
         list(iter_samples_stream(io.BytesIO(data[: len(data) // 2])))
@@ -175,7 +161,7 @@ def test_first_tar_sample_arrives_before_the_shard(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:
     samples = {f"s{i:04d}": {"bin": os.urandom(20_000)} for i in range(200)}  # ~4 MiB
-    shard = _tar(samples)
+    shard = tar_bytes(samples)
     s3_client.put_object(Bucket=s3_bucket, Key="tars/a.tar", Body=shard)
     config, credentials = _config(s3_endpoint)
     dataset = S3IterableDataset(
@@ -195,7 +181,7 @@ def test_a_tar_shard_cut_inside_a_header_is_named_or_skipped(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:
     samples = {f"s{i:02d}": {"bin": os.urandom(3000 + i), "cls": b"%d" % i} for i in range(10)}
-    shard = _tar(samples)
+    shard = tar_bytes(samples)
     cut = shard.index(b"s06.bin") + 100  # inside the header of sample 6's first member
     for name, body in (("a", shard), ("b", shard[:cut]), ("c", shard)):
         s3_client.put_object(Bucket=s3_bucket, Key=f"tars/{name}.tar", Body=body)
@@ -251,14 +237,7 @@ def test_text_shards_yield_every_record_once_across_ranks_and_workers(
             rank=rank,
             world_size=2,
         )
-        loader = DataLoader(
-            dataset,
-            batch_size=64,
-            num_workers=workers,
-            collate_fn=_collate,
-            multiprocessing_context="fork" if workers else None,
-            timeout=60 if workers else 0,
-        )
+        loader = forked_loader(dataset, 64, workers)
         seen += [record for batch in loader for record in batch]
     key = json.dumps if records != "lines" else str
     assert collections.Counter(map(key, seen)) == collections.Counter(map(key, expected))
@@ -310,7 +289,7 @@ def test_a_tar_shard_streamed_into_the_cache(tmp_path: Any) -> None:
     folder = tmp_path / "tars"
     folder.mkdir()
     samples = {f"s{i:03d}": {"bin": os.urandom(3000), "cls": b"%d" % i} for i in range(40)}
-    (folder / "a.tar").write_bytes(_tar(samples))
+    (folder / "a.tar").write_bytes(tar_bytes(samples))
     config = ReaderConfig(part_size=PART, read_ahead_bytes=PART)
     dataset = S3IterableDataset(
         f"{folder}/", config=config, tar_samples=True, cache_dir=tmp_path / "cache"
@@ -346,7 +325,11 @@ def test_leaving_the_loader_early_cancels_the_reads(
     assert (stats["active_requests"], stats["open_tickets"], stats["inflight_bytes"]) == (0, 0, 0)
     assert stats["bytes_received"] < 10 * PART
     loader = DataLoader(
-        dataset, batch_size=8, num_workers=2, collate_fn=_collate, multiprocessing_context="fork"
+        dataset,
+        batch_size=8,
+        num_workers=2,
+        collate_fn=list_batches,
+        multiprocessing_context="fork",
     )
     for batch in loader:  # shutting the workers down mid-epoch neither hangs nor raises
         assert len(batch) == 8

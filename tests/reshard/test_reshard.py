@@ -13,7 +13,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.reshard import PlanError, ReshardConfig, ReshardEvent, finalize, reshard, verify
 from advisor.reshard.config import parse_size
 from native_loader import Credentials
-from tests.reshard.reshard_helpers import (
+from tests.reshard.conftest import (
     SHARD,
     digests,
     local_shards,

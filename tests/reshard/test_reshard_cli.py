@@ -13,7 +13,7 @@ import pytest
 from advisor.cli import main
 from advisor.reshard.cli import _Bar
 from advisor.reshard.progress import Meter
-from tests.reshard.reshard_helpers import SHARD, environ, make_files, write_local
+from tests.reshard.conftest import SHARD, environ, make_files, write_local
 
 
 def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

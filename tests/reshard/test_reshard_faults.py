@@ -18,7 +18,7 @@ from advisor.demo.proxy import NetworkProfile, Proxy
 from advisor.demo.server import S3Endpoint
 from advisor.reshard import ReshardConfig, reshard, verify
 from testing import FaultProxy, Faults, When
-from tests.reshard.reshard_helpers import (
+from tests.reshard.conftest import (
     SHARD,
     digests,
     environ,

@@ -17,7 +17,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.reshard.advice import default_destination, reshard_command
 from advisor.session import AdvisorSession
 from tests.export_helpers import run_module_code
-from tests.reshard.reshard_helpers import environ
+from tests.reshard.conftest import environ
 
 SPEC = DemoSpec(images=40, image_kb=(10, 20), classes=4, shard_mb=0.1, large_files=1, large_mb=1)
 

@@ -15,7 +15,7 @@ import pytest
 from advisor.demo.server import S3Endpoint
 from advisor.reshard import PlanError, ReshardConfig, ReshardEvent, reshard, verify
 from advisor.reshard.cli import _Bar
-from tests.reshard.reshard_helpers import (
+from tests.reshard.conftest import (
     SHARD,
     digests,
     local_shards,

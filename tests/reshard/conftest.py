@@ -1,4 +1,4 @@
-"""Shared builders for the re-shard tests: small class-folder data sets, locally and on S3."""
+"""What the re-shard tests share: small class-folder data sets, locally and on S3."""
 
 from __future__ import annotations
 
