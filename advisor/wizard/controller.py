@@ -3,13 +3,13 @@
 `WizardController` holds the six steps (`advisor.wizard.steps`) around one `AdvisorSession` and
 moves between them; it adds no advice of its own. It is the steps' shared `WizardContext`: status,
 errors, listeners (`subscribe`) and the one background job (`cancel`, `wait`, `future`). Its
-actions and fields (`run_profile`, `workload_form`, ...) are the steps', reached from one place.
+actions (`run_profile`, `apply_workload`, ...) are the steps', reached from one place; their
+fields are the steps' own (`dataset_step.uri`, `workload_step.form`, `trial_step.points`, ...).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from advisor.wizard.context import STEP_TITLES, STEPS, THREAD_PREFIX, Topic, WizardContext
@@ -23,10 +23,9 @@ from advisor.wizard.steps.workload import WorkloadForm, WorkloadStep
 if TYPE_CHECKING:
     from advisor.core.workload import Workload
     from advisor.decide.recommend import Recommendation
-    from advisor.export import ExportBundle
     from advisor.measure.hardware import HardwareProfile
     from advisor.measure.profile import DatasetProfile
-    from advisor.measure.trial.results import LoaderPoint, TrialResult
+    from advisor.measure.trial.results import TrialResult
     from advisor.session import AdvisorSession
 
 __all__ = [
@@ -95,7 +94,7 @@ class WizardController(WizardContext):
         return self.hardware_step.run(target_gpu, gpu_count)
 
     def parse_workload(self) -> Workload | None:
-        """The typed workload, or None with `field_errors` saying what is wrong, field by field."""
+        """The typed workload, or None with `workload_step.field_errors` saying what is wrong."""
         return self.workload_step.parse()
 
     def apply_workload(self) -> bool:
@@ -122,89 +121,6 @@ class WizardController(WizardContext):
     def download_uri(self, kind: str = "module") -> str | None:
         """A data: URI of the generated module ("module") or JSON ("json") for a download link."""
         return self.export_step.download_uri(kind)
-
-    # --- the steps' fields --------------------------------------------------------------------
-    @property
-    def uri(self) -> str:
-        return self.dataset_step.uri
-
-    @uri.setter
-    def uri(self, value: str) -> None:
-        self.dataset_step.uri = value
-
-    @property
-    def endpoint_url(self) -> str:
-        return self.dataset_step.endpoint_url
-
-    @endpoint_url.setter
-    def endpoint_url(self, value: str) -> None:
-        self.dataset_step.endpoint_url = value
-
-    @property
-    def aws_profile(self) -> str:
-        return self.dataset_step.aws_profile
-
-    @aws_profile.setter
-    def aws_profile(self, value: str) -> None:
-        self.dataset_step.aws_profile = value
-
-    @property
-    def demo_layout(self) -> str:
-        return self.dataset_step.demo_layout
-
-    @demo_layout.setter
-    def demo_layout(self, value: str) -> None:
-        self.dataset_step.demo_layout = value
-
-    @property
-    def target_gpu(self) -> str | None:
-        """None: plan for this machine as probed."""
-        return self.hardware_step.target_gpu
-
-    @target_gpu.setter
-    def target_gpu(self, value: str | None) -> None:
-        self.hardware_step.target_gpu = value
-
-    @property
-    def gpu_count(self) -> int:
-        return self.hardware_step.gpu_count
-
-    @gpu_count.setter
-    def gpu_count(self, value: int) -> None:
-        self.hardware_step.gpu_count = value
-
-    @property
-    def workload_form(self) -> WorkloadForm:
-        return self.workload_step.form
-
-    @property
-    def field_errors(self) -> dict[str, str]:
-        return self.workload_step.field_errors
-
-    @property
-    def parsed_workload(self) -> Workload | None:
-        """The form as last parsed, if valid."""
-        return self.workload_step.parsed
-
-    @property
-    def trial_seconds(self) -> float:
-        return self.trial_step.seconds
-
-    @trial_seconds.setter
-    def trial_seconds(self, value: float) -> None:
-        self.trial_step.seconds = value
-
-    @property
-    def trial_points(self) -> list[LoaderPoint]:
-        return self.trial_step.points
-
-    @property
-    def export_bundle(self) -> ExportBundle | None:
-        return self.export_step.bundle
-
-    @property
-    def saved_paths(self) -> tuple[Path, ...]:
-        return self.export_step.saved_paths
 
     # --- navigation ---------------------------------------------------------------------------
     def next_blocker(self) -> str | None:
@@ -271,7 +187,7 @@ class WizardController(WizardContext):
             self.run_recommend()
         elif name == "recommendation":
             self.recommendation_step.enter()  # a failed comparison runs again, not its error
-        elif name == "export" and self.export_bundle is None:
+        elif name == "export" and self.export_step.bundle is None:
             self.build_export()
 
     def close(self) -> None:

@@ -99,30 +99,6 @@ class Wizard(widgets.VBox):
         self.step_boxes = {name: panel.box for name, panel in self.panels.items()}
         for name, box in self.step_boxes.items():
             box.add_class(f"la-step-{name}")
-        # -- the steps' widgets under the names code that drives the wizard knows them by
-        self.uri, self.endpoint = dataset.uri, dataset.endpoint
-        self.aws_profile = dataset.aws_profile
-        self.profile_button, self.demo_button = dataset.profile_button, dataset.demo_button
-        self.demo_layout = dataset.demo_layout
-        self.profile_summary, self.size_chart = dataset.profile_summary, dataset.size_chart
-        self.target_gpu, self.gpu_count = hardware.target_gpu, hardware.gpu_count
-        self.hardware_summary = hardware.hardware_summary
-        self.rate_mode, self.data_location = workload.rate_mode, workload.data_location
-        self.samples_per_s, self.step_time = workload.samples_per_s, workload.step_time
-        self.batch_size, self.epochs = workload.batch_size, workload.epochs
-        self.nodes = workload.nodes
-        self.gpus_per_node, self.transform = workload.gpus_per_node, workload.transform
-        self.workload_fields, self.workload_errors = workload.fields, workload.workload_errors
-        self.trial_seconds, self.run_trial_button = trial.trial_seconds, trial.run_trial_button
-        self.trial_chart, self.trial_summary = trial.trial_chart, trial.trial_summary
-        self.headline, self.cards = recommendation.headline, recommendation.cards
-        self.path_taken, self.flow = recommendation.path_taken, recommendation.flow
-        self.details_button = recommendation.details_button
-        self.supply_chart, self.reshard_panel = recommendation.supply_chart, recommendation.reshard
-        self.module_preview, self.json_preview = export.module_preview, export.json_preview
-        self.save_dir, self.save_stem = export.save_dir, export.save_stem
-        self.save_button = export.save_button
-        self.saved, self.download = export.saved, export.download
         # long work reports beside the button that started it (the panel's status slot)
         self.status_home = widgets.Box()
         super().__init__(

@@ -31,13 +31,13 @@ c = wizard.controller
 assert c.use_demo("small-images") and c.wait(120), c.errors
 assert c.profile is not None, c.errors
 assert c.next() and c.next(), c.errors  # -> hardware -> workload
-c.workload_form.samples_per_s = "200"
+c.workload_step.form.samples_per_s = "200"
 assert c.next(), c.errors  # -> trial
 assert c.run_trial(seconds=3) and c.wait(60), c.errors
 assert c.next() and c.recommendation is not None, c.errors  # -> recommendation
-assert c.next() and c.export_bundle is not None, c.errors  # -> export
+assert c.next() and c.export_step.bundle is not None, c.errors  # -> export
 assert c.save(os.environ["LOADER_ADVISOR_HEADLESS_OUT"], "headless_config"), c.errors
-print("steps done:", c.step_name, "| points:", len(c.trial_points))
+print("steps done:", c.step_name, "| points:", len(c.trial_step.points))
 """
 
 

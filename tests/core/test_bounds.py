@@ -91,9 +91,9 @@ def test_wizard_refuses_out_of_range(
         assert not wizard.run_trial(value)
         assert bound in wizard.errors["trial"] and wizard.job is None
     elif form is not None:
-        setattr(wizard.workload_form, form, str(value))
+        setattr(wizard.workload_step.form, form, str(value))
         assert wizard.parse_workload() is None
-        assert bound in wizard.field_errors[form]
+        assert bound in wizard.workload_step.field_errors[form]
     else:  # the wizard lists with the library's default: nothing for the user to type
         assert ListingLimits.max_keys in range_of(ListingLimits, "max_keys")
 
@@ -105,9 +105,9 @@ def test_step_time_bound_everywhere(capsys: Any) -> None:
         build_parser().parse_args(["trial", "/x", "--step-time", "3601"])
     assert f"--step-time must be {STEP_TIME_S}, got 3601" in capsys.readouterr().err
     wizard = WizardController()
-    wizard.workload_form.mode, wizard.workload_form.step_time_s = "step", "0"
+    wizard.workload_step.form.mode, wizard.workload_step.form.step_time_s = "step", "0"
     assert wizard.parse_workload() is None
-    assert str(STEP_TIME_S) in wizard.field_errors["step_time_s"]
+    assert str(STEP_TIME_S) in wizard.workload_step.field_errors["step_time_s"]
 
 
 def test_a_bad_trial_budget_is_refused_before_any_profiling(tmp_path: Any, capsys: Any) -> None:

@@ -503,8 +503,8 @@ def test_the_wizard_forgets_the_points_of_a_dropped_trial() -> None:
     session.trial = _with_counts(trial({0: 200.0, 1: 400.0}), setup=TrialSetup.of(wl, 8))
     controller = WizardController(session)
     controller.trial_step.points = list(session.trial.sweep)
-    controller.workload_form.batch_size = "32"
-    controller.workload_form.samples_per_s = "300"
+    controller.workload_step.form.batch_size = "32"
+    controller.workload_step.form.samples_per_s = "300"
     assert controller.apply_workload()
     assert session.trial is None and controller.trial_step.points == []
     assert "consumer_rate 500.0 -> 300.0" in controller.message

@@ -148,11 +148,11 @@ wizard.use_demo()
 assert wizard.wait(240), "demo start-up did not finish"
 assert not wizard.errors, wizard.errors
 wizard.run_hardware()
-assert wizard.apply_workload(), wizard.field_errors
+assert wizard.apply_workload(), wizard.workload_step.field_errors
 assert wizard.run_trial(seconds=4), wizard.errors
 assert wizard.wait(120), "trial did not finish"
 assert not wizard.errors, wizard.errors
-points = [p for p in wizard.trial_points if p.samples_per_s > 0]
+points = [p for p in wizard.trial_step.points if p.samples_per_s > 0]
 assert points, "the trial measured nothing"
 from advisor import demo
 pid = demo._server.pid

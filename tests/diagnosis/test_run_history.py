@@ -155,8 +155,8 @@ def test_the_wizard_shows_trials_repeats_and_a_comparison(folder: Path) -> None:
         assert c.run_profile() and c.wait(30) and c.profile is not None, c.errors
         assert c.next() and c.wait(30)  # the hardware probe
         assert c.next()
-        c.workload_form.samples_per_s, c.workload_form.batch_size = "300", "16"
-        assert c.next(), c.field_errors  # the trial step
+        c.workload_step.form.samples_per_s, c.workload_step.form.batch_size = "300", "16"
+        assert c.next(), c.workload_step.field_errors  # the trial step
         for _ in range(2):
             assert c.run_trial(2) and c.wait(30) and c.trial is not None, c.errors
             assert c.next() and c.recommendation is not None, c.errors
@@ -165,7 +165,7 @@ def test_the_wizard_shows_trials_repeats_and_a_comparison(folder: Path) -> None:
         box = wizard.recommendation_panel.history.box.value
         assert "History: 2 runs in this session; #2 repeats #1: the answer" in box
         assert "la-history-trials" in box and "the folder, read in place" in box
-        c.workload_form.loader = "tests.diagnosis.test_run_history:user_loader"
+        c.workload_step.form.loader = "tests.diagnosis.test_run_history:user_loader"
         assert c.recommendation_step.diagnose_user_loader(limits=QUICK, rounds=1)
         assert c.wait(60) and not c.recommendation_step.failed, c.errors
         (compared,) = c.session.history().comparisons

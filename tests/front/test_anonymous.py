@@ -179,13 +179,16 @@ def test_the_wizards_toggle_reaches_the_export(s3_endpoint: S3Endpoint, public_b
     from advisor.wizard import WizardController
 
     c = WizardController(AdvisorSession())
-    c.uri, c.endpoint_url = f"s3://{public_bucket}/small-images/", s3_endpoint.url
+    c.dataset_step.uri, c.dataset_step.endpoint_url = (
+        f"s3://{public_bucket}/small-images/",
+        s3_endpoint.url,
+    )
     c.dataset_step.anonymous = True
     assert c.run_profile() and c.wait(60), c.errors
     assert c.profile is not None and c.profile.object_count == SPEC.images, c.errors
     assert c.run_hardware() and c.wait(30), c.errors
     assert c.run_recommend() and c.build_export(), c.errors
-    bundle = c.export_bundle
+    bundle = c.export_step.bundle
     assert bundle is not None and bundle.config.unsigned is True
     assert json.loads(bundle.json_text)["unsigned"] is True
 

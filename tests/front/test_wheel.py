@@ -52,8 +52,9 @@ w = show(sys.argv[1], display=False)
 c = w.controller
 assert c.run_profile() and c.wait(60) and c.profile is not None, c.errors
 assert c.run_hardware() and c.apply_workload() and c.run_recommend(), c.errors
-w.details_button.value = True  # the diagram is drawn when Details opens, as a user opens it
-(mermaid,) = [o["data"]["text/vnd.mermaid"] for o in w.flow.outputs
+# the diagram is drawn when Details opens, as a user opens it
+w.recommendation_panel.details_button.value = True
+(mermaid,) = [o["data"]["text/vnd.mermaid"] for o in w.recommendation_panel.flow.outputs
               if "text/vnd.mermaid" in o["data"]]
 assert mermaid.startswith("flowchart TD") and "classDef taken" in mermaid, mermaid[:200]
 print("diagram with", mermaid.count("-->"), "edges; taken:", mermaid.splitlines()[-1])

@@ -28,7 +28,7 @@ def test_offer_estimate_start_and_advise_on_the_shards(
     session.set_workload(Workload(batch_size=4))
     controller = WizardController(session)
     wizard = Wizard(controller)
-    panel = wizard.reshard_panel
+    panel = wizard.recommendation_panel.reshard
     assert panel.box.layout.display == "none"  # nothing advised yet
     real = session.run_profile()
     # the same files, seen as the 500,000-object set they stand for: SRC-3 advises packing
@@ -51,7 +51,7 @@ def test_offer_estimate_start_and_advise_on_the_shards(
     result = panel.step.result
     assert result is not None and result.index_url and panel.progress.value == 1.0
 
-    controller.trial_seconds = 3
+    controller.trial_step.seconds = 3
     panel.advise_button.click()
     assert controller.wait(180) and not controller.errors, controller.errors
     assert "la-reshard-compare" in panel.info.value and "after (shards)" in panel.info.value

@@ -13,11 +13,9 @@ from typing import Any
 import pytest
 
 from advisor.demo.server import S3Endpoint
+from tests.wizard.conftest import WIDGET_WARNINGS
 
-pytestmark = [
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:ipywidgets.*"),
-    pytest.mark.filterwarnings("ignore::DeprecationWarning:comm.*"),
-]
+pytestmark = WIDGET_WARNINGS
 
 # The user's loader: it fails until the file its variable names exists (a setting the user
 # fixes), then yields 20 small batches.
@@ -60,7 +58,7 @@ def walk(
     c = w.controller
     assert c.use_demo("small-images") and c.wait(60) and c.profile is not None, c.errors
     c.next(), c.next()
-    w.samples_per_s.value = "400"
+    w.workload_panel.samples_per_s.value = "400"
     w.workload_panel.loader.value = "compare_user:make_loader"
     yield w, ready
     c.close()
@@ -94,7 +92,7 @@ def test_run_again_after_a_failed_comparison(walk: tuple[Any, Path]) -> None:
     assert "recommendation" not in c.errors and w.error.value == ""
     step = c.recommendation_step
     assert step.comparison is not None and step.comparison.speedup is not None
-    assert "in your loop" in w.headline.value
+    assert "in your loop" in w.recommendation_panel.headline.value
     assert button.layout.display == "none"
     assert c.trial is trial  # the comparison ran again, not the trial
     # the recommended loader copies the set to local disk first: the headline names the copy
@@ -105,8 +103,8 @@ def test_run_again_after_a_failed_comparison(walk: tuple[Any, Path]) -> None:
     assert copy is not None and copy.report is not None and copy.report.copied_bytes > 0
     assert step.changed[0] == copy.change() and "at the measured" in step.changed[0]
     assert not copy.fresh and "made earlier in" in copy.change()
-    assert f"Change: {copy.change()}" in w.headline.value
-    assert "the home cache ~/.cache/loader-advisor holds" in w.headline.value
+    assert f"Change: {copy.change()}" in w.recommendation_panel.headline.value
+    assert "the home cache ~/.cache/loader-advisor holds" in w.recommendation_panel.headline.value
 
 
 @pytest.mark.timeout(240)
@@ -125,4 +123,7 @@ def test_back_and_forward_again_runs_a_failed_comparison_again(walk: tuple[Any, 
     c.back(), c.back()
     w.workload_panel.loader.value = ""
     c.next(), c.next()
-    assert c.recommendation_step.comparison is None and "in your loop" not in w.headline.value
+    assert (
+        c.recommendation_step.comparison is None
+        and "in your loop" not in w.recommendation_panel.headline.value
+    )
