@@ -12,7 +12,7 @@ import dataclasses
 import json
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +27,14 @@ from advisor.core.bounds import (
 )
 from advisor.core.errors import CommandErrors
 from advisor.core.location import check_answers, first_contact_s
-from advisor.core.units import MB, any_size, counted, data_size, duration, mb_per_s, per_s, rate
+from advisor.core.units import MB, counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.diagnosis import cli as diagnose_cli
 from advisor.export import ExportBundle, build_export
 from advisor.headline import headline_lines
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
 from advisor.measure.trial.data import TrialEvent
+from advisor.report import gpu_rows, hardware_rows, profile_rows, text_table, trial_rows
 from advisor.reshard import cli as reshard_cli
 from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.session import AdvisorSession
@@ -209,91 +210,45 @@ class _Progress:
             sys.stderr.write("\n")
 
 
-def _table(rows: Sequence[tuple[str, object]]) -> str:
-    width = max(len(name) for name, _ in rows)
-    return "\n".join(f"{name:<{width}}  {value}" for name, value in rows)
+def _print_rows(rows: Sequence[tuple[str, str]], then: Callable[[], None] | None = None) -> None:
+    """The report's rows as the wizard shows them, then what `then` prints, then their notes."""
+    print(text_table([(label, value) for label, value in rows if label != "note"]))
+    if then is not None:
+        then()
+    for label, value in rows:
+        if label == "note":
+            print(f"note: {value}")
 
 
 def _print_profile(session: AdvisorSession) -> None:
-    p = session.profile
-    assert p is not None
-    sampled = " (sampled, extrapolated)" if p.sampled else ""
-    rows: list[tuple[str, object]] = [
-        ("data set", p.uri),
-        ("objects", f"{p.object_count:,}{sampled}"),
-        ("total size", any_size(p.total_bytes)),
-        (
-            "object size p50 / p90 / max",
-            f"{any_size(p.sizes.p50)} / {any_size(p.sizes.p90)} / {any_size(p.sizes.max)}",
-        ),
-        ("top-level folders", p.distinct_prefixes),
-        ("samples (estimate)", f"{p.samples_estimate:,}"),
-    ]
-    for fmt in p.formats:
-        spo = fmt.samples_per_object
-        per = f", about {counted(round(spo), 'sample')} each" if spo else ""
-        rows.append((f"format {fmt.name}", f"{fmt.objects:,} objects, {any_size(fmt.bytes)}{per}"))
-    print(_table(rows))
-    for note in p.notes:
-        print(f"note: {note}")
+    assert session.profile is not None
+    _print_rows(profile_rows(session.profile))
 
 
 def _print_hardware(session: AdvisorSession) -> None:
-    h = session.hardware
-    assert h is not None
-    rows: list[tuple[str, object]] = []
-    if not h.gpus:
-        rows.append(("GPUs", "none found"))
-    for gpu in h.gpus:
-        mem = any_size(gpu.memory_total_bytes) if gpu.memory_total_bytes else "?"
-        link = f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}" if gpu.pcie_gen_max else "PCIe ?"
-        planned = " (planned)" if h.planned else ""
-        rows.append((f"GPU {gpu.index}", f"{gpu.name}, {mem}, {link}{planned}"))
-    rows.append(("usable cores", h.usable_cores))
-    if h.ram_total_bytes:
-        rows.append(
-            (
-                "RAM total / available",
-                f"{any_size(h.ram_total_bytes)} / {any_size(h.ram_available_bytes or 0)}",
-            )
-        )
-    if h.shm_bytes is not None:
-        rows.append(("/dev/shm", any_size(h.shm_bytes)))
-    if h.disk is not None:
-        rows.append(
-            ("local disk", f"{h.disk.kind}, {any_size(h.disk.free_bytes)} free at {h.disk.path}")
-        )
-    print(_table(rows))
-    for note in h.notes:
-        print(f"note: {note}")
+    assert session.hardware is not None
+    _print_rows(gpu_rows(session.hardware) + hardware_rows(session.hardware))
 
 
 def _print_trial(session: AdvisorSession) -> None:
+    assert session.trial is not None
+    _print_rows(trial_rows(session.trial), then=lambda: _print_measured(session))
+
+
+def _print_measured(session: AdvisorSession) -> None:
+    """The trial's storage probe by requests at once, and what training saw per count."""
     t = session.trial
     assert t is not None
     if t.storage:
         s = t.storage
         on_s3 = session.location is None or session.location.is_s3
         # a folder is read, not requested: its words say files and reads
-        latency, one, asked = (
-            ("first byte median / p95", "one connection", "request")
-            if on_s3
-            else ("first byte of a file, median / p95", "one read at a time", "read")
-        )
-        print(
-            _table(
-                [
-                    (latency, f"{duration(s.first_byte_p50_s)} / {duration(s.first_byte_p95_s)}"),
-                    (one, mb_per_s(s.per_connection_mb_s)),
-                ]
-            )
-        )
+        one, asked = ("one connection", "request") if on_s3 else ("one read at a time", "read")
+        print(f"storage, {one}: {mb_per_s(s.per_connection_mb_s)}")
         for level, mb_s, ops in s.concurrency_curve:
             at_once = counted(level, asked)
             what = "objects" if on_s3 else "files"
             print(f"  {at_once:>12} at once  {mb_per_s(mb_s):>12}  {rate(ops, what):>16}")
-    if t.decode:
-        print(f"decode: {t.decode.transform}: {duration(t.decode.cpu_s_per_sample)} CPU/sample")
     if t.counts:
         # what training saw per num_workers: the slower step model's median and its spread
         # a text set is read record by record: its samples are records
@@ -311,8 +266,6 @@ def _print_trial(session: AdvisorSession) -> None:
                 f"{memory:>10}  "
                 f"{duration(first) if first is not None else '-':>11}"
             )
-    for note in t.notes:
-        print(f"note: {note}")
 
 
 def _print_recommendation(session: AdvisorSession) -> None:

@@ -25,6 +25,7 @@ LAYERS: dict[str, set[str]] = {
     "advisor.decide": {"advisor.core", "advisor.measure", "native_loader"},
     "advisor.reshard": {"advisor.core", "native_loader"},
     "advisor.diagnosis": {"advisor.core", "advisor.measure", "advisor.decide", "native_loader"},
+    "advisor.report": {"advisor.core", "advisor.measure", "native_loader"},
     FRONT: {"advisor", "native_loader"},
 }
 SIZE_LIMIT = 450  # lines; the house guide is ~400

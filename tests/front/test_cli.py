@@ -40,7 +40,7 @@ def test_profile_table_and_json(
     uri = f"s3://{demo_bucket}/small-images/"
     code, out, _ = _run(capsys, "profile", uri, "--endpoint-url", s3_endpoint.url, "--quiet")
     assert code == 0
-    assert "objects" in out and "30" in out and "format jpeg" in out
+    assert "objects" in out and "30" in out and "jpeg (30 objects" in out
     code, out, _ = _run(capsys, "profile", uri, "--endpoint-url", s3_endpoint.url, "--json")
     assert code == 0
     data = json.loads(out)

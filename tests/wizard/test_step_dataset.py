@@ -28,7 +28,7 @@ def test_sizes_read_in_binary_units() -> None:
     assert binary_size(0) == "0 B"
     assert binary_size(1536) == "1.5 KiB"
     assert binary_size(64 * 2**20) == "64 MiB"  # the one formatter (tests/core/test_units.py)
-    from advisor.wizard.panels.dataset import profile_rows
+    from advisor.report import profile_rows
 
     rows = dict(profile_rows(scripted_profile()))
     assert rows["total size"] == "279 KiB"

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from advisor.core.units import binary_size, duration
+from advisor.report import profile_rows
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import (
@@ -23,33 +23,7 @@ from advisor.wizard.panels.base import (
 from advisor.wizard.steps.dataset import DatasetStep
 
 if TYPE_CHECKING:
-    from advisor.measure.profile import DatasetProfile
-
-
-def profile_rows(profile: DatasetProfile) -> list[tuple[str, str]]:
-    sizes = profile.sizes
-    approx = "about " if profile.sampled else ""
-    formats = ", ".join(
-        f"{f.name} ({f.objects:,} objects"
-        + (f", ~{f.samples_per_object:,.0f} samples each" if f.samples_per_object else "")
-        + ")"
-        for f in profile.formats
-    )
-    rows = [
-        ("data set", profile.uri),
-        ("objects", f"{approx}{profile.object_count:,} (listed {profile.listed_objects:,})"),
-        ("total size", f"{approx}{binary_size(profile.total_bytes)}"),
-        (
-            "object size",
-            f"median {binary_size(sizes.p50)}, p90 {binary_size(sizes.p90)}, "
-            f"p99 {binary_size(sizes.p99)}, max {binary_size(sizes.max)}",
-        ),
-        ("formats", formats or "unknown"),
-        ("samples (estimate)", f"{profile.samples_estimate:,}"),
-        ("listing took", duration(profile.list_seconds)),
-    ]
-    rows += [("note", note) for note in profile.notes]
-    return rows
+    pass
 
 
 class DatasetPanel(StepPanel):

@@ -10,6 +10,7 @@ from advisor.core.bounds import range_of
 from advisor.core.units import binary_size
 from advisor.core.workload import Workload
 from advisor.measure.hardware import GPU_CATALOG, HardwareProfile
+from advisor.report import hardware_rows
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import LABEL, StepPanel, html_area, table
 from advisor.wizard.steps.hardware import HardwareStep
@@ -41,31 +42,6 @@ def gpu_cards(hardware: HardwareProfile) -> str:
             f"<div class='la-meta'>{html.escape(', '.join(parts))}</div></div>"
         )
     return f"<div class='la-gpus'>{''.join(cards)}</div>"
-
-
-def hardware_rows(hardware: HardwareProfile) -> list[tuple[str, str]]:
-    rows: list[tuple[str, str]] = []
-    cores = f"{hardware.usable_cores} usable of {hardware.cpu_count} logical CPUs"
-    if hardware.cgroup_cpu_limit is not None:
-        cores += f" (cgroup limit {hardware.cgroup_cpu_limit:g})"
-    rows.append(("CPU cores", cores))
-    if hardware.ram_total_bytes is not None:
-        free = hardware.ram_available_bytes
-        ram = binary_size(hardware.ram_total_bytes)
-        rows.append(("RAM", ram + (f" ({binary_size(free)} available)" if free else "")))
-    if hardware.shm_bytes is not None:
-        rows.append(("/dev/shm", binary_size(hardware.shm_bytes)))
-    if hardware.disk is not None:
-        disk = hardware.disk
-        rows.append(
-            (
-                "scratch disk",
-                f"{disk.path}: {disk.kind}, {binary_size(disk.free_bytes)} free"
-                + (f", {disk.filesystem}" if disk.filesystem else ""),
-            )
-        )
-    rows += [("note", note) for note in hardware.notes]
-    return rows
 
 
 class HardwarePanel(StepPanel):

@@ -8,8 +8,8 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from advisor.core.bounds import TrialBudget, range_of
-from advisor.core.units import duration, mb_per_s, per_s, rate
 from advisor.measure.trial.results import CountRate, summarise
+from advisor.report import trial_rows
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import (
@@ -27,42 +27,7 @@ from advisor.wizard.steps.trial import TrialStep
 from advisor.wizard.steps.workload import WorkloadStep
 
 if TYPE_CHECKING:
-    from advisor.measure.trial.results import TrialResult
-
-
-def trial_rows(trial: TrialResult) -> list[tuple[str, str]]:
-    """The trial in labelled values with units; the best count as the chart shows it."""
-    rows = [("time used", f"{duration(trial.seconds_used)} of {duration(trial.seconds_budget)}")]
-    best = trial.best_count()
-    if best is not None:
-        bound = "at least " if best.lower_bound else ""
-        rows.append(
-            (
-                "best measured",
-                f"num_workers={best.num_workers}: {bound}{rate(best.median)} "
-                f"(median; slices {per_s(best.low)}-{per_s(best.high)}) as training sees it",
-            )
-        )
-    if trial.storage is not None:
-        rows.append(
-            (
-                "storage",
-                f"first byte in {duration(trial.storage.first_byte_p50_s)} (median), "
-                f"up to {mb_per_s(trial.storage.best_mb_s)}",
-            )
-        )
-    if trial.decode is not None:
-        rows.append(
-            (
-                "decode",
-                f"{duration(trial.decode.cpu_s_per_sample)} of CPU per sample "
-                f"({trial.decode.transform})",
-            )
-        )
-    if trial.cancelled:
-        rows.append(("note", "cancelled: partial results"))
-    rows += [("note", note) for note in trial.notes]
-    return rows
+    pass
 
 
 def chart_counts(step: TrialStep) -> tuple[CountRate, ...]:

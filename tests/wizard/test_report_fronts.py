@@ -1,0 +1,58 @@
+"""One report, two fronts: the CLI and the wizard render the same labelled rows
+(`advisor.report`) for the same profile, machine and trial, with the same labels and values."""
+
+from __future__ import annotations
+
+import html
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from advisor import cli
+from advisor.measure.hardware import probe_hardware
+from advisor.report import Row, gpu_rows, hardware_rows, profile_rows, trial_rows
+from advisor.wizard.panels.base import table
+from tests.builders import make_trial
+from tests.wizard.conftest import profiled
+
+
+def _shown_in_both(rows: list[Row], printed: str, shown: str) -> None:
+    for label, value in rows:
+        assert label in printed and value in printed, (label, value, printed)
+        assert html.escape(label) in shown and html.escape(value) in shown, (label, value)
+
+
+def test_the_profile_and_the_machine_read_the_same_in_the_cli_and_the_wizard(
+    wizard: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profiled(wizard)
+    session = wizard.controller.session
+    cli._print_profile(session)
+    rows = profile_rows(session.profile)
+    assert {"object size", "top-level folders", "listing took"} <= {label for label, _ in rows}
+    _shown_in_both(rows, capsys.readouterr().out, wizard.dataset_panel.profile_summary.value)
+
+    wizard.next_button.click()
+    # this machine as probed, planned for two A100s: RAM, /dev/shm, the local disk, GPU rows
+    session.hardware = probe_hardware().with_target_gpu("A100-80GB", 2)
+    wizard.hardware_panel.show()
+    cli._print_hardware(session)
+    rows = hardware_rows(session.hardware)
+    assert {"CPU cores", "RAM", "local disk"} <= {label for label, _ in rows}
+    assert "scratch disk" not in wizard.hardware_panel.hardware_summary.value
+    shown = wizard.hardware_panel.hardware_summary.value
+    _shown_in_both(rows, capsys.readouterr().out, shown)
+    assert [label for label, _ in gpu_rows(session.hardware)] == ["planned GPU 0", "planned GPU 1"]
+    assert shown.count("class='la-card la-gpu'") == 2  # the wizard shows them as cards
+
+
+def test_a_trial_reads_the_same_in_the_cli_and_the_wizard(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    trial = make_trial({0: (190.0, 200.0), 1: (280.0, 300.0), 2: (285.0, 295.0)})
+    session = SimpleNamespace(trial=trial, location=None, profile=None)
+    cli._print_trial(session)  # type: ignore[arg-type]
+    rows = trial_rows(trial)
+    assert {"time used", "best measured", "decode"} <= {label for label, _ in rows}
+    _shown_in_both(rows, capsys.readouterr().out, table(rows))
