@@ -136,7 +136,7 @@ def test_the_loader_is_built_one_way(
     import importlib
 
     from advisor.measure.trial.data import TrialData
-    from advisor.measure.trial.sweep import LiveLoader
+    from advisor.measure.trial.live import LiveLoader
     from native_loader.decoders import default_decoder
     from native_loader.loader import _WidePipes
 

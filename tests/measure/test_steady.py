@@ -12,8 +12,9 @@ from advisor.core.location import DatasetLocation
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.measure.trial.data import TrialData
+from advisor.measure.trial.live import LiveLoader
 from advisor.measure.trial.steady import SteadyWindow
-from advisor.measure.trial.sweep import LiveLoader, measure_slice
+from advisor.measure.trial.sweep import measure_slice
 from native_loader.decoders import default_decoder
 
 # time, samples[, produced in all, backlog] (samples)

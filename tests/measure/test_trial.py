@@ -22,6 +22,7 @@ from advisor.measure.hardware import probe_hardware
 from advisor.measure.hardware.host import child_pids
 from advisor.measure.profile import profile_dataset
 from advisor.measure.trial.data import TrialData, TrialEvent
+from advisor.measure.trial.live import spin_step
 from advisor.measure.trial.results import (
     READ_LISTED,
     READ_LOCAL_COPY,
@@ -32,7 +33,7 @@ from advisor.measure.trial.results import (
     summarise,
 )
 from advisor.measure.trial.run import _lower_bound_note, run_trial
-from advisor.measure.trial.sweep import measure_loader, spin_step
+from advisor.measure.trial.sweep import measure_loader
 from native_loader import ReaderConfig, S3Reader
 from native_loader.decoders import default_decoder
 from tests.measure.conftest import located_profile

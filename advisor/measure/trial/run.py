@@ -22,6 +22,7 @@ from advisor.measure.hardware import HardwareProfile
 from advisor.measure.hardware.gpu_decode import GpuDecode
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
+from advisor.measure.trial.live import CYCLE_OBJECTS
 from advisor.measure.trial.localcopy import CopyUnavailable, copy_sample
 from advisor.measure.trial.packed import pack_sample
 from advisor.measure.trial.probes import (
@@ -50,7 +51,7 @@ from advisor.measure.trial.results import (
     summarise,
 )
 from advisor.measure.trial.search import CountSearch, measured_ceiling, step_modes
-from advisor.measure.trial.sweep import CYCLE_OBJECTS, MIN_SLICE_SECONDS, measure_counts
+from advisor.measure.trial.sweep import MIN_SLICE_SECONDS, measure_counts
 from advisor.measure.trial.watch import TrialWatch, overrun_s
 from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
