@@ -20,8 +20,9 @@ from native_loader.sample_errors import SampleError, SamplePolicy
 from native_loader.uri import parse_uri
 
 if TYPE_CHECKING:
-    from native_loader.datasets import S3IterableDataset, S3MapDataset
+    from native_loader.datasets import S3IterableDataset
     from native_loader.device import to_device
+    from native_loader.map_dataset import S3MapDataset
 
 __version__: str = _native.version()
 
@@ -54,10 +55,14 @@ def native_versions() -> dict[str, str]:
 
 def __getattr__(name: str) -> Any:
     # The datasets import torch: load them on first use so the reader alone stays light.
-    if name in ("S3IterableDataset", "S3MapDataset"):
-        from native_loader import datasets
+    if name == "S3IterableDataset":
+        from native_loader.datasets import S3IterableDataset
 
-        return getattr(datasets, name)
+        return S3IterableDataset
+    if name == "S3MapDataset":
+        from native_loader.map_dataset import S3MapDataset
+
+        return S3MapDataset
     if name == "to_device":
         from native_loader.device import to_device
 

@@ -2,7 +2,8 @@
 
 `S3IterableDataset` streams objects (or WebDataset samples of tar shards), sharded across
 torch.distributed ranks and DataLoader workers so that every object is read exactly once per
-epoch; `S3MapDataset` gives random access by index. Both hand `transform` the object's bytes
+epoch; `S3MapDataset` (`native_loader.map_dataset`) gives random access by index, on the parts
+both share here (`OwnReader`, `resolve_source`). Both hand `transform` the object's bytes
 (a `ReadResult`, buffer protocol) or, for tar shards, ``{"__key__": ..., "<ext>": bytes}``.
 A sample that fails to read or decode is raised naming the object, or skipped and counted, as
 their `SamplePolicy` says (`native_loader.sample_errors`).
@@ -42,7 +43,9 @@ _COUNT_FLUSH = 256
 Source = str | Iterable[str] | Iterable[ObjectInfo]
 
 
-def _resolve(source: Source, reader: S3Reader, tar_only: bool = False) -> list[str | ObjectInfo]:
+def resolve_source(
+    source: Source, reader: S3Reader, tar_only: bool = False
+) -> list[str | ObjectInfo]:
     """The objects of a source; listed ones keep their size (it lets large reads start at once).
     A listed prefix leaves out metadata (`is_metadata`: ``_SUCCESS``, ``.DS_Store``, ...), as the
     profile does; with `tar_only` it yields only ``.tar`` objects: a shard folder also holds its
@@ -57,7 +60,7 @@ def _resolve(source: Source, reader: S3Reader, tar_only: bool = False) -> list[s
     return [item if isinstance(item, ObjectInfo) else str(item) for item in source]
 
 
-def _uri(item: str | ObjectInfo) -> str:
+def object_uri(item: str | ObjectInfo) -> str:
     return item.uri if isinstance(item, ObjectInfo) else item
 
 
@@ -68,7 +71,7 @@ def _distributed() -> tuple[int, int]:
     return 0, 1
 
 
-class _OwnReader:
+class OwnReader:
     """What both datasets share: each process's reader, made on first use from the settings
     and credentials, and the counts its DataLoader workers report."""
 
@@ -102,7 +105,7 @@ class _OwnReader:
         return self._reader
 
 
-class S3IterableDataset(_OwnReader, torch.utils.data.IterableDataset[Any]):
+class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
     """Streams the objects under a prefix (or of a list of URIs).
 
     Args:
@@ -193,11 +196,11 @@ class S3IterableDataset(_OwnReader, torch.utils.data.IterableDataset[Any]):
         A prefix is listed on first use, i.e. in each DataLoader worker; call `uris()` once
         before creating the DataLoader to list in the parent and share the result with forked
         workers."""
-        return [_uri(item) for item in self._resolved()]
+        return [object_uri(item) for item in self._resolved()]
 
     def _resolved(self) -> list[str | ObjectInfo]:
         if self._objects is None:
-            self._objects = _resolve(self._source, self.reader, self.tar_samples)
+            self._objects = resolve_source(self._source, self.reader, self.tar_samples)
         return self._objects
 
     def shard(self) -> tuple[int, int]:
@@ -256,10 +259,10 @@ class S3IterableDataset(_OwnReader, torch.utils.data.IterableDataset[Any]):
         index, count = self.shard()
         mine = []
         for item in objects[index::count]:
-            if readable_name(_uri(item)):
+            if readable_name(object_uri(item)):
                 mine.append(item)
             else:
-                error = unreadable_name(_uri(item))
+                error = unreadable_name(object_uri(item))
                 guard.failed(str(error), error)
         return mine
 
@@ -292,7 +295,7 @@ class S3IterableDataset(_OwnReader, torch.utils.data.IterableDataset[Any]):
             except SampleError:
                 raise
             except Exception as exc:
-                failed, position = _uri(objects[position]), position + 1
+                failed, position = object_uri(objects[position]), position + 1
                 if self.on_error.on_error == "raise":
                     raise
                 guard.failed(failure("reading", failed, exc), exc)
@@ -323,7 +326,7 @@ class S3IterableDataset(_OwnReader, torch.utils.data.IterableDataset[Any]):
             current = position
             try:
                 for current, stream in enumerate(streams, position):
-                    yield from self._shard_items(_uri(objects[current]), stream, guard)
+                    yield from self._shard_items(object_uri(objects[current]), stream, guard)
                 return
             except SampleError:
                 raise
@@ -331,7 +334,7 @@ class S3IterableDataset(_OwnReader, torch.utils.data.IterableDataset[Any]):
                 position = current + 1
                 if self.on_error.on_error == "raise":
                     raise
-                guard.failed(failure("reading", _uri(objects[current]), exc), exc)
+                guard.failed(failure("reading", object_uri(objects[current]), exc), exc)
             finally:
                 streams.close()  # type: ignore[attr-defined]
 
@@ -372,68 +375,3 @@ def _buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> It
         buffer[slot] = item
     rng.shuffle(buffer)
     yield from buffer
-
-
-class S3MapDataset(_OwnReader, torch.utils.data.Dataset[Any]):
-    """Random access to the objects under a prefix (listed on creation) or of a URI list."""
-
-    def __init__(
-        self,
-        source: Source,
-        *,
-        config: ReaderConfig | None = None,
-        credentials: Credentials | None = None,
-        transform: Transform | None = None,
-        cache_dir: str | os.PathLike[str] | None = None,
-        cache_max_bytes: int = DEFAULT_CACHE_BYTES,
-        on_error: SamplePolicy | None = None,
-    ) -> None:
-        self._config = config if config is not None else ReaderConfig()
-        self._credentials = credentials
-        self.transform = transform
-        self._reader: S3Reader | None = None
-        self._objects = _resolve(source, self.reader)
-        self.uris = [_uri(item) for item in self._objects]
-        self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
-        self.on_error = on_error if on_error is not None else SamplePolicy()
-        self.counts = SampleCounts()
-        if self._config.adaptive_rate:
-            shared_rate_limiter(self._config)  # made here, shared by the forked workers
-        self._guard: SampleGuard | None = None
-
-    def __len__(self) -> int:
-        return len(self.uris)
-
-    def __getitem__(self, index: int) -> Any:
-        """The item at `index`; None for a sample skipped by ``SamplePolicy("skip")``
-        (`collate_list` leaves it out of the batch)."""
-        item = self._objects[index]
-        if self._guard is None:  # per process: each DataLoader worker counts its own share
-            self._guard = SampleGuard(
-                self.on_error, self.counts, reader_stats=self._own_reader_stats
-            )
-        guard, uri = self._guard, _uri(item)
-        if not readable_name(uri):
-            error = unreadable_name(uri)
-            guard.failed(str(error), error)
-            return None
-        cache = self._cache.get()
-        try:
-            if cache is not None:
-                result = next(read_through(self.reader, [item], cache))
-            else:
-                result = self.reader.read(uri)
-        except Exception as exc:
-            if self.on_error.on_error == "raise":
-                raise
-            guard.failed(failure("reading", uri, exc), exc)
-            return None
-        if self.transform is None:
-            guard.ok()
-            return result
-        return guard.apply(self.transform, uri, result)[1]
-
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_reader"] = state["_guard"] = None
-        return state
