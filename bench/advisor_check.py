@@ -288,8 +288,13 @@ def main(argv: list[str] | None = None) -> int:
         "many cores to sweep them all; the best count is then the best of these",
     )  # fmt: skip
     parser.add_argument("--runs", type=int, default=RUNS, help="interleaved runs per count")
-    parser.add_argument("--results", type=Path, default=RESULTS)
+    parser.add_argument(
+        "--results", type=Path, default=RESULTS,
+        help=f"the JSON to write (a folder: {RESULTS.name} in it)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
+    if args.results.is_dir():  # known now, not after the sweep's half hour
+        args.results = args.results / RESULTS.name
     run = begin("advisor-check", argv)
     scenarios = [s for s in SCENARIOS if not args.only or s.name in args.only]
     warnings.filterwarnings("ignore", message="This DataLoader will create", category=UserWarning)
