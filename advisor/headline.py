@@ -154,14 +154,21 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
         )
     if stage == "workers":
         return (
-            f"To keep up{short}: run a longer live trial (30 s or more): more workers than it "
-            "measured may read faster."
+            f"To keep up{short}: run a longer live trial: more workers than it measured may "
+            "read faster."
         )
     if limit is None:
         return "To keep up: run the live trial, which measures what limits the loader."
+    if limit.within_noise:
+        return (
+            f"To keep up{short}: it read within the noise of keeping up, so a repeat may find "
+            f"it does; for a margin, make each sample about {more} cheaper to load or give "
+            f"the loader {more} the cores."
+        )
     return (
-        f"To keep up{short}: run a longer live trial (30 s or more) to measure what limits "
-        "the loader; meanwhile, cheaper samples or more cores raise every stage's ceiling."
+        f"To keep up{short}: no measured stage is at its ceiling, so no one change is named; "
+        f"making each sample about {more} cheaper to load, or giving the loader {more} the "
+        "cores, raises every stage's ceiling."
     )
 
 

@@ -130,6 +130,29 @@ def test_the_users_loop_is_judged_from_its_cpu_and_its_waits(
     assert found.origin == "loop"
 
 
+def test_no_rate_reads_above_its_ceiling_in_the_users_loop() -> None:
+    """The README's loader on the demo (0 workers, a 300 samples/s step): 113 samples/s, 60% of
+    each step waiting, 5.5 ms of CPU per sample with its reader's threads. The main process
+    loads only while the loop waits, 5.3 ms a sample, so the ceiling was "111% of its
+    ceiling" when taken from the CPU; now the main process's own time caps it: 100%."""
+    found = of_loop(summary(0.6, 113.0, 0.0055), usable_cores=2, workers=0)
+    assert found is not None and found.stage == "decode", found
+    assert "100% of its ceiling" in found.reason and "5.3 ms a sample" in found.reason, found
+    for c in found.ceilings:
+        assert found.measured_samples_per_s <= c.samples_per_s * 1.05
+    # a ceiling with workers that the rate exceeds (a cost timed wrong) is left out, and named
+    over = of_loop(
+        summary(
+            0.5,
+            190.0,
+            0.02,
+        ),
+        usable_cores=4,
+        workers=2,
+    )
+    assert over is not None and "left out: the decode ceiling of 100 samples/s" in over.reason
+
+
 def test_a_step_that_leaves_the_gpu_idle_is_named_as_the_host_side() -> None:
     """As diagnose measured on an H100: 4% waiting, the GPU busy 13% (0-60%) of the time."""
     busy = Spread(13.0, 0.0, 60.0, 38)

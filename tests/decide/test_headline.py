@@ -46,7 +46,7 @@ def test_a_loader_that_cannot_keep_up_always_gets_one_next_step(stage: str) -> N
         ("storage", "stream", "python -m advisor reshard"),
         ("storage", "copy-local", "faster disk"),
         ("workers", None, "longer live trial"),
-        ("unexplained", None, "longer live trial"),
+        ("unexplained", None, "no measured stage is at its ceiling"),
         (None, None, "run the live trial"),
     ],
 )
@@ -57,6 +57,17 @@ def test_the_next_step_follows_the_limiting_stage(
     assert action is not None and words in action, action
     if stage is not None:
         assert "120 samples/s of the 300 samples/s needed" in action
+
+
+def test_a_shortfall_within_the_noise_says_so_and_no_trial_is_asked_again() -> None:
+    """The README's picture: 277 of 300 samples/s after a 30 s trial, the slices on both sides
+    of the 285 that keeps up. The action asked for "a longer live trial (30 s or more)"."""
+    rec = _rec("unexplained")
+    assert rec.bottleneck is not None
+    close = dataclasses.replace(rec.bottleneck, within_noise=("285 samples/s (keeping up)",))
+    action = keep_up_action(dataclasses.replace(rec, bottleneck=close))
+    assert action is not None and "within the noise of keeping up" in action
+    assert "trial" not in action and "cheaper to load" in action
 
 
 def test_a_loader_that_keeps_up_gets_no_action() -> None:

@@ -320,22 +320,28 @@ def of_loop(
     if cpu > 0:  # a loader measured at no CPU (one that sleeps) has no CPU ceiling: it idles
         how = f"{duration(cpu)} CPU per sample"
         ceilings.append(Ceiling("cores", cores / cpu, f"{counted(cores, 'core')} / {how}"))
-        if workers is not None:
-            # with workers they load all along; with none the main process loads only while it
-            # waits
-            processes = workers if workers > 0 else waits
-            label = (
-                f"{counted(workers, 'worker')}"
-                if workers > 0
-                else f"the main process {share(waits)} of the time"
-            )
-            ceilings.append(Ceiling("decode", processes / cpu, f"{label} / {how}"))
+        if workers is not None and workers > 0:  # they load all along
+            label = counted(workers, "worker")
+            ceilings.append(Ceiling("decode", workers / cpu, f"{label} / {how}"))
+        elif workers is not None and measured > 0:
+            # with none the main process loads only while the loop waits, so it spends no more
+            # than the wait per sample on it: CPU beyond that ran on its reader's threads,
+            # beside the step
+            own = min(cpu, waits / measured)
+            label = f"the main process {share(waits)} of the time"
+            ceilings.append(Ceiling("decode", waits / own, f"{label} / {duration(own)} a sample"))
+    ceilings, wrong = exceeded(measured, ceilings)
+    dropped = "".join(
+        f"; left out: the {c.stage} ceiling of {rate(c.samples_per_s)} ({c.how}), under the "
+        "measured rate, was estimated wrong"
+        for c in wrong
+    )
     stage, nearest = name_stage(measured, ceilings, None)
     if nearest is not None:
         reason = (
             f"{share(waits)} of each step waits while the loader keeps {cores_busy(busy)} "
             "cores busy, "
-            f"{share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how})"
+            f"{share(measured / nearest.samples_per_s)} of its ceiling ({nearest.how}){dropped}"
         )
         return Bottleneck(stage, measured, tuple(ceilings), reason, "loop")
     idle = (
@@ -345,13 +351,13 @@ def of_loop(
     if machine_busy is not None and machine_busy >= BOTTLENECK_SHARE:
         reason = (
             f"{idle}, but the cores were {share(machine_busy)} busy: it waits on storage, or "
-            "other work starves it of CPU, which these figures cannot tell apart"
+            f"other work starves it of CPU, which these figures cannot tell apart{dropped}"
         )
         return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
     if workers is None:
-        reason = f"{idle}; its processes are not known"
+        reason = f"{idle}; its processes are not known{dropped}"
         return Bottleneck("unexplained", measured, tuple(ceilings), reason, "loop")
-    reason = f"{idle}: its processes mostly idle, it waits on storage or network latency"
+    reason = f"{idle}: its processes mostly idle, it waits on storage or network latency{dropped}"
     return Bottleneck("storage", measured, tuple(ceilings), reason, "loop")
 
 
