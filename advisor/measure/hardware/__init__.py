@@ -1,11 +1,12 @@
 """Hardware profile: GPUs (via NVML), usable CPU cores, RAM, /dev/shm and the local scratch disk.
 
 `probe_hardware` assembles the profile: `nvml` probes the GPUs (the only module that
-imports ``pynvml``), `host` reads /proc and /sys, `machine` holds the result types and
-`catalog` the GPUs a plan can name. Like gpustat's ``nvml.py``, the probe never raises because
-a GPU is missing or odd: no GPU, no driver, no NVML library or no ``pynvml`` module give an empty
-``gpus`` tuple and a note; a call the device does not support (``NVML_ERROR_NOT_SUPPORTED``)
-leaves that field None.
+imports ``pynvml``), `host` reads /proc and /sys, `processes` holds one reading of what a set
+of processes has used (the trial's and the loop's count of CPU and memory), `machine` holds the
+result types and `catalog` the GPUs a plan can name. Like gpustat's ``nvml.py``, the probe
+never raises because a GPU is missing or odd: no GPU, no driver, no NVML library or no
+``pynvml`` module give an empty ``gpus`` tuple and a note; a call the device does not support
+(``NVML_ERROR_NOT_SUPPORTED``) leaves that field None.
 
 The profile carries no host name or other identifying data, so it can be shared in a report.
 """

@@ -291,11 +291,36 @@ def process_tree(pid: int, root: Path = Path("/")) -> list[int]:
 
 def rss_bytes(pid: int | str = "self", root: Path = Path("/")) -> int:
     """The resident set of a live process in bytes (/proc/PID/statm); 0 when it is gone."""
+    return _rss_bytes(pid, root) or 0
+
+
+def _rss_bytes(pid: int | str, root: Path) -> int | None:
+    """statm's resident pages, the count VmRSS shows in kB, in bytes; None when unreadable.
+    (Not /proc/PID/stat's rss field, which can lag VmRSS by some pages.)"""
+    text = _proc_file(root, pid, "statm")
+    if text is None:
+        return None
     try:
-        pages = int((root / f"proc/{pid}/statm").read_text().split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-    return pages * os.sysconf("SC_PAGE_SIZE")
+        return int(text.split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, IndexError):
+        return None
+
+
+def _proc_file(root: Path, pid: int | str, name: str) -> bytes | None:
+    """proc/PID/NAME under `root` as bytes (one read: the short files read here), None when
+    unreadable (the process is gone). os.open and os.read, not Path.read_text, which costs
+    twice as much: these readers run every few batches on the trial's training thread and every
+    50 ms in the loop's sampler thread."""
+    try:
+        fd = os.open(f"{root}/proc/{pid}/{name}", os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        return os.read(fd, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def peak_rss_bytes(pid: int | str = "self", root: Path = Path("/")) -> int:
@@ -324,8 +349,25 @@ def cpu_model(root: Path = Path("/")) -> str:
 def cpu_seconds(pid: int | str = "self", root: Path = Path("/")) -> float:
     """User plus system CPU seconds a live process has used (/proc/PID/stat utime and stime),
     all its threads; 0 when it is gone."""
+    return _cpu_seconds(pid, root) or 0.0
+
+
+def _cpu_seconds(pid: int | str, root: Path) -> float | None:
+    text = _proc_file(root, pid, "stat")
+    if text is None:
+        return None
     try:
-        fields = (root / f"proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        # the command name may hold spaces and parentheses: fields follow the last ")"
+        fields = text.rsplit(b")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    except (ValueError, IndexError):
+        return None
+
+
+def process_usage(pid: int, root: Path = Path("/")) -> tuple[float, int] | None:
+    """(CPU seconds so far, resident bytes now) of a process, as `cpu_seconds` and `rss_bytes`
+    read them; None when it is gone, where those two would read 0 (a process that ended is
+    told apart from one that has not yet used a clock tick: `TreeSample` keeps the CPU an
+    ended one was last seen with). A zombie's memory is gone: its resident set reads 0."""
+    cpu = _cpu_seconds(pid, root)
+    return None if cpu is None else (cpu, _rss_bytes(pid, root) or 0)
