@@ -58,8 +58,9 @@ class LoopRun:
     time_to_first_batch_s: from asking the loader for an iterator to holding the first batch
         (worker start-up included); the first batch is not in `wait_s`.
     ended: "batches" or "seconds" (a limit), "epoch" (the loader ran out), "cancelled".
-    cpu_s: CPU seconds of this process and its children (the loader's workers) over the loop,
-        the step's included. peak_rss_bytes: the largest resident set of that process tree.
+    cpu_s: CPU seconds of this process and its descendants (the loader's workers) over the
+        loop, the step's included. peak_rss_bytes: the largest total resident set of that tree
+        at one reading (its processes' summed; `TreeUsage`).
     gpu_utilization: NVML samples (percent) during the loop; empty without a GPU.
     loader_workers: the loader's num_workers (a DataLoader), 0 for any other iterable.
     """

@@ -1,5 +1,6 @@
 """What a loop costs the machine while it runs: the CPU seconds and the peak resident memory of
-this process and every process it started (DataLoader workers included), sampled in a thread."""
+this process and every process it started (DataLoader workers included), sampled in a thread.
+Each sample is a `TreeSample`, the reading the trial's sweep counts its workers from too."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import os
 import threading
 from types import TracebackType
 
-from advisor.measure.hardware.host import cpu_seconds, process_tree, rss_bytes
+from advisor.measure.hardware.host import process_tree
+from advisor.measure.hardware.processes import TreeSample
 
 SAMPLE_S = 0.05  # how often resident memory and CPU time are read
 RESCAN_EVERY = 4  # samples between two walks of /proc for new processes (workers start late)
@@ -16,22 +18,29 @@ RESCAN_EVERY = 4  # samples between two walks of /proc for new processes (worker
 class TreeUsage:
     """`with TreeUsage() as usage: ...`, then `usage.cpu_s` and `usage.peak_rss_bytes`.
 
-    A process that ends inside the window keeps the CPU time it was last seen with, so a worker
-    that exits early is still counted (up to one sampling period of its last work).
+    The tree is `pid` (this process by default) and all its descendants, those that started
+    before the window included: a persistent DataLoader's workers, started by an earlier epoch
+    or an earlier iteration, are the loader's own, and nothing /proc shows tells them from a
+    server the user's process started earlier, which is therefore counted too. (The trial, which
+    makes its loaders itself, leaves out the children that predate them.)
+
+    cpu_s: the tree's CPU seconds over the window (`TreeSample.cpu_since`, as the trial counts
+    its workers'). A process that ends inside the window keeps the CPU time it was last seen
+    with, so a worker that exits early is still counted (up to one sampling period of its last
+    work). peak_rss_bytes: the largest total resident set of the tree at one reading (the sum
+    over its processes), where the trial reports the largest single worker's.
     """
 
     def __init__(self, pid: int | None = None, period_s: float = SAMPLE_S) -> None:
         self.pid = os.getpid() if pid is None else pid
         self.period_s = period_s
         self.peak_rss_bytes = 0
-        self._start: dict[int, float] = {}
-        self._last: dict[int, float] = {}
+        self._start = self._seen = TreeSample()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tree-usage", daemon=True)
 
     def __enter__(self) -> TreeUsage:
-        self._start = {p: cpu_seconds(p) for p in process_tree(self.pid)}
-        self._last = dict(self._start)
+        self._start = self._seen = TreeSample.read(process_tree(self.pid))
         self._thread.start()
         return self
 
@@ -45,10 +54,10 @@ class TreeUsage:
     @property
     def cpu_s(self) -> float:
         """CPU seconds the tree used inside the window (processes born inside it from zero)."""
-        return sum(cpu - self._start.get(pid, 0.0) for pid, cpu in self._last.items())
+        return self._seen.cpu_since(self._start)
 
     def _run(self) -> None:
-        pids = list(self._last)
+        pids = list(self._seen.processes)
         tick = 0
         while not self._stop.wait(self.period_s):
             if tick % RESCAN_EVERY == 0:
@@ -57,10 +66,6 @@ class TreeUsage:
             self._sample(pids)
 
     def _sample(self, pids: list[int]) -> None:
-        total = 0
-        for pid in pids:
-            cpu = cpu_seconds(pid)
-            if cpu > 0:
-                self._last[pid] = max(cpu, self._last.get(pid, 0.0))
-            total += rss_bytes(pid)
-        self.peak_rss_bytes = max(self.peak_rss_bytes, total)
+        sample = TreeSample.read(pids)
+        self._seen = self._seen.then(sample)
+        self.peak_rss_bytes = max(self.peak_rss_bytes, sample.total_rss_bytes)
