@@ -249,22 +249,6 @@ def child_pids(root: Path = Path("/")) -> set[int]:
     return pids
 
 
-def largest_rss_mib(pids: set[int], root: Path = Path("/")) -> float:
-    """Largest resident set among `pids`, in MiB (VmRSS kB / 1024; the `peak_worker_rss_mb`
-    fields it fills keep their name, which the exported JSON carries); processes that are gone
-    count as 0."""
-    largest = 0
-    for pid in pids:
-        try:
-            with open(root / f"proc/{pid}/status") as f:
-                for line in f:
-                    if line.startswith("VmRSS:"):
-                        largest = max(largest, int(line.split()[1]))
-        except OSError:
-            continue
-    return largest / 1024
-
-
 def process_tree(pid: int, root: Path = Path("/")) -> list[int]:
     """`pid` and all its descendants, from the parent links in /proc/*/stat (grandchildren
     included, which `child_pids` does not see); processes that end while it reads are skipped."""

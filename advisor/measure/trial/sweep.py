@@ -24,7 +24,8 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from advisor.measure.hardware.host import busy_cpu_s, child_pids, cpu_seconds, largest_rss_mib
+from advisor.measure.hardware.host import busy_cpu_s, child_pids
+from advisor.measure.hardware.processes import TreeSample
 from advisor.measure.trial.data import TrialData
 from advisor.measure.trial.live import BATCH_TIMEOUT_S, LiveLoader, spin_step
 from advisor.measure.trial.results import (
@@ -65,6 +66,15 @@ def measure_slice(
     to `max_seconds` (default three times `seconds`); failing that, the rate includes them (a
     lower bound). `check` is called after every batch (it may raise to stop early). With
     `min_samples`, the window must also hold that many samples.
+
+    The DataLoader workers (this process's children less `ignore_pids`, by default those that
+    predate the slice) are read as `read_workers` reads them, on this thread at fixed points
+    (no sampler thread: its CPU would count in the training thread's and the cores' figures):
+    their CPU from the window's opening to the slice's end (`TreeSample.cpu_since`, over the
+    window's samples; a persistent worker does not end inside a slice, so the two readings are
+    not chained as the loop's are), their memory every 8 batches (`peak_worker_rss_mb`: the
+    largest single worker's resident set at any of those readings, where the loop's
+    `TreeUsage` reports the peak of the whole tree's total from the same kind of reading).
     """
     step_rate = consumer_rate if step != STEP_NONE else None
     hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
@@ -90,7 +100,7 @@ def measure_slice(
     busy_window_start = busy_window_end = 0.0
     # ... and the DataLoader workers' own CPU (every thread of each worker process: its Python
     # thread, its reader's threads), from the window's opening to the slice's end
-    workers_window_start: float | None = None
+    workers_at_open: TreeSample | None = None
     for batch_index in itertools.count():
         batch = live.next_batch()
         now = time.monotonic()
@@ -108,11 +118,11 @@ def measure_slice(
             cpu_window_start, busy_window_start = cpu_now, busy_cpu_s(cores)
             spun_window_start, wall_window_start = spun, now
             if live.workers > 0:
-                workers_window_start = _workers_cpu(ignore)
+                workers_at_open = read_workers(ignore)
         samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
         if batch_index % 8 == 0:
-            peak_rss = max(peak_rss, largest_rss_mib(child_pids() - ignore))
+            peak_rss = max(peak_rss, read_workers(ignore).largest_rss_bytes / 2**20)
         if check is not None:
             check()
         if window.closed or now - started >= hard_stop:
@@ -129,8 +139,8 @@ def measure_slice(
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
     main_cpu = machine_cpu = share = worker_cpu = None
-    if steady_rate is not None and workers_window_start is not None:
-        worker_cpu = max(_workers_cpu(ignore) - workers_window_start, 0.0) / window.samples
+    if steady_rate is not None and workers_at_open is not None:
+        worker_cpu = max(read_workers(ignore).cpu_since(workers_at_open), 0.0) / window.samples
     if steady_rate is not None:
         spin_cpu = spun_window_end - spun_window_start
         thread_cpu = cpu_window_end - cpu_window_start
@@ -159,9 +169,12 @@ def measure_slice(
     )
 
 
-def _workers_cpu(ignore: set[int]) -> float:
-    """CPU seconds the DataLoader workers (this process's children, less `ignore`) have used."""
-    return sum(cpu_seconds(pid) for pid in child_pids() - ignore)
+def read_workers(ignore: set[int]) -> TreeSample:
+    """The DataLoader workers as a slice reads them: this process's children less `ignore`
+    (those that predate the loader, such as a local S3 server), their CPU and memory now. Only
+    direct children: `child_pids` reads this process's own task files where `process_tree`
+    reads every process's, and this runs on the training thread."""
+    return TreeSample.read(child_pids() - ignore)
 
 
 def measure_loader(
