@@ -1,12 +1,107 @@
-"""What a set of processes has used (`TreeSample`): the reading, and the counts made from it."""
+"""What a set of processes has used (`TreeSample`), and the two measurements that count from it:
+the trial's sweep reading its workers and the loop's `TreeUsage` reading the process tree
+must agree on the same children, which burn a known CPU time and hold a known resident set."""
 
 from __future__ import annotations
 
+import multiprocessing
 import os
+import time
+from dataclasses import dataclass
+from multiprocessing.synchronize import Event, Semaphore
 from pathlib import Path
 
-from advisor.measure.hardware.host import process_usage
+from advisor.measure.hardware.host import child_pids, process_tree, process_usage
 from advisor.measure.hardware.processes import ProcessReading, TreeSample
+from advisor.measure.loop.usage import TreeUsage
+from advisor.measure.trial.sweep import read_workers
+
+CHILDREN = 3
+HOLD_MIB = 48
+BURN_S = 0.4
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Cues:
+    """What the test and its children tell each other (forked: shared as they are)."""
+
+    hold: Event  # the test has read the children bare: hold the memory
+    held: Semaphore  # one release per child holding it
+    go: Event  # the windows are open: burn
+    burnt: Semaphore  # one release per child done burning
+    end: Event  # the windows' last readings are taken: free the memory and exit
+
+    @classmethod
+    def make(cls) -> Cues:
+        fork = multiprocessing.get_context("fork")
+        return cls(fork.Event(), fork.Semaphore(0), fork.Event(), fork.Semaphore(0), fork.Event())
+
+
+def _burn(cues: Cues) -> None:
+    """Hold HOLD_MIB MiB written (so resident; writing it costs some 60 ms of CPU, before the
+    windows), then burn BURN_S s of this process's CPU, and keep the memory until the end."""
+    cues.hold.wait(30)
+    held = bytearray(b"\x01") * (HOLD_MIB * MIB)
+    cues.held.release()
+    cues.go.wait(30)
+    started = time.thread_time()
+    while time.thread_time() - started < BURN_S:
+        pass
+    cues.burnt.release()
+    cues.end.wait(30)
+    del held
+
+
+def _from_each_child(said: Semaphore) -> None:
+    for _ in range(CHILDREN):
+        assert said.acquire(timeout=30)
+
+
+def test_the_sweep_and_the_loop_count_the_same_children_alike() -> None:
+    cues = Cues.make()
+    before = child_pids()  # as the trial takes them before it makes a loader
+    fork = multiprocessing.get_context("fork")
+    children = [fork.Process(target=_burn, args=(cues,)) for _ in range(CHILDREN)]
+    for child in children:
+        child.start()
+    try:
+        bare = read_workers(before)
+        cues.hold.set()
+        _from_each_child(cues.held)
+        rest_from = TreeSample.read(process_tree(os.getpid()))
+        with TreeUsage() as usage:
+            at_start = read_workers(before)
+            cues.go.set()
+            _from_each_child(cues.burnt)
+            at_end = read_workers(before)
+            # the children end inside the loop's window: it keeps the CPU they were last seen
+            # with, as the sweep's reading just before their end counts it
+            cues.end.set()
+            for child in children:
+                child.join(10)
+        workers = set(at_end.processes)
+        others = TreeSample.read(set(process_tree(os.getpid())) - workers)
+    finally:
+        cues.end.set()
+        for child in children:
+            if child.is_alive():
+                child.kill()
+                child.join(5)
+    assert workers == {child.pid for child in children}
+    # the sweep: the workers' CPU between two readings, and the largest worker's memory
+    sweep_cpu = at_end.cpu_since(at_start)
+    assert CHILDREN * (BURN_S - 0.02) <= sweep_cpu <= CHILDREN * BURN_S + 0.15
+    for pid in workers:  # each holds what it wrote on top of what it was born with
+        grew = at_end.processes[pid].rss_bytes - bare.processes[pid].rss_bytes
+        assert grew >= HOLD_MIB * MIB
+    assert at_end.largest_rss_bytes >= bare.largest_rss_bytes + HOLD_MIB * MIB
+    assert at_end.total_rss_bytes >= CHILDREN * HOLD_MIB * MIB
+    # the loop: the whole tree, less what the processes other than the workers used (this
+    # process and anything it started before the test) over a window just wider than the loop's
+    loop_workers_cpu = usage.cpu_s - others.cpu_since(rest_from)
+    assert abs(loop_workers_cpu - sweep_cpu) <= 0.1
+    assert usage.peak_rss_bytes >= at_end.total_rss_bytes
 
 
 def test_a_process_that_ends_keeps_its_last_cpu_and_holds_no_memory() -> None:
