@@ -27,7 +27,7 @@ from advisor.core.bounds import (
 )
 from advisor.core.errors import CommandErrors
 from advisor.core.location import check_answers, first_contact_s
-from advisor.core.units import MB, counted, data_size, duration, mb_per_s, per_s, rate
+from advisor.core.units import MIB, counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.diagnosis import cli as diagnose_cli
 from advisor.export import ExportBundle, build_export
@@ -258,7 +258,7 @@ def _print_measured(session: AdvisorSession) -> None:
         for c in t.counts:
             bound = ">=" if c.lower_bound else ""  # no steady state: a lower bound (see notes)
             spread = f"({per_s(c.low)}-{per_s(c.high)})"
-            memory = data_size(rss.get(c.num_workers, 0.0) * MB)
+            memory = data_size(rss.get(c.num_workers, 0.0) * MIB)  # the sweep's MiB
             first = t.first_batch_s(c.num_workers)
             print(
                 f"{c.num_workers:>11}  {bound:>2}{per_s(c.median):>7} {spread:<19}  "

@@ -311,3 +311,11 @@ def test_the_copy_time_says_where_its_rate_comes_from(
     cost2 = next(f for f in fired if f.rule_id == "COST-2")
     assert words in src4.rationale and words in cost2.rationale
     assert src4.evidence["copy_rate"] == basis
+
+
+def test_a_workers_measured_memory_is_read_in_the_unit_the_sweep_wrote() -> None:
+    """The sweep writes a worker's resident set in MiB; read as MB it lost 4.6% of it."""
+    ctx = make_ctx({"trial": {}})
+    assert ctx.trial is not None
+    peak = max(p.peak_worker_rss_mb for p in ctx.trial.sweep)
+    assert peak > 0 and ctx.worker_rss_bytes == peak * 2**20

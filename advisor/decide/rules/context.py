@@ -22,7 +22,7 @@ from advisor.core.storage import (
     SHARED_FS_DEFAULTS,
     StorageParams,
 )
-from advisor.core.units import MB, data_rate, data_size, duration
+from advisor.core.units import MB, MIB, data_rate, data_size, duration
 from advisor.decide.rules.evidence import SweepEvidence
 from advisor.decide.rules.keys import Key, State
 from advisor.decide.rules.reading import Reading
@@ -133,7 +133,7 @@ class Context(Reading):
         if self.trial is not None and self.trial.sweep:
             peak = max(p.peak_worker_rss_mb for p in self.trial.sweep)
             if peak > 0:
-                return peak * MB
+                return peak * MIB  # the sweep reads it in MiB
         return DEFAULT_WORKER_RSS_BYTES
 
     @property
