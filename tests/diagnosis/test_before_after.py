@@ -81,6 +81,10 @@ def test_a_copy_local_advice_names_its_copy_measured_and_the_home_cache(
     where the copy is and what the home cache holds after it; the JSON carries the record."""
     home = tmp_path / "home"
     monkeypatch.setenv("HOME", str(home))  # the copy lands in this home's cache, not the real one
+    # ... and the demo's cache, which other tests of the session fill, is not this home's
+    monkeypatch.setenv(
+        "LOADER_ADVISOR_DEMO_CACHE", str(home / ".cache" / "loader-advisor" / "demo")
+    )
     for i in range(48):
         s3_client.put_object(Bucket=s3_bucket, Key=f"data/{i:03d}.bin", Body=bytes(20_000))
     credentials = Credentials(

@@ -111,17 +111,17 @@ def test_a_packed_sample_stays_within_the_disk_quota(
 
 
 def _spy_on_loaders(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """The datasets the sweep's DataLoaders were built over."""
-    from advisor.measure.trial import sweep
+    """The datasets the sweep's DataLoaders were built over (by its live loaders)."""
+    from advisor.measure.trial import live
 
     datasets: list[Any] = []
-    factory = sweep.make_dataloader
+    factory = live.make_dataloader
 
     def spy(dataset: Any, *args: Any, **kwargs: Any) -> Any:
         datasets.append(dataset.dataset)  # inside the StageGauge's publishing wrapper
         return factory(dataset, *args, **kwargs)
 
-    monkeypatch.setattr(sweep, "make_dataloader", spy)
+    monkeypatch.setattr(live, "make_dataloader", spy)
     return datasets
 
 
