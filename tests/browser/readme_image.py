@@ -14,38 +14,23 @@ so only the first run ever generates it.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import tempfile
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 from advisor.core.homecache import demo_root
-from tests.browser.browser_helpers import ARTIFACTS, NOTEBOOK, ROOT, jupyter_lab
-from tests.browser.test_browser import (
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    WALK_VIEWPORT,
-    _click,
-    _run_all,
-    _step,
-    _wait_kernel_ready,
-)
-from tests.browser.test_browser_own_loader import NOTHING_SET
+from tests.browser.browser_helpers import ARTIFACTS, ROOT, jupyter_lab
+from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, WALK_VIEWPORT, _click, _step
+from tests.browser.test_browser_own_loader import NOTHING_SET, _demo_to_workload, _root_with
 
 HEADLINE_MS = 300_000
 
 
-def take(out: Path, trial_seconds: int, consumer_rate: int) -> str:
+def take(out: Path, trial_seconds: int) -> str:
     """Walk the wizard and write the Recommendation step's picture to `out`; its headline."""
     with tempfile.TemporaryDirectory(prefix="readme-image-") as tmp:
-        root = Path(tmp) / "root"
-        (root / "notebooks").mkdir(parents=True)
-        (root / "notebooks" / "advisor.ipynb").write_text(
-            json.dumps(json.loads(NOTEBOOK.read_text()))
-        )
-        shutil.copy(ROOT / "examples" / "tutorial_loader.py", root / "notebooks")
+        root = _root_with(Path(tmp))
         env = {"LOADER_ADVISOR_DEMO_CACHE": str(demo_root())}
         log = ARTIFACTS / "jupyterlab-readme-image.log"
         log.parent.mkdir(parents=True, exist_ok=True)
@@ -58,19 +43,7 @@ def take(out: Path, trial_seconds: int, consumer_rate: int) -> str:
             )
             page = browser.new_page(viewport=WALK_VIEWPORT)
             page.set_default_timeout(120_000)
-            page.goto(lab.notebook_url("notebooks/advisor.ipynb"))
-            _wait_kernel_ready(page, 90_000)
-            _run_all(page)
-            dataset = _step(page, "dataset")
-            _click(page, "la-btn-demo")
-            dataset.locator(".la-profile-summary", has_text="objects").wait_for(timeout=180_000)
-            _click(page, "la-btn-next")
-            _step(page, "hardware").locator(".la-hardware-summary", has_text="CPU cores").wait_for()
-            _click(page, "la-btn-next")
-            workload = _step(page, "workload")
-            workload.locator(".la-input-rate input").fill(str(consumer_rate))
-            workload.locator(".la-input-loader input").fill("tutorial_loader:make_loader")
-            workload.locator(".la-field-errors", has_text="one GPU consumes").wait_for()
+            _demo_to_workload(page, lab, "tutorial_loader:make_loader")  # 300 samples/s
             _click(page, "la-btn-next")
             trial = _step(page, "trial")
             trial.locator(".la-input-trial-seconds input").fill(str(trial_seconds))
@@ -100,9 +73,8 @@ def main() -> None:
     )
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images" / "wizard.png")
     parser.add_argument("--trial-seconds", type=int, default=30)
-    parser.add_argument("--consumer-rate", type=int, default=300)
     args = parser.parse_args()
-    print(take(args.out, args.trial_seconds, args.consumer_rate))
+    print(take(args.out, args.trial_seconds))
     print(f"wrote {args.out}")
 
 
