@@ -17,16 +17,8 @@ from advisor.decide.rules import Context
 from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.measure.hardware.gpu_decode import GpuDecode, GpuDecodePoint
 from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
-from advisor.measure.trial.results import (
-    DecodeCost,
-    HostToDevice,
-    LoaderPoint,
-    SampleCopy,
-    StorageProbe,
-    TrialResult,
-    TrialSetup,
-    summarise,
-)
+from advisor.measure.trial.probe_results import DecodeCost, HostToDevice, SampleCopy, StorageProbe
+from advisor.measure.trial.results import LoaderPoint, TrialResult, TrialSetup, summarise
 
 MB, GB, TB = 10**6, 10**9, 10**12
 L4 = GpuInfo(0, "NVIDIA L4", 24 * 2**30, 1, 4, 16, 16, None, "550.54.15", 12040)

@@ -28,7 +28,7 @@ LAYERS: dict[str, set[str]] = {
     "advisor.report": {"advisor.core", "advisor.measure", "native_loader"},
     FRONT: {"advisor", "native_loader"},
 }
-SIZE_LIMIT = 450  # lines; the house guide is ~400
+SIZE_LIMIT = 400  # lines: the house guide
 FRONT_MODULES = 9  # top-level modules of `advisor`: the doors and the session
 # single modules allowed one more import than their package
 EXCEPTIONS: dict[str, set[str]] = {

@@ -14,7 +14,7 @@ from advisor.decide.recommend import Recommendation, recommend
 from advisor.decide.rules import Context, Key, evaluate
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop, of_trial
 from advisor.measure.loop.results import LoopSummary, Spread
-from advisor.measure.trial.results import StorageProbe
+from advisor.measure.trial.probe_results import StorageProbe
 from tests.builders import make_ctx
 
 # 8 workers measured at 1,900 samples/s; 4 ms of CPU per sample on 8 loading cores allow 2,000

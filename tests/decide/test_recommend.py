@@ -17,13 +17,12 @@ from advisor.core.workload import Workload
 from advisor.decide.recommend import DATA_SOURCES, Recommendation, read_paths, recommend
 from advisor.decide.rules import RULES, Context, DecisionKind, Key, evaluate, rule_by_id
 from advisor.decide.rules.workers import core_cap
+from advisor.measure.trial.probe_results import DecodeCost, StorageProbe
 from advisor.measure.trial.results import (
     READ_LISTED,
     READ_LOCAL_COPY,
-    DecodeCost,
     LoaderPoint,
     ReadPathSweep,
-    StorageProbe,
     TrialResult,
     TrialSetup,
 )

@@ -10,15 +10,9 @@ from collections.abc import Callable, Mapping
 import pytest
 
 from advisor.decide.rules.measured import choose_measured
-from advisor.measure.trial.results import (
-    STEP_NONE,
-    STEP_SLEEP,
-    STEP_SPIN,
-    LoaderPoint,
-    StorageProbe,
-    summarise,
-)
-from advisor.measure.trial.run import SLICES_PER_MODE
+from advisor.measure.trial.counts import SLICES_PER_MODE
+from advisor.measure.trial.probe_results import StorageProbe
+from advisor.measure.trial.results import STEP_NONE, STEP_SLEEP, STEP_SPIN, LoaderPoint, summarise
 from advisor.measure.trial.search import CountSearch, measured_ceiling, step_modes
 from advisor.measure.trial.sweep import MIN_SLICE_SECONDS
 

@@ -27,12 +27,11 @@ from advisor.measure.hardware import probe_hardware
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial import localcopy, packed
 from advisor.measure.trial.data import TrialClock, TrialData, TrialEvent
+from advisor.measure.trial.probe_results import DecodeCost, StorageProbe
 from advisor.measure.trial.results import (
     READ_LISTED,
     READ_PACKED,
-    DecodeCost,
     LoaderPoint,
-    StorageProbe,
     TrialResult,
     TrialSetup,
     summarise,

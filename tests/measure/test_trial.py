@@ -23,13 +23,12 @@ from advisor.measure.hardware.host import child_pids
 from advisor.measure.profile import profile_dataset
 from advisor.measure.trial.data import TrialData, TrialEvent
 from advisor.measure.trial.live import spin_step
+from advisor.measure.trial.probe_results import StorageProbe, saturated
 from advisor.measure.trial.results import (
     READ_LISTED,
     READ_LOCAL_COPY,
     LoaderPoint,
-    StorageProbe,
     TrialSetup,
-    saturated,
     summarise,
 )
 from advisor.measure.trial.run import _lower_bound_note, run_trial

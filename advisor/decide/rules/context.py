@@ -33,12 +33,8 @@ from advisor.decide.rules.thresholds import (
     FILE_MODE_MB_S,
     SHARD_TARGET_BYTES,
 )
-from advisor.measure.trial.results import (
-    READ_LOCAL_COPY,
-    READ_PACKED,
-    CountRate,
-    StorageProbe,
-)
+from advisor.measure.trial.probe_results import StorageProbe
+from advisor.measure.trial.results import READ_LOCAL_COPY, READ_PACKED, CountRate
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from advisor.core.units import data_size
 from advisor.measure.trial.data import TrialClock, TrialData
-from advisor.measure.trial.results import SampleCopy
+from advisor.measure.trial.probe_results import SampleCopy
 from native_loader import ObjectInfo
 from native_loader.local_copy import write_atomically
 

@@ -22,7 +22,7 @@ from advisor.measure.hardware.gpu_decode import (
     measure_gpu_decode,
 )
 from advisor.measure.trial.data import TrialClock, TrialData
-from advisor.measure.trial.results import DecodeCost, HostToDevice, StorageProbe, saturated
+from advisor.measure.trial.probe_results import DecodeCost, HostToDevice, StorageProbe, saturated
 from advisor.measure.trial.steady import tensor_bytes
 from native_loader import ObjectInfo, S3IterableDataset
 from native_loader.sample_errors import SampleGuard, SamplePolicy, check_name, sample_name

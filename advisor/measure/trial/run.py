@@ -3,28 +3,26 @@
 from __future__ import annotations
 
 import dataclasses
-import functools
 import shutil
 import tempfile
 import threading
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from advisor.core.bounds import TrialBudget, range_of
 from advisor.core.location import DatasetLocation
-from advisor.core.model import HEADROOM, predict, process_objects_per_s
+from advisor.core.model import process_objects_per_s
 from advisor.core.reader_budget import inflight_bytes, requests_in_flight
 from advisor.core.storage import LOCAL_READ_THREADS
 from advisor.core.workload import Workload
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.hardware.gpu_decode import GpuDecode
 from advisor.measure.profile import DatasetProfile
+from advisor.measure.trial.counts import sweep_counts
 from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
-from advisor.measure.trial.live import CYCLE_OBJECTS
 from advisor.measure.trial.localcopy import CopyUnavailable, copy_sample
 from advisor.measure.trial.packed import pack_sample
+from advisor.measure.trial.probe_results import DecodeCost, SampleCopy, StorageProbe
 from advisor.measure.trial.probes import (
     CONCURRENCY_LEVELS,
     WatchedTransform,
@@ -38,24 +36,13 @@ from advisor.measure.trial.results import (
     READ_LISTED,
     READ_LOCAL_COPY,
     READ_PACKED,
-    READ_PATH_WORDS,
-    STEP_WORDS,
-    CountRate,
-    DecodeCost,
-    LoaderPoint,
     ReadPathSweep,
-    SampleCopy,
-    StorageProbe,
     TrialResult,
     TrialSetup,
-    summarise,
 )
-from advisor.measure.trial.search import CountSearch, measured_ceiling, step_modes
-from advisor.measure.trial.sweep import MIN_SLICE_SECONDS, measure_counts
-from advisor.measure.trial.watch import TrialWatch, overrun_s
+from advisor.measure.trial.watch import TrialWatch
 from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
-from native_loader.loader import prefetch_for
 
 # The sweep also takes what the storage probe, the decode timing and the sample copy (or packing)
 # with its own probe (when the training reads a local copy or packed shards; at most their
@@ -67,7 +54,6 @@ BUDGET_SHARES = {
 # threads, so higher levels would measure the same.
 LOCAL_LEVELS = tuple(level for level in CONCURRENCY_LEVELS if level <= LOCAL_READ_THREADS)
 SHUTDOWN_SHARE = 0.03  # of the budget: the sweep's loaders shutting their workers down
-SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 MAX_SECONDS = range_of(TrialBudget, "seconds").high
 
 # The read paths the trial makes from a sample of the listed objects, as progress and notes
@@ -220,8 +206,11 @@ def _measure(
         for index, path in enumerate(paths):
             share = 1.0 / (len(paths) - index)  # of what is left for the sweep
             local = path in MADE or location.storage == "local"
-            sweep, counts = _sweep(
-                sources[path], hardware, workload, clock, probes[path], decode, path, share,
+            # what the earlier phases left, less the copy test's share and the loaders' shutdown
+            seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
+            seconds = max(seconds * share, clock.seconds * BUDGET_SHARES["sweep"] * share / 4)
+            sweep, counts = sweep_counts(
+                sources[path], hardware, workload, clock, probes[path], decode, path, seconds,
                 local=local,
             )  # fmt: skip
             measured.append(ReadPathSweep(path, sweep, counts))
@@ -318,92 +307,3 @@ def _budget_for(data: TrialData, hardware: HardwareProfile, workload: Workload) 
         workload.gpus_per_node,
         streamed=data.streamed,
     )
-
-
-def _sweep(
-    data: TrialData,
-    hardware: HardwareProfile,
-    workload: Workload,
-    clock: TrialClock,
-    storage: StorageProbe,
-    decode: DecodeCost,
-    read_path: str = READ_LISTED,
-    share: float = 1.0,
-    *,
-    local: bool = False,
-) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
-    """num_workers 0 and 1 up to the rank's cores (no more than the objects an epoch deals: a
-    worker above them reads nothing), measured as training sees them
-    (`advisor.measure.trial.sweep.measure_counts`); when the budget holds fewer at
-    MIN_SLICE_SECONDS a slice, those the count search chooses as it measures (`CountSearch`,
-    from the model's choice). Both step models where they can disagree (`step_modes`). Pinned
-    when a GPU is present, as the exported loader reads then."""
-    cores = max(hardware.usable_cores // max(workload.gpus_per_node, 1), 1)
-    # a worker above the epoch's objects is dealt none: no count above them is worth a slice
-    highest = cores if data.epoch_objects is None else max(min(cores, data.epoch_objects), 1)
-    # what the earlier phases left, less the copy test's share and the loaders' shutdown
-    seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
-    seconds = max(seconds * share, clock.seconds * BUDGET_SHARES["sweep"] * share / 4)
-    spo = max(1.0, data.mean_object_bytes / max(decode.bytes_per_sample, 1.0))
-    # `storage`: the probe of what this sweep reads (the listed objects, or the local copy);
-    # `local`: it reads local files
-    params = storage.params(data.config.max_inflight_requests, local=local)
-    stall_s = storage.first_byte_p95_s
-    predictions = {
-        w: predict(
-            w, object_bytes=data.mean_object_bytes, samples_per_object=spo,
-            cpu_s_per_sample=decode.cpu_s_per_sample, usable_cores=cores, storage=params,
-            consumer_rate=workload.consumer_rate, overhead_s_per_sample=decode.overhead_s,
-            epoch_objects=data.epoch_objects,
-        )
-        for w in range(highest + 1)
-    }  # fmt: skip
-    predicted = {w: p.trained_samples_per_s for w, p in predictions.items()}
-    modes = step_modes(workload.consumer_rate, max(predicted.values()), cores)
-    limit = max(int(seconds // (MIN_SLICE_SECONDS * SLICES_PER_MODE * len(modes))), 2)
-    consumer = workload.consumer_rate
-    search = CountSearch(
-        highest, predicted, limit, None if consumer is None else consumer * HEADROOM
-    )
-    # each count reads with the prefetch the advice would export for it (PF-2's formula)
-    prefetch = {
-        w: prefetch_for(stall_s, predictions[w].samples_per_s / w, workload.batch_size)
-        for w in range(1, highest + 1)
-    }
-    ceiling = functools.partial(
-        measured_ceiling, cores=cores, storage=storage if not local else None, spo=spo
-    )
-    counts = search.first()
-    on = READ_PATH_WORDS.get(read_path, READ_PATH_WORDS[READ_LISTED])
-    epochs = ""
-    if data.epoch_objects is not None and data.epoch_objects < CYCLE_OBJECTS:
-        unit = "shards" if data.fmt == "tar" else "objects"
-        epochs = f", in epochs of {data.epoch_objects:,} {unit} as training's"
-    more = "" if search.every else f", then up to {limit - len(counts)} more as the rates direct"
-    steps = " and ".join(f"a {m} step" for m in modes)
-    clock.report(
-        "sweep",
-        f"measuring num_workers {', '.join(map(str, counts))}{more} on {on} as training sees"
-        f"{epochs} ({steps})",
-    )
-
-    measured: list[LoaderPoint] = []
-
-    def on_slice(point: LoaderPoint) -> None:
-        measured.append(point)
-        message = (
-            f"num_workers={point.num_workers} ({STEP_WORDS.get(point.step, point.step)}): "
-            f"{point.samples_per_s:.0f} samples/s{'' if point.steady else ' (lower bound)'}"
-        )
-        clock.report("sweep", message, point)
-
-    try:
-        return measure_counts(
-            data, workload.batch_size, search, workload.consumer_rate, seconds=seconds,
-            slices_per_mode=SLICES_PER_MODE, modes=modes, pin=torch.cuda.is_available(),
-            check=clock.check, on_slice=on_slice, prefetch=prefetch,
-            batch_timeout_s=clock.seconds + overrun_s(clock.seconds), ceiling=ceiling,
-        )  # fmt: skip
-    except TimeoutError as exc:  # what was measured before the stall still stands
-        clock.report("sweep", f"the sweep stopped: {exc}")
-        return tuple(measured), summarise(measured)

@@ -27,13 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from advisor.core.model import NOISE_CAP
-from advisor.measure.trial.results import (
-    STEP_NONE,
-    STEP_SLEEP,
-    STEP_SPIN,
-    LoaderPoint,
-    StorageProbe,
-)
+from advisor.measure.trial.probe_results import StorageProbe
+from advisor.measure.trial.results import STEP_NONE, STEP_SLEEP, STEP_SPIN, LoaderPoint
 
 # A measured rate within this share of a goal (the consumer's rate with headroom, a ceiling)
 # has reached it: the goal's own estimate is no closer than that.

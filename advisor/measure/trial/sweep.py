@@ -12,7 +12,7 @@ where the count search (`advisor.measure.trial.search`) adds a count, its slices
 slice measures the training thread's CPU per sample, the cores' busy CPU per sample (a spinning
 step's spin left out of both) and the thread's share of a core (the spin in it).
 `summarise` gives each count the lower of its step modes' medians and that mode's spread.
-The trial (advisor/measure/trial/run.py) and the bench's matrix (bench/advisor_matrix.py) both
+The trial (advisor/measure/trial/counts.py) and the bench's matrix (bench/advisor_matrix.py) both
 measure here.
 """
 
