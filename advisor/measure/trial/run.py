@@ -207,10 +207,10 @@ def _measure(
             share = 1.0 / (len(paths) - index)  # of what is left for the sweep
             local = path in MADE or location.storage == "local"
             # what the earlier phases left, less the copy test's share and the loaders' shutdown
-            seconds = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
-            seconds = max(seconds * share, clock.seconds * BUDGET_SHARES["sweep"] * share / 4)
+            left = clock.seconds * (1 - BUDGET_SHARES["h2d"] - SHUTDOWN_SHARE) - clock.used()
+            sweep_s = max(left * share, clock.seconds * BUDGET_SHARES["sweep"] * share / 4)
             sweep, counts = sweep_counts(
-                sources[path], hardware, workload, clock, probes[path], decode, path, seconds,
+                sources[path], hardware, workload, clock, probes[path], decode, path, sweep_s,
                 local=local,
             )  # fmt: skip
             measured.append(ReadPathSweep(path, sweep, counts))
