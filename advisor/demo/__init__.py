@@ -164,7 +164,7 @@ def _keep(store: StoreSnapshot, endpoint: S3Endpoint) -> S3Endpoint:
     except Exception:  # a listing that fails now would fail the next kernel's check too
         return endpoint
     data_dir = _running.data_dir
-    _running.server.stop()  # a consistent folder: nothing is written while it is copied
+    _running.server.stop(flush=True)  # a whole folder: nothing is written while it is copied
     with contextlib.suppress(OSError):
         store.save_from(data_dir, summary)
     return _launch(data_dir)
@@ -180,7 +180,8 @@ def _launch(data_dir: Path) -> S3Endpoint:
     previous, _running = _running, running
     _server, _data_dir = server, data_dir
     if previous is not None:
-        previous.server.stop()
+        # its folder is deleted next, or was already flushed by `_keep` (no process left)
+        previous.server.stop(flush=False)
         if previous.data_dir != data_dir:
             shutil.rmtree(previous.data_dir, ignore_errors=True)
         _end(previous.janitor)
@@ -240,7 +241,7 @@ def _stop_locked() -> None:
     global _demo, _running, _server, _data_dir
     running, _running = _running, None
     if running is not None:
-        running.server.stop()
+        running.server.stop(flush=False)  # its folder is deleted next
         shutil.rmtree(running.data_dir, ignore_errors=True)
         _end(running.janitor)
     _server, _demo, _data_dir = None, None, None

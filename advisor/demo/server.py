@@ -256,6 +256,8 @@ class S3Server:
             str(weed), "mini", f"-dir={self._data_dir}", f"-ip={HOST}", f"-ip.bind={HOST}",
             f"-s3.port={s3_port}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false",
             "-admin.ui=false", "-master.telemetry=false", "-master.volumeSizeLimitMB=1024",
+            # one volume server and no peer to hand its clients to: stop without waiting
+            "-volume.preStopSeconds=0",
             *(f"-{name}={port}" for name, port in ports.items()),
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
@@ -304,9 +306,17 @@ class S3Server:
     def pid(self) -> int | None:
         return self._process.pid if self._process else None
 
-    def stop(self) -> None:
+    def stop(self, *, flush: bool | None = None) -> None:
+        """Stop the server. `flush`: stop it gracefully, so that its data folder is whole
+        afterwards (about a second); by default only where the folder outlives it (one given
+        to it). A folder about to be deleted needs no flush: the process is killed."""
+        if flush is None:
+            flush = not self._own_data_dir
         process, self._process = self._process, None
-        if process is not None and process.poll() is None:
+        if process is not None and process.poll() is None and not flush:
+            process.kill()
+            process.wait(timeout=STOP_TIMEOUT_S)
+        elif process is not None and process.poll() is None:
             process.terminate()
             try:
                 process.wait(timeout=STOP_TIMEOUT_S)
