@@ -27,8 +27,8 @@ from advisor.core.units import data_rate, data_size, duration
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation
 from advisor.diagnosis.loop import Comparison, Diagnosis, as_step, compare, diagnose
-from advisor.headline import keep_up_action
 from advisor.measure.loop.run import LoaderSource, LoopEvent, Step, batch_samples, fresh
+from advisor.report.headline import keep_up_action
 from advisor.session import AdvisorSession
 from native_loader import Credentials
 from native_loader.local_copy import CopyReport, last_copy

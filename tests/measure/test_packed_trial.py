@@ -22,7 +22,6 @@ from advisor.decide.rules import Context, evaluate
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
-from advisor.headline import headline_lines
 from advisor.measure.hardware import probe_hardware
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial import localcopy, packed
@@ -37,6 +36,7 @@ from advisor.measure.trial.results import (
     summarise,
 )
 from advisor.measure.trial.run import run_trial
+from advisor.report.headline import headline_lines
 from native_loader import S3Reader
 from native_loader.decoders import on_payload
 from tests.builders import hardware as _hardware

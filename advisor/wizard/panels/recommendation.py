@@ -12,8 +12,8 @@ import plotly.graph_objects as go
 from advisor.core.units import per_s, rate
 from advisor.decide.recommend import S3_ONLY, Decision, Recommendation
 from advisor.export import decision_label, decision_value
-from advisor.headline import headline_lines
 from advisor.measure.trial.results import READ_LISTED, READ_PATH_WORDS
+from advisor.report.headline import headline_lines
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.evidence import evidence_rows

@@ -16,7 +16,7 @@ from advisor.core.units import per_s, rate, share
 
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
-    from advisor.diagnosis import Comparison, Diagnosis
+    from advisor.diagnosis.loop import Comparison, Diagnosis
     from advisor.measure.loop.results import LoopSummary
     from advisor.measure.trial.results import CountRate, TrialResult
 
