@@ -99,6 +99,7 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
     from advisor.diagnosis import diagnose
     from advisor.diagnosis.before_after import before_after
     from advisor.report.before_after import before_after_dict, before_after_lines
+    from advisor.report.diagnosis import diagnosis_lines
 
     cancel = threading.Event()
     limits = LoopLimits(
@@ -130,7 +131,7 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
             lines, data = before_after_lines(result), before_after_dict(result)
         else:
             diagnosis = diagnose(loader, **steps, limits=limits, progress=on_event, cancel=cancel)
-            lines, data = diagnosis.lines(), diagnosis.to_dict()
+            lines, data = diagnosis_lines(diagnosis), diagnosis.to_dict()
     if failed.code is not None:
         return failed.code
     if args.json:

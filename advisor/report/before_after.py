@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from advisor.report.diagnosis import comparison_dict, comparison_headline, diagnosis_lines
 from advisor.report.headline import keep_up_action
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
 def before_after_headline(result: BeforeAfter) -> list[str]:
     """Two or three lines: what to change and its measured effect; the verdicts."""
     what = ", ".join(result.changed) or "the recommended loader"
-    lines = [result.comparison.headline(what)]
+    lines = [comparison_headline(result.comparison, what)]
     before, after = result.comparison.verdicts()
     if before is not None and after is not None:
         lines.append(f"before: {before.line}")
@@ -35,13 +36,16 @@ def before_after_lines(result: BeforeAfter) -> list[str]:
     return [
         *before_after_headline(result), "",
         "your loader, on its own first (this run also sized the advice):",
-        *result.first_look.lines(),
+        *diagnosis_lines(result.first_look),
     ]  # fmt: skip
 
 
 def before_after_dict(result: BeforeAfter) -> dict[str, Any]:
-    """`diagnose --uri --json`: the headline first, then the result's facts (`to_dict`)."""
-    return {"headline": before_after_headline(result), **result.to_dict()}
+    """`diagnose --uri --json`: the headline first, then the result's facts (`to_dict`), the
+    comparison's with its headline."""
+    data = {"headline": before_after_headline(result), **result.to_dict()}
+    data["comparison"] = comparison_dict(result.comparison)
+    return data
 
 
 def copy_note(copy: LocalCopyStep) -> str:

@@ -42,8 +42,9 @@ EXCEPTIONS: dict[str, set[str]] = {
     "advisor.reshard.advice": {"advisor.decide.recommend", "advisor.measure.profile"},
     # before/after advises on the data first: a session
     "advisor.diagnosis.before_after": {"advisor.session"},
-    # `python -m advisor diagnose --uri` prints the before/after as the report words it
-    "advisor.diagnosis.cli": {"advisor.report.before_after"},
+    # `python -m advisor diagnose` prints the diagnosis and the before/after as the report
+    # words them
+    "advisor.diagnosis.cli": {"advisor.report.before_after", "advisor.report.diagnosis"},
 }
 
 

@@ -180,6 +180,7 @@ def test_a_real_loop_that_waits_while_its_loader_idles_names_storage() -> None:
     rather than waiting: then nothing is named."""
     from advisor.core.bounds import LoopLimits
     from advisor.diagnosis import diagnose
+    from advisor.report.diagnosis import diagnosis_lines
 
     limits = LoopLimits(
         max_batches=60, max_seconds=1.5, batch_timeout_s=5, first_batch_timeout_s=10
@@ -189,7 +190,7 @@ def test_a_real_loop_that_waits_while_its_loader_idles_names_storage() -> None:
     assert found is not None and found.stage in ("storage", "unexplained"), found
     if found.stage == "unexplained":
         assert "cannot tell apart" in found.reason
-    assert result.lines()[1] == found.line
+    assert diagnosis_lines(result)[1] == found.line
     assert result.to_dict()["bottleneck"]["stage"] == found.stage
 
 
