@@ -35,6 +35,7 @@ from advisor.measure.hardware.recording import RecordingNvml, write_recording
 from advisor.measure.trial.data import TrialEvent
 from advisor.report import gpu_rows, hardware_rows, profile_rows, text_table, trial_rows
 from advisor.report.headline import headline_lines
+from advisor.report.recommendation import recommendation_summary
 from advisor.reshard import cli as reshard_cli
 from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.session import AdvisorSession
@@ -275,7 +276,7 @@ def _print_recommendation(session: AdvisorSession) -> None:
     for line in headline_lines(r, session.trial, session.workload.consumer_rate):
         print(line)
     print()
-    print(r.summary())
+    print(recommendation_summary(r))
     if session.location is not None and advises_reshard(r, session.profile):
         print(f"\nre-shard first:  {_reshard_command(session)}")
 

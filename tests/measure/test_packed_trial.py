@@ -37,6 +37,7 @@ from advisor.measure.trial.results import (
 )
 from advisor.measure.trial.run import run_trial
 from advisor.report.headline import headline_lines
+from advisor.report.recommendation import recommendation_summary
 from native_loader import S3Reader
 from native_loader.decoders import on_payload
 from tests.builders import hardware as _hardware
@@ -160,7 +161,7 @@ def test_a_reshard_first_set_is_decided_by_the_sweep_on_its_packed_sample(
     measured = {c.num_workers: c.median for c in result.counts}
     assert rec.measured_samples_per_s == pytest.approx(measured[rec.num_workers], rel=1e-3)
     assert json.loads(rec.to_json())["num_workers"] == rec.num_workers
-    assert "(measured)" in rec.summary()
+    assert "(measured)" in recommendation_summary(rec)
     module = " ".join(build_export(location, rec, workload, profile).module_source.split())
     assert "packed sample" in module and "pack it into tar shards first" in module
 
