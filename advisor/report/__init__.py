@@ -7,7 +7,7 @@ Each front renders the same rows with the same labels: the CLI as an aligned tex
 the machine and a trial; `headline`: what to change and its measured effect; `recommendation`:
 the recommendation as text for a terminal; `diagnosis`: a diagnosed loader and a comparison;
 `before_after`: the user's loader beside the advised one; `history`: the session's runs side by
-side."""
+side; `watch`: the user's own loop as `advisor.watch` judged it."""
 
 from advisor.report.before_after import before_after_headline, before_after_lines, copy_note
 from advisor.report.diagnosis import comparison_headline, diagnosis_lines
@@ -22,6 +22,7 @@ from advisor.report.rows import (
     text_table,
     trial_rows,
 )
+from advisor.report.watch import watch_lines
 
 __all__ = [
     "Row",
@@ -40,4 +41,5 @@ __all__ = [
     "repeat_words",
     "text_table",
     "trial_rows",
+    "watch_lines",
 ]
