@@ -31,10 +31,11 @@ from advisor.core.units import MIB, counted, data_size, duration, mb_per_s, per_
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.diagnosis import cli as diagnose_cli
 from advisor.export import ExportBundle, build_export
-from advisor.headline import headline_lines
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
 from advisor.measure.trial.data import TrialEvent
 from advisor.report import gpu_rows, hardware_rows, profile_rows, text_table, trial_rows
+from advisor.report.headline import headline_lines
+from advisor.report.recommendation import recommendation_summary
 from advisor.reshard import cli as reshard_cli
 from advisor.reshard.advice import advises_reshard, reshard_command
 from advisor.session import AdvisorSession
@@ -271,11 +272,11 @@ def _print_measured(session: AdvisorSession) -> None:
 def _print_recommendation(session: AdvisorSession) -> None:
     r = session.recommendation
     assert r is not None
-    # the answer first: what to change and its measured effect (advisor.headline)
+    # the answer first: what to change and its measured effect (advisor.report.headline)
     for line in headline_lines(r, session.trial, session.workload.consumer_rate):
         print(line)
     print()
-    print(r.summary())
+    print(recommendation_summary(r))
     if session.location is not None and advises_reshard(r, session.profile):
         print(f"\nre-shard first:  {_reshard_command(session)}")
 

@@ -111,10 +111,12 @@ def _cache(words: list[str]) -> None:
 
 def _history() -> None:
     """The runs of the wizard shown last, as a text table."""
+    from advisor.report.history import history_table
+
     if not _shown:
         print("%advisor history: no wizard shown with %advisor in this kernel yet")
         return
-    print(_shown[0].controller.session.history().table())
+    print(history_table(_shown[0].controller.session.history()))
 
 
 def advisor_magic(line: str) -> None:

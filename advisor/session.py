@@ -235,8 +235,8 @@ class AdvisorSession:
     # --- the runs so far ---------------------------------------------------------------------
     def history(self) -> History:
         """Every trial (with its recommendation's key facts) and comparison of this session,
-        oldest first; `History.table()` puts them side by side and says whether a repeated
-        trial's answer held."""
+        oldest first; `advisor.report.history.history_table` puts them side by side and says
+        whether a repeated trial's answer held."""
         return History(tuple(self._trials), tuple(self._comparisons))
 
     def record_comparison(

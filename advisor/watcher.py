@@ -35,6 +35,7 @@ from advisor.decide.watching import Change, WatchReport, judge, proof
 from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
 from advisor.measure.loop.watch import WatchedLoop
+from advisor.report.watch import watch_lines
 
 __all__ = ["Doctor", "Watch", "watch"]
 
@@ -120,7 +121,7 @@ class Doctor:
         if self.view is not None:
             self.view.done(report)
         if self.out is not None:
-            for line in report.lines():
+            for line in watch_lines(report):
                 self.out(f"advisor.watch: {line}")
         return report
 

@@ -297,12 +297,13 @@ def model_step() -> Any:
 def diagnose_with_model(module: Any, pin: bool, seconds: float) -> dict[str, Any]:
     from advisor import diagnose
     from advisor.core.bounds import LoopLimits
+    from advisor.report.diagnosis import diagnosis_lines
 
     result = diagnose(
         module.make_dataloader(pin_memory=pin), model_step(),
         limits=LoopLimits(max_seconds=seconds), label="exported loader, ResNet-18 step",
     )  # fmt: skip
-    for line in result.lines():
+    for line in diagnosis_lines(result):
         print(f"diagnose: {line}", flush=True)
     return result.to_dict()
 

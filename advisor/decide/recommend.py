@@ -17,7 +17,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from advisor.core.reader_budget import READER_BUDGET_BYTES, READER_INFLIGHT
-from advisor.core.units import counted, data_size, rate
 from advisor.core.workload import Workload
 from advisor.decide.rules import (
     RULES,
@@ -174,40 +173,6 @@ class Recommendation:
         if self.sagemaker_input_mode is not None:
             source += f" (SageMaker {self.sagemaker_input_mode})"
         return source
-
-    def summary(self) -> str:
-        """A few plain lines for a terminal: the settings, the throughput, the reasons."""
-        kwargs = ", ".join(f"{k}={v!r}" for k, v in self.dataloader_kwargs().items())
-        kind = "measured" if self.measured_samples_per_s is not None else "predicted"
-        expected = f"{rate(self.expected_samples_per_s)} ({kind})"
-        if self.consumer_rate is not None:
-            verdict = "input-bound" if self.input_bound else "keeps up"
-            expected += f" against {rate(self.consumer_rate)} consumed: {verdict}"
-        shown = {d.name for d in self.shown_decisions()}
-        lines = [f"data source:  {self.source_words()}", f"DataLoader:   {kwargs}"]
-        if "requests_in_flight" in shown:  # read from S3: the native reader's settings
-            lines.append(
-                f"reader:       max_inflight_requests={self.requests_in_flight}, "
-                f"max_inflight_bytes={data_size(self.inflight_bytes)} per process"
-            )
-        if "shard_size" in shown:
-            lines.append(
-                f"shards:       {data_size(self.shard_size_bytes)} over "
-                f"{counted(self.prefix_count, 'prefix', 'prefixes')}"
-            )
-        lines.append(f"throughput:   {expected}")
-        if self.bottleneck is not None:
-            lines.append(f"bottleneck:   {self.bottleneck.words}: {self.bottleneck.reason}")
-        lines.append("")
-        for d in self.shown_decisions():  # the decision and why first; its rules after
-            folder = d.name == "data_source" and self.reads_folder_in_place
-            lines.append(f"{d.name} = {self.source_words() if folder else d.display}")
-            lines.append(f"  {d.rationale}")
-            rules = ", ".join(d.rules) or "none"
-            lines.append(f"  ({d.confidence} confidence; rules: {rules})")
-        lines += [f"note: {n}" for n in self.notes]
-        lines.append(f"rules on the path taken: {' -> '.join(self.fired_rules)}")
-        return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -94,6 +94,8 @@ def proof(change: Change, before: LoopSummary, after: LoopSummary) -> Proof | No
 
 @dataclass(frozen=True)
 class WatchReport:
+    """The loop judged so far (`advisor.report.watch.watch_lines` words it for people)."""
+
     summary: LoopSummary
     verdict: Verdict | None
     bottleneck: Bottleneck | None
@@ -101,23 +103,6 @@ class WatchReport:
     change: Change | None
     facts: LoaderFacts | None
     proof: Proof | None = None  # where the advised loader was swapped in (`advisor.watch`)
-
-    def lines(self) -> list[str]:
-        s = self.summary
-        out = [self.verdict.line if self.verdict else "too few steps to judge yet"]
-        if self.bottleneck is not None:
-            out.append(self.bottleneck.line)
-        if self.change is not None:
-            out.append(f"change: {self.change.line}")
-        out += [f"found: {trip.line}" for trip in self.trips]
-        if self.proof is not None:
-            out.append(f"proof: {self.proof.line}")
-        if s.overall_samples_per_s is not None:
-            out.append(
-                f"{s.batches} steps, {rate(s.overall_samples_per_s)}; first batch after "
-                f"{duration(s.time_to_first_batch_s)}"
-            )
-        return out
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

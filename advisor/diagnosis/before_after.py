@@ -5,7 +5,8 @@ through the same step, in the same loop.
 gives the batch size the advice plans for), runs the advisor on `uri` with that workload
 (profile, hardware, the live trial, the rules), writes the exported module to a scratch folder,
 imports it, and compares its `make_dataloader()` with the user's loader, interleaved. The user's
-loader is never modified. The headline says what to change and what it measured.
+loader is never modified. The headline (`advisor.report.before_after`) says what to change
+and what it measured.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from advisor.core.units import data_rate, data_size, duration
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation
 from advisor.diagnosis.loop import Comparison, Diagnosis, as_step, compare, diagnose
-from advisor.headline import keep_up_action
 from advisor.measure.loop.run import LoaderSource, LoopEvent, Step, batch_samples, fresh
 from advisor.session import AdvisorSession
 from native_loader import Credentials
@@ -66,9 +66,6 @@ class LocalCopyStep:
             how = f"this run fetched {data_size(r.copied_bytes)} in {measured} and kept the rest"
         return f"copy {data_size(r.bytes)} to local disk first ({how})"
 
-    def note(self) -> str:
-        return f"The local copy is in {self.folder}; {self.home}."
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "folder": self.folder,
@@ -81,7 +78,8 @@ class LocalCopyStep:
 
 @dataclass(frozen=True)
 class BeforeAfter:
-    """The advice for the data, the comparison that measured it, and the headline."""
+    """The advice for the data and the comparison that measured it (the headline people read:
+    `advisor.report.before_after`)."""
 
     first_look: Diagnosis
     recommendation: Recommendation
@@ -89,26 +87,9 @@ class BeforeAfter:
     changed: tuple[str, ...]
     copy: LocalCopyStep | None = None  # the advised loader copies the set first (copy-local)
 
-    def headline(self) -> list[str]:
-        """Two or three lines: what to change and its measured effect; the verdicts."""
-        what = ", ".join(self.changed) or "the recommended loader"
-        lines = [self.comparison.headline(what)]
-        before, after = self.comparison.verdicts()
-        if before is not None and after is not None:
-            lines.append(f"before: {before.line}")
-            lines.append(f"after: {after.line}")
-        if self.copy is not None:
-            lines.append(self.copy.note())
-        if self.first_look.bottleneck is not None:
-            lines.append(f"your loader's {self.first_look.bottleneck.line}")
-        action = keep_up_action(self.recommendation, self.comparison)
-        if action is not None:  # the recommended loader still cannot keep up: one next step
-            lines.append(action)
-        return lines
-
     def to_dict(self) -> dict[str, Any]:
+        """The facts; `advisor.report.before_after.before_after_dict` puts the headline first."""
         return {
-            "headline": self.headline(),
             "changed": list(self.changed),
             "local_copy": None if self.copy is None else self.copy.to_dict(),
             "first_look": self.first_look.to_dict(),

@@ -98,6 +98,8 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
     arguments give; print the result; the exit status."""
     from advisor.diagnosis import diagnose
     from advisor.diagnosis.before_after import before_after
+    from advisor.report.before_after import before_after_dict, before_after_lines
+    from advisor.report.diagnosis import diagnosis_lines
 
     cancel = threading.Event()
     limits = LoopLimits(
@@ -120,24 +122,20 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
     with CommandErrors(cancel=cancel, own=(LoaderError,)) as failed:
         steps = dict(step=step, seconds_per_batch=args.step_time, consumer_rate=args.consumer_rate)
         if args.uri:
-            result: Any = before_after(
+            result = before_after(
                 loader, args.uri, **steps, endpoint_url=args.endpoint_url,
                 aws_profile=args.aws_profile, anonymous=args.anonymous, transform=args.transform,
                 trial_seconds=args.trial_seconds, limits=limits, rounds=args.rounds,
                 progress=progress, cancel=cancel,
             )  # fmt: skip
-            lines = [
-                *result.headline(), "",
-                "your loader, on its own first (this run also sized the advice):",
-                *result.first_look.lines(),
-            ]  # fmt: skip
+            lines, data = before_after_lines(result), before_after_dict(result)
         else:
-            result = diagnose(loader, **steps, limits=limits, progress=on_event, cancel=cancel)
-            lines = result.lines()
+            diagnosis = diagnose(loader, **steps, limits=limits, progress=on_event, cancel=cancel)
+            lines, data = diagnosis_lines(diagnosis), diagnosis.to_dict()
     if failed.code is not None:
         return failed.code
     if args.json:
-        print(json.dumps(result.to_dict(), indent=2, default=str))
+        print(json.dumps(data, indent=2, default=str))
     else:
         print("\n".join(lines))
     return 0

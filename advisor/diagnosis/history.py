@@ -5,7 +5,8 @@ The session (`AdvisorSession.history()`) keeps them in memory for its life, as f
 nothing is written to disk and no record holds a credential. Where the same inputs (data set,
 consumer rate, trial budget and the rest of the trial's setup) were trialled more than once,
 `History.repeats()` says whether the answer held: the same num_workers, data source and
-bottleneck, and rates within the measured spread, or what changed.
+bottleneck, and rates within the measured spread, or what changed. People read them through
+`advisor.report.history`: a row per run, a line per repeat, the whole history as text.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from advisor.core.units import duration, per_s, rate
+from advisor.core.units import per_s, rate
 from advisor.measure.loop.results import Spread
 from advisor.measure.trial.results import TrialResult, TrialSetup
 
@@ -143,21 +144,6 @@ class Repeat:
         """The same answer (num_workers, data source, bottleneck) both times."""
         return self.answered and not self.changes
 
-    def words(self) -> str:
-        """One line: "#3 repeats #1: the answer held (num_workers 2, ...); rates within ..."."""
-        if not self.answered:
-            answer = "no recommendation was made from both runs, so only the rates compare"
-        elif self.held:
-            answer = "the answer held (the same num_workers, data source and bottleneck)"
-        else:
-            answer = f"the answer changed: {'; '.join(self.changes)}"
-        rates = (
-            f"rates differed beyond the measured spread at {'; '.join(self.moved)}"
-            if self.moved
-            else "the rates were within the measured spread"
-        )
-        return f"#{self.later} repeats #{self.earlier}: {answer}; {rates}"
-
 
 def repeat_of(earlier: TrialRecord, later: TrialRecord) -> Repeat:
     """Did the answer hold from `earlier` to `later` (two trials of the same inputs)?"""
@@ -208,90 +194,3 @@ class History:
                 out.append(repeat_of(earlier, record))
             last[record.inputs] = record
         return tuple(out)
-
-    def trial_rows(self) -> list[tuple[str, ...]]:
-        """One row per trial, in words, the header first (the wizard's table and the text's)."""
-        rows: list[tuple[str, ...]] = [TRIAL_HEADER]
-        for t in self.trials:
-            measured = ", ".join(
-                f"{c.num_workers}: {'>=' if c.lower_bound else ''}{per_s(c.median)} "
-                f"({per_s(c.low)}-{per_s(c.high)})"
-                for c in t.counts
-            )
-            used = f"{duration(t.seconds_used)} of {duration(t.trial_seconds)}"
-            rows.append((
-                f"#{t.number}", _clock(t.at), t.dataset, _consumer(t.consumer_rate),
-                used + (", cancelled" if t.cancelled else ""), measured or "-",
-                "-" if t.num_workers is None else str(t.num_workers), t.data_source or "-",
-                _short(t.bottleneck), t.confidence or "-",
-            ))  # fmt: skip
-        return rows
-
-    def comparison_rows(self) -> list[tuple[str, ...]]:
-        """One row per comparison, the header first."""
-        rows: list[tuple[str, ...]] = [COMPARISON_HEADER]
-        for c in self.comparisons:
-            ratio = "-"
-            if c.ratio is not None:
-                ratio = f"{c.ratio.median:.2f}x"
-                if c.ratio.n > 1:
-                    ratio += f" ({c.ratio.low:.2f}-{c.ratio.high:.2f}x)"
-            rows.append((
-                f"#{c.number}", _clock(c.at), c.dataset, _consumer(c.consumer_rate),
-                c.change or "-", _spread(c.before), _spread(c.after), ratio,
-            ))  # fmt: skip
-        return rows
-
-    def table(self) -> str:
-        """The history as text: the trials side by side, whether repeats held, the comparisons."""
-        if not self:
-            return "no trial or comparison has run in this session yet"
-        parts = []
-        if self.trials:
-            parts.append("trials (measured: num_workers: median samples/s (slices' spread))")
-            parts.append(_columns(self.trial_rows()))
-            parts += [repeat.words() for repeat in self.repeats()]
-        if self.comparisons:
-            parts.append("your loader against the recommended one (samples/s over the rounds)")
-            parts.append(_columns(self.comparison_rows()))
-        return "\n".join(parts)
-
-    def __str__(self) -> str:
-        return self.table()
-
-
-TRIAL_HEADER = ("run", "time", "data set", "consumer", "trial", "measured", "num_workers",
-                "data source", "bottleneck", "confidence")  # fmt: skip
-COMPARISON_HEADER = ("run", "time", "data set", "consumer", "change", "before", "after",
-                     "ratio")  # fmt: skip
-
-
-def _clock(at: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(at))
-
-
-def _consumer(consumer_rate: float | None) -> str:
-    return rate(consumer_rate) if consumer_rate is not None else "none given"
-
-
-def _short(bottleneck: str | None) -> str:
-    """A bottleneck's words without their gloss: "the training step (not input-bound)" ->
-    "the training step"."""
-    return bottleneck.split(" (")[0] if bottleneck else "-"
-
-
-def _spread(spread: Spread | None) -> str:
-    if spread is None:
-        return "-"
-    if spread.n > 1:
-        return f"{per_s(spread.median)} ({per_s(spread.low)}-{per_s(spread.high)})"
-    return per_s(spread.median)
-
-
-def _columns(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as left-aligned text columns, two spaces apart."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )

@@ -9,6 +9,9 @@ GPU utilisation where there is a GPU, each figure with its spread, and a one-lin
 `advisor.compare(before, after, step=...)` runs two loaders through the same step, interleaved
 round by round (before, after, then after, before, ...), so drift on a shared machine falls on
 both alike: before, after, and the ratio with its spread over the rounds.
+
+People read both through `advisor.report.diagnosis`: a diagnosis a figure a line, a comparison's
+headline.
 """
 
 from __future__ import annotations
@@ -20,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, range_of
-from advisor.core.units import binary_size, per_s
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop
 from advisor.decide.verdict import Verdict, input_bound
@@ -80,56 +82,6 @@ class Diagnosis:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
-
-    def lines(self) -> list[str]:
-        """The diagnosis as a person reads it, one figure a line, spreads in brackets."""
-        s = self.summary
-        out = [self.verdict.line if self.verdict else "one batch only: nothing to judge"]
-        if self.bottleneck is not None:
-            out.append(self.bottleneck.line)
-        rate = s.overall_samples_per_s
-        windows = f" (windows {_spread(s.samples_per_s, per_s)})" if s.samples_per_s else ""
-        out.append(
-            "samples/s in the loop: " + ("not measured" if rate is None else per_s(rate)) + windows
-        )
-        out.append(f"wait per batch: {_spread(s.wait_per_batch_s, _seconds)}")
-        out.append(f"step per batch: {_spread(s.step_s, _seconds)}")
-        out.append(f"first batch after: {_seconds(s.time_to_first_batch_s)}")
-        out.append(
-            f"with loading free (headspace): {_spread(s.headspace_samples_per_s, per_s)} samples/s"
-        )
-        cpu = s.loader_cpu_s_per_sample
-        out.append("loader CPU per sample: " + ("not measured" if cpu is None else _seconds(cpu)))
-        out.append(f"peak memory of the loader's processes: {binary_size(s.peak_rss_bytes)}")
-        if s.gpu_utilization is not None:
-            out.append(f"GPU utilisation: {_spread(s.gpu_utilization, lambda u: f'{u:.0f}%')}")
-        out.append(
-            f"{s.batches} batches, {s.samples:,} samples in {_seconds(s.seconds)} "
-            f"(ended: {_ENDED[s.ended]})"
-        )
-        return out + list(s.notes)
-
-
-_ENDED = {
-    "batches": "batch limit",
-    "seconds": "time limit",
-    "epoch": "the loader ran out",
-    "cancelled": "cancelled",
-}
-
-
-def _seconds(value: float) -> str:
-    if value >= 1:
-        return f"{value:.1f} s"
-    return f"{value * 1e3:.1f} ms" if value >= 1e-3 else f"{value * 1e6:.0f} µs"
-
-
-def _spread(spread: Spread | None, fmt: Callable[[float], str]) -> str:
-    if spread is None:
-        return "not measured"
-    if spread.n < 2:
-        return fmt(spread.median)
-    return f"{fmt(spread.median)} ({fmt(spread.low)}-{fmt(spread.high)})"
 
 
 def diagnose(
@@ -208,36 +160,12 @@ class Comparison:
             input_bound(after.median, after) if after is not None else None,
         )
 
-    def headline(self, change: str = "") -> str:
-        """ "num_workers 0 -> 2: 31 -> 130 samples/s (4.2x, 3.9-4.5x over the rounds), data wait
-        78% -> 3% of each step"; without `change` it starts at the rates."""
-        rates = (
-            self.pooled("before", "overall_samples_per_s"),
-            self.pooled("after", "overall_samples_per_s"),
-        )
-        waits = (
-            self.pooled("before", "overall_wait_share"),
-            self.pooled("after", "overall_wait_share"),
-        )
-        before, after = (r.median if r else 0.0 for r in rates)
-        wait_b, wait_a = (w.median if w else 0.0 for w in waits)
-        speedup = self.speedup
-        ratio = ""
-        if speedup is not None:
-            ratio = f" ({speedup.median:.2f}x"
-            ratio += f", {speedup.low:.2f}-{speedup.high:.2f}x)" if speedup.n > 1 else ")"
-        text = (
-            f"{per_s(before)} -> {per_s(after)} samples/s{ratio}, data wait "
-            f"{wait_b * 100:.0f}% -> {wait_a * 100:.0f}% of each step"
-        )
-        return f"{change}: {text}" if change else text
-
     def to_dict(self) -> dict[str, Any]:
+        """The facts; `advisor.report.diagnosis.comparison_dict` adds the headline."""
         return {
             "before": [d.to_dict() for d in self.before],
             "after": [d.to_dict() for d in self.after],
             "ratios": self.ratios(),
-            "headline": self.headline(),
         }
 
 

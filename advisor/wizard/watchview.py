@@ -16,6 +16,7 @@ from IPython.display import display
 
 from advisor.core.units import rate, share
 from advisor.decide.verdict import HIGHLY_INPUT_BOUND, INPUT_BOUND, input_bound
+from advisor.report.watch import watch_lines
 from advisor.wizard.charts import figure_bundle
 from advisor.wizard.panels.base import set_outputs
 
@@ -63,7 +64,7 @@ class WatchView:
         rows += [f"change: {report.change.line}"] if report.change else []
         rows += [f"found: {trip.line}" for trip in report.trips]
         rows += [f"proof: {report.proof.line}"] if report.proof else []
-        rows += report.lines()[-1:]
+        rows += watch_lines(report)[-1:]
         self.details.value = "<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in rows) + "</ul>"
         self._draw()
 

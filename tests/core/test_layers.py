@@ -25,17 +25,26 @@ LAYERS: dict[str, set[str]] = {
     "advisor.decide": {"advisor.core", "advisor.measure", "native_loader"},
     "advisor.reshard": {"advisor.core", "native_loader"},
     "advisor.diagnosis": {"advisor.core", "advisor.measure", "advisor.decide", "native_loader"},
-    "advisor.report": {"advisor.core", "advisor.measure", "native_loader"},
+    "advisor.report": {
+        "advisor.core",
+        "advisor.measure",
+        "advisor.decide",
+        "advisor.diagnosis",
+        "native_loader",
+    },
     FRONT: {"advisor", "native_loader"},
 }
 SIZE_LIMIT = 400  # lines: the house guide
-FRONT_MODULES = 9  # top-level modules of `advisor`: the doors and the session
+FRONT_MODULES = 8  # top-level modules of `advisor`: the doors and the session
 # single modules allowed one more import than their package
 EXCEPTIONS: dict[str, set[str]] = {
     # the re-shard's one window on the advice: the shard size and the profile it re-shards
     "advisor.reshard.advice": {"advisor.decide.recommend", "advisor.measure.profile"},
-    # before/after advises on the data first: a session, and the headline's next step
-    "advisor.diagnosis.before_after": {"advisor.session", "advisor.headline"},
+    # before/after advises on the data first: a session
+    "advisor.diagnosis.before_after": {"advisor.session"},
+    # `python -m advisor diagnose` prints the diagnosis and the before/after as the report
+    # words them
+    "advisor.diagnosis.cli": {"advisor.report.before_after", "advisor.report.diagnosis"},
 }
 
 

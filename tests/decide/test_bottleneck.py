@@ -15,6 +15,7 @@ from advisor.decide.rules import Context, Key, evaluate
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop, of_trial
 from advisor.measure.loop.results import LoopSummary, Spread
 from advisor.measure.trial.probe_results import StorageProbe
+from advisor.report.recommendation import recommendation_summary
 from tests.builders import make_ctx
 
 # 8 workers measured at 1,900 samples/s; 4 ms of CPU per sample on 8 loading cores allow 2,000
@@ -98,7 +99,7 @@ def test_no_trial_names_no_bottleneck_and_the_recommendation_carries_it() -> Non
     ctx = make_ctx(DECODE_BOUND)
     rec = recommend(ctx.profile, ctx.hardware, ctx.workload, ctx.trial)
     assert rec.bottleneck is not None and rec.bottleneck.stage == "decode"
-    assert "bottleneck:   decode or transform: " in rec.summary()
+    assert "bottleneck:   decode or transform: " in recommendation_summary(rec)
     again = Recommendation.from_dict(json.loads(rec.to_json()))
     assert again == rec
 
@@ -180,6 +181,7 @@ def test_a_real_loop_that_waits_while_its_loader_idles_names_storage() -> None:
     rather than waiting: then nothing is named."""
     from advisor.core.bounds import LoopLimits
     from advisor.diagnosis import diagnose
+    from advisor.report.diagnosis import diagnosis_lines
 
     limits = LoopLimits(
         max_batches=60, max_seconds=1.5, batch_timeout_s=5, first_batch_timeout_s=10
@@ -189,7 +191,7 @@ def test_a_real_loop_that_waits_while_its_loader_idles_names_storage() -> None:
     assert found is not None and found.stage in ("storage", "unexplained"), found
     if found.stage == "unexplained":
         assert "cannot tell apart" in found.reason
-    assert result.lines()[1] == found.line
+    assert diagnosis_lines(result)[1] == found.line
     assert result.to_dict()["bottleneck"]["stage"] == found.stage
 
 

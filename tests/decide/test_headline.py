@@ -11,7 +11,7 @@ import pytest
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation, recommend
 from advisor.decide.rules.bottleneck import Bottleneck, Stage
-from advisor.headline import headline_lines, keep_up_action
+from advisor.report.headline import headline_lines, keep_up_action
 from tests.builders import hardware, profile
 
 STAGES = typing.get_args(Stage)

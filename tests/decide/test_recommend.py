@@ -26,6 +26,7 @@ from advisor.measure.trial.results import (
     TrialResult,
     TrialSetup,
 )
+from advisor.report.recommendation import recommendation_summary
 from tests.builders import hardware, profile, trial
 
 MB, GB, TB = 10**6, 10**9, 10**12
@@ -244,7 +245,7 @@ def test_dataloader_kwargs_are_accepted_by_torch() -> None:
 
 def test_summary_names_the_settings() -> None:
     rec = recommend(SHARDS_30GB, hardware(gpus=1), Workload(consumer_rate=500))
-    text = rec.summary()
+    text = recommendation_summary(rec)
     assert f"num_workers={rec.num_workers}" in text and "FastFile" in text
     for d in rec.decisions:
         assert d.name in text
@@ -515,10 +516,10 @@ def test_a_local_folder_names_no_sagemaker_input() -> None:
     local = profile(2000, 150_000, "jpeg", uri="/data/images/")
     rec = recommend(local, hardware(), Workload(consumer_rate=500))
     assert (rec.data_source, rec.sagemaker_input_mode) == ("copy-local", None)
-    line = next(x for x in rec.summary().splitlines() if x.startswith("data source:"))
+    line = next(x for x in recommendation_summary(rec).splitlines() if x.startswith("data source:"))
     assert line == "data source:  the folder, read in place"
     on_s3 = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500, epochs=10))
-    assert "data source:  copy-local (SageMaker File)" in on_s3.summary()
+    assert "data source:  copy-local (SageMaker File)" in recommendation_summary(on_s3)
 
 
 def test_the_words_fit_the_data() -> None:
@@ -527,7 +528,7 @@ def test_the_words_fit_the_data() -> None:
     decision, not its rule ids."""
     local = recommend(profile(2000, 150_000, "jpeg", uri="/data/images/"), hardware(),
                       Workload(consumer_rate=500))  # fmt: skip
-    text = local.summary()
+    text = recommendation_summary(local)
     assert local.reads_folder_in_place
     for s3_word in ("in flight", "inflight", "shard", "prefix", "no copy needed"):
         assert s3_word not in text, text
@@ -542,6 +543,6 @@ def test_the_words_fit_the_data() -> None:
     copied = recommend(SHARDS_30GB, hardware(), Workload(consumer_rate=500, epochs=10))
     assert copied.data_source == "copy-local"
     assert not {d.name for d in copied.shown_decisions()} & {"shard_size", "prefix_layout"}
-    assert "shards:" not in copied.summary()
+    assert "shards:" not in recommendation_summary(copied)
     for line in text.splitlines():
         assert not re.match(r"\S+ = .*\[(low|medium|high);", line), line

@@ -16,6 +16,7 @@ from advisor.core.units import data_rate, duration
 from advisor.core.workload import Workload
 from advisor.demo.server import S3Endpoint
 from advisor.diagnosis.before_after import before_after, exported_loader
+from advisor.report.before_after import before_after_dict, before_after_headline
 from native_loader import Credentials
 from tests.export_helpers import advised_session
 
@@ -55,7 +56,7 @@ def test_the_exported_loader_reads_with_the_sessions_credentials_and_stores_none
     assert len(result.comparison.after) == 2
     after = result.comparison.pooled("after", "overall_samples_per_s")
     assert after is not None and after.median > 0
-    headline = result.headline()
+    headline = before_after_headline(result)
     assert "samples/s" in headline[0] and "data wait" in headline[0]
     assert any(line.startswith("your loader's bottleneck: ") for line in headline)
 
@@ -101,7 +102,7 @@ def test_a_copy_local_advice_names_its_copy_measured_and_the_home_cache(
     assert (copy.report.objects, copy.report.bytes) == (48, 48 * 20_000)
     assert copy.report.copied_bytes == 48 * 20_000 and copy.report.seconds > 0
     assert len(list(Path(copy.folder).glob("*.bin"))) == 48
-    headline = result.headline()
+    headline = before_after_headline(result)
     rate = data_rate(copy.report.bytes_per_s)
     assert headline[0].startswith(
         f"copy 938 KiB to local disk first ({duration(copy.report.seconds)} at the measured {rate})"
@@ -110,4 +111,4 @@ def test_a_copy_local_advice_names_its_copy_measured_and_the_home_cache(
     note = next(line for line in headline if line.startswith("The local copy is in"))
     assert copy.folder in note and "the home cache ~/.cache/loader-advisor holds 9" in note
     assert "python -m advisor cache" in note
-    assert result.to_dict()["local_copy"]["report"]["copied_bytes"] == 48 * 20_000
+    assert before_after_dict(result)["local_copy"]["report"]["copied_bytes"] == 48 * 20_000

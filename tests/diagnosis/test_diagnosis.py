@@ -21,6 +21,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.diagnosis import as_step, compare, diagnose
 from advisor.measure.hardware.host import child_pids
 from advisor.measure.loop.run import LoaderEmpty, LoaderFailed, LoaderHung, batch_samples
+from advisor.report.diagnosis import comparison_headline, diagnosis_lines
 
 QUICK = LoopLimits(max_batches=40, max_seconds=1.5, batch_timeout_s=5, first_batch_timeout_s=10)
 
@@ -236,7 +237,7 @@ def test_compare_puts_two_loaders_through_the_same_step() -> None:
     assert len(result.before) == len(result.after) == 2
     speedup = result.speedup
     assert speedup is not None and 2.8 < speedup.median < 5.0  # 40 ms a batch against 10 ms
-    line = result.headline("num_workers 0 -> 2")
+    line = comparison_headline(result, "num_workers 0 -> 2")
     assert line.startswith("num_workers 0 -> 2: ") and "samples/s" in line
     assert "data wait" in line and "of each step" in line
 
@@ -434,7 +435,7 @@ def test_what_a_sample_policy_skipped_is_in_the_diagnosis(tmp_path: Path) -> Non
     result = diagnose(loader, seconds_per_batch=0.001, limits=QUICK)
     assert result.summary.ended == "epoch"
     assert "skipped: 1 of 40" in " ".join(result.summary.notes)
-    assert any("skipped: 1 of 40" in line for line in result.lines())
+    assert any("skipped: 1 of 40" in line for line in diagnosis_lines(result))
 
 
 def test_throttling_the_readers_met_is_in_the_diagnosis(

@@ -17,6 +17,7 @@ import pytest
 from advisor.core.bounds import LoopLimits
 from advisor.core.workload import Workload
 from advisor.diagnosis.history import CountFigure, History, TrialRecord, repeat_of
+from advisor.report.history import history_table, repeat_words
 from advisor.session import AdvisorSession
 
 QUICK = LoopLimits(max_batches=20, max_seconds=0.5, batch_timeout_s=20, first_batch_timeout_s=30)
@@ -35,7 +36,7 @@ def _record(number: int, **fields: object) -> TrialRecord:
 def test_the_same_answer_within_the_spread_held() -> None:
     repeat = repeat_of(_record(1), _record(2, counts=(CountFigure(2, 276.0, 265.0, 290.0),)))
     assert repeat.held and repeat.answered and repeat.moved == ()
-    assert repeat.words() == (
+    assert repeat_words(repeat) == (
         "#2 repeats #1: the answer held (the same num_workers, data source and bottleneck); "
         "the rates were within the measured spread"
     )
@@ -52,9 +53,9 @@ def test_a_changed_answer_names_what_changed_and_the_rates_that_moved() -> None:
     # count 0 overlapped (70-78 and 71-77); count 2 did not (260-280, then 190-210)
     assert repeat.moved == ("num_workers=2: 270 -> 200 samples/s (slices 260-280, then 190-210)",)
     assert "the answer changed: num workers 2 -> 3; bottleneck storage -> decode" in (
-        repeat.words()
+        repeat_words(repeat)
     )
-    assert "rates differed beyond the measured spread at num_workers=2" in repeat.words()
+    assert "rates differed beyond the measured spread at num_workers=2" in repeat_words(repeat)
 
 
 def test_a_bottleneck_named_within_the_noise_says_so_when_a_repeat_names_another() -> None:
@@ -73,7 +74,7 @@ def test_a_bottleneck_named_within_the_noise_says_so_when_a_repeat_names_another
 def test_without_a_recommendation_only_the_rates_compare() -> None:
     repeat = repeat_of(_record(1, num_workers=None), _record(2))
     assert not repeat.answered and not repeat.held
-    assert "no recommendation was made from both runs" in repeat.words()
+    assert "no recommendation was made from both runs" in repeat_words(repeat)
 
 
 def test_repeats_pair_the_same_inputs_and_skip_cancelled_trials() -> None:
@@ -88,10 +89,10 @@ def test_repeats_pair_the_same_inputs_and_skip_cancelled_trials() -> None:
         )
     )
     assert [(r.earlier, r.later) for r in history.repeats()] == [(1, 4), (4, 6)]
-    text = history.table()
+    text = history_table(history)
     assert "#3" in text and "cancelled" in text
     assert "#4 repeats #1: the answer held" in text and "#6 repeats #4" in text
-    assert History().table() == "no trial or comparison has run in this session yet"
+    assert history_table(History()) == "no trial or comparison has run in this session yet"
 
 
 @pytest.fixture
@@ -129,7 +130,7 @@ def test_the_session_keeps_each_trial_with_its_answer(folder: Path) -> None:
     (repeat,) = history.repeats()
     assert (repeat.earlier, repeat.later) == (1, 2) and repeat.answered
     assert repeat.held == (answers[0].num_workers == answers[1].num_workers and not repeat.changes)
-    text = history.table()
+    text = history_table(history)
     assert "#2 repeats #1: the answer " in text and "5,000 samples/s" in text
     # records are frozen: the history cannot be changed from outside
     with pytest.raises(dataclasses.FrozenInstanceError):

@@ -17,9 +17,9 @@ from advisor.core.location import DatasetLocation
 from advisor.core.workload import Workload
 from advisor.decide.recommend import recommend
 from advisor.export import build_export
-from advisor.headline import headline_lines
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
+from advisor.report.headline import headline_lines
 from advisor.session import AdvisorSession
 from advisor.wizard.evidence import evidence_rows
 from advisor.wizard.panels.recommendation import decision_card, headline

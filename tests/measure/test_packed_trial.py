@@ -22,7 +22,6 @@ from advisor.decide.rules import Context, evaluate
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
-from advisor.headline import headline_lines
 from advisor.measure.hardware import probe_hardware
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial import localcopy, packed
@@ -37,6 +36,8 @@ from advisor.measure.trial.results import (
     summarise,
 )
 from advisor.measure.trial.run import run_trial
+from advisor.report.headline import headline_lines
+from advisor.report.recommendation import recommendation_summary
 from native_loader import S3Reader
 from native_loader.decoders import on_payload
 from tests.builders import hardware as _hardware
@@ -160,7 +161,7 @@ def test_a_reshard_first_set_is_decided_by_the_sweep_on_its_packed_sample(
     measured = {c.num_workers: c.median for c in result.counts}
     assert rec.measured_samples_per_s == pytest.approx(measured[rec.num_workers], rel=1e-3)
     assert json.loads(rec.to_json())["num_workers"] == rec.num_workers
-    assert "(measured)" in rec.summary()
+    assert "(measured)" in recommendation_summary(rec)
     module = " ".join(build_export(location, rec, workload, profile).module_source.split())
     assert "packed sample" in module and "pack it into tar shards first" in module
 

@@ -111,7 +111,7 @@ def test_no_s3_only_cards_for_a_local_folder() -> None:
 
 
 def test_headline_gives_the_measured_wait_at_the_recommended_count() -> None:
-    from advisor.headline import headline_lines
+    from advisor.report.headline import headline_lines
 
     rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
                           expected_samples_per_s=400.0, measured_samples_per_s=255.0)  # fmt: skip
@@ -143,7 +143,7 @@ def test_headline_gives_the_measured_wait_at_the_recommended_count() -> None:
 
 
 def test_headline_with_the_users_loader_measured() -> None:
-    from advisor.headline import headline_lines
+    from advisor.report.headline import headline_lines
 
     rec = SimpleNamespace(num_workers=2, pin_memory=True, prefetch_factor=2, data_source="stream",
                           expected_samples_per_s=400.0, measured_samples_per_s=290.0)  # fmt: skip
@@ -172,7 +172,7 @@ def test_headline_leads_with_both_loaders_in_the_same_loop() -> None:
     their before, after and ratio, not the trial's figure; then the user's bottleneck."""
     from advisor.decide.rules.bottleneck import Bottleneck
     from advisor.diagnosis import Comparison
-    from advisor.headline import headline_lines
+    from advisor.report.headline import headline_lines
 
     def run(rate: float, waits: float) -> Any:
         summary = SimpleNamespace(overall_samples_per_s=rate, overall_wait_share=waits)

@@ -2,7 +2,8 @@
 made from it, whether a repeated trial's answer held, and every before/after comparison.
 
 Folded under one summary line ("3 runs in this session: #3 repeats #1: the answer held ...") so
-that a first run adds one line; the tables are `History`'s rows (`advisor.diagnosis.history`).
+that a first run adds one line; the tables are the history's rows as the report words them
+(`advisor.report.history`), the same as `%advisor history` prints.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.diagnosis.history import History
+from advisor.report.history import history_comparison_rows, history_trial_rows, repeat_words
 from advisor.wizard.panels.base import html_area
 
 if TYPE_CHECKING:
@@ -34,7 +36,7 @@ def summary_line(history: History) -> str:
     line = f"History: {runs} run{'s' if runs != 1 else ''} in this session"
     repeats = history.repeats()
     if repeats:
-        line += f"; {repeats[-1].words()}"
+        line += f"; {repeat_words(repeats[-1])}"
     return line
 
 
@@ -48,14 +50,14 @@ def history_html(history: History) -> str:
             "<div class='la-hint'>Trials: per num_workers the median samples/s training saw "
             "and the slices' spread; the answer made from each trial.</div>"
         )
-        parts.append(rows_html(history.trial_rows(), "la-history-trials"))
-        parts += [f"<div>{html.escape(r.words())}</div>" for r in history.repeats()]
+        parts.append(rows_html(history_trial_rows(history), "la-history-trials"))
+        parts += [f"<div>{html.escape(repeat_words(r))}</div>" for r in history.repeats()]
     if history.comparisons:
         parts.append(
             "<div class='la-hint'>Your loader against the recommended one: samples/s over "
             "the rounds (median, lowest-highest) and the ratio.</div>"
         )
-        parts.append(rows_html(history.comparison_rows(), "la-history-comparisons"))
+        parts.append(rows_html(history_comparison_rows(history), "la-history-comparisons"))
     return (
         f"<details class='la-details la-history'><summary>{html.escape(summary_line(history))}"
         f"</summary>{''.join(parts)}</details>"

@@ -12,8 +12,9 @@ import plotly.graph_objects as go
 from advisor.core.units import per_s, rate
 from advisor.decide.recommend import S3_ONLY, Decision, Recommendation
 from advisor.export import decision_label, decision_value
-from advisor.headline import headline_lines
 from advisor.measure.trial.results import READ_LISTED, READ_PATH_WORDS
+from advisor.report.before_after import copy_note
+from advisor.report.headline import headline_lines
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.evidence import evidence_rows
@@ -258,7 +259,7 @@ class RecommendationPanel(StepPanel):
             self.step.diagnosis,
             self.step.changed,
             self.step.comparison,
-            self.step.copy.note() if self.step.copy is not None else None,
+            copy_note(self.step.copy) if self.step.copy is not None else None,
         )
         location = self.step.context.session.location
         is_s3 = location is None or location.is_s3

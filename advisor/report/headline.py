@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from advisor.core.units import per_s, rate, share
+from advisor.report.diagnosis import comparison_headline
 
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
-    from advisor.diagnosis import Comparison, Diagnosis
+    from advisor.diagnosis.loop import Comparison, Diagnosis
     from advisor.measure.loop.results import LoopSummary
     from advisor.measure.trial.results import CountRate, TrialResult
 
@@ -69,7 +70,9 @@ def headline_lines(
     `keep_up_action`), last."""
     lines = [f"Change: {what_to_change(rec, changed)}."]
     if comparison is not None and comparison.speedup is not None:
-        lines.append(f"Your loader -> the recommended one, in your loop: {comparison.headline()}.")
+        lines.append(
+            f"Your loader -> the recommended one, in your loop: {comparison_headline(comparison)}."
+        )
         was, now = comparison.verdicts()
         if was is not None and now is not None:
             lines.append(f"Before: {was.line}; after: {now.line}.")

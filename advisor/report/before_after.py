@@ -1,0 +1,53 @@
+"""The user's loader against the advised one (`advisor.diagnosis.before_after`), as people read
+it: the headline, the lines `python -m advisor diagnose --uri` prints, and its JSON with the
+headlines in it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from advisor.report.diagnosis import comparison_dict, comparison_headline, diagnosis_lines
+from advisor.report.headline import keep_up_action
+
+if TYPE_CHECKING:
+    from advisor.diagnosis.before_after import BeforeAfter, LocalCopyStep
+
+
+def before_after_headline(result: BeforeAfter) -> list[str]:
+    """Two or three lines: what to change and its measured effect; the verdicts."""
+    what = ", ".join(result.changed) or "the recommended loader"
+    lines = [comparison_headline(result.comparison, what)]
+    before, after = result.comparison.verdicts()
+    if before is not None and after is not None:
+        lines.append(f"before: {before.line}")
+        lines.append(f"after: {after.line}")
+    if result.copy is not None:
+        lines.append(copy_note(result.copy))
+    if result.first_look.bottleneck is not None:
+        lines.append(f"your loader's {result.first_look.bottleneck.line}")
+    action = keep_up_action(result.recommendation, result.comparison)
+    if action is not None:  # the recommended loader still cannot keep up: one next step
+        lines.append(action)
+    return lines
+
+
+def before_after_lines(result: BeforeAfter) -> list[str]:
+    """What `diagnose --uri` prints: the headline, then the user's loader on its own."""
+    return [
+        *before_after_headline(result), "",
+        "your loader, on its own first (this run also sized the advice):",
+        *diagnosis_lines(result.first_look),
+    ]  # fmt: skip
+
+
+def before_after_dict(result: BeforeAfter) -> dict[str, Any]:
+    """`diagnose --uri --json`: the headline first, then the result's facts (`to_dict`), the
+    comparison's with its headline."""
+    data = {"headline": before_after_headline(result), **result.to_dict()}
+    data["comparison"] = comparison_dict(result.comparison)
+    return data
+
+
+def copy_note(copy: LocalCopyStep) -> str:
+    """Where the advised loader's local copy is, and what the home cache holds after it."""
+    return f"The local copy is in {copy.folder}; {copy.home}."
