@@ -71,8 +71,11 @@ unit: setup
 # The developer's quick loop: lint, types and the tests that start no server, kernel or browser.
 check: lint typecheck unit
 
+# The whole suite: the tests that start servers, kernels and browsers side by side in
+# TEST_WORKERS processes, then the `timing` tests alone (scripts/run-tests.sh says why).
+TEST_WORKERS ?= 4
 test: system-deps-test setup lint typecheck
-	$(PY) -m pytest $(PYTEST_ARGS)
+	bash scripts/run-tests.sh $(PY) $(TEST_WORKERS) $(PYTEST_ARGS)
 
 # The peers compared with native_loader (the `bench` extra) are installed once, and again when
 # pyproject.toml changes. `make bench BENCH_ARGS=--quick` for the ~2 minute version.

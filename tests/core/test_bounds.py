@@ -110,6 +110,7 @@ def test_step_time_bound_everywhere(capsys: Any) -> None:
     assert str(STEP_TIME_S) in wizard.workload_step.field_errors["step_time_s"]
 
 
+@pytest.mark.timing
 def test_a_bad_trial_budget_is_refused_before_any_profiling(tmp_path: Any, capsys: Any) -> None:
     """`trial --seconds 1` used to pass the CLI, profile for up to 20 s, then fail."""
     started = time.monotonic()

@@ -131,6 +131,7 @@ def test_the_users_loop_is_judged_from_its_cpu_and_its_waits(
     assert found.origin == "loop"
 
 
+@pytest.mark.timing
 def test_no_rate_reads_above_its_ceiling_in_the_users_loop() -> None:
     """The README's loader on the demo (0 workers, a 300 samples/s step): 113 samples/s, 60% of
     each step waiting, 5.5 ms of CPU per sample with its reader's threads. The main process
@@ -176,6 +177,7 @@ class Sleepy:
             yield [i] * 8
 
 
+@pytest.mark.timing
 def test_a_real_loop_that_waits_while_its_loader_idles_names_storage() -> None:
     """On a machine whose cores other work keeps busy, an idle loader may be starved of CPU
     rather than waiting: then nothing is named."""

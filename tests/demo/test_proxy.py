@@ -31,6 +31,9 @@ from advisor.demo.proxy import NetworkProfile, Proxy, ProxyError
 from advisor.demo.server import S3Endpoint
 from testing import FaultProxy, Faults, When
 
+# every test here times a delay, a rate or a stall: `make test` runs them alone
+pytestmark = pytest.mark.timing
+
 
 @functools.lru_cache(maxsize=8)
 def payload(size: int) -> bytes:

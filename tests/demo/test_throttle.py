@@ -16,6 +16,9 @@ from advisor.demo.proxy import Proxy
 from advisor.demo.server import S3Endpoint
 from advisor.demo.throttle import PrefixThrottle, RateLimit
 
+# every test here times a delay, a rate or a stall: `make test` runs them alone
+pytestmark = pytest.mark.timing
+
 
 @pytest.mark.parametrize(
     ("prefix", "rate", "burst_s", "problem"),

@@ -38,6 +38,7 @@ class SlowBatches:
             yield list(range(i, i + self.size))
 
 
+@pytest.mark.timing
 def test_a_loader_as_slow_as_the_step_waits_half_of_each_step() -> None:
     result = diagnose(SlowBatches(0.02), seconds_per_batch=0.02, limits=QUICK)
     s = result.summary
@@ -52,6 +53,7 @@ def test_a_loader_as_slow_as_the_step_waits_half_of_each_step() -> None:
     assert "over 20%: highly input-bound" in result.verdict.line
 
 
+@pytest.mark.timing
 def test_a_loader_faster_than_the_step_is_not_input_bound() -> None:
     result = diagnose(SlowBatches(0.0), seconds_per_batch=0.02, limits=QUICK)
     assert result.verdict is not None and result.verdict.level == "not input-bound"
@@ -73,6 +75,7 @@ def _waiting_loader() -> torch.utils.data.DataLoader[int]:
     return torch.utils.data.DataLoader(WaitingDataset(), batch_size=8, num_workers=0)
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_a_loader_function_gets_the_diagnosis_of_the_loader_it_makes() -> None:
     """The same DataLoader as a variable and as a function that makes it: the function's
@@ -142,6 +145,7 @@ def test_a_loader_that_yields_nothing_is_refused() -> None:
         diagnose([], seconds_per_batch=0.01, limits=QUICK)
 
 
+@pytest.mark.timing
 def test_a_hung_loader_is_reported_within_its_bound() -> None:
     release = threading.Event()
 
@@ -231,6 +235,7 @@ def test_batch_samples_counts_what_collate_makes() -> None:
     assert batch_samples(b"one object") == 1
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_compare_puts_two_loaders_through_the_same_step() -> None:
     result = compare(SlowBatches(0.03), SlowBatches(0.0), seconds_per_batch=0.01, limits=QUICK)
@@ -246,6 +251,7 @@ def test_the_package_offers_diagnose_and_compare() -> None:
     assert advisor.diagnose is diagnose and advisor.compare is compare
 
 
+@pytest.mark.timing
 def test_the_waiting_share_agrees_with_the_loop_timed_from_outside(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:
@@ -317,6 +323,7 @@ def _cli(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.Complet
     )  # fmt: skip
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_the_cli_diagnoses_a_loader_function(tmp_path: Path) -> None:
     (tmp_path / "user_loader.py").write_text(USER_MODULE)

@@ -116,6 +116,7 @@ def test_watch_refuses_what_it_cannot_iterate() -> None:
         advisor.watch([], every=0)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("dataset", [Sleepy(400, 0.004), Burning(400, 0.004)], ids=type)
 def test_more_workers_read_what_watch_predicted(dataset: Dataset) -> None:  # type: ignore[type-arg]
     """0 workers, a 10 ms step per 8 samples (800 samples/s): the loop waits; watch proposes
@@ -132,6 +133,7 @@ def test_more_workers_read_what_watch_predicted(dataset: Dataset) -> None:  # ty
     assert abs(predicted_gain / measured_gain - 1) <= 0.2, (change, before, measured)
 
 
+@pytest.mark.timing
 def test_what_users_trip_over_is_named() -> None:
     class Many(Dataset):  # type: ignore[type-arg]
         def __len__(self) -> int:
@@ -177,6 +179,7 @@ def test_what_users_trip_over_is_named() -> None:
     assert "bus error" in {t.cause: t.line for t in report.trips}["shm"]
 
 
+@pytest.mark.timing
 def test_the_advised_loader_is_swapped_in_at_the_epochs_end_and_proven_in_the_same_run() -> None:
     """Given the function that makes the loader, watch makes the advised one at the end of the
     first epoch; the next epochs read it (the same batches in the same order) and the report

@@ -257,6 +257,7 @@ def test_export_carries_the_failure_policy(
     assert exported["on_error"] == "skip" and exported["max_skipped_share"] == 0.02
 
 
+@pytest.mark.timing
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("command", ["profile", "reshard"])
 def test_an_endpoint_that_never_answers_is_given_up_on_within_seconds(

@@ -204,6 +204,7 @@ def _burn_8ms(sample: Any) -> int:
     return len(memoryview(sample))
 
 
+@pytest.mark.timing
 @pytest.mark.timeout(60)
 def test_a_short_slice_of_a_transform_bound_loader_is_steady(images: TrialData) -> None:
     """Workers whose transform is the bottleneck hold full read-aheads the whole slice; the

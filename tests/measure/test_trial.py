@@ -54,6 +54,7 @@ def test_saturation_rule() -> None:
     assert not saturated([10, 10.5, 30])
 
 
+@pytest.mark.timing
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("layout", ["small-images", "shards"])
 def test_trial_measures_everything_within_budget(
@@ -109,6 +110,7 @@ def test_trial_measures_everything_within_budget(
     assert json.loads(json.dumps(dataclasses.asdict(result)))["uri"] == location.uri
 
 
+@pytest.mark.timing
 @pytest.mark.timeout(90)
 def test_trial_measures_what_training_sees_within_budget(
     s3_endpoint: S3Endpoint, demo: str
@@ -216,6 +218,7 @@ def test_the_spinning_step_keeps_its_thread_busy_and_releases_the_gil() -> None:
     assert counted >= 20, counted
 
 
+@pytest.mark.timing
 @pytest.mark.timeout(60)
 def test_cancel_returns_promptly_and_leaves_no_workers(s3_endpoint: S3Endpoint, demo: str) -> None:
     location, profile = located_profile(s3_endpoint, f"s3://{demo}/small-images/")
@@ -271,6 +274,7 @@ def test_bad_budget_and_transform(s3_endpoint: S3Endpoint, demo: str) -> None:
     assert os.cpu_count()
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 def test_a_trial_on_text_shards_batches_objects_by_their_lines(tmp_path: object) -> None:
     """One text object holds thousands of samples (lines): a batch of 512 samples is one object,

@@ -111,6 +111,7 @@ def test_a_transform_module_that_fails_at_import_is_one_line(
     )
 
 
+@pytest.mark.timing
 @pytest.mark.timeout(60)
 @pytest.mark.parametrize("name", ["never_returns", "hangs_later"])
 def test_a_transform_that_never_returns_cannot_hold_the_trial_past_its_budget(
@@ -195,6 +196,7 @@ def test_a_file_name_that_is_not_utf8_is_one_line(tmp_path: Path) -> None:
     ]
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("marker", ["the sweep reads with", "num_workers=2"])

@@ -17,6 +17,9 @@ from native_loader import S3Error
 from testing import Faults, When
 from tests.native.conftest import PART, through_proxy
 
+# every test here times a delay, a rate or a stall: `make test` runs them alone
+pytestmark = pytest.mark.timing
+
 
 def test_slow_down_is_retried(s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str) -> None:
     data = os.urandom(5000)

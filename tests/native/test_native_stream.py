@@ -292,6 +292,7 @@ def test_parsed_streams_keep_two_larger_parts_in_flight(
     assert read_ahead == min(2 * part, stream_module.stream_budget(config))
 
 
+@pytest.mark.timing
 def test_a_stalled_part_is_retried_without_a_hang(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:

@@ -23,6 +23,9 @@ from native_loader import Credentials, ReaderConfig, S3Error, S3IterableDataset,
 from native_loader._client import shared_rate_limiter
 from testing import FaultProxy, Faults, When
 
+# every test here times a delay, a rate or a stall: `make test` runs them alone
+pytestmark = pytest.mark.timing
+
 OBJECTS = 40
 PROCESSES = 3
 LIMIT = 60.0  # GET/s let through on the prefix

@@ -54,6 +54,7 @@ def test_the_trial_chart_before_a_trial_says_what_fills_it() -> None:
     assert not charts.trial_chart(summarise([loader_slice(1, 50)])).layout.annotations
 
 
+@pytest.mark.timing
 def test_cancel_stops_the_trial_promptly(wizard: Any) -> None:
     c = wizard.controller
     c.session.step_s = 0.05  # 200 points would take 10 s
@@ -73,6 +74,7 @@ def test_cancel_stops_the_trial_promptly(wizard: Any) -> None:
     assert not wizard_threads() and wizard.cancel_button.disabled
 
 
+@pytest.mark.timing
 @pytest.mark.timeout(60)
 def test_real_trial_cancel_leaves_nothing_running(real_wizard: Any, small_demo: S3Endpoint) -> None:
     c = real_wizard.controller

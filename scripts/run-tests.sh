@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# `make test`'s pytest, in two passes over the whole suite:
+#   1. the tests not marked `timing`, side by side in WORKERS processes: most of their time is
+#      spent waiting on servers, kernels, browsers and trials of a fixed budget;
+#   2. the `timing` tests, alone: their bounds on wall time, rates and the machine's load hold
+#      only on a machine that no other test loads.
+# Usage: run-tests.sh PYTHON WORKERS [pytest arguments...]. Exit 5 is pytest's "nothing
+# collected" (arguments that select only one kind); both passes collecting nothing fails.
+set -u
+py=$1 workers=$2
+shift 2
+"$py" -m pytest -n "$workers" -m "not timing" "$@"
+side=$?
+"$py" -m pytest -p no:xdist -m timing "$@"
+alone=$?
+echo "make test: side by side exited $side, alone exited $alone (0 passed, 5 nothing collected)"
+for status in "$side" "$alone"; do
+    if [ "$status" -ne 0 ] && [ "$status" -ne 5 ]; then exit "$status"; fi
+done
+if [ "$side" -eq 5 ] && [ "$alone" -eq 5 ]; then exit 5; fi
+exit 0
