@@ -10,6 +10,7 @@ scenarios' (an 8-core machine with L4s).
 from __future__ import annotations
 
 import dataclasses
+import signal
 from typing import Any
 
 from advisor.core.workload import Workload
@@ -220,3 +221,10 @@ def trial(
         ),
         host_to_device=HostToDevice(32 * 150_000, 22.0, 9.0),
     )
+
+
+def ctrl_c_reaches_it() -> None:
+    """`preexec_fn` of a child a test stops with SIGINT: Ctrl-C's default action, as a
+    terminal's shell gives it. A test run started in the background (`&`, nohup) inherits
+    SIGINT ignored, and so would the child: it would finish its work instead of stopping."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

@@ -177,6 +177,7 @@ def test_a_count_has_a_median_and_a_range_per_step_model() -> None:
     assert only.lower_bound and only.median == 50.0
 
 
+@pytest.mark.timing
 def test_the_spinning_step_keeps_its_thread_busy_and_releases_the_gil() -> None:
     """CUDA's spin-wait keeps the training thread on its core with the GIL released: other
     threads run meanwhile, even where a thread holding the GIL would hand it over only after a

@@ -31,6 +31,7 @@ from advisor.measure.trial.watch import HEARTBEAT_S, overrun_s
 from native_loader import Credentials, ReaderConfig, S3IterableDataset
 from native_loader.decoders import collate_list
 from native_loader.sample_errors import SampleError
+from tests.builders import ctrl_c_reaches_it
 from tests.measure.conftest import located_profile
 
 SPEC = DemoSpec(images=60, image_kb=(10, 20), classes=2, shard_mb=0.5, large_files=1, large_mb=1)
@@ -212,7 +213,12 @@ def test_ctrl_c_during_the_trial_unwinds_it_and_leaves_no_process(
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     argv = [sys.executable, "-m", "advisor", "trial", str(folder), "--seconds", "30"]
     with subprocess.Popen(
-        argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env
+        argv,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        preexec_fn=ctrl_c_reaches_it,
     ) as proc:
         assert proc.stderr is not None
         seen = []

@@ -18,6 +18,7 @@ from advisor.demo.proxy import NetworkProfile, Proxy
 from advisor.demo.server import S3Endpoint
 from advisor.reshard import ReshardConfig, reshard, verify
 from testing import FaultProxy, Faults, When
+from tests.builders import ctrl_c_reaches_it
 from tests.reshard.conftest import (
     SHARD,
     digests,
@@ -77,6 +78,7 @@ def _done_markers(client: Any, bucket: str, prefix: str) -> int:
     return len(listing.get("Contents", []))
 
 
+@pytest.mark.timing
 @pytest.mark.slow
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGINT], ids=["kill", "ctrl-c"])
@@ -103,7 +105,9 @@ def test_a_killed_process_resumes_to_the_same_bytes(
             proxy.url,
             "--quiet",
         ]
-        with subprocess.Popen(argv, env=environ(), stderr=subprocess.PIPE, text=True) as process:
+        with subprocess.Popen(
+            argv, env=environ(), stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_reaches_it
+        ) as process:
             deadline = time.monotonic() + 60
             while _done_markers(s3_client, s3_bucket, "killed/") < 1:
                 assert process.poll() is None, process.communicate()[1]
