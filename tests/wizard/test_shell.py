@@ -44,6 +44,17 @@ def test_the_controller_and_its_steps_import_no_widgets() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_wizard_shows_before_torch_is_imported() -> None:
+    """`%advisor` draws the wizard without importing torch (about 1.5 s on 2 cores): the rules,
+    the records and the session load without it; the trial imports it when it runs."""
+    code = (
+        "import sys; import advisor.wizard, advisor.session, advisor.decide.recommend; "
+        "sys.exit('torch' in sys.modules)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_job_runner_runs_one_job_at_a_time() -> None:
     runner = JobRunner("test-job-runner")
     release, calls = threading.Event(), []

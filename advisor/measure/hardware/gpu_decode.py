@@ -15,8 +15,6 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import torch
-
 from advisor.measure.hardware import gpu_decode_recorded as recorded
 
 
@@ -80,6 +78,10 @@ def recorded_gpu_decode() -> GpuDecode | None:
 
 def gpu_decode_unavailable() -> str | None:
     """Why the GPU decode cannot be measured here, or None when it can."""
+    # torch is imported where a decode is measured: the records above are read by the rules
+    # and the wizard, which show before anything imports torch (about 1.5 s)
+    import torch
+
     if not torch.cuda.is_available():
         return "no CUDA device"
     try:
@@ -98,6 +100,7 @@ def measure_gpu_decode(
     why = gpu_decode_unavailable()
     if why is not None:
         raise RuntimeError(f"GPU decode not measured: {why}")
+    import torch
     from torchvision.io import ImageReadMode, decode_jpeg
 
     if not jpegs:
