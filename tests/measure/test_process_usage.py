@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import subprocess
 import time
 from dataclasses import dataclass
 from multiprocessing.synchronize import Event, Semaphore
 from pathlib import Path
 
-from advisor.measure.hardware.host import child_pids, process_tree, process_usage
+import pytest
+
+from advisor.measure.hardware.host import (
+    child_pids,
+    helper_processes,
+    process_tree,
+    process_usage,
+)
 from advisor.measure.hardware.processes import ProcessReading, TreeSample
 from advisor.measure.loop.usage import TreeUsage
 from advisor.measure.trial.sweep import read_workers
@@ -133,3 +141,34 @@ def test_process_usage_reads_stat_and_statm_and_none_when_gone(tmp_path: Path) -
     assert process_usage(7, root=tmp_path) == (4.0, 0)
     assert process_usage(8, root=tmp_path) is None
     assert TreeSample.read([7, 8], root=tmp_path).processes == {7: ProcessReading(4.0, 0)}
+
+
+def _spin(seconds: float) -> None:
+    started = time.thread_time()
+    while time.thread_time() - started < seconds:
+        pass
+
+
+@pytest.mark.timing
+def test_the_loop_leaves_out_a_server_its_process_started_and_counts_its_workers() -> None:
+    """In a notebook's kernel the demo's SeaweedFS is a child of the process whose loader is
+    diagnosed: its CPU serves the loader's requests but is not the loader's. A child running
+    another program (`yes`, as busy as a core lets it) is left out of the loop's usage; a child
+    of this interpreter (as a DataLoader worker is), as busy, is counted."""
+    helper = subprocess.Popen(["yes"], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.1)
+        assert helper.pid in helper_processes(os.getpid())  # beside any server the run started
+        assert helper.pid not in process_tree(os.getpid(), leave_out=frozenset({helper.pid}))
+        with TreeUsage() as alone:
+            time.sleep(0.6)
+        worker = multiprocessing.get_context("fork").Process(target=_spin, args=(0.6,))
+        worker.start()
+        with TreeUsage() as with_worker:
+            worker.join(30)
+    finally:
+        helper.kill()
+        helper.wait(5)
+    # the test's own thread sleeps: the tree's CPU is the helper's, or nothing
+    assert alone.cpu_s < 0.1, alone.cpu_s
+    assert with_worker.cpu_s > 0.3, with_worker.cpu_s

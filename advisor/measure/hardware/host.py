@@ -249,9 +249,12 @@ def child_pids(root: Path = Path("/")) -> set[int]:
     return pids
 
 
-def process_tree(pid: int, root: Path = Path("/")) -> list[int]:
+def process_tree(
+    pid: int, root: Path = Path("/"), leave_out: frozenset[int] = frozenset()
+) -> list[int]:
     """`pid` and all its descendants, from the parent links in /proc/*/stat (grandchildren
-    included, which `child_pids` does not see); processes that end while it reads are skipped."""
+    included, which `child_pids` does not see); processes that end while it reads are skipped,
+    and so are the processes in `leave_out` with their own descendants."""
     parent: dict[int, int] = {}
     try:
         entries = os.listdir(root / "proc")
@@ -269,8 +272,33 @@ def process_tree(pid: int, root: Path = Path("/")) -> list[int]:
     while todo:
         current = todo.pop()
         tree.append(current)
-        todo += [child for child, ppid in parent.items() if ppid == current]
+        todo += [c for c, ppid in parent.items() if ppid == current and c not in leave_out]
     return tree
+
+
+def helper_processes(pid: int, root: Path = Path("/")) -> frozenset[int]:
+    """The children of `pid` running another program than `pid` does: a server or a tool it
+    started (the demo's SeaweedFS in a notebook's kernel), not a DataLoader worker, which runs
+    the same interpreter however it is started (fork, spawn or forkserver). A child whose
+    program cannot be read is not counted as a helper."""
+    try:
+        own = os.readlink(root / f"proc/{pid}/exe")
+        entries = os.listdir(root / "proc")
+    except OSError:
+        return frozenset()
+    helpers = set()
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            stat = (root / f"proc/{entry}/stat").read_text()
+            if int(stat.rsplit(")", 1)[1].split()[1]) != pid:
+                continue
+            if os.readlink(root / f"proc/{entry}/exe") != own:
+                helpers.add(int(entry))
+        except (OSError, ValueError, IndexError):
+            continue
+    return frozenset(helpers)
 
 
 def rss_bytes(pid: int | str = "self", root: Path = Path("/")) -> int:

@@ -8,7 +8,7 @@ import os
 import threading
 from types import TracebackType
 
-from advisor.measure.hardware.host import process_tree
+from advisor.measure.hardware.host import helper_processes, process_tree
 from advisor.measure.hardware.processes import TreeSample
 
 SAMPLE_S = 0.05  # how often resident memory and CPU time are read
@@ -20,9 +20,11 @@ class TreeUsage:
 
     The tree is `pid` (this process by default) and all its descendants, those that started
     before the window included: a persistent DataLoader's workers, started by an earlier epoch
-    or an earlier iteration, are the loader's own, and nothing /proc shows tells them from a
-    server the user's process started earlier, which is therefore counted too. (The trial, which
-    makes its loaders itself, leaves out the children that predate them.)
+    or an earlier iteration, are the loader's own. Left out are the children that run another
+    program when the window opens (`helper_processes`), with their descendants: a server or a
+    tool the process started, such as the demo's SeaweedFS in a notebook's kernel, whose CPU
+    and memory serve the loader's requests but are not the loader's. (The trial, which makes
+    its loaders itself, leaves out every child that predates them.)
 
     cpu_s: the tree's CPU seconds over the window (`TreeSample.cpu_since`, as the trial counts
     its workers'). A process that ends inside the window keeps the CPU time it was last seen
@@ -36,11 +38,13 @@ class TreeUsage:
         self.period_s = period_s
         self.peak_rss_bytes = 0
         self._start = self._seen = TreeSample()
+        self._helpers: frozenset[int] = frozenset()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="tree-usage", daemon=True)
 
     def __enter__(self) -> TreeUsage:
-        self._start = self._seen = TreeSample.read(process_tree(self.pid))
+        self._helpers = helper_processes(self.pid)
+        self._start = self._seen = TreeSample.read(self._tree())
         self._thread.start()
         return self
 
@@ -49,7 +53,7 @@ class TreeUsage:
     ) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        self._sample(process_tree(self.pid))
+        self._sample(self._tree())
 
     @property
     def cpu_s(self) -> float:
@@ -61,7 +65,7 @@ class TreeUsage:
         tick = 0
         while not self._stop.wait(self.period_s):
             if tick % RESCAN_EVERY == 0:
-                pids = process_tree(self.pid)
+                pids = self._tree()
             tick += 1
             self._sample(pids)
 
@@ -69,3 +73,6 @@ class TreeUsage:
         sample = TreeSample.read(pids)
         self._seen = self._seen.then(sample)
         self.peak_rss_bytes = max(self.peak_rss_bytes, sample.total_rss_bytes)
+
+    def _tree(self) -> list[int]:
+        return process_tree(self.pid, leave_out=self._helpers)
