@@ -7,11 +7,13 @@
 #include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <optional>
 #include <tuple>
 #include <string>
+#include <thread>
 
 #include "buffer.hpp"
 #include "engine.hpp"
@@ -24,6 +26,33 @@ namespace nb = nanobind;
 using namespace nb::literals;
 
 namespace {
+
+bool interpreter_finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing() != 0;
+#else
+    return _Py_IsFinalizing() != 0;
+#endif
+}
+
+// Releases the GIL around a blocking call and takes it back after. Before Python 3.14 a thread
+// that takes the GIL back while the interpreter finalizes (a daemon thread mid-read when a
+// script or a kernel exits) is ended with pthread_exit, whose unwind through this destructor
+// calls std::terminate and aborts the process. Such a thread is parked instead, as Python 3.14
+// parks it: the process is ending, and the thread holds no lock.
+class BlockingCall {
+  public:
+    BlockingCall() : state_(PyEval_SaveThread()) {}
+    ~BlockingCall() {
+        while (interpreter_finalizing()) std::this_thread::sleep_for(std::chrono::seconds(1));
+        PyEval_RestoreThread(state_);
+    }
+    BlockingCall(const BlockingCall &) = delete;
+    BlockingCall &operator=(const BlockingCall &) = delete;
+
+  private:
+    PyThreadState *state_;
+};
 
 // Bytes owned by a shared Storage, exposed with the buffer protocol (writable, 1-D, "B").
 struct Buffer {
@@ -140,7 +169,7 @@ NB_MODULE(_native, m) {
         [](const std::string &path, int64_t offset, int64_t length) {
             nl::FileRead r;
             {
-                nb::gil_scoped_release release;
+                BlockingCall release;
                 r = nl::read_file(path, offset, length);
             }
             std::optional<Buffer> data;
@@ -252,13 +281,13 @@ NB_MODULE(_native, m) {
         .def("submit_list", &nl::Engine::submit_list, "bucket"_a, "prefix"_a, "delimiter"_a,
              "token"_a, "max_keys"_a)
         .def("wait", &nl::Engine::wait, "ticket"_a, "timeout_s"_a,
-             nb::call_guard<nb::gil_scoped_release>())
+             nb::call_guard<BlockingCall>())
         .def("wait_any", &nl::Engine::wait_any, "tickets"_a, "timeout_s"_a,
-             nb::call_guard<nb::gil_scoped_release>())
+             nb::call_guard<BlockingCall>())
         .def("wait_readable", &nl::Engine::wait_readable, "ticket"_a, "min_bytes"_a,
-             "timeout_s"_a, nb::call_guard<nb::gil_scoped_release>())
+             "timeout_s"_a, nb::call_guard<BlockingCall>())
         .def("take", &nl::Engine::take, "ticket"_a)
         .def("cancel", &nl::Engine::cancel, "ticket"_a)
-        .def("close", &nl::Engine::close, nb::call_guard<nb::gil_scoped_release>())
+        .def("close", &nl::Engine::close, nb::call_guard<BlockingCall>())
         .def("stats", &nl::Engine::stats);
 }
