@@ -157,6 +157,7 @@ def test_plain_read(fake_s3: _FakeS3) -> None:
         assert bytes(reader.read("s3://bucket/ok")) == BODY
 
 
+@pytest.mark.timing
 def test_first_byte_timeout(fake_s3: _FakeS3) -> None:
     start = time.monotonic()
     with _reader(fake_s3, first_byte_timeout_s=0.3, max_attempts=2) as reader:
@@ -168,6 +169,7 @@ def test_first_byte_timeout(fake_s3: _FakeS3) -> None:
     assert type(pickle.loads(pickle.dumps(info.value))) is TimeoutError
 
 
+@pytest.mark.timing
 def test_stall_timeout(fake_s3: _FakeS3) -> None:
     start = time.monotonic()
     with (
@@ -231,6 +233,7 @@ def test_5xx_is_retried_4xx_is_not(fake_s3: _FakeS3) -> None:
     assert fake_s3.hits["forbidden"] == 1
 
 
+@pytest.mark.timing
 def test_close_interrupts_a_blocked_read(fake_s3: _FakeS3) -> None:
     reader = _reader(fake_s3)
     closer = threading.Timer(0.3, reader.close)
@@ -247,6 +250,7 @@ def test_close_interrupts_a_blocked_read(fake_s3: _FakeS3) -> None:
         reader.read("s3://bucket/ok")
 
 
+@pytest.mark.timing
 def test_leaving_read_many_cancels_inflight_requests(fake_s3: _FakeS3) -> None:
     with _reader(fake_s3) as reader:
         stream = reader.read_many(["s3://bucket/ok"] + ["s3://bucket/hang"] * 4)

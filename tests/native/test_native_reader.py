@@ -231,6 +231,7 @@ def _closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.timing
 def test_unreachable_endpoint_is_connection_error() -> None:
     # Default retry policy (5 attempts, backoff 0.05 s doubling): all within the connect timeout.
     config = ReaderConfig(endpoint_url=f"http://127.0.0.1:{_closed_port()}", connect_timeout_s=2.0)

@@ -578,6 +578,7 @@ def test_objects_of_piece_and_part_sizes_stream_in_order(
         assert _idle(reader) == (0, 0, 0)
 
 
+@pytest.mark.timing
 def test_an_object_overwritten_between_its_parts_says_it_changed(
     s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
 ) -> None:
