@@ -16,6 +16,7 @@ from advisor.report.history import history_table, repeat_words
 from advisor.report.recommendation import recommendation_summary
 from advisor.report.rows import (
     Row,
+    gpu_facts,
     gpu_rows,
     hardware_rows,
     profile_rows,
@@ -31,6 +32,7 @@ __all__ = [
     "comparison_headline",
     "copy_note",
     "diagnosis_lines",
+    "gpu_facts",
     "gpu_rows",
     "hardware_rows",
     "headline_lines",

@@ -9,7 +9,7 @@ from advisor.core.units import binary_size, duration, mb_per_s, per_s, rate
 from native_loader import parse_uri
 
 if TYPE_CHECKING:
-    from advisor.measure.hardware import HardwareProfile
+    from advisor.measure.hardware import GpuInfo, HardwareProfile
     from advisor.measure.profile import DatasetProfile
     from advisor.measure.trial.results import TrialResult
 
@@ -58,16 +58,24 @@ def gpu_rows(hardware: HardwareProfile) -> list[Row]:
         return [("GPUs", "none found")]
     rows = []
     for gpu in hardware.gpus:
-        parts = [gpu.name]
-        if gpu.memory_total_bytes is not None:
-            parts.append(binary_size(gpu.memory_total_bytes))
-        if gpu.pcie_gen_max is not None and gpu.pcie_width_max is not None:
-            parts.append(f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}")
-        if gpu.nvlink_active_links:
-            parts.append(f"NVLink x{gpu.nvlink_active_links}")
         label = f"{'planned GPU' if hardware.planned else 'GPU'} {gpu.index}"
-        rows.append((label, ", ".join(parts)))
+        rows.append((label, ", ".join([gpu.name, *gpu_facts(gpu)])))
     return rows
+
+
+def gpu_facts(gpu: GpuInfo) -> list[str]:
+    """What is known of one GPU beside its name: memory, PCIe link, NVLink, driver; the CLI's
+    row and the wizard's card show the same."""
+    parts = []
+    if gpu.memory_total_bytes is not None:
+        parts.append(binary_size(gpu.memory_total_bytes))
+    if gpu.pcie_gen_max is not None and gpu.pcie_width_max is not None:
+        parts.append(f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}")
+    if gpu.nvlink_active_links:
+        parts.append(f"NVLink x{gpu.nvlink_active_links}")
+    if gpu.driver_version:
+        parts.append(f"driver {gpu.driver_version}")
+    return parts
 
 
 def hardware_rows(hardware: HardwareProfile) -> list[Row]:

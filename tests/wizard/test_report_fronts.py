@@ -11,7 +11,7 @@ import pytest
 
 from advisor import cli
 from advisor.measure.hardware import probe_hardware
-from advisor.report import Row, gpu_rows, hardware_rows, profile_rows, trial_rows
+from advisor.report import Row, gpu_facts, gpu_rows, hardware_rows, profile_rows, trial_rows
 from advisor.wizard.panels.base import table
 from tests.builders import make_trial
 from tests.wizard.conftest import profiled
@@ -45,6 +45,11 @@ def test_the_profile_and_the_machine_read_the_same_in_the_cli_and_the_wizard(
     _shown_in_both(rows, capsys.readouterr().out, shown)
     assert [label for label, _ in gpu_rows(session.hardware)] == ["planned GPU 0", "planned GPU 1"]
     assert shown.count("class='la-card la-gpu'") == 2  # the wizard shows them as cards
+    # each card says what the CLI's row says of its GPU
+    for gpu, (_, row) in zip(session.hardware.gpus, gpu_rows(session.hardware), strict=True):
+        facts = gpu_facts(gpu)
+        assert facts and row == ", ".join([gpu.name, *facts])
+        assert html.escape(", ".join(facts)) in shown
 
 
 def test_a_trial_reads_the_same_in_the_cli_and_the_wizard(

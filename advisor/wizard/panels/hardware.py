@@ -7,10 +7,9 @@ import html
 import ipywidgets as widgets
 
 from advisor.core.bounds import range_of
-from advisor.core.units import binary_size
 from advisor.core.workload import Workload
 from advisor.measure.hardware import GPU_CATALOG, HardwareProfile
-from advisor.report import hardware_rows
+from advisor.report import gpu_facts, hardware_rows
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import LABEL, StepPanel, html_area, table
 from advisor.wizard.steps.hardware import HardwareStep
@@ -26,15 +25,7 @@ def gpu_cards(hardware: HardwareProfile) -> str:
         )
     cards = []
     for gpu in hardware.gpus:
-        parts = []
-        if gpu.memory_total_bytes is not None:
-            parts.append(binary_size(gpu.memory_total_bytes))
-        if gpu.pcie_gen_max is not None and gpu.pcie_width_max is not None:
-            parts.append(f"PCIe gen{gpu.pcie_gen_max} x{gpu.pcie_width_max}")
-        if gpu.nvlink_active_links:
-            parts.append(f"NVLink x{gpu.nvlink_active_links}")
-        if gpu.driver_version:
-            parts.append(f"driver {gpu.driver_version}")
+        parts = gpu_facts(gpu)
         label = "planned" if hardware.planned else "GPU"
         cards.append(
             f"<div class='la-card la-gpu'><div class='la-card-title'>{label} {gpu.index}: "
