@@ -349,14 +349,18 @@ def test_json_round_trip() -> None:
     assert HardwareProfile.from_dict(data) == hw
 
 
-def test_process_tree_follows_parent_links_to_grandchildren(tmp_path: Path) -> None:
+def test_process_tree_follows_every_threads_children_to_grandchildren(tmp_path: Path) -> None:
     proc = tmp_path / "proc"
-    for pid, name, ppid in [(1, "a b) (c", 0), (2, "x", 1), (3, "y", 2), (4, "z", 99)]:
-        (proc / str(pid)).mkdir(parents=True)
-        (proc / str(pid) / "stat").write_text(f"{pid} ({name}) S {ppid} 0 0\n")
-    (proc / "self").mkdir()
-    assert sorted(process_tree(1, root=tmp_path)) == [1, 2, 3]
+    # pid 1 has two threads, the second forked 2 and 5; 2 forked 3; 4 is no descendant of 1
+    tasks = {1: {1: "", 11: "2 5"}, 2: {2: "3"}, 3: {3: ""}, 4: {4: ""}, 5: {5: ""}}
+    for pid, threads in tasks.items():
+        for tid, children in threads.items():
+            (proc / str(pid) / "task" / str(tid)).mkdir(parents=True)
+            (proc / str(pid) / "task" / str(tid) / "children").write_text(children)
+    assert sorted(process_tree(1, root=tmp_path)) == [1, 2, 3, 5]
     assert process_tree(4, root=tmp_path) == [4]
+    assert sorted(process_tree(1, root=tmp_path, leave_out=frozenset({2}))) == [1, 5]
+    assert process_tree(99, root=tmp_path) == [99]  # gone: itself, with no children
 
 
 def test_rss_readers_read_statm_and_vmhwm(tmp_path: Path) -> None:

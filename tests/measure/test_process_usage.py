@@ -1,13 +1,16 @@
-"""What a set of processes has used (`TreeSample`), and the two measurements that count from it:
-the trial's sweep reading its workers and the loop's `TreeUsage` reading the process tree
-must agree on the same children, which burn a known CPU time and hold a known resident set."""
+"""What a set of processes has used (`TreeSample`), and the one sampler that reads it
+(`TreeMeter`) in the scopes of the trial's sweep (its loader's workers) and the diagnosing loop
+(the process tree): both count the same children, which burn a known CPU time and hold a known
+resident set."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import subprocess
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.synchronize import Event, Semaphore
 from pathlib import Path
@@ -20,9 +23,7 @@ from advisor.measure.hardware.host import (
     process_tree,
     process_usage,
 )
-from advisor.measure.hardware.processes import ProcessReading, TreeSample
-from advisor.measure.loop.usage import TreeUsage
-from advisor.measure.trial.sweep import read_workers
+from advisor.measure.hardware.processes import ProcessReading, TreeMeter, TreeSample
 
 CHILDREN = 3
 HOLD_MIB = 48
@@ -66,50 +67,59 @@ def _from_each_child(said: Semaphore) -> None:
         assert said.acquire(timeout=30)
 
 
-def test_the_sweep_and_the_loop_count_the_same_children_alike() -> None:
+def test_the_trial_and_the_loop_count_the_same_children_alike() -> None:
+    """The one sampler in the two scopes its loops give it: the trial's (the children that
+    predate its loader left out) and the diagnosing loop's (the whole tree, helpers left out)
+    both count the children, their CPU between two readings and their memory."""
     cues = Cues.make()
     before = child_pids()  # as the trial takes them before it makes a loader
+    own = os.getpid()
     fork = multiprocessing.get_context("fork")
     children = [fork.Process(target=_burn, args=(cues,)) for _ in range(CHILDREN)]
     for child in children:
         child.start()
     try:
-        bare = read_workers(before)
+        trial = TreeMeter(leave_out=frozenset(before))
+        bare = trial.start().without(own)
         cues.hold.set()
         _from_each_child(cues.held)
-        rest_from = TreeSample.read(process_tree(os.getpid()))
-        with TreeUsage() as usage:
-            at_start = read_workers(before)
-            cues.go.set()
-            _from_each_child(cues.burnt)
-            at_end = read_workers(before)
-            # the children end inside the loop's window: it keeps the CPU they were last seen
-            # with, as the sweep's reading just before their end counts it
-            cues.end.set()
-            for child in children:
-                child.join(10)
-        workers = set(at_end.processes)
-        others = TreeSample.read(set(process_tree(os.getpid())) - workers)
+        loop = TreeMeter()
+        loop.start()
+        at_start = trial.read().without(own)
+        cues.go.set()
+        _from_each_child(cues.burnt)
+        at_end = trial.read().without(own)
+        loop.read()
+        # the children end inside the loop's window: it keeps the CPU they were last seen
+        # with, at the reading just before their end
+        cues.end.set()
+        for child in children:
+            child.join(10)
+        ended = loop.read()
     finally:
         cues.end.set()
         for child in children:
             if child.is_alive():
                 child.kill()
                 child.join(5)
-    assert workers == {child.pid for child in children}
-    # the sweep: the workers' CPU between two readings, and the largest worker's memory
+    workers = {child.pid for child in children}
+    assert set(at_end.processes) == workers
+    # the trial: the workers' CPU between two readings, and the largest worker's memory
     sweep_cpu = at_end.cpu_since(at_start)
     assert CHILDREN * (BURN_S - 0.02) <= sweep_cpu <= CHILDREN * BURN_S + 0.15
     for pid in workers:  # each holds what it wrote on top of what it was born with
         grew = at_end.processes[pid].rss_bytes - bare.processes[pid].rss_bytes
         assert grew >= HOLD_MIB * MIB
-    assert at_end.largest_rss_bytes >= bare.largest_rss_bytes + HOLD_MIB * MIB
+    assert trial.peak_child_rss_bytes >= bare.largest_rss_bytes + HOLD_MIB * MIB
     assert at_end.total_rss_bytes >= CHILDREN * HOLD_MIB * MIB
-    # the loop: the whole tree, less what the processes other than the workers used (this
-    # process and anything it started before the test) over a window just wider than the loop's
-    loop_workers_cpu = usage.cpu_s - others.cpu_since(rest_from)
+    # the loop: the same children in its tree, ended, at the CPU the trial counted for them
+    for pid in workers:
+        assert ended.processes[pid].rss_bytes == 0
+        assert ended.processes[pid].cpu_s >= at_end.processes[pid].cpu_s
+    loop_workers_cpu = TreeSample({p: ended.processes[p] for p in workers}).cpu_since(loop.first)
     assert abs(loop_workers_cpu - sweep_cpu) <= 0.1
-    assert usage.peak_rss_bytes >= at_end.total_rss_bytes
+    assert loop.cpu_s >= sweep_cpu - 0.02  # the tree: the workers and this process
+    assert loop.peak_rss_bytes >= at_end.total_rss_bytes
 
 
 def test_a_process_that_ends_keeps_its_last_cpu_and_holds_no_memory() -> None:
@@ -143,6 +153,17 @@ def test_process_usage_reads_stat_and_statm_and_none_when_gone(tmp_path: Path) -
     assert TreeSample.read([7, 8], root=tmp_path).processes == {7: ProcessReading(4.0, 0)}
 
 
+def _read_while(meter: TreeMeter, wait: Callable[[], None]) -> None:
+    """Read the tree every 50 ms while `wait` runs, as a loop reads it at its batches."""
+    done = threading.Event()
+    waiter = threading.Thread(target=lambda: (wait(), done.set()))
+    waiter.start()
+    while not done.wait(0.05):
+        meter.read()
+    waiter.join()
+    meter.read()
+
+
 def _spin(seconds: float) -> None:
     started = time.thread_time()
     while time.thread_time() - started < seconds:
@@ -160,12 +181,14 @@ def test_the_loop_leaves_out_a_server_its_process_started_and_counts_its_workers
         time.sleep(0.1)
         assert helper.pid in helper_processes(os.getpid())  # beside any server the run started
         assert helper.pid not in process_tree(os.getpid(), leave_out=frozenset({helper.pid}))
-        with TreeUsage() as alone:
-            time.sleep(0.6)
+        alone = TreeMeter()
+        alone.start()
+        _read_while(alone, lambda: time.sleep(0.6))
         worker = multiprocessing.get_context("fork").Process(target=_spin, args=(0.6,))
         worker.start()
-        with TreeUsage() as with_worker:
-            worker.join(30)
+        with_worker = TreeMeter()
+        with_worker.start()
+        _read_while(with_worker, lambda: worker.join(30))
     finally:
         helper.kill()
         helper.wait(5)

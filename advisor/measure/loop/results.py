@@ -60,7 +60,7 @@ class LoopRun:
     ended: "batches" or "seconds" (a limit), "epoch" (the loader ran out), "cancelled".
     cpu_s: CPU seconds of this process and its descendants (the loader's workers) over the
         loop, the step's included. peak_rss_bytes: the largest total resident set of that tree
-        at one reading (its processes' summed; `TreeUsage`).
+        at one reading (its processes' summed; `TreeMeter`).
     gpu_utilization: NVML samples (percent) during the loop; empty without a GPU.
     loader_workers: the loader's num_workers (a DataLoader), 0 for any other iterable.
     """

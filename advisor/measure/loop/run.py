@@ -5,13 +5,15 @@ The loader is iterated in a thread of its own, but only on demand: the loop asks
 batch when its step is done and waits for it, exactly as `for batch in loader: step(batch)`
 would, so nothing is fetched ahead that the user's loop would not fetch. The thread is there so
 that a loader that never yields is reported (`LoaderHung`) after a bounded wait instead of being
-waited on forever. After the loop, the same step is replayed on batches already loaded: the
-loop's rate with loading free (the "headspace").
+waited on forever. The loop records through the one instrumented loop (`InstrumentedLoop`), as
+`watch` and the trial's sweep do. After the loop, the same step is replayed on batches already
+loaded: the loop's rate with loading free (the "headspace").
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import threading
 import time
@@ -20,9 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.core.bounds import LoopLimits
-from advisor.measure.hardware.nvml import GpuUtilization
+from advisor.measure.hardware.processes import TreeMeter
+from advisor.measure.loop.instrument import InstrumentedLoop
 from advisor.measure.loop.results import LoopRun
-from advisor.measure.loop.usage import TreeUsage
 
 Step = Callable[[Any], object]
 # An iterable of batches, or a function that makes one (called at the start of every run, so
@@ -182,17 +184,15 @@ def run_loop(
     """Run `for batch in loader: step(batch)` within `limits`, timing every wait and step."""
     limits = limits or LoopLimits()
     fetcher = _Fetcher(loader)
-    waits: list[float] = []
-    steps: list[float] = []
-    samples: list[int] = []
+    loop = InstrumentedLoop(samples_of)
     kept: list[Any] = []
     ended = "batches"
 
     def report(message: str, started: float) -> None:
         if progress is not None:
             done = max(
-                (len(waits) + 1) / limits.max_batches,
-                (time.monotonic() - started) / limits.max_seconds,
+                (loop.steps_done + 1) / limits.max_batches,
+                (time.perf_counter() - started) / limits.max_seconds,
             )
             progress(LoopEvent(label, min(done, 1.0), message))
 
@@ -212,61 +212,55 @@ def run_loop(
         return kind, value
 
     try:
-        with TreeUsage() as usage, GpuUtilization() as gpu:
-            started = time.monotonic()
-            report("waiting for the first batch", started)
-            kind, first = fetch(limits.first_batch_timeout_s, 1)
-            first_batch_s = time.monotonic() - started
-            if kind == "end":
-                raise LoaderEmpty(f"{who} yielded no batch: its iterator ended at once")
-            if kind == "cancelled":
-                raise LoaderError("cancelled before the first batch")
-            kept.append(first)
-            step(first)
-            loop_started = time.monotonic()
-            while True:
-                if len(waits) + 1 >= limits.max_batches:
-                    break
-                if time.monotonic() - loop_started >= limits.max_seconds:
-                    ended = "seconds"
-                    break
-                if cancel is not None and cancel.is_set():
-                    ended = "cancelled"
-                    break
-                asked = time.monotonic()
-                kind, batch = fetch(limits.batch_timeout_s, len(waits) + 2)
-                if kind in ("end", "cancelled"):
-                    ended = "epoch" if kind == "end" else "cancelled"
-                    break
-                got = time.monotonic()
-                step(batch)
-                steps.append(time.monotonic() - got)
-                waits.append(got - asked)
-                samples.append(samples_of(batch))
-                if len(kept) < limits.replay_batches:
-                    kept.append(batch)
-                report(f"batch {len(waits) + 1}", started)
-        first_samples = samples_of(first)
+        loop.start()
+        started = loop.started_at
+        report("waiting for the first batch", started)
+        loop.resumed()
+        kind, first = fetch(limits.first_batch_timeout_s, 1)
+        if kind == "end":
+            raise LoaderEmpty(f"{who} yielded no batch: its iterator ended at once")
+        if kind == "cancelled":
+            raise LoaderError("cancelled before the first batch")
+        loop.arrived(first)
+        kept.append(first)
+        step(first)
+        loop.stepped()
+        loop_started = time.perf_counter()
+        while True:
+            if loop.steps_done + 1 >= limits.max_batches:
+                break
+            if time.perf_counter() - loop_started >= limits.max_seconds:
+                ended = "seconds"
+                break
+            if cancel is not None and cancel.is_set():
+                ended = "cancelled"
+                break
+            kind, batch = fetch(limits.batch_timeout_s, loop.steps_done + 2)
+            if kind in ("end", "cancelled"):
+                ended = "epoch" if kind == "end" else "cancelled"
+                break
+            loop.arrived(batch)
+            step(batch)
+            loop.stepped()
+            if len(kept) < limits.replay_batches:
+                kept.append(batch)
+            report(f"batch {loop.steps_done + 1}", started)
+            loop.resumed()
     finally:
+        loop.stop()
         fetcher.close()
     notes = _skipped_note(fetcher.made) + _throttled_note(fetcher.made)
-    replay_steps, replay_samples, replay_cpu = _replay(kept, step, len(waits), samples_of, cancel)
-    return LoopRun(
-        label=label,
-        time_to_first_batch_s=first_batch_s,
-        first_batch_samples=first_samples,
-        wait_s=tuple(waits),
-        step_s=tuple(steps),
-        samples=tuple(samples),
-        ended=ended,
-        cpu_s=usage.cpu_s,
-        peak_rss_bytes=usage.peak_rss_bytes,
-        gpu_utilization=tuple(gpu.samples),
+    replay_steps, replay_samples, replay_cpu = _replay(
+        kept, step, loop.steps_done, samples_of, cancel
+    )
+    return dataclasses.replace(
+        loop.record(label, ended),
         replay_step_s=tuple(replay_steps),
         replay_samples=tuple(replay_samples),
         replay_cpu_s=replay_cpu,
         notes=notes,
         loader_workers=workers_of(fetcher.made),
+        step_cpu_s=None,  # the step's CPU is the replay's, as for every loop the advisor drives
     )
 
 
@@ -324,14 +318,16 @@ def _replay(
     counts: list[int] = []
     if not kept or measured == 0:
         return times, counts, 0.0
-    with TreeUsage() as usage:
-        deadline = time.monotonic() + REPLAY_MAX_S
-        for i in range(measured):
-            if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
-                break
-            batch = kept[i % len(kept)]
-            started = time.monotonic()
-            step(batch)
-            times.append(time.monotonic() - started)
-            counts.append(samples_of(batch))
-    return times, counts, usage.cpu_s
+    meter = TreeMeter()
+    meter.start()
+    deadline = time.monotonic() + REPLAY_MAX_S
+    for i in range(measured):
+        if time.monotonic() > deadline or (cancel is not None and cancel.is_set()):
+            break
+        batch = kept[i % len(kept)]
+        started = time.monotonic()
+        step(batch)
+        times.append(time.monotonic() - started)
+        counts.append(samples_of(batch))
+    meter.read()
+    return times, counts, meter.cpu_s

@@ -4,29 +4,25 @@ took, as the same `LoopRun` that `diagnose`'s loop records, so both are judged a
 
 The loop is the user's: `for batch in watched: ...` yields the loader's batches unchanged, in
 their order. Per step it reads two clocks (the wall clock and this thread's CPU clock) and
-appends three numbers; the process tree's CPU and memory, and NVML's GPU utilisation, are
-sampled in threads (`TreeUsage`, `GpuUtilization`). `LoaderFacts` reads what the loader's
-settings and its first batch say about it (workers, prefetch, pinning, persistent workers, the
-tensors and bytes that cross from a worker per batch, the data set's shards) and what the
-machine allows (`/dev/shm`, the open-file limit).
+appends three numbers, as every loop that measures a loader does (`InstrumentedLoop`).
+`LoaderFacts` reads what the loader's settings and its first batch say about it (workers,
+prefetch, pinning, persistent workers, the tensors and bytes that cross from a worker per batch,
+the data set's shards) and what the machine allows (`/dev/shm`, the open-file limit).
 """
 
 from __future__ import annotations
 
-import os
 import resource
-import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from advisor.measure.hardware.host import busy_cpu_s, shm_bytes
-from advisor.measure.hardware.nvml import GpuUtilization
+from advisor.measure.hardware.host import shm_bytes
+from advisor.measure.loop.instrument import InstrumentedLoop
 from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.run import batch_samples
-from advisor.measure.loop.usage import TreeUsage
 
 
 @dataclass(frozen=True)
@@ -93,11 +89,15 @@ def _shards(dataset: Any) -> int | None:
     return None
 
 
-class WatchedLoop:
-    """`for batch in WatchedLoop(loader): ...`: the loader's batches, each step timed.
+class WatchedLoop(InstrumentedLoop):
+    """`for batch in WatchedLoop(loader): ...`: the loader's batches, each step timed by the one
+    instrumented loop (`InstrumentedLoop`), driven from the user's loop.
 
     `on_step(self)` is called after each step's timing is recorded (the front's summary lines
     and live view); `run()` is the loop so far as a `LoopRun`, at any time, also after it ended.
+    A training framework's callbacks drive it with the loop's events (`InstrumentedLoop`); one
+    that shows the batch only inside the step (the Trainer's model forward) calls
+    arrived(None), then seen(batch) for each batch of the step.
     """
 
     def __init__(
@@ -108,27 +108,13 @@ class WatchedLoop:
         samples_of: Callable[[Any], int] = batch_samples,
         on_step: Callable[[WatchedLoop], None] | None = None,
     ) -> None:
+        super().__init__(samples_of)
         self.loader = loader
         self.label = label
-        self.samples_of = samples_of
         self.on_step = on_step
-        self.waits: list[float] = []
-        self.steps: list[float] = []
-        self.samples: list[int] = []
-        self.step_cpu_s = 0.0
-        self.first_batch_s: float | None = None
-        self.first_samples = 0
         self.facts: LoaderFacts | None = None
         self.ended = "running"
-        self._usage: TreeUsage | None = None
-        self._gpu: GpuUtilization | None = None
-        self._cpus = frozenset(os.sched_getaffinity(0))
-        self._busy_from = (0.0, 0.0)  # (busy CPU of this process's cores, wall) at the start
-        self._back = self._got = self._cpu_from = 0.0
-
-    @property
-    def steps_done(self) -> int:
-        return len(self.steps)
+        self._stopped = False
 
     def __iter__(self) -> Iterator[Any]:
         try:
@@ -147,85 +133,31 @@ class WatchedLoop:
         finally:
             self.stop()
 
-    # The loop's events, for a loop driven from outside (a training framework's callbacks):
-    # start() before the loader is asked for its first batch, arrived(batch) when a batch
-    # reaches the step, stepped() when the step ends, stop() at the end. A framework that shows
-    # the batch only inside the step (the Trainer's model forward) calls arrived(None), then
-    # seen(batch) for each batch of the step; resumed() ends the framework's own work after a
-    # step (logging, evaluating, saving), which is then no part of the next batch's wait.
-
     def start(self) -> None:
         self.ended = "running"
-        usage, gpu = TreeUsage(), GpuUtilization()
-        self._usage, self._gpu = usage.__enter__(), gpu.__enter__()
-        self._busy_from = (busy_cpu_s(self._cpus), time.monotonic())
-        self._back = time.perf_counter()  # the first batch is waited for from here
-
-    def arrived(self, batch: Any) -> None:
-        now = time.perf_counter()
-        if self.first_batch_s is None:
-            self.first_batch_s = now - self._back
-            if batch is not None:
-                self.seen(batch)
-        else:
-            self.waits.append(now - self._back)
-            self.samples.append(0 if batch is None else self.samples_of(batch))
-        self._got, self._cpu_from = now, time.thread_time()
+        self._stopped = False
+        super().start()
 
     def seen(self, batch: Any) -> None:
         """A batch of the step under way: its samples count to the step, and the first batch
         tells the loader's facts."""
         if self.facts is None:
             self.facts = LoaderFacts.of(self.loader, batch)
-        if self.samples:
-            self.samples[-1] += self.samples_of(batch)
-        else:
-            self.first_samples += self.samples_of(batch)
+        super().seen(batch)
 
-    def resumed(self) -> None:
-        """The framework's own work after a step ended now: the next wait is timed from here."""
-        self._back = time.perf_counter()
-
-    def stepped(self) -> None:
-        now = time.perf_counter()
-        self.step_cpu_s += time.thread_time() - self._cpu_from
-        if len(self.waits) > len(self.steps):  # the first batch's step has no wait to pair
-            self.steps.append(now - self._got)
-            if self.on_step is not None:
-                self.on_step(self)
-        self._back = now
+    def stepped(self) -> bool:
+        counted = super().stepped()
+        if counted and self.on_step is not None:
+            self.on_step(self)
+        return counted
 
     def stop(self, ended: str | None = None) -> None:
         if ended is not None:
             self.ended = ended
-        if self._gpu is not None:
-            self._gpu.__exit__(None, None, None)
-        if self._usage is not None:
-            self._usage.__exit__(None, None, None)
-
-    def others_cores(self) -> float | None:
-        """Cores that other work (not this process tree) kept busy over the loop, on the cores
-        this process may use: their busy CPU less the tree's, over the wall time."""
-        usage, (busy, started) = self._usage, self._busy_from
-        elapsed = time.monotonic() - started
-        if usage is None or elapsed <= 0.5:
-            return None
-        return max(busy_cpu_s(self._cpus) - busy - usage.cpu_s, 0.0) / elapsed
+        if not self._stopped and self.started_at:
+            self._stopped = True
+            super().stop()
 
     def run(self) -> LoopRun:
         """The loop so far: a batch's wait and the step after it, for every completed step."""
-        done = min(len(self.waits), len(self.steps))
-        usage = self._usage
-        return LoopRun(
-            label=self.label,
-            time_to_first_batch_s=self.first_batch_s or 0.0,
-            first_batch_samples=self.first_samples,
-            wait_s=tuple(self.waits[:done]),
-            step_s=tuple(self.steps[:done]),
-            samples=tuple(self.samples[:done]),
-            ended=self.ended,
-            cpu_s=usage.cpu_s if usage is not None else 0.0,
-            peak_rss_bytes=usage.peak_rss_bytes if usage is not None else 0,
-            gpu_utilization=tuple(self._gpu.samples) if self._gpu is not None else (),
-            step_cpu_s=self.step_cpu_s,
-        )
+        return self.record(self.label, self.ended)

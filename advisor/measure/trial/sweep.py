@@ -7,7 +7,8 @@ default spin-wait on synchronisation, a core kept busy for the step (`STEP_SPIN`
 consumer rate there is no step (`STEP_NONE`): the loader's own rate is what counts.
 
 Counts are measured in interleaved slices (0, 1, 2, 0, 1, 2, ...; the step mode alternates from
-round to round), each on a loader kept alive between its slices, each over a `SteadyWindow`;
+round to round), each on a loader kept alive between its slices, each over a `SteadyWindow`,
+each driving the one instrumented loop that `diagnose` and `watch` record with;
 where the count search (`advisor.measure.trial.search`) adds a count, its slices follow. Every
 slice measures the training thread's CPU per sample, the cores' busy CPU per sample (a spinning
 step's spin left out of both) and the thread's share of a core (the spin in it).
@@ -24,8 +25,9 @@ import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 
-from advisor.measure.hardware.host import busy_cpu_s, child_pids
-from advisor.measure.hardware.processes import TreeSample
+from advisor.measure.hardware.host import child_pids
+from advisor.measure.hardware.processes import TreeMeter
+from advisor.measure.loop.instrument import InstrumentedLoop, Mark
 from advisor.measure.trial.data import TrialData
 from advisor.measure.trial.live import BATCH_TIMEOUT_S, LiveLoader, spin_step
 from advisor.measure.trial.results import (
@@ -67,19 +69,23 @@ def measure_slice(
     lower bound). `check` is called after every batch (it may raise to stop early). With
     `min_samples`, the window must also hold that many samples.
 
-    The DataLoader workers (this process's children less `ignore_pids`, by default those that
-    predate the slice) are read as `read_workers` reads them, on this thread at fixed points
-    (no sampler thread: its CPU would count in the training thread's and the cores' figures):
-    their CPU from the window's opening to the slice's end (`TreeSample.cpu_since`, over the
-    window's samples; a persistent worker does not end inside a slice, so the two readings are
-    not chained as the loop's are), their memory every 8 batches (`peak_worker_rss_mb`: the
-    largest single worker's resident set at any of those readings, where the loop's
-    `TreeUsage` reports the peak of the whole tree's total from the same kind of reading).
+    The slice is the one instrumented loop (`InstrumentedLoop`) driven from here. The training
+    thread's CPU per sample is its CPU outside the steps (`Mark.loader_cpu_s`: taking the
+    batches, and the loop's own work on them, as a training loop has its own), and the cores'
+    busy CPU per sample leaves the steps' CPU (a spinning step's spin) out too. The DataLoader
+    workers are the process tree less `ignore_pids` (by default the children that predate the
+    slice), read by the loop's `TreeMeter`: their CPU from the window's opening to the slice's
+    end, over the window's samples; their memory (`peak_worker_rss_mb`) the largest single
+    worker's resident set at any of the readings.
     """
     step_rate = consumer_rate if step != STEP_NONE else None
     hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
     ignore = child_pids() if ignore_pids is None else ignore_pids
-    started = time.monotonic()
+    loop = InstrumentedLoop(
+        live.samples_in, meter=TreeMeter(leave_out=frozenset(ignore)), gpu=False
+    )
+    loop.start()
+    started = loop.started_at
     window = SteadyWindow(
         started, seconds, live.workers * (live.prefetch or 0), min_samples, hard_stop,
         round_batches=max(live.workers, 1),
@@ -87,24 +93,14 @@ def measure_slice(
     first_batch_s = 0.0
     samples = 0
     sample_bytes = 0
-    peak_rss = 0.0
-    # The main thread's CPU time at arrivals: a batch's loading work happens before it arrives,
-    # so the window's share runs from its opening batch's arrival to its last round's end. A
-    # spinning step's CPU is counted apart (`spun`): the thread's share of a core holds it, its
-    # loading CPU and the cores' busy CPU per sample do not.
-    cpu_window_start = cpu_window_end = time.thread_time()
-    spun = spun_window_start = spun_window_end = 0.0
-    wall_window_start = wall_window_end = started
-    # ... and the busy CPU of the cores this process may use, over the same window
-    cores = frozenset(os.sched_getaffinity(0))
-    busy_window_start = busy_window_end = 0.0
-    # ... and the DataLoader workers' own CPU (every thread of each worker process: its Python
-    # thread, its reader's threads), from the window's opening to the slice's end
-    workers_at_open: TreeSample | None = None
+    # The loop at the window's opening batch and at its last counted round's end (`Mark`): a
+    # batch's loading work happens before it arrives, so the window's CPU runs from arrival to
+    # arrival; the workers' CPU is read again at the slice's end.
+    opened: Mark | None = None
+    closed: Mark | None = None
     for batch_index in itertools.count():
         batch = live.next_batch()
-        now = time.monotonic()
-        cpu_now = time.thread_time()
+        now = loop.arrived(batch)
         if batch_index == 0:
             first_batch_s = now - started
         waiting = window.opens is None
@@ -112,43 +108,40 @@ def measure_slice(
         produced, backlog = live.stage_samples()
         finishing = live.finishing_epoch(backlog)
         if window.arrival(batch_index, now, batch_samples, produced, backlog, finishing):
-            cpu_window_end, busy_window_end = cpu_now, busy_cpu_s(cores)
-            spun_window_end, wall_window_end = spun, now
+            closed = loop.mark(tree=False)
         elif waiting and window.opens is not None:
-            cpu_window_start, busy_window_start = cpu_now, busy_cpu_s(cores)
-            spun_window_start, wall_window_start = spun, now
-            if live.workers > 0:
-                workers_at_open = read_workers(ignore)
+            opened = loop.mark(tree=live.workers > 0)
         samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
-        if batch_index % 8 == 0:
-            peak_rss = max(peak_rss, read_workers(ignore).largest_rss_bytes / 2**20)
         if check is not None:
             check()
         if window.closed or now - started >= hard_stop:
             break
+        loop.stepping()
         if step_rate is not None:
             step_s = batch_samples / step_rate
             if step == STEP_SPIN:
-                before = time.thread_time()
                 spin_step(step_s)
-                spun += time.thread_time() - before
             else:
                 time.sleep(step_s)
-    elapsed = max(time.monotonic() - started, 1e-6)
+        loop.stepped()
+    end = loop.mark(tree=live.workers > 0)
+    loop.stop()
+    elapsed = max(time.perf_counter() - started, 1e-6)
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
     main_cpu = machine_cpu = share = worker_cpu = None
-    if steady_rate is not None and workers_at_open is not None:
-        worker_cpu = max(read_workers(ignore).cpu_since(workers_at_open), 0.0) / window.samples
-    if steady_rate is not None:
-        spin_cpu = spun_window_end - spun_window_start
-        thread_cpu = cpu_window_end - cpu_window_start
-        main_cpu = max(thread_cpu - spin_cpu, 0.0) / window.samples
-        if busy_window_end > busy_window_start:
-            machine_cpu = max(busy_window_end - busy_window_start - spin_cpu, 0.0) / window.samples
-        if wall_window_end > wall_window_start:
-            share = thread_cpu / (wall_window_end - wall_window_start)
+    if steady_rate is not None and opened is not None and closed is not None:
+        main_cpu = closed.loader_cpu_s(opened) / window.samples
+        busy = closed.busy_cpu_s - opened.busy_cpu_s
+        if busy > 0:
+            machine_cpu = max(busy - closed.steps_cpu_s(opened), 0.0) / window.samples
+        if closed.wall_s > opened.wall_s:
+            share = (closed.thread_cpu_s - opened.thread_cpu_s) / (closed.wall_s - opened.wall_s)
+        if opened.tree is not None and end.tree is not None:
+            own = os.getpid()
+            workers = end.tree.without(own).cpu_since(opened.tree.without(own))
+            worker_cpu = max(workers, 0.0) / window.samples
     bytes_per_sample = sample_bytes / samples if samples else 0.0
     return LoaderPoint(
         num_workers=live.workers,
@@ -159,7 +152,7 @@ def measure_slice(
         samples_per_s=rate,
         mb_per_s=rate * bytes_per_sample / 1e6,
         time_to_first_batch_s=first_batch_s,
-        peak_worker_rss_mb=peak_rss,
+        peak_worker_rss_mb=loop.meter.peak_child_rss_bytes / 2**20,
         main_cpu_s_per_sample=main_cpu,
         machine_cpu_s_per_sample=machine_cpu,
         steady=steady_rate is not None,
@@ -167,14 +160,6 @@ def measure_slice(
         training_share=share,
         worker_cpu_s_per_sample=worker_cpu,
     )
-
-
-def read_workers(ignore: set[int]) -> TreeSample:
-    """The DataLoader workers as a slice reads them: this process's children less `ignore`
-    (those that predate the loader, such as a local S3 server), their CPU and memory now. Only
-    direct children: `child_pids` reads this process's own task files where `process_tree`
-    reads every process's, and this runs on the training thread."""
-    return TreeSample.read(child_pids() - ignore)
 
 
 def measure_loader(
