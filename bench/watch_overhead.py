@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+import warnings
 from pathlib import Path
 
 import torch
@@ -52,10 +53,12 @@ class _Items(torch.utils.data.Dataset[torch.Tensor]):
 
 def _reading_s() -> list[float]:
     """Seconds one reading of the process tree takes, READS times, with READ_WORKERS workers."""
-    loader = torch.utils.data.DataLoader(
-        _Items(), batch_size=4, num_workers=READ_WORKERS, persistent_workers=True
-    )
-    batches = iter(loader)
+    with warnings.catch_warnings():  # torch's warning on more workers than cores: intended
+        warnings.simplefilter("ignore", UserWarning)
+        loader = torch.utils.data.DataLoader(
+            _Items(), batch_size=4, num_workers=READ_WORKERS, persistent_workers=True
+        )
+        batches = iter(loader)
     next(batches)  # the workers are up
     meter = TreeMeter()
     meter.start()
