@@ -119,7 +119,7 @@ class CheckResult:
     # the advice's evidence: per measured count its median, range and the model's prediction;
     # and what the model was given (CPU and loop overhead per sample, first byte, bandwidth)
     sweep_table: dict[str, dict[str, Any]]
-    model_inputs: dict[str, float | None]
+    model_inputs: dict[str, Any]
 
 
 def _step(seconds: float, mode: str) -> None:
@@ -226,11 +226,27 @@ def check(
     )  # fmt: skip
 
 
-def _model_inputs(trial: Any) -> dict[str, float | None]:
+def _model_inputs(trial: Any) -> dict[str, Any]:
     """What the model was given: the CPU per sample, and the storage probes' first byte and
-    bandwidth, of the listed objects and (copy_*) of the trial's local copy where it made one."""
+    bandwidth, of the listed objects and (copy_*) of the trial's local copy where it made one;
+    and per measured count what the sweep's slices measured (ms per sample: the training
+    thread's, the cores' busy and a worker's CPU; the training thread's share of a core)."""
     decode, storage, copy = trial.decode, trial.storage, trial.copy_storage
+
+    def ms(value: float | None) -> float | None:
+        return None if value is None else round(value * 1e3, 4)
+
+    measured = {
+        str(c.num_workers): {
+            "main_ms": ms(trial.main_thread_s(c.num_workers)),
+            "machine_ms": ms(trial.machine_s(c.num_workers)),
+            "worker_ms": ms(trial.worker_s(c.num_workers)),
+            "share": trial.measured_share(c.num_workers),
+        }
+        for c in trial.counts
+    }
     return {
+        "per_count": measured,
         "cpu_ms_per_sample": None if decode is None else round(decode.cpu_s_per_sample * 1e3, 3),
         "overhead_ms_per_sample": None
         if decode is None or decode.overhead_s is None
