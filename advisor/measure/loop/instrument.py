@@ -118,7 +118,7 @@ class InstrumentedLoop:
             self.waits.append(now - self._back)
             self.samples.append(0 if batch is None else self.samples_of(batch))
         if now >= self._next_read:
-            self._last = self.mark()
+            self.mark()  # the latest reading (`others_cores`)
             self._next_read = now + READ_PERIOD_S
             self._got = time.perf_counter()  # the reading is no part of the step's time
         else:

@@ -42,7 +42,8 @@ class LoaderPoint:
     mb_per_s: float
     time_to_first_batch_s: float  # from the slice's start (a fresh loader's: its start-up)
     # MiB (the JSON's name says MB): the largest single worker's resident set at the slice's
-    # readings, every 8 batches (`TreeSample.largest_rss_bytes`); 0 with no workers
+    # readings of the tree, at most every 0.25 s (`TreeMeter.peak_child_rss_bytes`); 0 with no
+    # workers
     peak_worker_rss_mb: float
     # CPU seconds the main (training) thread spent per sample on loading, in the steady window:
     # with 0 workers all of the loader's Python work, with workers receiving the batches; a
