@@ -111,21 +111,23 @@ class TreeMeter:
 
     def __init__(self, pid: int | None = None, leave_out: frozenset[int] | None = None) -> None:
         self.pid = os.getpid() if pid is None else pid
-        self.leave_out = leave_out
+        self._given = leave_out
+        self.leave_out = leave_out or frozenset()
         self.peak_rss_bytes = 0
         self.peak_child_rss_bytes = 0
         self.first = self.latest = TreeSample()
 
     def start(self) -> TreeSample:
-        if self.leave_out is None:
-            self.leave_out = helper_processes(self.pid)
+        """The first reading; without a `leave_out`, the helpers are those running now (a loop
+        started again, `watch`'s next epoch, looks again)."""
+        self.leave_out = self._given if self._given is not None else helper_processes(self.pid)
         self.latest = TreeSample()
         self.first = self.read()
         return self.first
 
     def read(self) -> TreeSample:
         """The tree now, chained onto the readings before it."""
-        sample = TreeSample.read(process_tree(self.pid, leave_out=self.leave_out or frozenset()))
+        sample = TreeSample.read(process_tree(self.pid, leave_out=self.leave_out))
         self.latest = self.latest.then(sample)
         self.peak_rss_bytes = max(self.peak_rss_bytes, sample.total_rss_bytes)
         children = sample.without(self.pid).largest_rss_bytes
