@@ -96,3 +96,23 @@ def test_the_tree_is_read_at_a_batchs_arrival_at_most_every_read_period() -> Non
     assert all(gap >= READ_PERIOD_S - 0.002 for gap in gaps), gaps
     run = loop.record("paced", "seconds")
     assert len(run.samples) > 20 and all(step >= 0.005 for step in run.step_s)
+
+
+@pytest.mark.timing
+def test_a_loop_started_again_keeps_the_trees_cpu_of_its_runs_and_not_between_them() -> None:
+    """`watch` iterates one loop once per epoch: its steps add up over the epochs, and so must
+    the tree's CPU (the loader's CPU per sample is the tree's less the steps', over all the
+    samples), without the user's own work between the epochs."""
+    loop = InstrumentedLoop(len, gpu=False)
+    for _ in range(2):
+        loop.start()
+        for batch in _loader():
+            loop.arrived(batch)
+            loop.stepped()
+        loop.stop()
+        _spin(0.3)  # an evaluation between the epochs
+    run = loop.record("two epochs", "epoch")
+    assert len(run.wait_s) == 2 * (BATCHES + 1) - 1
+    loading = 2 * (BATCHES + 1) * LOAD_CPU_S
+    tick = 1 / os.sysconf("SC_CLK_TCK")
+    assert loading - 4 * tick <= run.cpu_s <= loading + 0.1, run.cpu_s

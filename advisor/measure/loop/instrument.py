@@ -88,6 +88,7 @@ class InstrumentedLoop:
         self._last: Mark | None = None
         self._back = self._got = self._arrival = self._cpu_at_arrival = self._cpu_from = 0.0
         self._next_read = 0.0
+        self._cpu_before = 0.0  # the tree's CPU in the runs before this start (not between)
 
     @property
     def steps_done(self) -> int:
@@ -95,9 +96,12 @@ class InstrumentedLoop:
 
     def start(self) -> None:
         """Starts (or starts again: `watch` iterates one loop once per epoch) the meter's and
-        the GPU's readings; the steps recorded so far stay."""
+        the GPU's readings. The steps recorded so far stay, and so does the tree's CPU over
+        them, without what it used between the runs (the user's evaluation, say)."""
         if self._gpu_wanted:
             self._gpu = GpuUtilization().__enter__()
+        if self._first is not None:  # the tree's CPU of the earlier runs, as their steps stay
+            self._cpu_before += self.meter.cpu_s
         self.meter.start()
         now = time.perf_counter()
         self.started_at = self._back = self._arrival = self._next_read = now
@@ -193,7 +197,7 @@ class InstrumentedLoop:
             step_s=tuple(self.steps[:done]),
             samples=tuple(self.samples[:done]),
             ended=ended,
-            cpu_s=self.meter.cpu_s,
+            cpu_s=self._cpu_before + self.meter.cpu_s,
             peak_rss_bytes=self.meter.peak_rss_bytes,
             gpu_utilization=tuple(self._gpu.samples) if self._gpu is not None else (),
             step_cpu_s=self.step_cpu_s,
