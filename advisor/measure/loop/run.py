@@ -260,7 +260,7 @@ def run_loop(
         replay_cpu_s=replay_cpu,
         notes=notes,
         loader_workers=workers_of(fetcher.made),
-        step_cpu_s=None,  # the step's CPU is the replay's, as for every loop the advisor drives
+        step_cpu_s=None,  # this loop takes the step's CPU from its replay (`replay_cpu_s`)
     )
 
 
