@@ -23,6 +23,7 @@ from typing import Any
 
 from advisor.demo import ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_URL
 from advisor.demo.datasets import ENV_CACHE
+from testing.kernels import ipc_kernels
 
 DATA_FOLDER_PREFIX = "loader-advisor-s3-"
 KERNEL_READY_S = 60.0
@@ -91,22 +92,26 @@ def start_demo_in_kernel(cache: Path, temp: Path) -> KernelStart:
     for the server's data folder to be removed."""
     from jupyter_client.manager import KernelManager
 
-    manager = KernelManager(kernel_name="python3")
-    manager.start_kernel(env=_kernel_env(cache, temp), cwd=str(temp))
-    client = manager.client()
     seconds = folder = None
-    try:
-        client.start_channels()
-        client.wait_for_ready(timeout=KERNEL_READY_S)
-        _run(client, "%load_ext advisor", KERNEL_READY_S)
-        _run(client, "import time\n_started = time.monotonic()\n%advisor --demo", KERNEL_READY_S)
-        line = _run(client, _WAIT_FOR_DEMO.format(timeout=DEMO_READY_S), DEMO_READY_S + 30)
-        words = next(w for w in (x.split() for x in line.splitlines()) if w[:1] == ["DEMO_READY"])
-        seconds = float(words[1]) if float(words[1]) < DEMO_READY_S else None
-        folder = Path(words[2]) if words[2] != "None" else None
-    finally:
-        client.stop_channels()
-        manager.shutdown_kernel()  # as Jupyter ends a kernel: asked to shut down, then killed
+    with ipc_kernels() as config:
+        manager = KernelManager(kernel_name="python3", config=config)
+        manager.start_kernel(env=_kernel_env(cache, temp), cwd=str(temp))
+        client = manager.client()
+        try:
+            client.start_channels()
+            client.wait_for_ready(timeout=KERNEL_READY_S)
+            _run(client, "%load_ext advisor", KERNEL_READY_S)
+            _run(
+                client, "import time\n_started = time.monotonic()\n%advisor --demo", KERNEL_READY_S
+            )
+            line = _run(client, _WAIT_FOR_DEMO.format(timeout=DEMO_READY_S), DEMO_READY_S + 30)
+            lines = (x.split() for x in line.splitlines())
+            words = next(w for w in lines if w[:1] == ["DEMO_READY"])
+            seconds = float(words[1]) if float(words[1]) < DEMO_READY_S else None
+            folder = Path(words[2]) if words[2] != "None" else None
+        finally:
+            client.stop_channels()
+            manager.shutdown_kernel()  # as Jupyter ends a kernel: asked to shut down, then killed
     deadline = time.monotonic() + FOLDER_GONE_S
     while folder is not None and folder.exists() and time.monotonic() < deadline:
         time.sleep(0.5)

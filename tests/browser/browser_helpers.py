@@ -19,7 +19,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -27,6 +27,7 @@ from typing import Literal
 from advisor.demo import ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_URL
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint, free_ports
+from testing.kernels import ipc_kernels
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "advisor.ipynb"
@@ -160,6 +161,13 @@ def jupyter_lab(
     if os.geteuid() == 0:
         args.append("--allow-root")
     url = f"http://127.0.0.1:{port}"
+    kernels = ExitStack()
+    # the kernels' channels on Unix sockets: TCP ports picked for them can be taken by a test
+    # running beside this one before the kernel binds them
+    kernel_config = kernels.enter_context(ipc_kernels())
+    args += [
+        f"--KernelManager.{name}={value}" for name, value in kernel_config.KernelManager.items()
+    ]
     with log.open("wb") as out:
         process = subprocess.Popen(args, env=child_env, stdout=out, stderr=subprocess.STDOUT)
     try:
@@ -192,3 +200,4 @@ def jupyter_lab(
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(timeout=5)
+        kernels.close()

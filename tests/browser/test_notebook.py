@@ -15,6 +15,7 @@ import pytest
 from nbclient import NotebookClient
 
 from advisor.demo.server import S3Endpoint
+from testing.kernels import ipc_kernels
 from tests.browser.browser_helpers import NOTEBOOK, check_export_yields_batch, small_demo_env
 
 pytestmark = [
@@ -47,10 +48,15 @@ def _run(
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     if extra:
         notebook.cells.append(nbformat.v4.new_code_cell(extra))
-    client = NotebookClient(
-        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": cwd}}
-    )
-    client.execute(env={**os.environ, **env})
+    with ipc_kernels() as config:
+        client = NotebookClient(
+            notebook,
+            config=config,
+            kernel_name="python3",
+            timeout=timeout,
+            resources={"metadata": {"path": cwd}},
+        )
+        client.execute(env={**os.environ, **env})
     return notebook
 
 
@@ -91,7 +97,10 @@ def test_magic_shows_a_prefilled_wizard(tmp_path: Path) -> None:
     ]
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    NotebookClient(notebook, timeout=60, kernel_name="python3").execute(cwd=str(tmp_path))
+    with ipc_kernels() as config:
+        NotebookClient(notebook, config=config, kernel_name="python3", timeout=60).execute(
+            cwd=str(tmp_path)
+        )
     outputs = [cell.outputs for cell in notebook.cells]
     assert not [o for cell in outputs for o in cell if o.get("output_type") == "error"]
     assert any(WIDGET_MIME in o.get("data", {}) for o in outputs[1])

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -461,7 +462,10 @@ def test_throttling_the_readers_met_is_in_the_diagnosis(
             credentials=Credentials(keys.access_key, keys.secret_key),
         )
         loader = torch.utils.data.DataLoader(dataset, batch_size=None)
-        result = diagnose(loader, seconds_per_batch=0.001, limits=QUICK)
+        # The whole epoch, so every throttled request is in the diagnosis: each one backs off,
+        # and on a busy machine the 30 reads outlast QUICK's 1.5 s.
+        whole_epoch = replace(QUICK, max_seconds=30.0)
+        result = diagnose(loader, seconds_per_batch=0.001, limits=whole_epoch)
         injected = proxy.stats().faults_injected["slow_down"]
     assert result.summary.ended == "epoch"
     note = f"the storage throttled {injected:,} requests (503 SlowDown"
