@@ -82,14 +82,16 @@ class Doctor:
         self.steps_before = 0  # the steps of the loops before this one (a loader swapped in)
 
     def report(self, loop: WatchedLoop) -> WatchReport:
+        run = loop.run()
         report = judge(
-            loop.run(), loop.facts, self.cores, min_steps=self.min_steps,
-            others_cores=loop.others_cores(),
+            run, loop.facts, self.cores, min_steps=self.min_steps,
+            others_cores=loop.others_cores(), handover=loop.handover(),
         )  # fmt: skip
         if self.before is None:
             return report
-        change, before = self.before
-        return dataclasses.replace(report, proof=proof(change, before.summary, report.summary))
+        change, _ = self.before
+        workers = loop.facts.num_workers if loop.facts is not None else None
+        return dataclasses.replace(report, proof=proof(change, run, workers))
 
     def say(self, line: str) -> None:
         if self.out is not None:

@@ -23,6 +23,7 @@ from advisor.core.units import binary_size, counted, duration, rate, share
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop
 from advisor.decide.rules.thresholds import NOISE_CAP
 from advisor.decide.verdict import INPUT_BOUND, Verdict, input_bound
+from advisor.measure.loop.handover import Handover
 from advisor.measure.loop.results import LoopRun, LoopSummary
 from advisor.measure.loop.watch import LoaderFacts
 
@@ -47,11 +48,15 @@ class Trip:
 
 @dataclass(frozen=True)
 class Change:
-    """One setting to change, with what the model predicts the loop then reads."""
+    """One setting to change, with what the loop measured and what it is predicted to read
+    after the change, in the same terms: the steady rate over the steps for `num_workers`, the
+    rate over whole epochs, each epoch's first batch included, for `persistent_workers`."""
 
     setting: str
     now: Any
     to: Any
+    measured_samples_per_s: float
+    measured_wait_share: float
     predicted_samples_per_s: float
     predicted_wait_share: float
     line: str
@@ -70,12 +75,17 @@ class Proof:
     line: str
 
 
-def proof(change: Change, before: LoopSummary, after: LoopSummary) -> Proof | None:
-    """The prediction beside the measurements; None where the loop before measured no rate."""
-    was, waited = before.overall_samples_per_s, before.overall_wait_share
-    if not was or waited is None:
-        return None
-    now, waits = after.overall_samples_per_s, after.overall_wait_share
+def proof(change: Change, after: LoopRun, workers: int | None) -> Proof:
+    """The prediction beside the measurements: before the change, what the change was
+    predicted against; after it, the changed loader's steady rate over its steps, its one
+    start left out: its first batch, and for kept workers (`persistent_workers`) the first
+    batch of each of its `workers`, which start once in the run where they started every epoch."""
+    was, waited = change.measured_samples_per_s, change.measured_wait_share
+    skip = max((workers or 1) - 1, 0) if change.setting == "persistent_workers" else 0
+    wait_s, step_s = after.wait_s[skip:], after.step_s[skip:]
+    looped = sum(wait_s) + sum(step_s)
+    now = sum(after.samples[skip:]) / looped if looped > 0 else None
+    waits = sum(wait_s) / looped if looped > 0 else None
     said = (
         f"{change.setting} {change.now} -> {change.to}, swapped in during this run: predicted "
         f"{rate(change.predicted_samples_per_s)} waiting {share(change.predicted_wait_share)} "
@@ -115,10 +125,12 @@ def judge(
     machine_busy: float | None = None,
     min_steps: int = 20,
     others_cores: float | None = None,
+    handover: Handover | None = None,
 ) -> WatchReport:
     """The loop so far, judged; the verdict, bottleneck and change wait for `min_steps`.
     `others_cores`: cores that other work kept busy meanwhile (the change is predicted on the
-    cores it left)."""
+    cores it left). `handover`: what a batch like the loader's costs to cross from a worker
+    (`measure_handover`; None: not measured, left out of the prediction)."""
     summary = LoopSummary.of(run)
     trips = tuple(_trips(summary, run, facts))
     if len(run.wait_s) < min_steps or summary.overall_wait_share is None:
@@ -127,7 +139,12 @@ def judge(
     workers = facts.num_workers if facts is not None else None
     found = of_loop(summary, usable_cores, workers, machine_busy)
     free = max(usable_cores - (others_cores or 0.0), 1.0)
-    change = _change(run, summary, found, facts, usable_cores, free)
+    changes = [
+        _more_workers(run, summary, found, facts, usable_cores, free, handover),
+        _persistent_workers(run, summary, facts),
+    ]
+    offered = [c for c in changes if c is not None]
+    change = max(offered, key=_gain, default=None)
     return WatchReport(summary, verdict, found, trips, change, facts)
 
 
@@ -140,13 +157,18 @@ def step_rate(run: LoopRun) -> float | None:
     return per_batch / step if step > 0 else None
 
 
-def _change(
+def _gain(change: Change) -> float:
+    return change.predicted_samples_per_s / change.measured_samples_per_s
+
+
+def _more_workers(
     run: LoopRun,
     summary: LoopSummary,
     found: Bottleneck | None,
     facts: LoaderFacts | None,
     cores: int,
     free: float,
+    handover: Handover | None,
 ) -> Change | None:
     """More workers, where the loop waits, the loader is a DataLoader and a count within the
     cores is predicted to read faster beyond the noise, on the cores other work left (`free`)."""
@@ -169,6 +191,20 @@ def _change(
     # each loading process's rate: the workers share the loop's rate; with none, the training
     # process loads only while it waits
     per_process = measured / now if now > 0 else measured / max(waits, 1e-6)
+    # With workers, the training thread takes their batches over one after another between
+    # its steps: at least its CPU measured doing so, and the hand-over's measured unpickling
+    # (which also waits on the worker's reply for each tensor). The rest of the loader's CPU
+    # is the workers'. With none, a worker would also pickle each batch it makes.
+    per_batch = statistics.fmean(run.samples) if run.samples else 1.0
+    send = take = None
+    if handover is not None and per_batch > 0:
+        send, take = handover.send_s / per_batch, handover.take_s / per_batch
+    receive, worker = take, None
+    if now > 0 and run.fetch_cpu_s is not None and run.total_samples > 0:
+        fetched = min(run.fetch_cpu_s / run.total_samples, cpu)
+        receive, cpu = max(fetched, take or 0.0), cpu - fetched
+    elif now == 0 and send is not None:
+        worker = cpu + send
     storage = StorageParams(
         "measured in the loop", first_byte_s=min(max(1 / per_process - cpu, 0.0), 60.0),
         per_connection_mb_s=1e6, measured=True,
@@ -183,7 +219,7 @@ def _change(
     def predicted(count: int) -> float:
         model = predict(
             count, object_bytes=0.0, cpu_s_per_sample=cpu, usable_cores=free, storage=storage,
-            consumer_rate=holding_rate,
+            consumer_rate=holding_rate, main_s_per_sample=receive, worker_s_per_sample=worker,
         )  # fmt: skip
         return min(model.trained_samples_per_s, consumer)
 
@@ -195,7 +231,7 @@ def _change(
     to_rate = min(options[best], consumer)
     wait_after = max(0.0, 1 - to_rate / consumer)
     return Change(
-        "num_workers", now, best, to_rate, wait_after,
+        "num_workers", now, best, measured, waits, to_rate, wait_after,
         f"num_workers {now} -> {best}: the model predicts {rate(to_rate)} (now "
         f"{rate(measured)}), waiting {share(wait_after)} of each step (now {share(waits)}); "
         f"from {duration(cpu)} of loader CPU per sample, {rate(per_process)} per loading "
@@ -204,20 +240,67 @@ def _change(
     )  # fmt: skip
 
 
+def _persistent_workers(
+    run: LoopRun, summary: LoopSummary, facts: LoaderFacts | None
+) -> Change | None:
+    """persistent_workers=True, where the workers start anew every epoch and their start is
+    worth changing beyond the noise. An epoch's first batch from each worker waits for that
+    worker's start (its process, the data set's copy, `worker_init_fn`); with the workers kept,
+    they wait for one batch a worker makes at the loop's rate (an upper bound where it idles)
+    and then for the steady wait."""
+    if (
+        facts is None
+        or not facts.num_workers
+        or facts.persistent_workers
+        or not run.samples
+        or not summary.overall_samples_per_s
+        or summary.seconds <= 0
+    ):
+        return None
+    workers = facts.num_workers
+    one_batch = workers * statistics.fmean(run.samples) / summary.overall_samples_per_s
+    steady = statistics.median(run.wait_s)
+    saved = sum(
+        max(sum(firsts) - one_batch - (len(firsts) - 1) * steady, 0.0)
+        for firsts in run.epoch_start_waits(workers)
+    )
+    waited = run.time_to_first_batch_s + sum(run.wait_s)
+    measured, seconds_after = summary.samples / summary.seconds, summary.seconds - saved
+    predicted = summary.samples / seconds_after
+    if predicted <= measured * (1 + NOISE_CAP):
+        return None
+    epochs = len(run.epoch_starts) + 1
+    return Change(
+        "persistent_workers", False, True, measured, waited / summary.seconds, predicted,
+        (waited - saved) / seconds_after,
+        f"persistent_workers False -> True: the model predicts {rate(predicted)} over whole "
+        f"epochs (now {rate(measured)}): starting the {counted(workers, 'worker')} anew cost "
+        f"{duration(saved / epochs)} of waiting an epoch"
+        + (f" (over {epochs})" if epochs > 1 else "")
+        + f"; workers kept up make the first batch in {duration(one_batch)}",
+    )  # fmt: skip
+
+
 def _trips(summary: LoopSummary, run: LoopRun, facts: LoaderFacts | None) -> list[Trip]:
     found: list[Trip] = []
     if facts is not None and facts.num_workers:
         found += _boundary(facts)
-        if not facts.persistent_workers and run.wait_s:
-            epoch = summary.seconds
-            stall = summary.time_to_first_batch_s
-            if epoch > 0 and stall / epoch > RESTART_SHARE:
+        starts = [firsts[0] for firsts in run.epoch_start_waits(1)]
+        if not facts.persistent_workers and run.wait_s and summary.seconds > 0:
+            stalled = sum(starts) / summary.seconds
+            if stalled > RESTART_SHARE:
+                first = (
+                    f"each epoch's first batch came after {duration(statistics.median(starts))}"
+                    f" (median of {len(starts)})"
+                    if len(starts) > 1
+                    else f"the first batch came after {duration(starts[0])}"
+                )
                 found.append(
                     Trip(
                         "restart",
-                        f"the workers start anew every epoch (persistent_workers=False): the "
-                        f"first batch came after {duration(stall)}, {share(stall / epoch)} of "
-                        "this epoch; persistent_workers=True keeps them",
+                        f"the workers start anew every epoch (persistent_workers=False): "
+                        f"{first}, {share(stalled)} of the time; persistent_workers=True "
+                        "keeps them",
                     )
                 )
     if facts is not None and facts.shards is not None and (facts.num_workers or 0) > facts.shards:

@@ -78,8 +78,13 @@ class InstrumentedLoop:
         self.steps: list[float] = []
         self.samples: list[int] = []
         self.step_cpu_s = 0.0
+        # the training thread's CPU getting its batches: from a step's end (the start,
+        # `resumed`) to the next arrival; with workers, taking their batches over
+        self.fetch_cpu_s = 0.0
         self.first_batch_s: float | None = None
         self.first_samples = 0
+        self.epoch_starts: list[int] = []  # each start after the first: its first wait's index
+        self._awaiting_first = False
         self.started_at = 0.0  # time.perf_counter() at start()
         self._gpu_wanted = gpu
         self._gpu: GpuUtilization | None = None
@@ -87,6 +92,7 @@ class InstrumentedLoop:
         self._first: Mark | None = None  # at the start, and at the latest reading of the tree
         self._last: Mark | None = None
         self._back = self._got = self._arrival = self._cpu_at_arrival = self._cpu_from = 0.0
+        self._cpu_back = 0.0  # the thread's CPU clock at `_back`
         self._next_read = 0.0
         self._cpu_before = 0.0  # the tree's CPU in the runs before this start (not between)
 
@@ -105,7 +111,8 @@ class InstrumentedLoop:
         self.meter.start()
         now = time.perf_counter()
         self.started_at = self._back = self._arrival = self._next_read = now
-        self._cpu_at_arrival = time.thread_time()
+        self._cpu_at_arrival = self._cpu_back = time.thread_time()
+        self._awaiting_first = True
         self._first = self._last = self._mark_now(self.meter.first)
 
     def arrived(self, batch: Any) -> float:
@@ -114,6 +121,10 @@ class InstrumentedLoop:
         now = time.perf_counter()
         self._arrival = now
         self._cpu_at_arrival = self._cpu_from = time.thread_time()
+        self.fetch_cpu_s += self._cpu_at_arrival - self._cpu_back
+        if self._awaiting_first and self.first_batch_s is not None:
+            self.epoch_starts.append(len(self.waits))
+        self._awaiting_first = False
         if self.first_batch_s is None:
             self.first_batch_s = now - self._back
             if batch is not None:
@@ -139,6 +150,7 @@ class InstrumentedLoop:
     def resumed(self) -> None:
         """The driver's own work after a step ended now: the next wait is timed from here."""
         self._back = time.perf_counter()
+        self._cpu_back = time.thread_time()
 
     def stepping(self) -> None:
         """The step proper starts now: the driver's own work on the batch since its arrival
@@ -148,7 +160,8 @@ class InstrumentedLoop:
     def stepped(self) -> bool:
         """The step ended; True where it was a step after the first batch (one with a wait)."""
         now = time.perf_counter()
-        self.step_cpu_s += time.thread_time() - self._cpu_from
+        self._cpu_back = time.thread_time()
+        self.step_cpu_s += self._cpu_back - self._cpu_from
         self._back = now
         if len(self.waits) > len(self.steps):
             self.steps.append(now - self._got)
@@ -201,4 +214,6 @@ class InstrumentedLoop:
             peak_rss_bytes=self.meter.peak_rss_bytes,
             gpu_utilization=tuple(self._gpu.samples) if self._gpu is not None else (),
             step_cpu_s=self.step_cpu_s,
+            fetch_cpu_s=self.fetch_cpu_s,
+            epoch_starts=tuple(i for i in self.epoch_starts if i < done),
         )

@@ -85,6 +85,12 @@ class LoopRun:
     # the processes that loaded besides the main one, in the loader iterated (what a loader
     # function made included): a DataLoader's num_workers, else 0; None: not known
     loader_workers: int | None = None
+    # the training thread's CPU getting its batches (from a step's end to the next arrival):
+    # with workers, taking their batches over
+    fetch_cpu_s: float | None = None
+    # a loop iterated once per epoch (`watch`): the index in `wait_s` of each later epoch's
+    # first batch (the first epoch's is `time_to_first_batch_s`)
+    epoch_starts: tuple[int, ...] = ()
 
     @property
     def batches(self) -> int:
@@ -93,6 +99,14 @@ class LoopRun:
     @property
     def total_samples(self) -> int:
         return self.first_batch_samples + sum(self.samples)
+
+    def epoch_start_waits(self, batches: int) -> list[tuple[float, ...]]:
+        """Per epoch, the waits for its first `batches` batches (fewer where it had fewer)."""
+        ends = [*self.epoch_starts, len(self.wait_s)]
+        firsts = [(self.time_to_first_batch_s, *self.wait_s[: min(batches - 1, ends[0])])]
+        for start, end in zip(self.epoch_starts, ends[1:], strict=True):
+            firsts.append(self.wait_s[start : min(start + batches, end)])
+        return firsts
 
     def windows(self) -> list[tuple[float, float, int]]:
         """(waited, stepped, samples) per consecutive window of the batches after the first."""

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from advisor.measure.hardware.host import shm_bytes
+from advisor.measure.loop.handover import Handover, measure_handover
 from advisor.measure.loop.instrument import InstrumentedLoop
 from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.run import batch_samples
@@ -113,6 +114,7 @@ class WatchedLoop(InstrumentedLoop):
         self.label = label
         self.on_step = on_step
         self.facts: LoaderFacts | None = None
+        self._handover: Handover | None = None
         self.ended = "running"
         self._stopped = False
 
@@ -157,6 +159,15 @@ class WatchedLoop(InstrumentedLoop):
         if not self._stopped and self.started_at:
             self._stopped = True
             super().stop()
+
+    def handover(self) -> Handover | None:
+        """What a batch of the loader's tensors costs to cross from a worker, measured once
+        (`measure_handover`, a few hundredths of a second for 100 tensors) when first asked:
+        at a report, not in the loop; None before the first batch, and for a loader that is
+        no DataLoader (it has no workers to hand over from)."""
+        if self._handover is None and self.facts is not None and self.facts.num_workers is not None:
+            self._handover = measure_handover(self.facts.tensors_per_batch)
+        return self._handover
 
     def run(self) -> LoopRun:
         """The loop so far: a batch's wait and the step after it, for every completed step."""

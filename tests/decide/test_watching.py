@@ -1,0 +1,111 @@
+"""`advisor.decide.watching`: the change `watch` offers, judged from a recorded loop (no timing:
+the loops are written out, step by step)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from advisor.decide.watching import judge, proof
+from advisor.measure.loop.handover import Handover
+from advisor.measure.loop.results import LoopRun
+from advisor.measure.loop.watch import LoaderFacts
+
+FACTS = LoaderFacts(
+    num_workers=2, prefetch_factor=2, pin_memory=False, persistent_workers=False, batch_size=8,
+    dataset="Data", shards=None, tensors_per_batch=1, batch_bytes=256, shm_free_bytes=None,
+    open_files_limit=None,
+)  # fmt: skip
+
+
+def restarting(
+    epochs: int, stall_s: float, second_s: float = 0.002, wait_s: float = 0.002
+) -> LoopRun:
+    """`epochs` epochs of 20 batches of 8 samples and a 10 ms step; each epoch's first batch
+    after `stall_s` (the first worker's start), its second after `second_s` (the second
+    worker's), every other after `wait_s`."""
+    epoch = [second_s] + [wait_s] * 18
+    waits = epoch + [stall_s, *epoch] * (epochs - 1)
+    return LoopRun(
+        label="yours", time_to_first_batch_s=stall_s, first_batch_samples=8,
+        wait_s=tuple(waits), step_s=(0.01,) * len(waits), samples=(8,) * len(waits),
+        ended="epoch", cpu_s=0.0, peak_rss_bytes=0,
+        epoch_starts=tuple(19 + 20 * e for e in range(epochs - 1)),
+    )  # fmt: skip
+
+
+def test_workers_started_every_epoch_get_persistent_workers_with_the_epochs_rate() -> None:
+    run = restarting(3, stall_s=0.5, second_s=0.1)
+    assert run.epoch_start_waits(2) == [(0.5, 0.1)] * 3
+    report = judge(run, FACTS, usable_cores=2)
+    change = report.change
+    assert change is not None and change.setting == "persistent_workers"
+    assert (change.now, change.to) == (False, True)
+    # 480 samples over the whole run: every first batch, wait and step
+    seconds = 0.5 + sum(run.wait_s) + sum(run.step_s)
+    assert change.measured_samples_per_s == pytest.approx(480 / seconds)
+    # with the workers kept, an epoch's first batch takes one batch of a worker at its share
+    # of the steady rate (2 x 8 samples at 472 over the time after the first batch), and its
+    # second the steady wait
+    one_batch = 2 * 8 / (472 / (sum(run.wait_s) + sum(run.step_s)))
+    saved = 3 * (0.5 + 0.1 - one_batch - 0.002)
+    after = seconds - saved
+    assert change.predicted_samples_per_s == pytest.approx(480 / after)
+    waited = 0.5 + sum(run.wait_s)
+    assert change.measured_wait_share == pytest.approx(waited / seconds)
+    assert change.predicted_wait_share == pytest.approx((waited - saved) / after)
+    assert f"cost {round(saved / 3 * 1000)} ms of waiting an epoch (over 3)" in change.line
+    restart = next(t.line for t in report.trips if t.cause == "restart")
+    assert "each epoch's first batch came after 500 ms (median of 3)" in restart
+
+
+def test_no_persistent_workers_change_where_they_persist_or_the_start_is_in_the_noise() -> None:
+    persistent = dataclasses.replace(FACTS, persistent_workers=True)
+    assert judge(restarting(3, stall_s=0.5), persistent, usable_cores=2).change is None
+    quick = judge(restarting(3, stall_s=0.005), FACTS, usable_cores=2)
+    assert quick.change is None and not quick.trips
+    in_process = dataclasses.replace(FACTS, num_workers=0)
+    assert judge(restarting(3, stall_s=0.5), in_process, usable_cores=2).change is None
+
+
+def test_the_proof_measures_against_what_the_change_was_predicted_from() -> None:
+    change = judge(restarting(2, stall_s=0.5, second_s=0.1), FACTS, usable_cores=2).change
+    assert change is not None and change.setting == "persistent_workers"
+    # the kept workers' loader: they start once, its first batch after 0.5 s and its second
+    # after 0.1 s, then the next epoch's first batch after a steady wait
+    steady = restarting(2, stall_s=0.002)
+    kept = dataclasses.replace(steady, time_to_first_batch_s=0.5, wait_s=(0.1, *steady.wait_s[1:]))
+    shown = proof(change, kept, workers=2)
+    assert shown.before_samples_per_s == change.measured_samples_per_s
+    assert shown.before_wait_share == change.measured_wait_share
+    # the second worker's first batch is its one start too: left out with the first
+    looped = sum(kept.wait_s[1:]) + sum(kept.step_s[1:])
+    assert shown.after_samples_per_s == pytest.approx(8 * 38 / looped)
+    assert shown.after_wait_share == pytest.approx(sum(kept.wait_s[1:]) / looped)
+    gain = 8 * 38 / looped / change.measured_samples_per_s
+    assert f"{gain:.2f}x measured" in shown.line
+
+
+def in_process(batches: int = 100, wait_s: float = 0.002, step_s: float = 0.005) -> LoopRun:
+    """A loader with no workers, 4 samples a batch made in `wait_s` of the training thread's
+    CPU (nothing else), and a step of `step_s` that sleeps."""
+    return LoopRun(
+        label="yours", time_to_first_batch_s=wait_s, first_batch_samples=4,
+        wait_s=(wait_s,) * batches, step_s=(step_s,) * batches, samples=(4,) * batches,
+        ended="epoch", cpu_s=wait_s * (batches + 1), peak_rss_bytes=0, step_cpu_s=0.0,
+        fetch_cpu_s=wait_s * (batches + 1),
+    )  # fmt: skip
+
+
+def test_more_workers_are_not_offered_where_the_hand_over_costs_more_than_they_save() -> None:
+    facts = dataclasses.replace(FACTS, num_workers=0, batch_size=4, tensors_per_batch=100)
+    run = in_process()
+    offered = judge(run, facts, usable_cores=4).change
+    assert offered is not None and offered.setting == "num_workers"  # loading looks free
+    # a batch of 100 tensors taking 40 ms to take over: the loop would run slower than now
+    costly = Handover(tensors=100, send_s=0.004, take_s=0.04)
+    assert judge(run, facts, usable_cores=4, handover=costly).change is None
+    cheap = Handover(tensors=1, send_s=0.0001, take_s=0.0003)
+    change = judge(run, facts, usable_cores=4, handover=cheap).change
+    assert change is not None and change.predicted_samples_per_s > 1.2 * (400 / 0.7)
