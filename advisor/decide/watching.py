@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import math
 import statistics
 from dataclasses import dataclass
 from typing import Any
@@ -188,9 +189,13 @@ def _more_workers(
     ):
         return None
     now = facts.num_workers
-    # each loading process's rate: the workers share the loop's rate; with none, the training
-    # process loads only while it waits
-    per_process = measured / now if now > 0 else measured / max(waits, 1e-6)
+    # a data set of fewer shards than workers gives the workers above its shards nothing to
+    # read, now and after the change
+    shards = facts.shards or math.inf
+    loading = min(now, shards)
+    # each loading process's rate: the loading workers share the loop's rate; with none, the
+    # training process loads only while it waits
+    per_process = measured / loading if loading > 0 else measured / max(waits, 1e-6)
     # With workers, the training thread takes their batches over one after another between
     # its steps: at least its CPU measured doing so, and the hand-over's measured unpickling
     # (which also waits on the worker's reply for each tensor). The rest of the loader's CPU
@@ -218,8 +223,9 @@ def _more_workers(
 
     def predicted(count: int) -> float:
         model = predict(
-            count, object_bytes=0.0, cpu_s_per_sample=cpu, usable_cores=free, storage=storage,
-            consumer_rate=holding_rate, main_s_per_sample=receive, worker_s_per_sample=worker,
+            int(min(count, shards)), object_bytes=0.0, cpu_s_per_sample=cpu, usable_cores=free,
+            storage=storage, consumer_rate=holding_rate, main_s_per_sample=receive,
+            worker_s_per_sample=worker,
         )  # fmt: skip
         return min(model.trained_samples_per_s, consumer)
 
