@@ -1,12 +1,17 @@
 """The user's own training loop, judged (`advisor.watch`): the verdict and the bottleneck as
 `diagnose` names them, what users trip over (found from the loader's settings, its first batch
-and the machine), and one change with the rate the model predicts for it.
+and the machine), and one change with the rate predicted for it: of more workers and
+persistent workers, the one with the larger predicted gain.
 
-The prediction is the throughput model's (`advisor.core.model.predict`, the one `recommend`
-uses), fed with what the loop measured: the loader's CPU per sample (the process tree's CPU
-less the training thread's in its steps), each loading process's rate (the loop's rate over
-its processes; with no workers, over the share of the time the training process spent loading)
-and the step's own rate (samples per step time: the rate with loading free).
+More workers are predicted by the throughput model (`advisor.core.model.predict`, the one
+`recommend` uses), fed with what the loop measured: the loader's CPU per sample (the process
+tree's CPU less the training thread's in its steps), each loading process's rate (the loop's
+rate over its loading processes; with no workers, over the share of the time the training
+process spent loading), the step's own rate (samples per step time: the rate with loading
+free), and what a batch costs to cross from a worker (the training thread's CPU taking the
+workers' batches over, and a timed round trip of a batch with as many tensors). Persistent
+workers are predicted over whole epochs, as the model's `epoch_rate` takes an epoch: a start,
+then its samples at the steady rate; the start measured in the loop becomes one batch.
 """
 
 from __future__ import annotations
@@ -279,8 +284,8 @@ def _persistent_workers(
     return Change(
         "persistent_workers", False, True, measured, waited / summary.seconds, predicted,
         (waited - saved) / seconds_after,
-        f"persistent_workers False -> True: the model predicts {rate(predicted)} over whole "
-        f"epochs (now {rate(measured)}): starting the {counted(workers, 'worker')} anew cost "
+        f"persistent_workers False -> True: predicted {rate(predicted)} over whole epochs "
+        f"(now {rate(measured)}): starting the {counted(workers, 'worker')} anew cost "
         f"{duration(saved / epochs)} of waiting an epoch"
         + (f" (over {epochs})" if epochs > 1 else "")
         + f"; workers kept up make the first batch in {duration(one_batch)}",
