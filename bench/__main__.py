@@ -39,6 +39,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("demo-start", "bench.demo_start", "%advisor --demo in fresh kernels: the 2nd start"),
     Benchmark("throttle", "bench.throttle", "emulated ranks vs a prefix's 503 SlowDown limit"),
     Benchmark("watch", "bench.watch_overhead", "what advisor.watch adds to each training step"),
+    Benchmark("watch-check", "bench.watch_check", "advisor.watch on loops with a known cause"),
 )
 
 

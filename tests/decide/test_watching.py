@@ -111,15 +111,19 @@ def test_more_workers_are_not_offered_where_the_hand_over_costs_more_than_they_s
     assert change is not None and change.predicted_samples_per_s > 1.2 * (400 / 0.7)
 
 
-def test_workers_beyond_the_data_sets_shards_are_not_counted_on() -> None:
-    """2 workers on 4 cores waiting on storage: more workers would read more, unless the data
-    set has fewer shards than workers, when the others get nothing to read."""
-    batches, wait_s = 100, 0.02
-    run = LoopRun(
+def waiting_on_storage(batches: int = 100, wait_s: float = 0.02) -> LoopRun:
+    """A loop of batches of 8 that waits `wait_s` for each, its loader's processes idle."""
+    return LoopRun(
         label="yours", time_to_first_batch_s=wait_s, first_batch_samples=8,
         wait_s=(wait_s,) * batches, step_s=(0.01,) * batches, samples=(8,) * batches,
         ended="epoch", cpu_s=0.02, peak_rss_bytes=0, step_cpu_s=0.0, fetch_cpu_s=0.005,
     )  # fmt: skip
+
+
+def test_workers_beyond_the_data_sets_shards_are_not_counted_on() -> None:
+    """2 workers on 4 cores waiting on storage: more workers would read more, unless the data
+    set has fewer shards than workers, when the others get nothing to read."""
+    run = waiting_on_storage()
     spread = dataclasses.replace(FACTS, persistent_workers=True)
     change = judge(run, spread, usable_cores=4).change
     assert change is not None and change.setting == "num_workers" and change.to > 2
@@ -127,3 +131,13 @@ def test_workers_beyond_the_data_sets_shards_are_not_counted_on() -> None:
     assert judge(run, one_shard, usable_cores=4).change is None
     two = judge(run, dataclasses.replace(spread, num_workers=1, shards=2), usable_cores=4).change
     assert two is not None and two.to == 2  # the second shard's worker, and no more
+
+
+def test_no_worker_count_is_offered_for_batches_that_cross_as_many_tensors() -> None:
+    """The loop's waits do not say how long the worker took to answer for each tensor: the
+    boundary trip names the fix, and no count is predicted."""
+    few = dataclasses.replace(FACTS, persistent_workers=True, tensors_per_batch=2)
+    assert judge(waiting_on_storage(), few, usable_cores=4).change is not None
+    many = dataclasses.replace(few, tensors_per_batch=100)
+    report = judge(waiting_on_storage(), many, usable_cores=4)
+    assert report.change is None and "boundary" in {t.cause for t in report.trips}
