@@ -20,32 +20,9 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
 import advisor
 from advisor.decide.watching import judge
 from advisor.measure.hardware.host import child_pids
+from bench.watch_check import Burning, Sleepy
 
 STEP_S = 0.01
-
-
-class Sleepy(Dataset):  # type: ignore[type-arg]
-    """Each sample waits `latency_s` (I/O-like: the GIL released), then is a small tensor."""
-
-    def __init__(self, n: int, latency_s: float) -> None:
-        self.n, self.latency_s = n, latency_s
-
-    def __len__(self) -> int:
-        return self.n
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        time.sleep(self.latency_s)
-        return torch.full((3,), i)
-
-
-class Burning(Sleepy):
-    """Each sample holds the GIL for `latency_s` (a Python transform)."""
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        end = time.perf_counter() + self.latency_s
-        while time.perf_counter() < end:
-            pass
-        return torch.full((3,), i)
 
 
 class Failing(Dataset):  # type: ignore[type-arg]
