@@ -48,15 +48,16 @@ DRIFT = 0.2  # the last window this much slower than the first, and every window
 class Trip:
     """Something users trip over, found for them: `cause` names it, `line` says it."""
 
-    cause: str  # "boundary", "shm", "open-files", "shards", "restart", "drift"
+    cause: str  # "boundary", "shm", "open-files", "shards", "restart", "epoch-start", "drift"
     line: str
 
 
 @dataclass(frozen=True)
 class Change:
     """One setting to change, with what the loop measured and what it is predicted to read
-    after the change, in the same terms: the steady rate over the steps for `num_workers`, the
-    rate over whole epochs, each epoch's first batch included, for `persistent_workers`."""
+    after the change, in the same terms: the steady rate over the steps (each epoch's first
+    batch left out: `steady_rate`) for `num_workers`, the rate over whole epochs, each epoch's
+    first batch included, for `persistent_workers`."""
 
     setting: str
     now: Any
@@ -83,15 +84,15 @@ class Proof:
 
 def proof(change: Change, after: LoopRun, workers: int | None) -> Proof:
     """The prediction beside the measurements: before the change, what the change was
-    predicted against; after it, the changed loader's steady rate over its steps, its one
-    start left out: its first batch, and for kept workers (`persistent_workers`) the first
-    batch of each of its `workers`, which start once in the run where they started every epoch."""
+    predicted against; after it, the changed loader in the same terms: for more workers its
+    steady rate (`steady_rate`), for kept workers (`persistent_workers`) its rate over whole
+    epochs, their one start left out (the first batch of each of its `workers`)."""
     was, waited = change.measured_samples_per_s, change.measured_wait_share
-    skip = max((workers or 1) - 1, 0) if change.setting == "persistent_workers" else 0
-    wait_s, step_s = after.wait_s[skip:], after.step_s[skip:]
-    looped = sum(wait_s) + sum(step_s)
-    now = sum(after.samples[skip:]) / looped if looped > 0 else None
-    waits = sum(wait_s) / looped if looped > 0 else None
+    if change.setting == "persistent_workers":  # whole epochs: their starts stay in
+        kept = dataclasses.replace(after, epoch_starts=())
+        now, waits = steady_rate(kept, skip=max((workers or 1) - 1, 0))
+    else:
+        now, waits = steady_rate(after)
     said = (
         f"{change.setting} {change.now} -> {change.to}, swapped in during this run: predicted "
         f"{rate(change.predicted_samples_per_s)} waiting {share(change.predicted_wait_share)} "
@@ -170,6 +171,19 @@ def step_rate(run: LoopRun) -> float | None:
     return per_batch / step if step > 0 else None
 
 
+def steady_rate(run: LoopRun, skip: int = 0) -> tuple[float | None, float | None]:
+    """The loop's samples/s and waiting share over its steps, each epoch's first batch left
+    out (the run's first is no step; a later epoch's waits for the epoch's start), and also
+    the first `skip` steps; (None, None) where nothing is left."""
+    left_out = set(run.epoch_starts) | set(range(skip))
+    kept = [i for i in range(len(run.wait_s)) if i not in left_out]
+    waited = sum(run.wait_s[i] for i in kept)
+    looped = waited + sum(run.step_s[i] for i in kept)
+    if looped <= 0:
+        return None, None
+    return sum(run.samples[i] for i in kept) / looped, waited / looped
+
+
 def _gain(change: Change) -> float:
     return change.predicted_samples_per_s / change.measured_samples_per_s
 
@@ -184,16 +198,20 @@ def _more_workers(
     handover: Handover | None,
 ) -> Change | None:
     """More workers, where the loop waits, the loader is a DataLoader and a count within the
-    cores is predicted to read faster beyond the noise, on the cores other work left (`free`)."""
-    waits, measured = summary.overall_wait_share, summary.overall_samples_per_s
+    cores is predicted to read faster beyond the noise, on the cores other work left (`free`).
+
+    The rates are the steady loop's (`steady_rate`): an epoch's first batch waits for the
+    epoch's start (nothing in flight then, and without persistent workers their start),
+    whatever the count."""
+    measured, waits = steady_rate(run)
     cpu = summary.loader_cpu_s_per_sample
     consumer = step_rate(run)
     if (
         facts is None
         or facts.num_workers is None
+        or measured is None
         or waits is None
         or waits <= INPUT_BOUND
-        or not measured
         or cpu is None
         or consumer is None
         or found is None
@@ -331,6 +349,9 @@ def _trips(summary: LoopSummary, run: LoopRun, facts: LoaderFacts | None) -> lis
                 "data; give it at least as many shards as workers (times ranks)",
             )
         )
+    restarting = facts is not None and bool(facts.num_workers) and not facts.persistent_workers
+    if run.epoch_starts and not restarting:
+        found += _epoch_dips(run)
     rates = [s / (w + t) for w, t, s in run.windows() if w + t > 0]
     slowing = len(rates) >= 3 and all(b < a for a, b in itertools.pairwise(rates))
     if slowing and rates[-1] < rates[0] * (1 - DRIFT):
@@ -342,6 +363,26 @@ def _trips(summary: LoopSummary, run: LoopRun, facts: LoaderFacts | None) -> lis
             )
         )
     return found
+
+
+def _epoch_dips(run: LoopRun) -> list[Trip]:
+    """A dip at every epoch's start (workers kept, or none): its first batch waits beyond the
+    loop's median wait, as the loader begins the epoch with nothing in flight."""
+    starts = [run.wait_s[i] for i in run.epoch_starts]
+    typical = statistics.median(run.wait_s)
+    looped = sum(run.wait_s) + sum(run.step_s)
+    dipped = sum(max(start - typical, 0.0) for start in starts)
+    if looped <= 0 or dipped / looped <= RESTART_SHARE:
+        return []
+    return [
+        Trip(
+            "epoch-start",
+            f"a dip at every epoch's start: its first batch waited "
+            f"{duration(statistics.median(starts))} (median of {len(starts)} epochs) where the "
+            f"others wait {duration(typical)}, {share(dipped / looped)} of the time: the "
+            "loader begins each epoch with nothing in flight (longer epochs spread it thinner)",
+        )
+    ]
 
 
 def _boundary(facts: LoaderFacts) -> list[Trip]:

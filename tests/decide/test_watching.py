@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from advisor.decide.watching import judge, proof
+from advisor.decide.watching import judge, proof, steady_rate
 from advisor.measure.loop.handover import Handover
 from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.watch import LoaderFacts
@@ -141,3 +141,27 @@ def test_no_worker_count_is_offered_for_batches_that_cross_as_many_tensors() -> 
     many = dataclasses.replace(few, tensors_per_batch=100)
     report = judge(waiting_on_storage(), many, usable_cores=4)
     assert report.change is None and "boundary" in {t.cause for t in report.trips}
+
+
+def test_a_dip_at_every_epochs_start_is_named_and_not_taken_for_a_slow_loader() -> None:
+    """Workers kept, every batch after 0.3 ms but each epoch's first after 100 ms (the
+    storage's first byte with nothing in flight): the dip is named, the steady loop leaves
+    those batches out, and more workers, which would not remove them, are not offered."""
+    dips = restarting(3, stall_s=0.1, wait_s=0.0003, second_s=0.0003)
+    run = dataclasses.replace(dips, cpu_s=0.01, step_cpu_s=0.0, fetch_cpu_s=0.001)
+    kept = dataclasses.replace(FACTS, persistent_workers=True)
+    # the same waits, not known as epochs' starts: a slow loader, more workers offered
+    unknown = judge(dataclasses.replace(run, epoch_starts=()), kept, usable_cores=4)
+    assert unknown.change is not None and unknown.change.setting == "num_workers"
+    report = judge(run, kept, usable_cores=4)
+    assert report.verdict is not None and report.verdict.input_bound  # 0.2 s of 0.81 s waits
+    dip = next(t.line for t in report.trips if t.cause == "epoch-start")
+    assert "its first batch waited 100 ms (median of 2 epochs) where the others wait 300 µs" in dip
+    samples_per_s, waiting = steady_rate(run)
+    assert samples_per_s == pytest.approx(8 / 0.0103) and waiting == pytest.approx(0.3 / 10.3)
+    assert report.change is None
+    # without the dips the same loop is steady: nothing to name
+    flat = judge(
+        restarting(3, stall_s=0.0003, wait_s=0.0003, second_s=0.0003), kept, usable_cores=4
+    )
+    assert "epoch-start" not in {t.cause for t in flat.trips}
