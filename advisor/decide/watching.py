@@ -9,7 +9,7 @@ tree's CPU less the training thread's in its steps), each loading process's rate
 rate over its loading processes; with no workers, over the share of the time the training
 process spent loading), the step's own rate (samples per step time: the rate with loading
 free), and what a batch costs to cross from a worker (the training thread's CPU taking the
-workers' batches over, and a timed round trip of a batch with as many tensors). Persistent
+workers' batches over, and the timed wait for a ready batch of as many tensors). Persistent
 workers are predicted over whole epochs, as the model's `epoch_rate` takes an epoch: a start,
 then its samples at the steady rate; the start measured in the loop becomes one batch.
 """
@@ -239,7 +239,10 @@ def _more_workers(
             storage=storage, consumer_rate=holding_rate, main_s_per_sample=receive,
             worker_s_per_sample=worker,
         )  # fmt: skip
-        return min(model.trained_samples_per_s, consumer)
+        # the training thread takes each batch over between its steps, whether the step holds
+        # the CPU or waits (the model's turn-taking, with the step's wall time)
+        serial = 1 / (1 / consumer + receive) if receive else consumer
+        return min(model.trained_samples_per_s, serial)
 
     options = {w: predicted(w) for w in range(now + 1, max(cores, 1) + 1)}
     reaching = [w for w, r in options.items() if r >= consumer * (1 - NOISE_CAP)]

@@ -25,3 +25,14 @@ def test_the_hand_over_grows_with_the_tensors_and_leaves_no_descriptor_open() ->
     assert many.take_s > 10 * one.take_s and many.send_s > one.send_s
     gc.collect()
     assert len(os.listdir("/proc/self/fd")) <= before + 2
+
+
+def test_the_wait_for_a_ready_batch_is_timed_through_a_real_worker_that_then_ends() -> None:
+    from advisor.measure.hardware.host import child_pids
+    from advisor.measure.loop.handover import _taken_from_a_worker
+
+    before = child_pids()
+    took = _taken_from_a_worker(tensors=2, rounds=2)
+    assert took is not None and 0 < took < 1.0
+    gc.collect()
+    assert not child_pids() - before, "the measuring worker outlived the measurement"
