@@ -30,8 +30,8 @@ READY_PAUSE_S = 0.01  # before asking the measuring worker for a batch: it has i
 
 @dataclass(frozen=True)
 class Handover:
-    """Seconds per batch: a worker's pickling of it (`send_s`) and the training thread's
-    unpickling (`take_s`), for a batch of `tensors` tensors."""
+    """Seconds per batch of `tensors` tensors: a worker's pickling of it (`send_s`) and the
+    training thread's wait for it once it is ready in a worker (`take_s`)."""
 
     tensors: int
     send_s: float
@@ -39,8 +39,8 @@ class Handover:
 
 
 def measure_handover(tensors: int, rounds: int = ROUNDS) -> Handover | None:
-    """The round trip of a batch of `tensors` tensors, the fastest of `rounds`; None for a
-    batch with none (nothing crosses in shared memory)."""
+    """The hand-over of a batch of `tensors` tensors, the fastest of `rounds` each way; None
+    for a batch with none (nothing crosses in shared memory)."""
     if tensors < 1:
         return None
     send = take = float("inf")
@@ -75,17 +75,16 @@ def _taken_from_a_worker(tensors: int, rounds: int) -> float | None:
     loader = torch.utils.data.DataLoader(
         _Ready(tensors), batch_size=None, num_workers=1, timeout=TIMEOUT_S
     )
-    batches = iter(loader)
+    fastest = math.inf
     try:
+        batches = iter(loader)
         next(batches)  # the worker is up
-        fastest = math.inf
         for _ in range(rounds):
             time.sleep(READY_PAUSE_S)
             started = time.perf_counter()
             next(batches)
             fastest = min(fastest, time.perf_counter() - started)
-        return fastest
+        del batches  # the worker is shut down with its iterator
     except (OSError, RuntimeError):
         return None
-    finally:
-        del batches  # the worker is shut down with its iterator
+    return fastest
