@@ -129,8 +129,8 @@ def judge(
     found = of_loop(summary, usable_cores, workers, machine_busy)
     free = max(usable_cores - (others_cores or 0.0), 1.0)
     # A batch that crosses from its worker as many tensors has the worker answer a request for
-    # each between its own work; how long the training thread then waits is measured by
-    # nothing here, and a predicted worker count misses (docs/benchmarks.md, `bench
+    # each between its own work, which the hand-over's timing (through a worker that idles)
+    # does not see, and a predicted worker count misses (docs/benchmarks.md, `bench
     # watch-check`). The trip names the fix, fewer tensors; no worker count is offered.
     crossing = any(trip.cause == "boundary" for trip in trips)
     more = (
