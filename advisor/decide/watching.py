@@ -128,17 +128,10 @@ def judge(
     workers = facts.num_workers if facts is not None else None
     found = of_loop(summary, usable_cores, workers, machine_busy)
     free = max(usable_cores - (others_cores or 0.0), 1.0)
-    # A batch that crosses from its worker as many tensors has the worker answer a request for
-    # each between its own work, which the hand-over's timing (through a worker that idles)
-    # does not see, and a predicted worker count misses (docs/benchmarks.md, `bench
-    # watch-check`). The trip names the fix, fewer tensors; no worker count is offered.
-    crossing = any(trip.cause == "boundary" for trip in trips)
-    more = (
-        None
-        if crossing
-        else _more_workers(run, summary, found, facts, usable_cores, free, handover)
-    )
-    changes = [more, _persistent_workers(run, summary, facts)]
+    changes = [
+        _more_workers(run, summary, found, facts, usable_cores, free, handover),
+        _persistent_workers(run, summary, facts),
+    ]
     offered = [c for c in changes if c is not None]
     change = max(offered, key=_gain, default=None)
     return WatchReport(summary, verdict, found, trips, change, facts)

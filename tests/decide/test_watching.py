@@ -133,14 +133,19 @@ def test_workers_beyond_the_data_sets_shards_are_not_counted_on() -> None:
     assert two is not None and two.to == 2  # the second shard's worker, and no more
 
 
-def test_no_worker_count_is_offered_for_batches_that_cross_as_many_tensors() -> None:
-    """The loop's waits do not say how long the worker took to answer for each tensor: the
-    boundary trip names the fix, and no count is predicted."""
-    few = dataclasses.replace(FACTS, persistent_workers=True, tensors_per_batch=2)
-    assert judge(waiting_on_storage(), few, usable_cores=4).change is not None
-    many = dataclasses.replace(few, tensors_per_batch=100)
-    report = judge(waiting_on_storage(), many, usable_cores=4)
-    assert report.change is None and "boundary" in {t.cause for t in report.trips}
+def test_a_worker_count_is_held_to_the_step_and_the_hand_over_taking_turns() -> None:
+    """Batches of 100 tensors: the training thread takes each over between its steps, so no
+    count reads faster than one step plus one take-over a batch; where that is slower than
+    now, no count is offered."""
+    many = dataclasses.replace(FACTS, persistent_workers=True, tensors_per_batch=100)
+    run = waiting_on_storage()  # 8 samples a batch, a 10 ms step: 800 samples/s at most
+    slow = Handover(tensors=100, send_s=0.002, take_s=0.04)
+    assert judge(run, many, usable_cores=4, handover=slow).change is None
+    quick = Handover(tensors=100, send_s=0.002, take_s=0.004)
+    change = judge(run, many, usable_cores=4, handover=quick).change
+    assert change is not None and change.setting == "num_workers"
+    assert change.predicted_samples_per_s <= 8 / (0.01 + 0.004) + 1e-9
+    assert change.predicted_samples_per_s > change.measured_samples_per_s
 
 
 def test_a_dip_at_every_epochs_start_is_named_and_not_taken_for_a_slow_loader() -> None:
