@@ -159,8 +159,8 @@ def test_what_users_trip_over_is_named() -> None:
 @pytest.mark.timing
 def test_no_workers_are_offered_for_batches_that_cost_more_to_hand_over_than_to_make() -> None:
     """100 tensors a batch, each sample waiting 1 ms in the training process: the loop waits
-    over 40% of each step, but with workers each tensor would cross on its own (on 2 cores one
-    worker read a fifth of the rate, two a quarter), so no change is offered."""
+    over 40% of each step, but with workers each tensor would cross on its own, which costs the
+    training thread more than the loading it would save, so no change is offered."""
 
     class Many(Dataset):  # type: ignore[type-arg]
         def __len__(self) -> int:
