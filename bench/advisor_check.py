@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import importlib.util
 import json
+import math
 import os
 import statistics
 import tempfile
@@ -194,7 +195,7 @@ def check(
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     module.prepare()  # a copy-local export makes its local copy before the first epoch
-    cores = max(hardware.usable_cores, 1)
+    cores = max(math.ceil(hardware.usable_cores), 1)
     modes = ("sleep", "spin") if scenario.consumer_rate else ("none",)
     swept = sorted({w for w in counts or range(cores + 1) if w <= cores} | {rec.num_workers})
     runs: dict[str, dict[str, list[float]]] = {m: {str(w): [] for w in swept} for m in modes}

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import math
 import os
 import statistics
 import time
@@ -196,7 +197,7 @@ def run_scenario(
 ) -> list[ScenarioResult]:
     location = DatasetLocation(f"s3://{bucket}/{size}/", endpoint_url=endpoint_url)
     hardware = _no_room_to_copy(probe_hardware())
-    cores = max(hardware.usable_cores, 1)
+    cores = max(math.ceil(hardware.usable_cores), 1)
     with S3Reader(location.reader_config(), credentials=credentials) as reader:
         profile = profile_dataset(location, reader)
     batch = max(1, min(BATCH, BATCH_BYTES // SIZES[size][0]))

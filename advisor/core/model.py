@@ -102,7 +102,8 @@ def loading_cores(num_workers: int, usable_cores: float, training_share: float =
     duty cycle and the hand-over at the loop's rate). On one core a step that spins all the
     time leaves a worker nothing: the loop then runs at the serial rate its share allows."""
     if num_workers == 0:
-        return 1
+        # one thread, on no more than a fractional quota allows (0: no figure, a core)
+        return min(1.0, usable_cores) if usable_cores > 0 else 1.0
     return min(num_workers, max(usable_cores - training_share, 0.0))
 
 
@@ -230,7 +231,7 @@ class _Loader:
         if self.machine_s is not None and self.machine_s > 0:
             # the sweep measured busy CPU without the spin: the spin holds its share beside it
             spin = min(max(trained, 0.0) * self.step_s, 1.0)
-            cpu = min(cpu, max(max(self.usable_cores, 1) - spin, 1e-9) / self.machine_s)
+            cpu = min(cpu, max(self.usable_cores - spin, 1e-9) / self.machine_s)
         if storage.aggregate_mb_s is None or self.object_bytes <= 0:
             bandwidth = math.inf
         else:

@@ -65,7 +65,7 @@ def requests_in_flight(
 def inflight_bytes(
     object_bytes: float,
     ram_available: float | None,
-    usable_cores: int,
+    usable_cores: float,
     ranks_per_node: int,
     *,
     streamed: bool = False,
@@ -86,7 +86,7 @@ def inflight_bytes(
     budget = max(READER_BUDGET_BYTES, parts * READER_PART_BYTES)
     if ram_available is not None:
         ranks = max(ranks_per_node, 1)
-        processes = usable_cores // ranks + 1
+        processes = math.ceil(usable_cores / ranks) + 1
         share = ram_available / ranks * BUDGET_RAM_SHARE / processes
         share_parts = int(share // READER_PART_BYTES)
         budget = min(budget, max(READER_BUDGET_BYTES, share_parts * READER_PART_BYTES))

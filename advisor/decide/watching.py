@@ -110,7 +110,7 @@ class WatchReport:
 def judge(
     run: LoopRun,
     facts: LoaderFacts | None,
-    usable_cores: int,
+    usable_cores: float,
     machine_busy: float | None = None,
     min_steps: int = 20,
     others_cores: float | None = None,
@@ -168,7 +168,7 @@ def _more_workers(
     summary: LoopSummary,
     found: Bottleneck | None,
     facts: LoaderFacts | None,
-    cores: int,
+    cores: float,
     free: float,
     handover: Handover | None,
 ) -> Change | None:
@@ -237,7 +237,7 @@ def _more_workers(
         serial = 1 / (1 / consumer + receive) if receive else consumer
         return min(model.trained_samples_per_s, serial)
 
-    options = {w: predicted(w) for w in range(now + 1, max(cores, 1) + 1)}
+    options = {w: predicted(w) for w in range(now + 1, max(math.ceil(cores - 1e-9), 1) + 1)}
     reaching = [w for w, r in options.items() if r >= consumer * (1 - NOISE_CAP)]
     best = reaching[0] if reaching else max(options, key=lambda w: options[w], default=None)
     if best is None or options[best] <= measured * (1 + NOISE_CAP):
@@ -250,7 +250,8 @@ def _more_workers(
         f"{rate(measured)}), waiting {share(wait_after)} of each step (now {share(waits)}); "
         f"from {duration(cpu)} of loader CPU per sample, {rate(per_process)} per loading "
         f"process and a step that takes {rate(consumer)}"
-        + (f", on the {free:.1f} of {cores} cores other work left" if free < cores - 0.05 else ""),
+        + (f", on the {free:.1f} of {cores:g} cores other work left" if free < cores - 0.05
+           else ""),
     )  # fmt: skip
 
 

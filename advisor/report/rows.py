@@ -80,7 +80,7 @@ def gpu_facts(gpu: GpuInfo) -> list[str]:
 
 def hardware_rows(hardware: HardwareProfile) -> list[Row]:
     """The machine beside its GPUs: cores, RAM, /dev/shm, the local disk, and the notes."""
-    cores = f"{hardware.usable_cores} usable of {hardware.cpu_count} logical CPUs"
+    cores = f"{hardware.usable_cores:g} usable of {hardware.cpu_count} logical CPUs"
     if hardware.cgroup_cpu_limit is not None:
         cores += f" (cgroup limit {hardware.cgroup_cpu_limit:g})"
     rows: list[Row] = [("CPU cores", cores)]

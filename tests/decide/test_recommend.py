@@ -171,9 +171,10 @@ def test_workers_never_exceed_cores_nor_ram(
     hw = hardware(cores=cores, ram_available=ram, gpus=gpus)
     wl = Workload(consumer_rate=consumer, epochs=epochs, gpus_per_node=gpus_per_node)
     rec = recommend(profile(count, size, "jpeg"), hw, wl)
-    # never more workers than the cores per rank (NW-1 takes the training thread's share of
-    # one off: its step's duty cycle and the hand-over at the predicted rate, rounded up)
-    assert 0 <= rec.num_workers <= cores // gpus_per_node
+    # never more workers than the cores per rank, a part-core counted whole (1.5 cores run 2
+    # workers that share them; NW-1 takes the training thread's share of one off: its step's
+    # duty cycle and the hand-over at the predicted rate, rounded up)
+    assert 0 <= rec.num_workers <= math.ceil(cores / gpus_per_node)
     if ram is not None:
         assert rec.num_workers * 400 * MB <= ram / gpus_per_node
     assert (rec.prefetch_factor is None) == (rec.num_workers == 0)

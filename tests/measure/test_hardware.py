@@ -249,7 +249,8 @@ def test_cgroup_v2_and_meminfo(tmp_path: Path) -> None:
     assert cgroup_memory_limit(root) == 4 * GIB
     assert meminfo(root) == (16384000 * 1024, 8192000 * 1024)
     hw = probe_hardware(nvml=FakeNvml(), root=root)
-    assert hw.usable_cores == 1  # floor(1.5), never more than affinity
+    # 1.5 cores of CPU time, as the quota gives them: two processes can share them
+    assert hw.usable_cores == 1.5
     assert hw.ram_total_bytes == 4 * GIB and hw.ram_available_bytes == 4 * GIB
 
 

@@ -287,7 +287,7 @@ def of_trial(ctx: Context, state: State) -> Bottleneck | None:
 
 def of_loop(
     summary: LoopSummary,
-    usable_cores: int,
+    usable_cores: float,
     workers: int | None = None,
     machine_busy: float | None = None,
 ) -> Bottleneck | None:

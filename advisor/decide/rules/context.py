@@ -121,8 +121,17 @@ class Context(Reading):
     # --- the machine --------------------------------------------------------------------------
 
     @property
-    def cores_per_rank(self) -> int:
-        return self.hardware.usable_cores // self.ranks_per_node
+    def cores_per_rank(self) -> float:
+        """The node's usable cores shared by its ranks: a fraction where a quota is one, or
+        where more ranks than cores share the node (each rank's training thread and workers
+        then share its cores)."""
+        return self.hardware.usable_cores / self.ranks_per_node
+
+    @property
+    def worker_slots(self) -> int:
+        """The most workers the cores per rank can run at once: every core, a part-core
+        included (1.5 cores run 2 workers, which share them)."""
+        return math.ceil(self.cores_per_rank - 1e-9)
 
     @property
     def worker_rss_bytes(self) -> float:
@@ -257,11 +266,11 @@ class Context(Reading):
         return state.get(Key.AFTER_RESHARD, "stream") if source == "reshard-first" else source
 
     def model_rates(
-        self, state: State, workers: range, cores: int | None = None
+        self, state: State, workers: range, cores: float | None = None
     ) -> dict[int, float]:
         return {w: self.model(state, w, cores).samples_per_s for w in workers}
 
-    def model(self, state: State, num_workers: int, cores: int | None = None) -> Prediction:
+    def model(self, state: State, num_workers: int, cores: float | None = None) -> Prediction:
         """The model's Prediction for `num_workers` (cores per rank unless `cores` is given)."""
         object_bytes, spo = self.layout(state)
         storage = self.read_storage(state)
@@ -274,7 +283,7 @@ class Context(Reading):
             object_bytes=object_bytes,
             samples_per_object=spo,
             cpu_s_per_sample=self.cpu_s_per_sample,
-            usable_cores=max(self.cores_per_rank, 1) if cores is None else cores,
+            usable_cores=self.cores_per_rank if cores is None else cores,
             storage=storage,
             consumer_rate=self.consumer_rate,
             epoch_objects=math.ceil(self.objects_read(state) / max(self.ranks, 1)),

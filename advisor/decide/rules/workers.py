@@ -34,8 +34,8 @@ def core_cap(ctx: Context, state: State) -> int:
     hand-over at the predicted rate), rounded up."""
     cores = ctx.cores_per_rank
     if ctx.measured_rates(state):
-        return cores
-    return max(math.ceil(cores - ctx.training_share(state, cores) - 1e-9), 0)
+        return ctx.worker_slots
+    return max(math.ceil(cores - ctx.training_share(state, ctx.worker_slots) - 1e-9), 0)
 
 
 def ram_cap(ctx: Context) -> int:

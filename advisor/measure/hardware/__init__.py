@@ -99,7 +99,7 @@ def probe_hardware(
         cpu_count=cpu_count,
         affinity_cores=affinity,
         cgroup_cpu_limit=quota,
-        usable_cores=max(1, usable),
+        usable_cores=usable,
         ram_total_bytes=total,
         ram_available_bytes=available,
         shm_bytes=shm,

@@ -4,7 +4,6 @@ module that reads /proc; every reader takes the file-system root it reads under.
 
 from __future__ import annotations
 
-import math
 import os
 import shutil
 import time
@@ -29,11 +28,13 @@ def affinity_cores() -> int:
         return os.cpu_count() or 1
 
 
-def usable_cores(root: Path = Path("/")) -> int:
-    """The cores this process may use: its CPU affinity, within a cgroup's CPU quota."""
+def usable_cores(root: Path = Path("/")) -> float:
+    """The cores' worth of CPU time this process may use: its CPU affinity, within a cgroup's
+    CPU quota. A fractional quota counts as what it is (Kubernetes' `cpu: 1500m` is 1.5 cores
+    of CPU time, which 2 processes can share), not rounded down."""
     quota = cgroup_cpu_limit(root)
     affinity = affinity_cores()
-    return affinity if quota is None else max(1, min(affinity, math.floor(quota)))
+    return float(affinity) if quota is None else min(float(affinity), quota)
 
 
 def _cgroup_dirs(root: Path, controller: str) -> list[Path]:

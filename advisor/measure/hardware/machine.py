@@ -6,6 +6,7 @@ The profile carries no host name or other identifying data, so it can be shared 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -13,6 +14,7 @@ from advisor.core.bounds import range_of
 from advisor.core.location import NETWORK_FILESYSTEMS
 from advisor.core.workload import Workload
 from advisor.measure.hardware.catalog import PCIE_LANE_GB_S, lookup_gpu
+from advisor.measure.hardware.target import TargetMachine
 
 
 @dataclass(frozen=True)
@@ -87,13 +89,18 @@ class HardwareProfile:
     cpu_count: logical CPUs in the machine (os.cpu_count()).
     affinity_cores: CPUs this process may run on (os.sched_getaffinity).
     cgroup_cpu_limit: CPU quota in cores from cgroup (cpu.max / cfs_quota), None when unlimited.
-    usable_cores: whole cores the process can use: min(affinity, quota), at least 1.
+    usable_cores: the cores' worth of CPU time the process can use: min(affinity, quota), a
+        fraction under a fractional quota (1.5 cores of CPU time is 1.5, not 1).
     ram_total_bytes / ram_available_bytes: /proc/meminfo MemTotal / MemAvailable, lowered to the
         cgroup memory limit when one is set; None when unknown.
     shm_bytes: size of /dev/shm (DataLoader workers hand batches over through it); None if absent.
     disk: the local scratch file system (a copy or cache would go there); None if not probed.
-    planned: True when the GPUs come from GPU_CATALOG (profiled elsewhere than training).
+    planned: True when the GPUs come from GPU_CATALOG (profiled elsewhere than training), or
+        the whole machine is a target (`target`).
     target_gpu: the catalog name when planned.
+    target: the training machine this profile plans for (`planned_for`); None: this machine.
+    measured_cores: with a target, the usable cores of the machine the trial measured on;
+        None: this is that machine.
     notes: what the probe could not find out, in plain words.
     """
 
@@ -101,13 +108,15 @@ class HardwareProfile:
     cpu_count: int = 1
     affinity_cores: int = 1
     cgroup_cpu_limit: float | None = None
-    usable_cores: int = 1
+    usable_cores: float = 1
     ram_total_bytes: int | None = None
     ram_available_bytes: int | None = None
     shm_bytes: int | None = None
     disk: DiskInfo | None = None
     planned: bool = False
     target_gpu: str | None = None
+    target: TargetMachine | None = None
+    measured_cores: float | None = None
     notes: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
@@ -150,6 +159,50 @@ class HardwareProfile:
             self, gpus=gpus, planned=True, target_gpu=spec.name, notes=(*self.notes, note)
         )
 
+    @property
+    def trial_cores(self) -> float:
+        """The usable cores of the machine a trial ran on: this one's, or with a target, the
+        one that measured."""
+        return self.usable_cores if self.measured_cores is None else self.measured_cores
+
+    def planned_for(self, target: TargetMachine, gpus_per_node: int = 1) -> HardwareProfile:
+        """The target machine as the plan sees it: its cores, RAM, /dev/shm, local disk and
+        network, its GPUs from the catalogue (`gpus_per_node` of them where it counts none; no
+        GPU where it names and counts none);
+        this machine's usable cores kept as `measured_cores` (the trial ran on them)."""
+        planned = dataclasses.replace(self, gpus=(), target_gpu=None)
+        if target.gpu is not None:
+            planned = self.with_target_gpu(target.gpu, target.gpus or gpus_per_node)
+        elif target.gpus:  # GPUs the plan counts but cannot name
+            unnamed = tuple(
+                GpuInfo(index=i, name="GPU (model not given)") for i in range(target.gpus)
+            )
+            planned = dataclasses.replace(planned, gpus=unnamed)
+        disk = None
+        if target.local_disk_bytes:
+            disk = DiskInfo(
+                path="the target's local disk", free_bytes=target.local_disk_bytes,
+                total_bytes=target.local_disk_bytes, kind="nvme",
+            )  # fmt: skip
+        note = f"planned for {target.describe()}"
+        if target.assumptions():
+            note += "; assumes " + "; ".join(target.assumptions())
+        return dataclasses.replace(
+            planned,
+            cpu_count=math.ceil(target.cores),
+            affinity_cores=math.ceil(target.cores),
+            cgroup_cpu_limit=None if float(target.cores).is_integer() else target.cores,
+            usable_cores=target.cores,
+            ram_total_bytes=target.ram_bytes,
+            ram_available_bytes=target.ram_bytes,
+            shm_bytes=target.shm_or_default,
+            disk=disk,
+            planned=True,
+            target=target,
+            measured_cores=self.trial_cores,
+            notes=(note,),
+        )
+
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
@@ -160,4 +213,6 @@ class HardwareProfile:
         disk = fields.get("disk")
         fields["disk"] = DiskInfo(**disk) if disk is not None else None
         fields["notes"] = tuple(fields.get("notes", ()))
+        target = fields.get("target")
+        fields["target"] = TargetMachine(**target) if target is not None else None
         return cls(**fields)

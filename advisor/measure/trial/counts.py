@@ -6,6 +6,7 @@ each count reads with the prefetch the advice would export for it; and `measure_
 from __future__ import annotations
 
 import functools
+import math
 
 import torch
 
@@ -49,9 +50,12 @@ def sweep_counts(
     MIN_SLICE_SECONDS a slice, those the count search chooses as it measures (`CountSearch`,
     from the model's choice). Both step models where they can disagree (`step_modes`). Pinned
     when a GPU is present, as the exported loader reads then."""
-    cores = max(hardware.usable_cores // max(workload.gpus_per_node, 1), 1)
+    # the rank's share of the cores, a fraction under a fractional quota: every count up to the
+    # whole cores it touches is measured (1.5 cores: 0, 1 and 2 workers), the model gets 1.5
+    cores = hardware.usable_cores / max(workload.gpus_per_node, 1)
+    slots = max(math.ceil(cores - 1e-9), 1)
     # a worker above the epoch's objects is dealt none: no count above them is worth a slice
-    highest = cores if data.epoch_objects is None else max(min(cores, data.epoch_objects), 1)
+    highest = slots if data.epoch_objects is None else max(min(slots, data.epoch_objects), 1)
     spo = max(1.0, data.mean_object_bytes / max(decode.bytes_per_sample, 1.0))
     # `storage`: the probe of what this sweep reads (the listed objects, or the local copy);
     # `local`: it reads local files

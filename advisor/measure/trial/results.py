@@ -159,11 +159,13 @@ class TrialSetup:
     consumer_rate: float | None
     gpus_per_node: int
     transform: str | None
-    usable_cores: int
+    usable_cores: float
     read_path: str = READ_LISTED
 
     @classmethod
-    def of(cls, workload: Workload, usable_cores: int, read_path: str = READ_LISTED) -> TrialSetup:
+    def of(
+        cls, workload: Workload, usable_cores: float, read_path: str = READ_LISTED
+    ) -> TrialSetup:
         return cls(
             batch_size=workload.batch_size,
             consumer_rate=workload.consumer_rate,

@@ -129,7 +129,7 @@ class CountSearch:
         return (lo + hi) // 2
 
 
-def step_modes(consumer_rate: float | None, predicted_rate: float, cores: int) -> tuple[str, ...]:
+def step_modes(consumer_rate: float | None, predicted_rate: float, cores: float) -> tuple[str, ...]:
     """The step models the sweep measures: none without a consumer rate; else a blocking and a
     spinning step where they can disagree. A spinning step holds its core for the share
     rate / consumer_rate of the time, which the loaders lose at most over the `cores`: under
@@ -144,7 +144,7 @@ def step_modes(consumer_rate: float | None, predicted_rate: float, cores: int) -
 
 
 def measured_ceiling(
-    points: Sequence[LoaderPoint], best: int, *, cores: int, storage: StorageProbe | None,
+    points: Sequence[LoaderPoint], best: int, *, cores: float, storage: StorageProbe | None,
     spo: float,
 ) -> float | None:  # fmt: skip
     """The lowest ceiling measured at the count `best`, samples/s: the cores over the busy CPU
