@@ -27,11 +27,18 @@ from advisor.core.bounds import (
 )
 from advisor.core.errors import CommandErrors
 from advisor.core.location import check_answers, first_contact_s
-from advisor.core.units import MIB, counted, data_size, duration, mb_per_s, per_s, rate
+from advisor.core.units import GB, GIB, MIB, counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.diagnosis import cli as diagnose_cli
 from advisor.export import ExportBundle, build_export
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
+from advisor.measure.hardware.target import (
+    DISK_GB,
+    INSTANCES,
+    RAM_GIB,
+    TargetMachine,
+    target_machine,
+)
 from advisor.measure.trial.data import TrialEvent
 from advisor.report import gpu_rows, hardware_rows, profile_rows, text_table, trial_rows
 from advisor.report.headline import headline_lines
@@ -88,7 +95,6 @@ def build_parser() -> argparse.ArgumentParser:
         ("batch_size", "samples per batch per rank"),
         ("epochs", "passes over the data set"),
         ("nodes", "training nodes"),
-        ("gpus_per_node", "GPUs (ranks) per node"),
     ):
         flag = "--" + name.replace("_", "-")
         bound, default = range_of(Workload, name), getattr(Workload, name)
@@ -98,6 +104,12 @@ def build_parser() -> argparse.ArgumentParser:
             default=default,
             help=f"{what}, {bound} (default {default})",
         )
+    gpus = range_of(Workload, "gpus_per_node")
+    work.add_argument(
+        "--gpus-per-node",
+        type=arg_type(gpus, "--gpus-per-node"),
+        help=f"GPUs (ranks) per node, {gpus} (default: the target instance's, else 1)",
+    )
     work.add_argument("--transform", help="per-sample transform to time, 'module:callable'")
     work.add_argument(
         "--get-limit",
@@ -105,7 +117,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="GET/s your storage serves per key prefix before it answers 503 SlowDown "
         "(default: S3's published limits on AWS; none checked on other endpoints)",
     )
-    work.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
+    target = _target_parser()
     trial = argparse.ArgumentParser(add_help=False)
     trial.add_argument(
         "--seconds",
@@ -132,18 +144,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     sub.add_parser("profile", parents=[common, data], help="object count, sizes, formats")
-    hw = sub.add_parser("hardware", parents=[common], help="GPUs, cores, RAM, disk")
-    hw.add_argument("--target-gpu", help="plan for this GPU instead of probing")
+    hw = sub.add_parser("hardware", parents=[common, target], help="GPUs, cores, RAM, disk")
     hw.add_argument(
         "--record-nvml",
         metavar="PATH",
         type=Path,
         help="also write every NVML answer the probe received to PATH (JSON, for replay)",
     )
-    sub.add_parser("trial", parents=[common, data, work, trial], help="time-bounded live trial")
+    sub.add_parser(
+        "trial", parents=[common, data, work, target, trial], help="time-bounded live trial"
+    )
     rec = sub.add_parser(
         "recommend",
-        parents=[common, data, work, trial, policy],
+        parents=[common, data, work, target, trial, policy],
         help="decision-flow recommendation",
     )
     rec.add_argument("--no-trial", action="store_true", help="answer from the model only")
@@ -155,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     exp = sub.add_parser(
         "export",
-        parents=[common, data, work, trial, policy],
+        parents=[common, data, work, target, trial, policy],
         help="write a runnable DataLoader module and JSON",
     )
     exp.add_argument(
@@ -171,11 +184,63 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _workload(args: argparse.Namespace) -> Workload:
+def _target_parser() -> argparse.ArgumentParser:
+    """The machine training runs on, where it is not this one: a catalogue instance and/or its
+    figures (a figure overrides the instance's)."""
+    target = argparse.ArgumentParser(add_help=False)
+    group = target.add_argument_group(
+        "the training machine (default: this one; the trial measures here, the model plans there)"
+    )
+    names = ", ".join(INSTANCES)
+    group.add_argument(
+        "--target-instance", help=f"a catalogued node: {names} (or SageMaker's ml. names)"
+    )
+    for name, flag, what in (
+        ("cores", "--target-cores", "vCPUs of one node the job may use, a fraction for a quota"),
+        ("network_gbps", "--target-network-gbps", "the node's network, Gbit/s"),
+        ("core_speed", "--target-core-speed", "a node's core against one of this machine's"),
+    ):
+        bound = range_of(TargetMachine, name)
+        group.add_argument(flag, type=arg_type(bound, flag), help=f"{what}, {bound}")
+    for flag, bound, what in (
+        ("--target-ram", RAM_GIB, "the node's memory"),
+        ("--target-shm", RAM_GIB, "the node's /dev/shm (default: half the RAM)"),
+        ("--target-disk", DISK_GB, "the node's local NVMe for a copy (0: none)"),
+    ):
+        group.add_argument(flag, type=arg_type(bound, flag), help=f"{what}, {bound}")
+    group.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
+    return target
+
+
+def _target(args: argparse.Namespace) -> TargetMachine | None:
+    """The target the flags name; None: the plan is for this machine (`--target-gpu` alone
+    plans that GPU on it)."""
+    gib = {name: getattr(args, name, None) for name in ("target_ram", "target_shm")}
+    disk = getattr(args, "target_disk", None)
+    figures = (args.target_cores, gib["target_ram"], gib["target_shm"], disk,
+               args.target_network_gbps, args.target_core_speed)  # fmt: skip
+    if args.target_instance is None and all(f is None for f in figures):
+        return None
+    return target_machine(
+        args.target_instance,
+        cores=args.target_cores,
+        gpu=args.target_gpu,
+        ram_bytes=None if gib["target_ram"] is None else round(gib["target_ram"] * GIB),
+        shm_bytes=None if gib["target_shm"] is None else round(gib["target_shm"] * GIB),
+        local_disk_bytes=None if disk is None else round(disk * GB),
+        network_gbps=args.target_network_gbps,
+        core_speed=args.target_core_speed,
+    )
+
+
+def _workload(args: argparse.Namespace, target: TargetMachine | None) -> Workload:
+    gpus_per_node = args.gpus_per_node
+    if gpus_per_node is None:  # a catalogued node's GPUs are its ranks
+        gpus_per_node = target.gpus if target is not None and target.gpus else 1
     extra = dict(
         epochs=args.epochs,
         nodes=args.nodes,
-        gpus_per_node=args.gpus_per_node,
+        gpus_per_node=gpus_per_node,
         transform=args.transform,
         get_limit=args.get_limit,
     )
@@ -227,8 +292,15 @@ def _print_profile(session: AdvisorSession) -> None:
 
 
 def _print_hardware(session: AdvisorSession) -> None:
-    assert session.hardware is not None
-    _print_rows(gpu_rows(session.hardware) + hardware_rows(session.hardware))
+    hardware, machine = session.hardware, session.machine
+    assert hardware is not None
+    if hardware.target is not None and machine is not None:
+        print("planned for the training machine (the model carries what the trial measures here):")
+        _print_rows(gpu_rows(hardware) + hardware_rows(hardware))
+        print("\nmeasured on this machine:")
+        _print_rows(gpu_rows(machine) + hardware_rows(machine))
+        return
+    _print_rows(gpu_rows(hardware) + hardware_rows(hardware))
 
 
 def _print_trial(session: AdvisorSession) -> None:
@@ -324,11 +396,15 @@ def run(args: argparse.Namespace) -> int:
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()
     with CommandErrors(cancel=cancel, finish=progress.done) as failed:
+        target = _target(args) if args.command != "profile" else None
         if args.command == "hardware":
             recorder = _nvml_recorder() if args.record_nvml else None
-            probed = session.run_hardware(args.target_gpu, nvml=recorder)
+            if target is not None and target.gpus:
+                session.set_workload(Workload(gpus_per_node=target.gpus))
+            probed = session.run_hardware(args.target_gpu, nvml=recorder, target=target)
             if recorder is not None:
-                source = ", ".join(g.name for g in probed.gpus) or "no GPU"
+                here = session.machine or probed
+                source = ", ".join(g.name for g in here.gpus) or "no GPU"
                 write_recording(recorder, args.record_nvml, source)
             result: dict[str, Any] = {"hardware": _to_json(session.hardware)}
             printers = [_print_hardware]
@@ -344,13 +420,15 @@ def run(args: argparse.Namespace) -> int:
                 progress(f"contacting {where} (an answer within {first_contact_s():g} s)", 0.0)
                 check_answers(location, session.credentials)
             if args.command != "profile":
-                session.set_workload(_workload(args))
+                session.set_workload(_workload(args, target))
             session.run_profile(progress=progress, max_keys=args.max_keys)
             result = {"profile": _to_json(session.profile)}
             printers = [_print_profile]
             if args.command != "profile":
-                session.run_hardware(args.target_gpu)
+                session.run_hardware(args.target_gpu, target=target)
                 result["hardware"] = _to_json(session.hardware)
+                if target is not None:
+                    result["measured_on"] = _to_json(session.machine)
                 printers.append(_print_hardware)
             if args.command == "trial" or (
                 args.command in ("recommend", "export") and not args.no_trial

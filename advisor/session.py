@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from advisor.diagnosis.loop import Comparison
     from advisor.export import ExportBundle
     from advisor.measure.hardware import HardwareProfile
+    from advisor.measure.hardware.target import TargetMachine
     from advisor.measure.trial.data import TrialProgress
 
 
@@ -41,7 +42,10 @@ class AdvisorSession:
     credentials: Credentials | None = field(default=None, repr=False)
     workload: Workload = field(default_factory=Workload)
     profile: DatasetProfile | None = None
+    # the machine the advice plans for: this one, or the target (`run_hardware(target=...)`)
     hardware: HardwareProfile | None = None
+    # this machine, where the trial runs (the same object as `hardware` without a target)
+    machine: HardwareProfile | None = None
     trial: TrialResult | None = None
     recommendation: Recommendation | None = None
     demo_layout: str | None = None
@@ -144,18 +148,27 @@ class AdvisorSession:
 
     # --- step 2: hardware --------------------------------------------------------------------
     def run_hardware(
-        self, target_gpu: str | None = None, gpu_count: int = 1, nvml: object = None
+        self,
+        target_gpu: str | None = None,
+        gpu_count: int = 1,
+        nvml: object = None,
+        target: TargetMachine | None = None,
     ) -> HardwareProfile:
-        """Probe this machine; with `target_gpu`, plan for that GPU (see hardware.GPU_CATALOG).
+        """Probe this machine; with `target`, plan for that machine (its cores, memory, disk,
+        network and GPUs: `advisor.measure.hardware.target`), the trial still measuring here;
+        with `target_gpu` alone, plan for that GPU on this machine (hardware.GPU_CATALOG).
 
         `nvml`: an NVML module to probe through (a recorder, say); None imports pynvml.
         """
         from advisor.measure.hardware import probe_hardware
 
-        hardware = probe_hardware(nvml=nvml)
-        if target_gpu:
-            hardware = hardware.with_target_gpu(target_gpu, gpu_count)
-        self.hardware = hardware
+        machine = probe_hardware(nvml=nvml)
+        hardware = machine
+        if target is not None:
+            hardware = machine.planned_for(target, self.workload.gpus_per_node)
+        elif target_gpu:
+            hardware = machine.with_target_gpu(target_gpu, gpu_count)
+        self.machine, self.hardware = machine, hardware
         self.recommendation = None
         self._drop_stale_trial()
         return hardware
@@ -165,6 +178,9 @@ class AdvisorSession:
         """The job to advise for; a trial measured under another setup is dropped (and
         `trial_dropped` says why): its sweep ran with the old batch size, consumer or transform."""
         self.workload = workload
+        target = self.hardware.target if self.hardware is not None else None
+        if target is not None and self.machine is not None:  # the node's GPUs are its ranks
+            self.hardware = self.machine.planned_for(target, workload.gpus_per_node)
         self.recommendation = None
         self._drop_stale_trial()
         return workload
@@ -175,8 +191,8 @@ class AdvisorSession:
         setup = self.trial.setup if self.trial is not None else None
         if setup is None or self.hardware is None:
             return
-        now = TrialSetup.of(self.workload, self.hardware.usable_cores, setup.read_path)
-        changes = setup.differences(now)
+        now = TrialSetup.of(self.workload, self.hardware.trial_cores, setup.read_path)
+        changes = setup.differences(now, machine=self.hardware.target is None)
         if changes:
             self.trial = None
             self.trial_dropped = (
@@ -197,14 +213,20 @@ class AdvisorSession:
         TrialBudget(seconds)  # a bad budget is refused before profiling starts
         location = self._need_location()
         profile = self.profile or self.run_profile()
-        hardware = self.hardware or self.run_hardware()
-        paths = read_paths(profile, hardware, self.workload, data_fs=self._data_fs(profile))
+        planned = self.hardware or self.run_hardware()
+        machine = self.machine or planned
+        # what training reads on the machine planned for; measured on this one, as one rank:
+        # with a target, the per-sample costs are what the model carries there
+        paths = read_paths(profile, planned, self.workload, data_fs=self._data_fs(profile))
+        workload = self.workload
+        if planned.target is not None:
+            workload = dataclasses.replace(workload, nodes=1, gpus_per_node=1)
         self.trial_dropped = None
         self.trial = run_trial(
             location,
             profile,
-            hardware,
-            self.workload,
+            machine,
+            workload,
             credentials=self.credentials,
             seconds=seconds,
             progress=progress,

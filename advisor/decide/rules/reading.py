@@ -90,8 +90,8 @@ class Reading:
         setup = self.trial.setup if self.trial is not None else None
         if setup is None:
             return []
-        now = TrialSetup.of(self.workload, self.hardware.usable_cores, setup.read_path)
-        return setup.differences(now)
+        now = TrialSetup.of(self.workload, self.hardware.trial_cores, setup.read_path)
+        return setup.differences(now, machine=self.hardware.target is None)
 
     def reads_as_trialled(self, state: State) -> bool:
         """True when training reads what the trial's sweep read (the same read path), under the

@@ -7,12 +7,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from advisor.core.bounds import bounded, check_ranges
+from advisor.core.bounds import Range, bounded, check_ranges
 from advisor.core.units import GB, GIB
 
 # A Linux host's /dev/shm is a tmpfs of half its RAM unless set otherwise (a container's is what
 # its runtime gives it: Docker's default is 64 MB, `--shm-size` sets it).
 SHM_SHARE_OF_RAM = 0.5
+# The figures as people type them (the CLI's and the wizard's units): memory in GiB, as
+# `free -g` and Kubernetes' Gi show it; local disk in GB, as the vendors publish it.
+RAM_GIB = Range(0, 1 << 20, float, low_open=True, unit="GiB")
+DISK_GB = Range(0, 1 << 25, float, unit="GB")
 
 
 @dataclass(frozen=True)

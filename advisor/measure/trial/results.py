@@ -147,6 +147,9 @@ def summarise(points: Sequence[LoaderPoint]) -> tuple[CountRate, ...]:
 
 
 SETUP_FIELDS = ("batch_size", "consumer_rate", "gpus_per_node", "transform", "usable_cores")
+# what the machine the sweep ran on shaped: the counts it swept; the per-sample costs it measured
+# hold on another machine (a planned target), where the model carries them
+MACHINE_FIELDS = ("gpus_per_node", "usable_cores")
 
 
 @dataclass(frozen=True)
@@ -175,12 +178,15 @@ class TrialSetup:
             read_path=read_path,
         )
 
-    def differences(self, other: TrialSetup) -> list[str]:
-        """The fields (other than the read path) where `other` differs, as "name: mine -> its"."""
+    def differences(self, other: TrialSetup, machine: bool = True) -> list[str]:
+        """The fields (other than the read path) where `other` differs, as "name: mine -> its";
+        with `machine` False, not those of the machine (`MACHINE_FIELDS`: a plan for a target
+        machine takes the trial's costs per sample, not its counts)."""
         return [
             f"{name} {getattr(self, name)} -> {getattr(other, name)}"
             for name in SETUP_FIELDS
-            if getattr(self, name) != getattr(other, name)
+            if (machine or name not in MACHINE_FIELDS)
+            and getattr(self, name) != getattr(other, name)
         ]
 
 

@@ -114,7 +114,9 @@ class ReshardStep:
 
         def work(cancel: threading.Event) -> None:
             self.before = _comparison(session)
-            shards = AdvisorSession(workload=session.workload, hardware=session.hardware)
+            shards = AdvisorSession(
+                workload=session.workload, hardware=session.hardware, machine=session.machine
+            )
             location = self._source()
             shards.set_location(self.destination, location.endpoint_url, location.profile,
                                 session.credentials)  # fmt: skip
