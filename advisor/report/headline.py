@@ -99,6 +99,11 @@ def headline_lines(
         )
     elif after is not None:
         lines.append(f"Measured at num_workers={rec.num_workers}: {bound}{rate(after)}.")
+    elif trial is not None and _planned_elsewhere(rec):
+        lines.append(
+            f"Expected at num_workers={rec.num_workers}: {rate(rec.expected_samples_per_s)} "
+            "(predicted for the training machine from the costs the trial measured here)."
+        )
     elif trial is not None:
         lines.append(
             f"Expected at num_workers={rec.num_workers}: {rate(rec.expected_samples_per_s)} "
@@ -112,6 +117,11 @@ def headline_lines(
         verdict = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
         lines.append(f"Your loader: {verdict or 'measured, see below'}.")
     return lines + _bottleneck_line(rec, diagnosis) + _action(rec, None)
+
+
+def _planned_elsewhere(rec: Recommendation) -> bool:
+    """True when the recommendation plans for a target machine (PLAN-3 fired)."""
+    return any("PLAN-3" in d.rules for d in getattr(rec, "decisions", ()))
 
 
 def _job_line(rec: Recommendation) -> list[str]:

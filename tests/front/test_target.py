@@ -13,6 +13,7 @@ from advisor.cli import main
 from advisor.decide.recommend import recommend
 from advisor.measure.hardware import probe_hardware
 from advisor.measure.hardware.target import INSTANCES, TargetMachine, lookup_instance
+from advisor.report.headline import headline_lines
 from advisor.session import AdvisorSession
 from tests.builders import make_ctx
 
@@ -118,3 +119,6 @@ def test_the_trial_measures_here_as_one_rank_and_the_model_plans_there(jpegs: Pa
     assert "NW-4" in nw.rules and "the plan is for the target machine" in nw.rationale
     rests = rec.decision("job")
     assert "measured here" in rests.rationale and "6 cores per rank" in rests.rationale
+    lines = headline_lines(rec, trial, 2000.0)
+    assert lines[0].startswith("The job:") and "over 8 ranks" in lines[0]
+    assert any("predicted for the training machine" in line for line in lines)
