@@ -233,6 +233,16 @@ def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling
     return out
 
 
+def measured_steady(ctx: Context, state: State, workers: int) -> float | None:
+    """The lowest stage's ceiling the trial measured at `workers`, all of them busy (those
+    the measured rate exceeds left out; lower bounds too). None: not measured, or none holds."""
+    count = ctx.measured_counts(state).get(workers)
+    if count is None or ctx.trial is None:
+        return None
+    kept, _ = exceeded(count.median, trial_ceilings(ctx, state, workers))
+    return min((c.samples_per_s for c in kept if not c.lower_bound), default=None)
+
+
 def of_trial(ctx: Context, state: State) -> Bottleneck | None:
     """The bottleneck at the chosen num_workers where the trial measured it for what training
     reads (None: not measured there). Ceilings the measured rate exceeds are left out and
@@ -244,8 +254,7 @@ def of_trial(ctx: Context, state: State) -> Bottleneck | None:
         return None
     measured = count.median
     ceilings, wrong = exceeded(measured, trial_ceilings(ctx, state, workers))
-    steady = [c.samples_per_s for c in ceilings if not c.lower_bound]
-    dealt = dealt_ceiling(ctx, state, workers, min(steady, default=None))
+    dealt = dealt_ceiling(ctx, state, workers, measured_steady(ctx, state, workers))
     if dealt is not None:  # the stages' ceilings hold with every worker busy: not all epoch
         kept, over = exceeded(measured, [Ceiling("shards", dealt.samples_per_s, dealt.how)])
         ceilings, wrong = ceilings + kept, wrong + over

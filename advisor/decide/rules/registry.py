@@ -42,6 +42,7 @@ RULES: tuple[Rule, ...] = (
     workers.WorkersCappedByRam(),
     workers.WorkersFromSweep(),
     workers.WorkersFromModel(),
+    workers.WorkersBalanceShards(),
     batches.NoPrefetchWithoutWorkers(),
     batches.PrefetchHidesLatency(),
     batches.SharedMemoryTooSmall(),
