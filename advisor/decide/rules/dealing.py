@@ -7,8 +7,9 @@ multiple of the workers, some are dealt one more than the others, and each epoch
 those reading alone while the rest idle. The model's `epoch_rate` prices it: an epoch lasts at
 least its samples at the rate of every process busy, and at least the busiest process's
 samples at the rate one process reads alone. The bottleneck (`dealt_ceiling`) prices it from
-the trial's measured ceilings; NW-5 (`balance`) asks the model what a count that deals the
-objects evenly, or a re-shard into a multiple of the readers, would read.
+the trial's measured ceilings; NW-5 (`balance`) prices the same way (by the model where the
+trial measured nothing) what a count that deals the objects evenly, or a re-shard into a
+multiple of the readers, would read.
 """
 
 from __future__ import annotations

@@ -336,9 +336,9 @@ class WorkersBalanceShards(Rule):
     Condition: the chosen num_workers (with one process or none: the most the caps allow,
     NW-1's cores and NW-2's memory, no more than the objects per rank) is dealt the epoch's
     objects per rank unevenly (the datasets deal them whole, in turn, to ranks x workers
-    readers; fewer objects than workers are COST-5's), and the model says it costs more than
-    the noise (5%): over whole epochs (`epoch_rate`) they read slower than with every worker
-    busy
+    readers; fewer objects than workers are COST-5's), at a cost beyond the noise (5%): over
+    whole epochs (`epoch_rate`) they read slower than with every worker busy, priced as the
+    bottleneck prices it where the trial measured that count, else by the model
     Recommendation: the smallest num_workers above it that deals the objects per rank evenly (a
     divisor of them: at most one each), where the RAM allows it (and 32 at most) and it gains
     more than the noise over the chosen count's rate (measured where the trial measured it),
