@@ -94,6 +94,9 @@ class Prediction:
     # the training thread's share of a core at that rate: a spinning step's duty cycle and, with
     # workers, taking their batches (`predict`)
     training_share: float = 0.0
+    # samples/s one loader process reads alone: its reads at once over a read's time, and one
+    # core's loading (what `epoch_rate` takes for the process dealt the most)
+    process_samples_per_s: float = 0.0
 
 
 def loading_cores(num_workers: int, usable_cores: float, training_share: float = 1.0) -> float:
@@ -264,7 +267,10 @@ class _Loader:
                 thread_s = self.cpu_s_per_sample + 1 / (spo * PROCESS_OBJECTS_S)
             main_s = 1 / rate if k == 1 else thread_s
             loop = 1 / max(1 / rate, main_s + 1 / consumer)
-        return Prediction(num_workers, rate, latency, cpu, bandwidth, bottleneck, loop, share)
+        return Prediction(
+            num_workers, rate, latency, cpu, bandwidth, bottleneck, loop, share,
+            min(alone, 1e9),
+        )  # fmt: skip
 
 
 def epoch_rate(

@@ -185,6 +185,11 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
             f"To keep up{short}: copy the data to local disk first, or pack small objects "
             "into larger shards (`python -m advisor reshard`), then run the advisor on them."
         )
+    if stage == "shards":
+        return (
+            f"To keep up{short}: deal the shards evenly: the num_workers that does, or a "
+            "re-shard into a multiple of the readers (ranks x workers); see num_workers."
+        )
     if stage == "workers":
         return (
             f"To keep up{short}: run a longer live trial: more workers than it measured may "

@@ -46,6 +46,7 @@ def test_a_loader_that_cannot_keep_up_always_gets_one_next_step(stage: str) -> N
         ("storage", "stream", "python -m advisor reshard"),
         ("storage", "copy-local", "faster disk"),
         ("workers", None, "longer live trial"),
+        ("shards", None, "deal the shards evenly: the num_workers that does, or a re-shard"),
         ("unexplained", None, "no measured stage is at its ceiling"),
         (None, None, "run the live trial"),
     ],

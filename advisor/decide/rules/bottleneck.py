@@ -1,5 +1,6 @@
 """What limits the loader, named from measurements: storage, decode or transform, collate or
-transfer between processes, or the cores; or nothing the loader does (the step).
+transfer between processes, the cores, or the shards' dealing; or nothing the loader does (the
+step).
 
 A stage limits the loader when the measured rate reaches `BOTTLENECK_SHARE` of the stage's
 ceiling, the samples/s its measured cost allows. Where several do, the one whose ceiling lies
@@ -9,7 +10,11 @@ nearest the measured rate is named; where none does, that is said rather than gu
   against the storage probe's best objects/s (x samples per object; a curve that still rose
   is a lower bound on the ceiling, which names nothing), the loading cores over the decode
   loop's CPU per sample, one training thread over its CPU per sample taking the workers'
-  batches, and the usable cores over the busy CPU per sample the sweep measured.
+  batches, and the usable cores over the busy CPU per sample the sweep measured. Those hold
+  with every worker busy; where an epoch's shards are dealt unevenly, each epoch ends with the
+  busiest workers reading alone: the lowest of them over whole epochs (`epoch_rate`, from one
+  worker's rate alone as the model has it from the measured costs) is the dealing's ceiling
+  (`advisor.decide.rules.dealing`).
 - With the user's own loop (`of_loop`, no trial): the loader's CPU per sample times the rate
   the loop ran at is the cores its processes kept busy. Over the usable cores, or over the
   processes that load (the workers, or with none the main process while it waits), that is the
@@ -32,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.core.model import loading_cores
 from advisor.core.units import counted, duration, rate, share
+from advisor.decide.rules.dealing import dealt_ceiling
 from advisor.decide.rules.keys import Key, State
 from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
 from advisor.decide.rules.words import workers as workers_words
@@ -47,12 +53,15 @@ if TYPE_CHECKING:
 # while its GPU runs kernels under half the time spends the rest of each step on the host (seen
 # on an H100: a ResNet-18 step resizing each image in Python kept the GPU busy 13%).
 GPU_BUSY_STEP = 0.5
-Stage = Literal["storage", "decode", "handover", "cores", "step", "workers", "unexplained"]
+Stage = Literal[
+    "storage", "decode", "handover", "cores", "shards", "step", "workers", "unexplained"
+]
 STAGE_WORDS: dict[str, str] = {
     "storage": "storage",
     "decode": "decode or transform",
     "handover": "collate or transfer between processes",
     "cores": "cores",
+    "shards": "shard dealing",
     "step": "the training step (not input-bound)",
     "workers": "too few workers (more were not measured)",
     "unexplained": "no measured stage",
@@ -224,6 +233,16 @@ def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling
     return out
 
 
+def measured_steady(ctx: Context, state: State, workers: int) -> float | None:
+    """The lowest stage's ceiling the trial measured at `workers`, all of them busy (those
+    the measured rate exceeds left out; lower bounds too). None: not measured, or none holds."""
+    count = ctx.measured_counts(state).get(workers)
+    if count is None or ctx.trial is None:
+        return None
+    kept, _ = exceeded(count.median, trial_ceilings(ctx, state, workers))
+    return min((c.samples_per_s for c in kept if not c.lower_bound), default=None)
+
+
 def of_trial(ctx: Context, state: State) -> Bottleneck | None:
     """The bottleneck at the chosen num_workers where the trial measured it for what training
     reads (None: not measured there). Ceilings the measured rate exceeds are left out and
@@ -235,6 +254,10 @@ def of_trial(ctx: Context, state: State) -> Bottleneck | None:
         return None
     measured = count.median
     ceilings, wrong = exceeded(measured, trial_ceilings(ctx, state, workers))
+    dealt = dealt_ceiling(ctx, state, workers, measured_steady(ctx, state, workers))
+    if dealt is not None:  # the stages' ceilings hold with every worker busy: not all epoch
+        kept, over = exceeded(measured, [Ceiling("shards", dealt.samples_per_s, dealt.how)])
+        ceilings, wrong = ceilings + kept, wrong + over
     dropped = "".join(
         f"; left out: the {c.stage} ceiling of {rate(c.samples_per_s)} ({c.how}), under the "
         "measured rate, was estimated wrong"

@@ -43,6 +43,7 @@ RULES: tuple[Rule, ...] = (
     workers.WorkersCappedByRam(),
     workers.WorkersFromSweep(),
     workers.WorkersFromModel(),
+    workers.WorkersBalanceShards(),
     batches.NoPrefetchWithoutWorkers(),
     batches.PrefetchHidesLatency(),
     batches.SharedMemoryTooSmall(),

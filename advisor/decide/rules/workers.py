@@ -1,4 +1,5 @@
-"""DataLoader num_workers: the caps (NW-1, NW-2) and the choice (NW-3 measured, NW-4 model).
+"""DataLoader num_workers: the caps (NW-1, NW-2), the choice (NW-3 measured, NW-4 model) and
+the count that deals the shards evenly (NW-5).
 
 The reasoning NW-1 and NW-3 share about the measured counts lives here too, as functions of the
 context (the context itself holds only facts; the measured counts are `SweepEvidence`).
@@ -12,8 +13,9 @@ from collections.abc import Mapping
 from advisor.core.model import choose_workers
 from advisor.core.units import counted, data_size, per_s, rate
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.bottleneck import unmeasured_room
+from advisor.decide.rules.bottleneck import measured_steady, unmeasured_room
 from advisor.decide.rules.context import Context
+from advisor.decide.rules.dealing import balance, balance_words
 from advisor.decide.rules.keys import Confidence, DecisionKind, Finding, Key, State
 from advisor.decide.rules.measured import choose, choose_measured, sweep_table
 from advisor.decide.rules.readpath import first_epoch_rates, read_path_rationale, why_model
@@ -335,3 +337,51 @@ def _workers_rationale(w: int, rates: Mapping[int, float], consumer: float | Non
         f"{workers(w)} deliver {rate(rates[w])} (predicted), within 5% of the best "
         f"{rate(best)} over {min(rates)} to {max(rates)} workers."
     )
+
+
+class WorkersBalanceShards(Rule):
+    """Workers that deal the shards evenly.
+
+    Condition: the chosen num_workers (with one process or none: the most the caps allow,
+    NW-1's cores and NW-2's memory, no more than the objects per rank) is dealt the epoch's
+    objects per rank unevenly (the datasets deal them whole, in turn, to ranks x workers
+    readers; fewer objects than workers are COST-5's), at a cost beyond the noise (5%): over
+    whole epochs (`epoch_rate`) they read slower than with every worker busy, priced as the
+    bottleneck prices it where the trial measured that count, else by the model
+    Recommendation: the smallest num_workers above it that deals the objects per rank evenly (a
+    divisor of them: at most one each), where the RAM allows it (and 32 at most) and it gains
+    more than the noise over the chosen count's rate (measured where the trial measured it),
+    over whole epochs (`epoch_rate`) from one worker's rate alone (the model's, from the
+    measured costs) and the lowest ceiling the trial measured with every worker busy (the
+    cores more workers share hold no more), else from the model: with cores that idle through
+    an epoch's last shard, or processes that wait on their reads, workers above the cores pay;
+    else, where the chosen count is dealt unevenly, re-shard into a multiple of its readers
+    (ranks x workers), at the rate with every worker busy to the epoch's end. Both with the
+    predicted gain; the value is the count, or the shards. The chosen count stands: the trial
+    measures no count above the cores
+    Source: `S3IterableDataset.shard` (native_loader/datasets.py); model: `epoch_rate`; measured
+    (issue 56): 3 tar shards over 2 workers on 2 cores read 474 samples/s, over 4 workers 588
+    """
+
+    id = "NW-5"
+    decision = DecisionKind.NUM_WORKERS
+    key = None  # advisory: the chosen count stands (measured, or the model's within the caps)
+
+    def evaluate(self, ctx: Context, state: State) -> Finding | None:
+        found = balance(
+            ctx, state, workers_cap(ctx, state), ram_cap(ctx),
+            lambda workers: measured_steady(ctx, state, workers),
+        )  # fmt: skip
+        if found is None:
+            return None
+        return self.finding(
+            found.workers if found.workers is not None else found.shards,
+            balance_words(ctx, state, found),
+            evidence={
+                "balancing_workers": found.workers,
+                "balancing_shards": found.shards,
+                "balanced_samples_per_s": round(found.predicted, 1),
+                "balanced_gain": round(found.gain, 3),
+            },
+            confidence="medium" if ctx.trial is not None else "low",
+        )

@@ -8,6 +8,14 @@ spinning step's (see tests/decide/test_rules.py's make_trial).
 from tests.decide.rule_cases import Case
 from tests.decide.rule_cases.common import GB, MB
 
+# 3 tar shards of 300 JPEGs in a local folder on 2 cores (issue 56): 4 ms of CPU per sample
+# (make_trial's decode) makes 250 samples/s a worker, about 470 with both cores busy
+THREE_SHARDS = {
+    "profile": {"count": 3, "size": 31 * MB, "spo": 300, "uri": "/data/train"},
+    "hardware": {"cores": 2, "gpus": 0},
+    "workload": {"consumer_rate": None},
+}
+
 CASES: list[Case] = [
     # the cap is the cores less the training thread's share of one at the predicted rate (its
     # step's duty cycle and the hand-over), rounded up
@@ -145,4 +153,72 @@ CASES: list[Case] = [
     # 4 shards a pass: a fifth worker would be dealt none, so no more than 4 (it was 5)
     ("NW-4", {"profile": {"count": 4, "size": 150 * MB}}, True, 4),
     ("NW-4", {"trial": {}}, False, ...),
+    # NW-5: 3 shards over 2 workers are dealt 2 + 1, and the last shard of each epoch is read
+    # on one core; 3 workers share both to the epoch's end: 463 samples/s (the decode ceiling
+    # measured with 2 busy, 469, less each epoch's first byte) against the 372 measured with 2
+    (
+        "NW-5",
+        {**THREE_SHARDS, "trial": {"rates": {0: 240.0, 1: 245.0, 2: 372.0}}},
+        True,
+        3,
+    ),
+    # ... not where the measured count already reads faster than 3 would (the model's 456)
+    (
+        "NW-5",
+        {**THREE_SHARDS, "trial": {"rates": {0: 240.0, 1: 245.0, 2: 617.0}}},
+        False,
+        ...,
+    ),
+    # the model alone (NW-4 chose 2 of 2 cores): 460 predicted with 3 against 374 with 2
+    (
+        "NW-5",
+        {"profile": {"count": 3}, "hardware": {"cores": 2}, "workload": {"consumer_rate": None}},
+        True,
+        3,
+    ),
+    # per rank: 6 shards over 2 ranks of 2 workers are 3 a rank, dealt 2 + 1
+    (
+        "NW-5",
+        {
+            "profile": {"count": 6},
+            "hardware": {"cores": 4},
+            "workload": {"gpus_per_node": 2, "consumer_rate": None},
+        },
+        True,
+        3,
+    ),
+    # RAM for 2 workers only (400 MB each): re-shard into a multiple of the 2 readers, 4 shards
+    (
+        "NW-5",
+        {
+            "profile": {"count": 3},
+            "hardware": {"cores": 2, "ram_available": 1_100 * MB},
+            "workload": {"consumer_rate": None},
+        },
+        True,
+        4,
+    ),
+    # dealt evenly: 4 shards over 2 workers
+    (
+        "NW-5",
+        {"profile": {"count": 4}, "hardware": {"cores": 2}, "workload": {"consumer_rate": None}},
+        False,
+        ...,
+    ),
+    # 1,000 shards over 16 workers are dealt unevenly, at no cost beyond the noise
+    ("NW-5", {"hardware": {"cores": 16}, "workload": {"consumer_rate": None}}, False, ...),
+    # one core: one process reads every shard
+    (
+        "NW-5",
+        {"profile": {"count": 3}, "hardware": {"cores": 1}, "workload": {"consumer_rate": None}},
+        False,
+        ...,
+    ),
+    # a GPU that takes 300 samples/s: no count reads more of it
+    (
+        "NW-5",
+        {"profile": {"count": 3}, "hardware": {"cores": 2}, "workload": {"consumer_rate": 300.0}},
+        False,
+        ...,
+    ),
 ]
