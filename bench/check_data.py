@@ -2,14 +2,16 @@
 endpoint that serves it: the demo SeaweedFS at a raised priority, with a latency proxy in a
 process of its own per latency (`bench.netem`).
 
-Objects are (name, bytes) pairs: one random body repeated, distinct Pillow-made JPEGs, or
-WebDataset tar shards of JPEGs with `.cls` labels.
+Objects are (name, bytes) pairs: one random body repeated, distinct Pillow-made JPEGs,
+WebDataset tar shards of JPEGs with `.cls` labels, or JSONL shards of text records.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -42,6 +44,23 @@ def jpeg_objects(count: int, size: int, tar_samples: int = 0) -> Objects:
         mine = jpegs[shard * tar_samples : (shard + 1) * tar_samples]
         members = [m for key, jpeg in mine for m in ((f"{key}.cls", b"0"), (f"{key}.jpg", jpeg))]
         shards.append((f"shard-{shard:05d}.tar", build_tar(members)))
+    return shards
+
+
+def jsonl_shards(count: int, records: int, words: int = 40) -> Objects:
+    """`count` JSONL shards of `records` records each: an id, a label and a text of `words`
+    words drawn from a small vocabulary (about 300 bytes a line)."""
+    rng = random.Random(7)
+    vocabulary = [f"{a}{b}" for a in ("lo", "re", "ta", "mi", "su", "ka") for b in
+                  ("der", "num", "vis", "pol", "ant", "ex", "quo", "ri")]  # fmt: skip
+    shards = []
+    for shard in range(count):
+        lines = []
+        for i in range(records):
+            text = " ".join(rng.choices(vocabulary, k=words))
+            record = {"id": shard * records + i, "label": rng.randrange(10), "text": text}
+            lines.append(json.dumps(record))
+        shards.append((f"shard-{shard:05d}.jsonl", ("\n".join(lines) + "\n").encode()))
     return shards
 
 
