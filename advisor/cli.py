@@ -27,21 +27,15 @@ from advisor.core.bounds import (
 )
 from advisor.core.errors import CommandErrors
 from advisor.core.location import check_answers, first_contact_s
-from advisor.core.units import GB, GIB, MIB, counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.diagnosis import cli as diagnose_cli
 from advisor.export import ExportBundle, build_export
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
-from advisor.measure.hardware.target import (
-    DISK_GB,
-    INSTANCES,
-    RAM_GIB,
-    TargetMachine,
-    target_machine,
-)
+from advisor.measure.hardware.target import TargetMachine, target_arguments, target_from_args
 from advisor.measure.trial.data import TrialEvent
 from advisor.report import gpu_rows, hardware_rows, profile_rows, text_table, trial_rows
 from advisor.report.headline import headline_lines
+from advisor.report.measured import measured_lines
 from advisor.report.recommendation import recommendation_summary
 from advisor.reshard import cli as reshard_cli
 from advisor.reshard.advice import advises_reshard, reshard_command
@@ -49,10 +43,6 @@ from advisor.session import AdvisorSession
 from native_loader.sample_errors import ON_ERROR, SamplePolicy
 
 ANONYMOUS_HELP = "a public bucket: send unsigned requests, no credentials (the export too)"
-
-
-# the step model a count's figures come from, in a word for the table
-STEP_KINDS = {"none": "none", "sleep": "blocking", "spin": "spinning"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="GET/s your storage serves per key prefix before it answers 503 SlowDown "
         "(default: S3's published limits on AWS; none checked on other endpoints)",
     )
-    target = _target_parser()
+    target = target_arguments()
     trial = argparse.ArgumentParser(add_help=False)
     trial.add_argument(
         "--seconds",
@@ -184,56 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _target_parser() -> argparse.ArgumentParser:
-    """The machine training runs on, where it is not this one: a catalogue instance and/or its
-    figures (a figure overrides the instance's)."""
-    target = argparse.ArgumentParser(add_help=False)
-    group = target.add_argument_group(
-        "the training machine (default: this one; the trial measures here, the model plans there)"
-    )
-    names = ", ".join(INSTANCES)
-    group.add_argument(
-        "--target-instance", help=f"a catalogued node: {names} (or SageMaker's ml. names)"
-    )
-    for name, flag, what in (
-        ("cores", "--target-cores", "vCPUs of one node the job may use, a fraction for a quota"),
-        ("network_gbps", "--target-network-gbps", "the node's network, Gbit/s"),
-        ("core_speed", "--target-core-speed", "a node's core against one of this machine's"),
-    ):
-        bound = range_of(TargetMachine, name)
-        group.add_argument(flag, type=arg_type(bound, flag), help=f"{what}, {bound}")
-    for flag, bound, what in (
-        ("--target-ram", RAM_GIB, "the node's memory"),
-        ("--target-shm", RAM_GIB, "the node's /dev/shm (default: half the RAM)"),
-        ("--target-disk", DISK_GB, "the node's local NVMe for a copy (0: none)"),
-    ):
-        group.add_argument(flag, type=arg_type(bound, flag), help=f"{what}, {bound}")
-    group.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
-    return target
-
-
-def _target(args: argparse.Namespace) -> TargetMachine | None:
-    """The target the flags name; None: the plan is for this machine (`--target-gpu` alone
-    plans that GPU on it)."""
-    gib = {name: getattr(args, name, None) for name in ("target_ram", "target_shm")}
-    disk = getattr(args, "target_disk", None)
-    figures = (args.target_cores, gib["target_ram"], gib["target_shm"], disk,
-               args.target_network_gbps, args.target_core_speed)  # fmt: skip
-    if args.target_instance is None and all(f is None for f in figures):
-        return None
-    return target_machine(
-        args.target_instance,
-        cores=args.target_cores,
-        gpu=args.target_gpu,
-        ram_bytes=None if gib["target_ram"] is None else round(gib["target_ram"] * GIB),
-        shm_bytes=None if gib["target_shm"] is None else round(gib["target_shm"] * GIB),
-        local_disk_bytes=None if disk is None else round(disk * GB),
-        network_gbps=args.target_network_gbps,
-        core_speed=args.target_core_speed,
-    )
-
-
-def _workload(args: argparse.Namespace, target: TargetMachine | None) -> Workload:
+def _workload(args: argparse.Namespace, target: TargetMachine | None = None) -> Workload:
     gpus_per_node = args.gpus_per_node
     if gpus_per_node is None:  # a catalogued node's GPUs are its ranks
         gpus_per_node = target.gpus if target is not None and target.gpus else 1
@@ -310,35 +251,11 @@ def _print_trial(session: AdvisorSession) -> None:
 
 def _print_measured(session: AdvisorSession) -> None:
     """The trial's storage probe by requests at once, and what training saw per count."""
-    t = session.trial
-    assert t is not None
-    if t.storage:
-        s = t.storage
-        on_s3 = session.location is None or session.location.is_s3
-        # a folder is read, not requested: its words say files and reads
-        one, asked = ("one connection", "request") if on_s3 else ("one read at a time", "read")
-        print(f"storage, {one}: {mb_per_s(s.per_connection_mb_s)}")
-        for level, mb_s, ops in s.concurrency_curve:
-            at_once = counted(level, asked)
-            what = "objects" if on_s3 else "files"
-            print(f"  {at_once:>12} at once  {mb_per_s(mb_s):>12}  {rate(ops, what):>16}")
-    if t.counts:
-        # what training saw per num_workers: the slower step model's median and its spread
-        # a text set is read record by record: its samples are records
-        unit = "records/s" if session.profile and session.profile.record_format else "samples/s"
-        print(f"num_workers  {unit} (median, spread)    the step  slices  worker RSS  first batch")
-        rss = {p.num_workers: p.peak_worker_rss_mb for p in t.sweep}
-        for c in t.counts:
-            bound = ">=" if c.lower_bound else ""  # no steady state: a lower bound (see notes)
-            spread = f"({per_s(c.low)}-{per_s(c.high)})"
-            memory = data_size(rss.get(c.num_workers, 0.0) * MIB)  # the sweep's MiB
-            first = t.first_batch_s(c.num_workers)
-            print(
-                f"{c.num_workers:>11}  {bound:>2}{per_s(c.median):>7} {spread:<19}  "
-                f"{STEP_KINDS.get(c.step, c.step):>8}  {c.slower.slices:>6}  "
-                f"{memory:>10}  "
-                f"{duration(first) if first is not None else '-':>11}"
-            )
+    assert session.trial is not None
+    on_s3 = session.location is None or session.location.is_s3
+    records = bool(session.profile and session.profile.record_format)
+    for line in measured_lines(session.trial, on_s3=on_s3, records=records):
+        print(line)
 
 
 def _print_recommendation(session: AdvisorSession) -> None:
@@ -396,7 +313,7 @@ def run(args: argparse.Namespace) -> int:
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()
     with CommandErrors(cancel=cancel, finish=progress.done) as failed:
-        target = _target(args) if args.command != "profile" else None
+        target = target_from_args(args) if args.command != "profile" else None
         if args.command == "hardware":
             recorder = _nvml_recorder() if args.record_nvml else None
             if target is not None and target.gpus:
@@ -425,7 +342,7 @@ def run(args: argparse.Namespace) -> int:
             result = {"profile": _to_json(session.profile)}
             printers = [_print_profile]
             if args.command != "profile":
-                session.run_hardware(args.target_gpu, target=target)
+                session.run_hardware(args.target_gpu, session.workload.gpus_per_node, target=target)
                 result["hardware"] = _to_json(session.hardware)
                 if target is not None:
                     result["measured_on"] = _to_json(session.machine)

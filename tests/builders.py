@@ -17,6 +17,7 @@ from advisor.core.workload import Workload
 from advisor.decide.rules import Context
 from advisor.measure.hardware import DiskInfo, GpuInfo, HardwareProfile
 from advisor.measure.hardware.gpu_decode import GpuDecode, GpuDecodePoint
+from advisor.measure.hardware.target import TargetMachine
 from advisor.measure.profile import DatasetProfile, FormatInfo, SizeStats
 from advisor.measure.trial.probe_results import DecodeCost, HostToDevice, SampleCopy, StorageProbe
 from advisor.measure.trial.results import LoaderPoint, TrialResult, TrialSetup, summarise
@@ -57,13 +58,19 @@ A100 = GpuInfo(0, "NVIDIA A100-SXM4-80GB", 80 * 2**30, 4, 4, 16, 16, 12, "535.12
 
 
 def make_hardware(
-    cores: int = 16,
+    cores: float = 16,
     ram_available: int | None = 60 * GB,
     shm: int | None = 32 * GB,
     disk_free: int | None = 2 * TB,
     gpus: int = 1,
+    target: dict[str, Any] | None = None,
 ) -> HardwareProfile:
+    """A machine of `cores` (a fraction for a quota); with `target` (TargetMachine's fields),
+    planned for that machine, this one measuring."""
     disk = None if disk_free is None else DiskInfo("/scratch", disk_free, 4 * TB, "nvme")
+    if target is not None:
+        here = make_hardware(cores, ram_available, shm, disk_free, gpus)
+        return here.planned_for(TargetMachine(**target))
     return HardwareProfile(
         gpus=tuple(dataclasses.replace(A100, index=i) for i in range(gpus)),
         cpu_count=cores,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.core.units import per_s, rate, share
+from advisor.core.units import counted, data_size, duration, per_s, rate, share
 from advisor.report.diagnosis import comparison_headline
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ def headline_lines(
     recommended one in the same loop where they were compared, else the trial's figures; the
     bottleneck; and where the loader still cannot keep up, one next step ("To keep up: ...",
     `keep_up_action`), last."""
-    lines = [f"Change: {what_to_change(rec, changed)}."]
+    lines = [*_job_line(rec), f"Change: {what_to_change(rec, changed)}."]
     if comparison is not None and comparison.speedup is not None:
         lines.append(
             f"Your loader -> the recommended one, in your loop: {comparison_headline(comparison)}."
@@ -99,6 +99,11 @@ def headline_lines(
         )
     elif after is not None:
         lines.append(f"Measured at num_workers={rec.num_workers}: {bound}{rate(after)}.")
+    elif trial is not None and _planned_elsewhere(rec):
+        lines.append(
+            f"Expected at num_workers={rec.num_workers}: {rate(rec.expected_samples_per_s)} "
+            "(predicted for the training machine from the costs the trial measured here)."
+        )
     elif trial is not None:
         lines.append(
             f"Expected at num_workers={rec.num_workers}: {rate(rec.expected_samples_per_s)} "
@@ -112,6 +117,31 @@ def headline_lines(
         verdict = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
         lines.append(f"Your loader: {verdict or 'measured, see below'}.")
     return lines + _bottleneck_line(rec, diagnosis) + _action(rec, None)
+
+
+def _planned_elsewhere(rec: Recommendation) -> bool:
+    """True when the recommendation plans for a target machine (PLAN-3 fired)."""
+    return any("PLAN-3" in d.rules for d in getattr(rec, "decisions", ()))
+
+
+def _job_line(rec: Recommendation) -> list[str]:
+    """The job first, where the plan is for many ranks or another machine (PLAN-1): its
+    samples/s over its ranks, and what it reads before its first batch."""
+    decisions = getattr(rec, "decisions", ())  # tests' stand-ins may have none
+    job = next((d for d in decisions if d.name == "job" and "PLAN-1" in d.rules), None)
+    if job is None:
+        return []
+    e = job.evidence
+    line = f"The job: {rate(e['job_samples_per_s'])} over {counted(e['ranks'], 'rank')}"
+    if rec.consumer_rate is not None:
+        line += f" (they consume {rate(rec.consumer_rate * e['ranks'])})"
+    for key, noun in (("first_batch_gets", "GET"), ("first_batch_reads", "read")):
+        if e.get(key) is not None:
+            line += (
+                f"; before its first batch {counted(e[key], noun)} "
+                f"({data_size(e['first_batch_bytes'])}), about {duration(e['first_batch_s'])}"
+            )
+    return [line + "."]
 
 
 def _action(rec: Recommendation, comparison: Comparison | None) -> list[str]:

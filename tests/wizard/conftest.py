@@ -73,6 +73,7 @@ class FakeSession:
         self.workload = Workload()
         self.profile: DatasetProfile | None = None
         self.hardware: HardwareProfile | None = None
+        self.machine: HardwareProfile | None = None  # AdvisorSession: where the trial runs
         self.trial: Any = None
         self.recommendation: Any = None
         self.trial_dropped: str | None = None  # AdvisorSession: why a stale trial was dropped
@@ -115,11 +116,15 @@ class FakeSession:
         self.profile = scripted_profile(self.location.uri)
         return self.profile
 
-    def run_hardware(self, target_gpu: str | None = None, gpu_count: int = 1) -> HardwareProfile:
-        hardware = HardwareProfile(cpu_count=2, affinity_cores=2, usable_cores=2)
-        if target_gpu:
+    def run_hardware(
+        self, target_gpu: str | None = None, gpu_count: int = 1, target: Any = None
+    ) -> HardwareProfile:
+        hardware = machine = HardwareProfile(cpu_count=2, affinity_cores=2, usable_cores=2)
+        if target is not None:
+            hardware = machine.planned_for(target, gpu_count)
+        elif target_gpu:
             hardware = hardware.with_target_gpu(target_gpu, gpu_count)
-        self.hardware = hardware
+        self.hardware, self.machine = hardware, machine
         return hardware
 
     def set_workload(self, workload: Workload) -> Workload:

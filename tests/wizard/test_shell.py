@@ -305,3 +305,20 @@ def test_real_demo_flow_to_export(real_wizard: Any, small_demo: S3Endpoint, tmp_
     assert "Run it: python dataloader_config.py" in export.saved.value  # how to run it, beside Save
     assert "serve it again" in export.saved.value  # the demo's data: until when it reads
     compile(module.read_text(), str(module), "exec")
+
+
+def test_the_hardware_step_plans_for_the_node_named(wizard: Any) -> None:
+    """Naming the training node (a catalogued instance, then its cores by hand) plans for it,
+    this machine kept for the trial; "this machine" plans for it again."""
+    c, hardware = wizard.controller, wizard.hardware_panel
+    hardware.instance.value = "p4d.24xlarge"
+    planned = c.hardware
+    assert planned is not None and planned.target is not None
+    assert planned.usable_cores == 96 and planned.gpu_count == 8 and planned.measured_cores == 2
+    assert "planned for p4d.24xlarge: 96 cores" in hardware.hardware_summary.value
+    assert c.workload_step.form.gpus_per_node == "8"  # the node's GPUs are its ranks
+    hardware.target_cores.value = 48.0  # a share of the node, say a quota
+    assert c.hardware is not None and c.hardware.usable_cores == 48
+    hardware.target_cores.value = 0.0
+    hardware.instance.value = ""
+    assert c.hardware is not None and c.hardware.target is None and c.hardware.usable_cores == 2

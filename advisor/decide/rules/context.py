@@ -111,8 +111,15 @@ class Context(Reading):
     @property
     def cpu_s_per_sample(self) -> float:
         if self.trial is not None and self.trial.decode is not None:
-            return self.trial.decode.cpu_s_per_sample
+            return self.trial.decode.cpu_s_per_sample / self.core_speed
         return DEFAULT_CPU_S_PER_SAMPLE.get(self.profile.dominant_format, DEFAULT_CPU_S)
+
+    @property
+    def core_speed(self) -> float:
+        """A target core's speed over one of this machine's (1: this machine, or a target
+        core taken as fast): CPU seconds measured here take this much less there."""
+        target = self.hardware.target
+        return target.core_speed if target is not None else 1.0
 
     @property
     def cpu_measured(self) -> bool:
@@ -150,6 +157,13 @@ class Context(Reading):
     def fits_local_disk(self) -> bool:
         disk = self.hardware.disk
         return disk is not None and disk.free_bytes >= 1.1 * self.total_bytes
+
+    @property
+    def target_disk(self) -> bool:
+        """True when the plan's local disk is the target's own (its local NVMe), not this
+        machine's that the trial copied to."""
+        target = self.hardware.target
+        return target is not None and target.local_disk_bytes is not None
 
     def local_storage(self) -> StorageParams:
         kind = self.hardware.disk.kind if self.hardware.disk else "unknown"
@@ -233,13 +247,24 @@ class Context(Reading):
         if source == "copy-local":  # a local folder read in place, or a copy of the S3 set
             local = self.profile.storage == "local"
             measured = self.measured_storage() if local else self.copy_storage()
+            if self.target_disk:  # the target's NVMe, not the disk the trial copied to
+                measured = None
             return measured or self.local_storage()
         if source == "shared-fs":
             measured = self.measured_storage() if self.on_fsx else None
-            return measured or SHARED_FS_DEFAULTS
+            return self._over_node_network(measured or SHARED_FS_DEFAULTS)
         if source == "efs":
-            return self.measured_storage() or EFS_DEFAULTS
-        return self.measured_storage() or S3_DEFAULTS
+            return self._over_node_network(self.measured_storage() or EFS_DEFAULTS)
+        return self._over_node_network(self.measured_storage() or S3_DEFAULTS)
+
+    def _over_node_network(self, storage: StorageParams) -> StorageParams:
+        """Storage read over the network, on the target node: its network's bandwidth is the
+        node's ceiling (the storage scales out behind it); without a figure, the ceiling this
+        machine measured or assumed stays."""
+        target = self.hardware.target
+        if target is None or target.network_gbps is None:
+            return storage
+        return dataclasses.replace(storage, aggregate_mb_s=target.network_gbps * 1000 / 8)
 
     def layout(self, state: State) -> tuple[float, float]:
         """(object bytes, samples per object) the training reads: after resharding if planned."""
@@ -306,7 +331,8 @@ class Context(Reading):
             costs["machine_s_per_sample"] = self.trial.machine_s(num_workers)
             costs["handover_s_per_sample"] = self.trial.worker_handover_s(num_workers)
             costs["worker_s_per_sample"] = self.trial.worker_s(num_workers)
-        return costs
+        # CPU seconds measured here, on the target's cores
+        return {k: None if v is None else v / self.core_speed for k, v in costs.items()}
 
     def measured_prefetch(self, state: State, num_workers: int) -> int | None:
         """The prefetch_factor the sweep measured `num_workers` with, where its rates hold."""

@@ -81,6 +81,8 @@ class DecisionKind(str, Enum):
         member.collects = collects
         return member
 
+    # the job as a whole and the machine it runs on, first: what a plan for many ranks leads with
+    JOB = "job", None, "", lambda value, unit: "see the notes", True
     DATA_SOURCE = "data_source", Key.DATA_SOURCE
     NUM_WORKERS = "num_workers", Key.NUM_WORKERS, "processes"
     REQUESTS_IN_FLIGHT = (

@@ -15,6 +15,13 @@ def why_model(ctx: Context, state: State) -> str:
     """Why the model decides num_workers (NW-4) rather than the trial's measurements."""
     if ctx.trial is None:
         return "no trial ran"
+    target = ctx.hardware.target
+    if target is not None:
+        return (
+            f"the plan is for {target.name or 'the target machine'}, "
+            f"{ctx.cores_per_rank:.3g} cores per rank, where the trial did not run: the model "
+            "carries the costs per sample it measured here there"
+        )
     if ctx.hardware.planned:
         return "the job runs on a planned machine (--target-gpu), not this one"
     if ctx.trial_setup_changes:

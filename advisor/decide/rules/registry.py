@@ -15,6 +15,7 @@ from advisor.decide.rules import (
     cost,
     layout,
     placement,
+    plan,
     reader,
     source,
     throughput,
@@ -24,7 +25,7 @@ from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import Finding, Key
 
-FAMILIES = (source, reader, workers, batches, layout, throughput, placement, cost)
+FAMILIES = (source, reader, workers, batches, layout, throughput, placement, cost, plan)
 
 RULES: tuple[Rule, ...] = (
     source.DataAlreadyOnSharedFs(),
@@ -67,6 +68,9 @@ RULES: tuple[Rule, ...] = (
     cost.IdleReaders(),
     cost.StorageRequestLimit(),
     cost.CopyRequestLimit(),
+    plan.JobPlan(),
+    plan.NodeNetwork(),
+    plan.PlanRestsOn(),
 )
 
 

@@ -14,7 +14,7 @@ from advisor.core.units import counted, data_size, per_s, rate
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.bottleneck import unmeasured_room
 from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
+from advisor.decide.rules.keys import Confidence, DecisionKind, Finding, Key, State
 from advisor.decide.rules.measured import choose, choose_measured, sweep_table
 from advisor.decide.rules.readpath import first_epoch_rates, read_path_rationale, why_model
 from advisor.decide.rules.thresholds import (
@@ -92,18 +92,27 @@ class WorkersCappedByCores(Rule):
             if ctx.measured_rates(state)
             else "the training process keeps its share of a core"
         )
+        cores = ctx.cores_per_rank
+        confidence: Confidence = "high"
+        more = "More cores per rank would help."
+        if ctx.hardware.target is None and ctx.ranks_per_node > 1:
+            confidence = "low"  # a plan for the notebook, not for the node the job runs on
+            more = (
+                f"This machine's {ctx.hardware.usable_cores:g} cores are shared by "
+                f"{counted(ctx.ranks_per_node, 'rank')}: for the node you will train on, name it "
+                "(--target-instance, or --target-cores) and the model plans for its cores."
+            )
         return self.finding(
             cap,
-            f"Throughput alone would use {counted(wanted, 'worker')}, but "
-            f"{counted(ctx.cores_per_rank, 'core')} per rank "
-            f"allow{'s' if ctx.cores_per_rank == 1 else ''} {cap} ({why}). More cores per rank "
-            "would help.",
+            f"Throughput alone would use {counted(wanted, 'worker')}, but {cores:.3g} "
+            f"{'core' if cores == 1 else 'cores'} per rank allow{'s' if cores == 1 else ''} "
+            f"{cap} ({why}). {more}",
             evidence={
                 "usable_cores": ctx.hardware.usable_cores,
                 "ranks_per_node": ctx.ranks_per_node,
                 "workers_wanted": wanted,
             },
-            confidence="high",
+            confidence=confidence,
         )
 
 

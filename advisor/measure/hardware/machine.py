@@ -178,12 +178,19 @@ class HardwareProfile:
                 GpuInfo(index=i, name="GPU (model not given)") for i in range(target.gpus)
             )
             planned = dataclasses.replace(planned, gpus=unnamed)
-        disk = None
+        # a figure the target does not give is this machine's (its `assumptions` say so)
+        disk = self.disk
+        if target.local_disk_bytes is not None:
+            disk = None  # 0: no local disk (EBS only)
         if target.local_disk_bytes:
             disk = DiskInfo(
                 path="the target's local disk", free_bytes=target.local_disk_bytes,
                 total_bytes=target.local_disk_bytes, kind="nvme",
             )  # fmt: skip
+        ram_total, ram_available = self.ram_total_bytes, self.ram_available_bytes
+        if target.ram_bytes is not None:
+            ram_total = ram_available = target.ram_bytes
+        shm = target.shm_or_default if target.shm_or_default is not None else self.shm_bytes
         note = f"planned for {target.describe()}"
         if target.assumptions():
             note += "; assumes " + "; ".join(target.assumptions())
@@ -193,9 +200,9 @@ class HardwareProfile:
             affinity_cores=math.ceil(target.cores),
             cgroup_cpu_limit=None if float(target.cores).is_integer() else target.cores,
             usable_cores=target.cores,
-            ram_total_bytes=target.ram_bytes,
-            ram_available_bytes=target.ram_bytes,
-            shm_bytes=target.shm_or_default,
+            ram_total_bytes=ram_total,
+            ram_available_bytes=ram_available,
+            shm_bytes=shm,
             disk=disk,
             planned=True,
             target=target,

@@ -5,9 +5,10 @@ them to this machine (`HardwareProfile.planned_for`)."""
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass, replace
 
-from advisor.core.bounds import Range, bounded, check_ranges
+from advisor.core.bounds import Range, arg_type, bounded, check_ranges, range_of
 from advisor.core.units import GB, GIB
 
 # A Linux host's /dev/shm is a tmpfs of half its RAM unless set otherwise (a container's is what
@@ -59,16 +60,24 @@ class TargetMachine:
         return None if self.ram_bytes is None else int(self.ram_bytes * SHM_SHARE_OF_RAM)
 
     def assumptions(self) -> tuple[str, ...]:
-        """What a plan for this machine assumes beyond the figures given, in plain words."""
+        """What a plan for this machine assumes beyond the figures given, in plain words: a
+        figure not given is this machine's."""
         said = []
         if self.core_speed == 1.0:
-            said.append("a target core as fast as one of this machine's (--target-core-speed)")
-        if self.shm_bytes is None and self.ram_bytes is not None:
+            said.append("a core as fast as one of this machine's (--target-core-speed)")
+        if self.ram_bytes is None:
+            said.append("this machine's memory (--target-ram)")
+        if self.shm_bytes is None:
             said.append(
-                "/dev/shm of half the RAM, a Linux host's default (a container's may be less)"
+                "/dev/shm of half the RAM, a Linux host's default; a container's may be less "
+                "(--target-shm)"
+                if self.ram_bytes is not None
+                else "this machine's /dev/shm (--target-shm)"
             )
+        if self.local_disk_bytes is None:
+            said.append("this machine's local disk (--target-disk)")
         if self.network_gbps is None:
-            said.append("no network figure: the storage's own ceiling alone")
+            said.append("the network as the trial found it here (--target-network-gbps)")
         return tuple(said)
 
     def describe(self) -> str:
@@ -165,3 +174,53 @@ def target_machine(
             "a target machine needs its cores: give --target-cores N (or --target-instance NAME)"
         )
     return TargetMachine(**given)  # type: ignore[arg-type]
+
+
+def target_arguments() -> argparse.ArgumentParser:
+    """The CLI's flags for the machine training runs on, where it is not this one: a catalogue
+    instance and/or its figures (a figure overrides the instance's), each checked against its
+    field's range."""
+    target = argparse.ArgumentParser(add_help=False)
+    group = target.add_argument_group(
+        "the training machine (default: this one; the trial measures here, the model plans there)"
+    )
+    names = ", ".join(INSTANCES)
+    group.add_argument(
+        "--target-instance", help=f"a catalogued node: {names} (or SageMaker's ml. names)"
+    )
+    for name, flag, what in (
+        ("cores", "--target-cores", "vCPUs of one node the job may use, a fraction for a quota"),
+        ("network_gbps", "--target-network-gbps", "the node's network, Gbit/s"),
+        ("core_speed", "--target-core-speed", "a node's core against one of this machine's"),
+    ):
+        bound = range_of(TargetMachine, name)
+        group.add_argument(flag, type=arg_type(bound, flag), help=f"{what}, {bound}")
+    for flag, bound, what in (
+        ("--target-ram", RAM_GIB, "the node's memory"),
+        ("--target-shm", RAM_GIB, "the node's /dev/shm (default: half the RAM)"),
+        ("--target-disk", DISK_GB, "the node's local NVMe for a copy (0: none)"),
+    ):
+        group.add_argument(flag, type=arg_type(bound, flag), help=f"{what}, {bound}")
+    group.add_argument("--target-gpu", help="plan for this GPU (e.g. A100-80GB) instead of probing")
+    return target
+
+
+def target_from_args(args: argparse.Namespace) -> TargetMachine | None:
+    """The target the flags of `target_arguments` name; None: the plan is for this machine
+    (`--target-gpu` alone plans that GPU on it)."""
+    gib = {name: getattr(args, name, None) for name in ("target_ram", "target_shm")}
+    disk = getattr(args, "target_disk", None)
+    figures = (args.target_cores, gib["target_ram"], gib["target_shm"], disk,
+               args.target_network_gbps, args.target_core_speed)  # fmt: skip
+    if args.target_instance is None and all(f is None for f in figures):
+        return None
+    return target_machine(
+        args.target_instance,
+        cores=args.target_cores,
+        gpu=args.target_gpu,
+        ram_bytes=None if gib["target_ram"] is None else round(gib["target_ram"] * GIB),
+        shm_bytes=None if gib["target_shm"] is None else round(gib["target_shm"] * GIB),
+        local_disk_bytes=None if disk is None else round(disk * GB),
+        network_gbps=args.target_network_gbps,
+        core_speed=args.target_core_speed,
+    )

@@ -9,6 +9,7 @@ import ipywidgets as widgets
 from advisor.core.bounds import range_of
 from advisor.core.workload import Workload
 from advisor.measure.hardware import GPU_CATALOG, HardwareProfile
+from advisor.measure.hardware.target import INSTANCES, TargetMachine
 from advisor.report import gpu_facts, hardware_rows
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import LABEL, StepPanel, html_area, table
@@ -60,18 +61,40 @@ class HardwarePanel(StepPanel):
             layout=widgets.Layout(width="120px"),
         )
         self.gpu_count.add_class("la-input-gpu-count")
+        self.instance = widgets.Dropdown(
+            options=[("this machine", ""), *((n, n) for n in INSTANCES)],
+            value=step.instance or "",
+            description="Train on",
+            style=LABEL,
+            layout=widgets.Layout(width="420px"),
+        )
+        self.instance.add_class("la-input-target-instance")
+        cores = range_of(TargetMachine, "cores")
+        self.target_cores = widgets.BoundedFloatText(
+            value=step.target_cores or 0.0,
+            min=0.0,
+            max=cores.high,
+            description="cores (0: as listed)",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="220px"),
+        )
+        self.target_cores.add_class("la-input-target-cores")
         self.hardware_summary = html_area("la-hardware-summary")
         self.box = widgets.VBox(
             [
                 widgets.HTML("<b>2. What will it train on?</b>"),
                 self.hardware_summary,
                 widgets.HTML(
-                    "<span class='la-hint'>Profiling on a different machine than training? "
-                    "Plan for a catalogued GPU:</span>"
+                    "<span class='la-hint'>Training on another machine than this one? Name "
+                    "it: the trial measures here, the model plans there.</span>"
                 ),
+                widgets.HBox([self.instance, self.target_cores]),
+                widgets.HTML("<span class='la-hint'>Or plan for a catalogued GPU:</span>"),
                 widgets.HBox([self.target_gpu, self.gpu_count]),
             ]
         )
+        self.instance.observe(lambda ch: step.run(instance=ch["new"]), names="value")
+        self.target_cores.observe(lambda ch: step.run(target_cores=ch["new"]), names="value")
         self.target_gpu.observe(lambda ch: step.run(ch["new"], self.gpu_count.value), names="value")
         self.gpu_count.observe(
             lambda ch: step.run(self.target_gpu.value, ch["new"]) if step.target_gpu else None,
