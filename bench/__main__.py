@@ -32,6 +32,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark(
         "advisor-check", "bench.advisor_check", "the exported loader's sweep, unseen scenarios"
     ),
+    Benchmark(
+        "plan-check", "bench.plan_check", "a plan for the whole machine from a share's trial"
+    ),
     Benchmark("e2e", "bench.e2e", "the exported loader vs the loaders people write today"),
     Benchmark("e2e-large", "bench.e2e_large", "large objects streamed: 1 process vs several"),
     Benchmark("e2e-shards", "bench.e2e_shards", "150 MB tar shards vs small objects: 1st batch"),

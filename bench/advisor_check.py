@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib.util
 import json
 import math
 import os
@@ -37,21 +36,18 @@ from typing import Any
 from advisor.core.location import DatasetLocation
 from advisor.core.workload import Workload
 from advisor.decide.recommend import read_paths, recommend
-from advisor.demo.datasets import DemoSpec, iter_samples
-from advisor.demo.server import S3Server
 from advisor.export import build_export
 from advisor.measure.hardware import probe_hardware
 from advisor.measure.profile import profile_dataset
 from advisor.measure.trial.run import run_trial
-from bench.netem import proxy_process, raise_priority
+from bench.check_data import Objects, jpeg_objects, random_objects, serve_s3
+from bench.loader_sweep import load_module, score, sweep
 from bench.record import begin
 from native_loader import Credentials, S3Reader
-from native_loader.tarwriter import build_tar
 
 RESULTS = Path(__file__).parent / "results" / "advisor_check.json"
 RUNS = 3
 RUN_SECONDS = 6.0
-WARM_SECONDS = 1.5
 BATCH = 16
 
 
@@ -123,45 +119,6 @@ class CheckResult:
     model_inputs: dict[str, Any]
 
 
-def _step(seconds: float, mode: str) -> None:
-    if mode == "sleep":
-        time.sleep(seconds)
-        return
-    end = time.perf_counter() + seconds
-    while time.perf_counter() < end:
-        pass
-
-
-def _run(module: Any, workers: int, mode: str, consumer: float | None, seconds: float) -> float:
-    """Samples/s a training loop sees from a fresh `make_dataloader(num_workers=workers)`."""
-    loader = module.make_dataloader(num_workers=workers)
-    started = time.monotonic()
-    counted = 0
-    t0 = None
-    try:
-        while True:
-            for batch in loader:
-                now = time.monotonic()
-                if t0 is None and now - started >= WARM_SECONDS:
-                    t0 = now
-                elif t0 is not None:
-                    counted += len(batch)
-                    if now - t0 >= seconds:
-                        return counted / (now - t0)
-                if consumer:
-                    _step(len(batch) / consumer, mode)
-                if now - started > 4 * (seconds + WARM_SECONDS):  # a stalled loader
-                    return counted / max(now - (t0 or now), 1e-6)
-    finally:
-        iterator = getattr(loader, "_iterator", None)
-        if iterator is not None:
-            iterator._shutdown_workers()
-
-
-def _median_range(values: list[float]) -> tuple[float, float, float]:
-    return statistics.median(values), min(values), max(values)
-
-
 def check(
     scenario: Scenario, location: DatasetLocation, credentials: Credentials | None,
     trial_seconds: float, run_seconds: float, workdir: Path, counts: list[int] | None = None,
@@ -190,35 +147,16 @@ def check(
           f"-> {rec.num_workers} workers, {decided_by}", flush=True)  # fmt: skip
     bundle = build_export(location, rec, workload, profile)
     path, _ = bundle.save(workdir, f"loader_{scenario.name.replace('-', '_').replace('.', '_')}")
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_module(path)
     module.prepare()  # a copy-local export makes its local copy before the first epoch
     cores = max(math.ceil(hardware.usable_cores), 1)
-    modes = ("sleep", "spin") if scenario.consumer_rate else ("none",)
     swept = sorted({w for w in counts or range(cores + 1) if w <= cores} | {rec.num_workers})
-    runs: dict[str, dict[str, list[float]]] = {m: {str(w): [] for w in swept} for m in modes}
-    for _ in range(runs_per_count):
-        for workers in swept:
-            for mode in modes:
-                rate = _run(module, workers, mode, scenario.consumer_rate, run_seconds)
-                runs[mode][str(workers)].append(round(rate, 1))
     consumer = scenario.consumer_rate
-    cap = (lambda r: min(r, consumer)) if consumer else (lambda r: r)
-    scores, ranges, best = {}, {}, {}
-    for mode in modes:
-        medians = {w: statistics.median(r) for w, r in runs[mode].items()}
-        top = max(medians, key=lambda w: medians[w])
-        mine = runs[mode][str(rec.num_workers)]
-        scores[mode] = round(cap(medians[str(rec.num_workers)]) / cap(medians[top]), 3)
-        ranges[mode] = (
-            round(cap(min(mine)) / cap(max(runs[mode][top])), 3),
-            round(cap(max(mine)) / cap(min(runs[mode][top])), 3),
-        )
-        best[mode] = int(top)
+    (runs,) = sweep([module], swept, consumer, run_seconds, runs_per_count)
+    scored = score(runs, rec.num_workers, consumer)
+    scores, ranges, best = scored.scores, scored.ranges, scored.best
     return CheckResult(
-        scenario.name, consumer, rec.num_workers, runs, min(scores.values()), scores, ranges,
+        scenario.name, consumer, rec.num_workers, runs, scored.score, scores, ranges,
         best, {str(c.num_workers): (round(c.median, 1), round(c.low, 1), round(c.high, 1))
                for c in trial.counts}, rec.data_source, decided_by,
         trial.setup.read_path if trial.setup else None, rec.prediction_error,
@@ -259,31 +197,12 @@ def _model_inputs(trial: Any) -> dict[str, Any]:
     }
 
 
-def _objects(s: Scenario) -> list[tuple[str, bytes]]:
+def _objects(s: Scenario) -> Objects:
     """(name, bytes) of the scenario's objects: one random body repeated, distinct JPEGs, or
     tar shards of `tar_samples` JPEGs each."""
     if not s.jpeg:
-        body = os.urandom(s.object_bytes)
-        return [(f"{i:05d}.bin", body) for i in range(s.objects)]
-    kb = s.object_bytes // 1024
-    images = s.objects * max(s.tar_samples, 1)
-    spec = DemoSpec(images=images, image_kb=(kb // 2, kb * 3 // 2), classes=1, seed=7)
-    jpegs = [(f"{i:05d}", jpeg) for i, _, jpeg in iter_samples(spec)]
-    if not s.tar_samples:
-        return [(f"{key}.jpg", jpeg) for key, jpeg in jpegs]
-    shards = []
-    for shard in range(s.objects):
-        mine = jpegs[shard * s.tar_samples : (shard + 1) * s.tar_samples]
-        members = [m for key, jpeg in mine for m in ((f"{key}.cls", b"0"), (f"{key}.jpg", jpeg))]
-        shards.append((f"shard-{shard:05d}.tar", build_tar(members)))
-    return shards
-
-
-def _upload_s3(client: Any, bucket: str, scenarios: list[Scenario]) -> None:
-    client.create_bucket(Bucket=bucket)
-    for s in scenarios:
-        for name, body in _objects(s):
-            client.put_object(Bucket=bucket, Key=f"{s.name}/{name}", Body=body)
+        return random_objects(s.objects, s.object_bytes)
+    return jpeg_objects(s.objects, s.object_bytes, s.tar_samples)
 
 
 def _write_local(root: Path, s: Scenario) -> Path:
@@ -325,18 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         endpoints: dict[int, str] = {}
         creds = None
         if remote:
-            server = S3Server()
-            endpoint = stack.enter_context(server)
-            creds = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
-            # the exported module reads with the standard AWS chain, as a user's job does
-            os.environ["AWS_ACCESS_KEY_ID"] = creds.access_key
-            os.environ["AWS_SECRET_ACCESS_KEY"] = creds.secret_key
-            _upload_s3(endpoint.boto3_client(), "check", remote)
-            if server.pid is not None:
-                raise_priority(server.pid)
-            endpoints[0] = endpoint.url
-            for latency in sorted({s.latency_ms for s in remote} - {0}):
-                endpoints[latency] = stack.enter_context(proxy_process(endpoint.url, latency, 90.0))
+            sets = {s.name: _objects(s) for s in remote}
+            served = serve_s3(stack, "check", sets, (s.latency_ms for s in remote))
+            endpoints, creds = served.urls, served.credentials
         for s in scenarios:
             print(f"scenario {s.name} ...", flush=True)
             if s.local:

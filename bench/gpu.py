@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import statistics
 import subprocess
@@ -40,6 +39,7 @@ import torch
 from advisor.demo.datasets import DemoSpec, write_folder
 from advisor.measure.hardware import GpuUtilization
 from advisor.measure.hardware.gpu_decode import GpuDecodePoint, measure_gpu_decode
+from bench.loader_sweep import load_module
 from bench.record import begin
 from native_loader import to_device
 from native_loader.decoders import decode_image
@@ -155,14 +155,6 @@ def train(
         "gpu_utilization_samples": len(util.samples),
         "first_batch_mismatches": wrong,
     }
-
-
-def _load_module(path: Path) -> Any:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def recommend(folder: str, out: Path, consumer_rate: float, batch: int, seconds: float) -> Any:
@@ -368,7 +360,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"advice: {json.dumps(report['advice'], indent=1)}", flush=True)
 
     expect = {_digest(decode_image(p.read_bytes())) for p in files}
-    module = _load_module(args.out / "loader.py")
+    module = load_module(args.out / "loader.py")
     cycles_per_s = sleep_cycles_per_s()
     step_s = args.batch_size / args.consumer_rate
     runs: dict[str, list[dict[str, Any]]] = {"pin": [], "no-pin": []}

@@ -37,3 +37,16 @@ def burn_0_3ms(sample: Any) -> torch.Tensor:
 def burn_6ms(sample: Any) -> torch.Tensor:
     _burn(0.006)
     return raw(sample)
+
+
+def decode_resize(sample: Any) -> torch.Tensor:
+    """A CV pipeline's first steps: a full Pillow decode of a JPEG, resized to 224 x 224
+    (bilinear), as a CHW uint8 tensor."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    with Image.open(io.BytesIO(memoryview(sample))) as image:
+        resized = image.convert("RGB").resize((224, 224), Image.Resampling.BILINEAR)
+    return torch.from_numpy(np.asarray(resized).copy()).permute(2, 0, 1)
