@@ -194,9 +194,42 @@ def shm_bytes(path: str) -> int | None:
     return st.f_frsize * st.f_blocks
 
 
+def quota_group_cpu_s(root: Path = Path("/")) -> float | None:
+    """CPU seconds so far of the processes in this process's cgroup where a CPU quota holds it
+    (what the quota lets it use is all it may use, whatever the cores around it do): cgroup
+    v2's `cpu.stat` usage, v1's `cpuacct.usage` where the cpu and cpuacct controllers share
+    the group, else the sum of the group's processes' CPU. None: no quota."""
+    for directory in _cgroup_dirs(root, "cpu"):
+        v2 = _read(directory / "cpu.max")
+        if v2:
+            if v2.split()[0] == "max":
+                return None
+            for line in (_read(directory / "cpu.stat") or "").splitlines():
+                name, _, value = line.partition(" ")
+                if name == "usage_usec" and value.strip().isdigit():
+                    return int(value) / 1e6
+            return None
+        quota = _read(directory / "cpu.cfs_quota_us")
+        if quota is None:
+            continue
+        if not quota.strip().lstrip("-").isdigit() or int(quota) <= 0:
+            return None  # -1: no quota at this level
+        usage = _read(directory / "cpuacct.usage")
+        if usage is not None and usage.strip().isdigit():
+            return int(usage) / 1e9
+        pids = (_read(directory / "cgroup.procs") or "").split()
+        return sum(cpu_seconds(int(pid), root) for pid in pids if pid.isdigit())
+    return None
+
+
 def busy_cpu_s(cpus: frozenset[int], root: Path = Path("/")) -> float:
-    """Busy CPU seconds so far of the cores `cpus` (`/proc/stat`: all but idle and iowait), 0
-    where it cannot be read."""
+    """Busy CPU seconds so far of what this process may use: under a CPU quota its cgroup's own
+    (`quota_group_cpu_s`: a quota's share of a big machine is not the whole machine's busy
+    cores); else of the cores `cpus` (`/proc/stat`: all but idle and iowait). 0 where it cannot
+    be read."""
+    group = quota_group_cpu_s(root)
+    if group is not None:
+        return group
     busy = 0
     try:
         with open(root / "proc/stat") as f:
@@ -229,8 +262,10 @@ class MachineBusy:
     def __exit__(self, *exc: object) -> None:
         elapsed = time.monotonic() - self._started
         busy = busy_cpu_s(self.cpus, self.root) - self._busy
-        if elapsed > 0 and busy > 0 and self.cpus:
-            self.share = min(busy / (elapsed * len(self.cpus)), 1.0)
+        quota = cgroup_cpu_limit(self.root)
+        cores = len(self.cpus) if quota is None else min(len(self.cpus), quota)
+        if elapsed > 0 and busy > 0 and cores > 0:
+            self.share = min(busy / (elapsed * cores), 1.0)
 
 
 def child_pids(root: Path = Path("/"), pid: int | None = None) -> set[int]:
