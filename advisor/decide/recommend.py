@@ -233,7 +233,7 @@ def recommend(
     mode = SAGEMAKER_INPUT_MODES[training_source] if ctx.in_s3 or on_a_file_system else None
     num_workers = int(state[Key.NUM_WORKERS])
     expected = float(state[Key.EXPECTED_SAMPLES_PER_S])
-    predicted = float(ctx.model(state, num_workers).samples_per_s)
+    predicted = float(ctx.predicted_rate(state, num_workers))
     measured = ctx.measured_rates(state).get(num_workers)
     input_bound = state.get(Key.INPUT_BOUND, False if ctx.consumer_rate is not None else None)
 

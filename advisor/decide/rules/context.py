@@ -374,7 +374,14 @@ class Context(Reading):
         """num_workers whose measurement was a lower bound below the steady counts."""
         return dict(self.sweep.lower_bounds_left_out)
 
+    def predicted_rate(self, state: State, num_workers: int) -> float:
+        """Samples/s training sees at `num_workers`, as the model predicts it: the loader's rate
+        through the consumer's step (taking each batch and stepping take turns; a spinning step
+        holds its core), as the trial measures it in a training loop; the loader's own rate
+        where no consumer rate was given. The one predicted figure every rule reports."""
+        return self.model(state, num_workers).trained_samples_per_s
+
     def expected_rate(self, state: State) -> float:
         """Samples/s at the chosen num_workers: measured where the trial read it, else modelled."""
         w = state.get(Key.NUM_WORKERS, 0)
-        return self.measured_rates(state).get(w) or self.model(state, w).samples_per_s
+        return self.measured_rates(state).get(w) or self.predicted_rate(state, w)

@@ -33,7 +33,7 @@ class MeasuredThroughput(Rule):
         measured = ctx.measured_rates(state).get(w)  # none when training reads a copy or new shards
         if measured is None:
             return None
-        predicted = ctx.model(state, w).samples_per_s
+        predicted = ctx.predicted_rate(state, w)
         return self.finding(
             round(measured, 1),
             f"Measured {rate(measured)} with {workers(w)}; the model predicts {rate(predicted)}.",
@@ -64,13 +64,14 @@ class ModelThroughput(Rule):
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         w = state.get(Key.NUM_WORKERS, 0)
         p = ctx.model(state, w)
+        predicted = ctx.predicted_rate(state, w)
         storage = ctx.read_storage(state)
         return self.finding(
-            round(p.samples_per_s, 1),
-            f"Predicted {rate(p.samples_per_s)} with {workers(w)}, reading from "
+            round(predicted, 1),
+            f"Predicted {rate(predicted)} with {workers(w)}, reading from "
             f"{storage_words(storage.name)}; the limit is {ceiling_words(p.bottleneck)}.",
             evidence={
-                "predicted_samples_per_s": p.samples_per_s,
+                "predicted_samples_per_s": predicted,
                 "bottleneck": p.bottleneck,
                 "storage": storage.name,
                 # what the trial measured where the data lives now (e.g. before a local copy)
@@ -185,7 +186,7 @@ class CpuBoundDecode(Rule):
 def _model_vs_measured(ctx: Context, state: State) -> dict[str, dict[str, float]]:
     """Per measured num_workers: the measured samples/s and the model's prediction."""
     return {
-        str(w): {"measured": round(r, 1), "predicted": round(ctx.model(state, w).samples_per_s, 1)}
+        str(w): {"measured": round(r, 1), "predicted": round(ctx.predicted_rate(state, w), 1)}
         for w, r in sorted(ctx.measured_rates().items())
     }
 

@@ -195,10 +195,9 @@ def shm_bytes(path: str) -> int | None:
 
 
 def quota_group_cpu_s(root: Path = Path("/")) -> float | None:
-    """CPU seconds so far of the processes in this process's cgroup where a CPU quota holds it
-    (what the quota lets it use is all it may use, whatever the cores around it do): cgroup
-    v2's `cpu.stat` usage, v1's `cpuacct.usage` where the cpu and cpuacct controllers share
-    the group, else the sum of the group's processes' CPU. None: no quota."""
+    """CPU seconds so far of this process's cgroup where a CPU quota holds it (all it may use,
+    whatever the cores around it do): v2's `cpu.stat` usage, v1's `cpuacct.usage` where the
+    controllers share the group, else its processes' CPU summed. None: no quota."""
     for directory in _cgroup_dirs(root, "cpu"):
         v2 = _read(directory / "cpu.max")
         if v2:
@@ -223,10 +222,9 @@ def quota_group_cpu_s(root: Path = Path("/")) -> float | None:
 
 
 def busy_cpu_s(cpus: frozenset[int], root: Path = Path("/")) -> float:
-    """Busy CPU seconds so far of what this process may use: under a CPU quota its cgroup's own
-    (`quota_group_cpu_s`: a quota's share of a big machine is not the whole machine's busy
-    cores); else of the cores `cpus` (`/proc/stat`: all but idle and iowait). 0 where it cannot
-    be read."""
+    """Busy CPU seconds so far of what this process may use: under a CPU quota its group's own
+    (`quota_group_cpu_s`: a share of a big machine is not its busy cores); else of the cores
+    `cpus` (`/proc/stat`: all but idle and iowait). 0 where it cannot be read."""
     group = quota_group_cpu_s(root)
     if group is not None:
         return group
