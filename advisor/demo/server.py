@@ -25,6 +25,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,6 +250,7 @@ class S3Server:
         if self._requested_port is not None:
             check_port_free(self._requested_port)
         s3_port = self._requested_port or free_ports(1)[0]
+        self.ports_picked({**ports, "s3.port": s3_port})
         if self._data_dir is None:
             self._data_dir = Path(tempfile.mkdtemp(prefix="loader-advisor-s3-"))
         self._data_dir.mkdir(parents=True, exist_ok=True)
@@ -281,6 +283,11 @@ class S3Server:
             raise
         self.endpoint = S3Endpoint(url=url, credentials=self.credentials)
         return self.endpoint
+
+    def ports_picked(self, ports: Mapping[str, int]) -> None:
+        """Called with the ports a start picked (`weed`'s flag name -> port, `s3.port` included)
+        just before `weed` starts on them; does nothing. A subclass may watch them, or take one
+        as another process might (the tests do)."""
 
     def _wait_ready(self, url: str) -> None:
         """Ready when the S3 port answers any HTTP status (403 for an unsigned request)."""
