@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from advisor.demo.ports import free_ports, listeners
+from testing.ports import held_port
 
 
 def test_free_ports_are_distinct() -> None:
@@ -25,29 +26,45 @@ def _time_wait_ports() -> set[int]:
     return {int(r.split()[1].rsplit(":", 1)[1], 16) for r in rows if r.split()[3] == "06"}
 
 
+def _never_given_to_port_0(ports: set[int], tries: int = 20_000) -> None:
+    """Binds port 0 `tries` times, half with SO_REUSEADDR: none gets one of `ports` (20,000
+    tries hit one of four plainly released ports about 6 times)."""
+    for i in range(tries):
+        with socket.socket() as other:
+            if i % 2:
+                other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            other.bind(("127.0.0.1", 0))
+            assert other.getsockname()[1] not in ports
+
+
+def _only_a_reuseaddr_server_binds(port: int) -> None:
+    with socket.socket() as plain, pytest.raises(OSError) as info:
+        plain.bind(("127.0.0.1", port))
+    assert info.value.errno == errno.EADDRINUSE
+    for _ in range(2):  # a server started, stopped and started again on it
+        with socket.socket() as server:
+            server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            server.bind(("127.0.0.1", port))
+            server.listen()
+
+
 def test_a_picked_port_waits_for_its_server_out_of_others_reach() -> None:
-    """Left in TIME_WAIT: a program binding port 0 is never given it (20,000 tries, which
-    hit one of four plainly released ports about 6 times), one binding it by number without
-    SO_REUSEADDR is refused, and a server binding it with SO_REUSEADDR gets it."""
+    """Left in TIME_WAIT, out of reach of port 0 and of binds without SO_REUSEADDR."""
     picked = set(free_ports(4))
     deadline = time.monotonic() + 2  # the closing handshake, on loopback at once
     while not picked <= _time_wait_ports() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert picked <= _time_wait_ports()
-    for i in range(20_000):
-        with socket.socket() as other:
-            if i % 2:
-                other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            other.bind(("127.0.0.1", 0))
-            assert other.getsockname()[1] not in picked
-    port = min(picked)
-    with socket.socket() as plain, pytest.raises(OSError) as info:
-        plain.bind(("127.0.0.1", port))
-    assert info.value.errno == errno.EADDRINUSE
-    with socket.socket() as server:
-        server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        server.bind(("127.0.0.1", port))
-        server.listen()
+    _never_given_to_port_0(picked)
+    _only_a_reuseaddr_server_binds(min(picked))
+
+
+def test_a_held_port_is_the_tests_alone() -> None:
+    with held_port() as port:
+        with pytest.raises(ConnectionRefusedError):
+            socket.create_connection(("127.0.0.1", port), timeout=5).close()
+        _never_given_to_port_0({port})
+        _only_a_reuseaddr_server_binds(port)
 
 
 def test_listeners_tells_a_process_own_port_from_anothers() -> None:
