@@ -27,7 +27,8 @@ from types import FrameType
 from advisor.core.bounds import TrialBudget, arg_type, range_of
 from advisor.demo import ensure_demo, stop_demo
 from advisor.demo.datasets import DemoSpec, upload
-from advisor.demo.server import S3Server, free_ports
+from advisor.demo.ports import free_ports
+from advisor.demo.server import S3Server
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOK = "notebooks/advisor.ipynb"

@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 from types import TracebackType
 
-from advisor.demo.server import HOST, free_ports
+from advisor.demo.ports import HOST, free_ports
 from testing import die_with_parent
 
 START_TIMEOUT_S = 10.0

@@ -37,6 +37,7 @@ _DEMO_CACHE = tempfile.mkdtemp(prefix="loader-advisor-test-demo-cache-")
 os.environ["LOADER_ADVISOR_DEMO_CACHE"] = _DEMO_CACHE
 
 from advisor.demo.server import S3Credentials, S3Endpoint, S3Server  # noqa: E402
+from testing.ports import held_port  # noqa: E402
 
 _bucket_numbers = itertools.count()
 
@@ -68,6 +69,15 @@ def own_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
     monkeypatch.setenv("LOADER_ADVISOR_DEMO_CACHE", _DEMO_CACHE)
     return home
+
+
+@pytest.fixture
+def own_port() -> Iterator[int]:
+    """A port on 127.0.0.1 that this test holds (`testing.ports.held_port`): connections to it
+    are refused, and only a server the test starts on it binds it; never a port found free and
+    released, which a test running beside this one can take in between."""
+    with held_port() as port:
+        yield port
 
 
 @pytest.fixture(scope="session")

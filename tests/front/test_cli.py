@@ -16,7 +16,7 @@ from advisor.cli import _workload, build_parser, main
 from advisor.core.errors import CommandErrors
 from advisor.core.location import first_contact_s
 from advisor.demo.datasets import DemoSpec, upload
-from advisor.demo.server import S3Endpoint, free_ports
+from advisor.demo.server import S3Endpoint
 from testing import FaultProxy, Faults, When
 
 SPEC = DemoSpec(images=30, image_kb=(10, 20), classes=3, shard_mb=0.2, large_files=1, large_mb=1)
@@ -87,10 +87,9 @@ def test_bad_uri(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 2 and "unsupported URI scheme" in line
 
 
-def test_unreachable_endpoint(capsys: pytest.CaptureFixture[str]) -> None:
-    port = free_ports(1)[0]
+def test_unreachable_endpoint(capsys: pytest.CaptureFixture[str], own_port: int) -> None:
     code, line = _error(
-        capsys, "profile", "s3://some-bucket/x/", "--endpoint-url", f"http://127.0.0.1:{port}",
+        capsys, "profile", "s3://some-bucket/x/", "--endpoint-url", f"http://127.0.0.1:{own_port}",
         "--quiet",
     )  # fmt: skip
     assert code == 1 and "cannot reach" in line

@@ -23,7 +23,7 @@ import pytest
 import advisor.demo
 from advisor.core.workload import Workload
 from advisor.demo import ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_URL
-from advisor.demo.server import answers, free_ports
+from advisor.demo.server import answers
 from advisor.session import AdvisorSession
 
 SMALL = ["--images", "24", "--shard-mb", "0.1", "--large-files", "1", "--large-mb", "1"]
@@ -71,9 +71,9 @@ def _run(module: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 @pytest.mark.slow
 @pytest.mark.timeout(600)
 def test_a_demo_export_runs_after_the_demo_ended(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_port: int
 ) -> None:
-    port = free_ports(1)[0]
+    port = own_port  # held between the two demos too: the second is served on the same port
     command = f"python -m advisor.demo serve --port {port}"
     with _serve(command, port) as first:
         # the session finds this demo as a kernel finds `make lab`'s, and exports its data

@@ -6,7 +6,6 @@ import concurrent.futures
 import os
 import pickle
 import random
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -225,16 +224,10 @@ def test_endpoint_from_environment(
         assert bytes(reader.read(f"s3://{s3_bucket}/k")) == b"ep"
 
 
-def _closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.mark.timing
-def test_unreachable_endpoint_is_connection_error() -> None:
+def test_unreachable_endpoint_is_connection_error(own_port: int) -> None:
     # Default retry policy (5 attempts, backoff 0.05 s doubling): all within the connect timeout.
-    config = ReaderConfig(endpoint_url=f"http://127.0.0.1:{_closed_port()}", connect_timeout_s=2.0)
+    config = ReaderConfig(endpoint_url=f"http://127.0.0.1:{own_port}", connect_timeout_s=2.0)
     start = time.monotonic()
     with (
         S3Reader(config, credentials=Credentials("a", "b")) as reader,

@@ -96,10 +96,8 @@ def test_real_missing_bucket(real_wizard: Any, s3_endpoint: S3Endpoint) -> None:
 
 
 @pytest.mark.timeout(60)
-def test_real_unreachable_endpoint(real_wizard: Any) -> None:
-    from advisor.demo.server import free_ports
-
-    closed = f"http://127.0.0.1:{free_ports(1)[0]}"
+def test_real_unreachable_endpoint(real_wizard: Any, own_port: int) -> None:
+    closed = f"http://127.0.0.1:{own_port}"
     message = _profile_error(real_wizard, "s3://bucket/data/", closed)
     assert message.startswith(("cannot reach the endpoint", "timed out")), message
 
@@ -148,11 +146,10 @@ def test_missing_credentials_say_what_to_set() -> None:
 
 
 def test_an_absent_endpoint_is_reported_before_credentials(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, own_port: int
 ) -> None:
     """No credentials anywhere and an endpoint nobody listens on: the wizard says the endpoint
     cannot be reached, not that credentials are missing."""
-    from advisor.demo.server import free_ports
     from advisor.session import AdvisorSession
 
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_PROFILE"):
@@ -163,7 +160,7 @@ def test_an_absent_endpoint_is_reported_before_credentials(
     c = WizardController(AdvisorSession())
     c.dataset_step.uri, c.dataset_step.endpoint_url = (
         "s3://bucket/data/",
-        f"http://127.0.0.1:{free_ports(1)[0]}",
+        f"http://127.0.0.1:{own_port}",
     )
     assert c.run_profile() and c.wait(20)
     assert c.errors["dataset"].startswith("cannot reach the endpoint http://127.0.0.1:")
