@@ -366,6 +366,11 @@ def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False, what: 
         page = "the page"  # how the engine's own words about a page start
         start = message[len(page) :] if message.startswith(page) else f": {message}"
         message, attempts = what + start, 1
+    elif uri.endswith("/") and outcome.status == 404:
+        message += (
+            f"{'; ' if message else ''}a URI ending in '/' is read as the object of that key: "
+            "to read the objects under a prefix, list it (S3Reader.list) or give it to a dataset"
+        )
     raise error_from_outcome(
         outcome.error_kind,
         outcome.status,
@@ -379,8 +384,10 @@ def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False, what: 
 
 
 def _require_key(uri: str, key: str) -> None:
-    if not key or key.endswith("/"):
-        raise ValueError(f"{uri!r} names a prefix, not an object (expected s3://bucket/key)")
+    # A key ending in "/" is an object like any other when it has bytes (S3 holds such keys; a
+    # listing gives them): it is read, and a prefix given by mistake answers 404, which says so.
+    if not key:
+        raise ValueError(f"{uri!r} names a bucket, not an object (expected s3://bucket/key)")
 
 
 def _result(outcome: _native.Outcome, uri: str) -> ReadResult:
