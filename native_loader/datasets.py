@@ -47,14 +47,16 @@ def resolve_source(
     source: Source, reader: S3Reader, tar_only: bool = False
 ) -> list[str | ObjectInfo]:
     """The objects of a source; listed ones keep their size (it lets large reads start at once).
-    A listed prefix leaves out metadata (`is_metadata`: ``_SUCCESS``, ``.DS_Store``, ...), as the
-    profile does; with `tar_only` it yields only ``.tar`` objects: a shard folder also holds its
-    index (``shards.json``, ``classes.json``)."""
+    A listed prefix leaves out metadata (`is_metadata`: ``_SUCCESS``, ``.DS_Store``, ...) and
+    folder markers (`ObjectInfo.is_folder_marker`: a key ending in ``/`` with no bytes), as the
+    profile does; a key ending in ``/`` that has bytes is read like any other. With `tar_only`
+    it yields only ``.tar`` objects: a shard folder also holds its index (``shards.json``,
+    ``classes.json``)."""
     if isinstance(source, str):
         listed = (
             info
             for info in reader.list(source)
-            if not info.uri.endswith("/") and not is_metadata(info.uri, source)
+            if not info.is_folder_marker and not is_metadata(info.uri, source)
         )
         return [i for i in listed if not tar_only or i.uri.endswith(".tar")]
     return [item if isinstance(item, ObjectInfo) else str(item) for item in source]

@@ -145,7 +145,9 @@ _RAISE: dict[ErrorKind, Callable[[_Failed], BaseException]] = {
     ErrorKind.PROTOCOL: lambda f: (
         object_changed(f.uri, f.message)
         if f.message.startswith("the object changed")  # the engine's words (engine_attempt.cpp)
-        else S3Error(f"{f.uri}: {f.message}", code="ProtocolError", status=f.status, uri=f.uri)
+        else S3Error(
+            f"{f.uri}: {f.message}{f.tries}", code="ProtocolError", status=f.status, uri=f.uri
+        )
     ),
 }
 

@@ -13,6 +13,11 @@ A copy is the listing's, never something else's. Beside the files it keeps (name
 - ``_lock``: `fcntl.flock`-ed while a process copies, so that processes, ranks or notebooks on
   one node making the same copy take turns: one copies, the others wait and then find it made.
 
+Each object is the file of its key below the prefix; a key ending in ``/`` that has bytes is the
+file ``<name>%2F`` (``d/`` beside ``d/x``: the file ``d%2F`` beside the folder ``d``), a folder
+marker (``/`` and no bytes) is no file, and keys one folder cannot hold apart (``a`` beside
+``a/b``) are refused before anything is copied.
+
 `copy_to_local` makes the copy or brings it up to date with the listing: objects already copied
 with their listed size and ETag are kept, changed and new ones fetched, removed ones deleted.
 Each file is written under a hidden temporary name in its folder, flushed to disk (fsync) and
@@ -192,7 +197,7 @@ def _sync(
         _check_source(root, recorded, source)
     manifest = _manifest(root)
     listed = _listed(reader, uri)
-    targets = {o.key: _target(root, source.prefix, o.key) for o in listed}
+    targets = _targets(root, source.prefix, listed)
     ours = set(targets.values()) | {_target(root, source.prefix, key) for key in manifest}
     foreign = sorted(
         path
@@ -322,17 +327,59 @@ def _check_source(root: str, recorded: Any, source: CopySource) -> None:
 
 
 def _listed(reader: Any, uri: str) -> list[ObjectInfo]:
-    """The objects a copy holds: the listing's data objects (no metadata, nothing empty)."""
-    return [o for o in reader.list(uri) if o.size > 0 and not is_metadata(o.uri, uri)]
+    """The objects a copy holds: the listing's data objects, as the datasets read them (no
+    metadata, no folder markers; an empty object is an empty file)."""
+    return [o for o in reader.list(uri) if not o.is_folder_marker and not is_metadata(o.uri, uri)]
 
 
 def _target(root: str, prefix: str, key: str) -> str:
-    """The file of `key` in the copy; a key that would land outside `root` is refused."""
-    relative = key[len(prefix) :].lstrip("/") if prefix else key
-    path = os.path.normpath(os.path.join(root, relative or os.path.basename(key)))
+    """The file of `key` in the copy: the key below the prefix, as a path below `root`.
+
+    A key ending in ``/`` that has bytes (an object, not a folder marker) cannot be a file by
+    that name: each trailing ``/`` becomes ``%2F``, so ``d/`` is the file ``d%2F`` beside the
+    folder ``d`` that holds ``d/x``. A key that would land outside `root` is refused; keys that
+    would share a file are refused by `_targets`."""
+    relative = key[len(prefix) :] if prefix else key
+    name = relative.rstrip("/")
+    slashes = len(key) - len(key.rstrip("/"))
+    if slashes:
+        relative = name.lstrip("/") + "%2F" * slashes
+    else:
+        relative = relative.lstrip("/") or os.path.basename(key)
+    path = os.path.normpath(os.path.join(root, relative))
     if os.path.commonpath([path, os.path.normpath(root)]) != os.path.normpath(root):
         raise ValueError(f"the object key {key!r} would be copied outside {root}: refused")
     return path
+
+
+def _targets(root: str, prefix: str, listed: list[ObjectInfo]) -> dict[str, str]:
+    """`_target` of each listed key. Keys that one folder cannot hold apart (``a`` beside
+    ``a/b``: a file and a folder of one name; ``a//b`` beside ``a/b``; ``d/`` beside a key
+    ``d%2F``) are refused before anything is copied: one would overwrite the other."""
+    targets: dict[str, str] = {}
+    owner: dict[str, str] = {}
+    for info in listed:
+        path = targets[info.key] = _target(root, prefix, info.key)
+        other = owner.setdefault(path, info.key)
+        if other != info.key:
+            _clash(root, other, info.key)
+    base = os.path.normpath(root)
+    for key, path in targets.items():
+        folder = os.path.dirname(path)
+        while len(folder) > len(base) and folder not in owner:  # up to the root, at most
+            folder = os.path.dirname(folder)
+        if folder in owner:
+            _clash(root, owner[folder], key)
+    return targets
+
+
+def _clash(root: str, first: str, second: str) -> None:
+    first, second = sorted((first, second))
+    raise ValueError(
+        f"the object keys {first!r} and {second!r} cannot both be files in the local copy in "
+        f"{root} (one would be the other's file or folder): read the data in place, or rename "
+        "one of them"
+    )
 
 
 def _data_files(root: str) -> set[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import itertools
 import os
 import stat as stat_module
 from collections.abc import Iterable, Iterator
@@ -101,31 +102,43 @@ class S3Reader:
     def _list_s3(
         self, bucket: str, prefix: str, delimiter: str, max_keys: int | None
     ) -> Iterator[ObjectInfo]:
+        """Page by page. A page cut short, or truncated without a continuation token, is asked
+        again (the engine's retries) and then raised naming the page: never taken as the
+        listing's end. A key listed again (pages that overlap, or a server that moved back) is
+        yielded once: the keys yielded are remembered, since S3-compatible servers do not all
+        list in byte order (SeaweedFS lists ``a/b`` before ``a-c``)."""
         token = ""
         remaining = max_keys
-        while remaining is None or remaining > 0:
+        uri = f"s3://{bucket}/{prefix}"
+        seen: set[str] = set()
+        for number in itertools.count(1):
+            if remaining is not None and remaining <= 0:
+                return
             page = _LIST_PAGE if remaining is None else min(_LIST_PAGE, remaining)
             engine = self._session.engine()
-            uri = f"s3://{bucket}/{prefix}"
-            outcome = self._wait(
-                engine, engine.submit_list(bucket, prefix, delimiter, token, page), uri
-            )
+            ticket = engine.submit_list(bucket, prefix, delimiter, token, page)
+            outcome = self._wait(engine, ticket, uri, what=f"listing page {number}")
             items = [
                 ObjectInfo(f"s3://{bucket}/{k}", k, size, etag) for k, size, etag in outcome.entries
             ]
             items += [ObjectInfo(f"s3://{bucket}/{p}", p, 0, "") for p in outcome.prefixes]
             items.sort(key=lambda info: info.key)
             for info in items:
+                if info.key in seen:
+                    continue
                 if remaining is not None:
                     if remaining <= 0:
                         return
                     remaining -= 1
+                seen.add(info.key)
                 yield info
-            if not outcome.truncated or not outcome.next_token:
+            if not outcome.truncated:
                 return
-            if outcome.next_token == token:  # a server that never advances would loop forever
+            if not outcome.next_token or outcome.next_token == token:
+                # the engine refuses a truncated page without a token; a server that never
+                # advances would loop forever
                 raise S3Error(
-                    f"{uri}: listing did not advance past its continuation token",
+                    f"{uri}: listing page {number} did not advance past its continuation token",
                     code="ProtocolError",
                     uri=uri,
                 )
@@ -295,7 +308,11 @@ class S3Reader:
         assert engine is not None and item.ticket is not None
         return _result(self._wait(engine, item.ticket, item.uri), item.uri)
 
-    def _wait(self, engine: _native.Engine, ticket: int, uri: str) -> _native.Outcome:
+    def _wait(
+        self, engine: _native.Engine, ticket: int, uri: str, what: str = ""
+    ) -> _native.Outcome:
+        """The ticket's outcome, or its error raised; `what` (``"listing page 2"``) says which
+        request of `uri` failed, where it was one of many."""
         try:
             while not engine.wait(ticket, _WAIT_SLICE_S):
                 pass
@@ -304,7 +321,7 @@ class S3Reader:
             raise
         outcome = engine.take(ticket)
         if outcome.error_kind is not _native.ErrorKind.NONE:
-            _raise(outcome, uri, unsigned=self.config.unsigned)
+            _raise(outcome, uri, unsigned=self.config.unsigned, what=what)
         return outcome
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -341,22 +358,36 @@ class S3Reader:
         self.close()
 
 
-def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False) -> None:
+def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False, what: str = "") -> None:
+    message, attempts = outcome.message, outcome.attempts
+    if what and outcome.error_kind is not _native.ErrorKind.HTTP:
+        # "listing page 2 (asked 4 times) was cut short (...): ...; check ..., then list again"
+        what += f" (asked {attempts} times)" if attempts > 1 else ""
+        page = "the page"  # how the engine's own words about a page start
+        start = message[len(page) :] if message.startswith(page) else f": {message}"
+        message, attempts = what + start, 1
+    elif uri.endswith("/") and outcome.status == 404:
+        message += (
+            f"{'; ' if message else ''}a URI ending in '/' is read as the object of that key: "
+            "to read the objects under a prefix, list it (S3Reader.list) or give it to a dataset"
+        )
     raise error_from_outcome(
         outcome.error_kind,
         outcome.status,
         outcome.code,
-        outcome.message,
+        message,
         outcome.request_id,
-        outcome.attempts,
+        attempts,
         uri,
         unsigned=unsigned,
     )
 
 
 def _require_key(uri: str, key: str) -> None:
-    if not key or key.endswith("/"):
-        raise ValueError(f"{uri!r} names a prefix, not an object (expected s3://bucket/key)")
+    # A key ending in "/" is an object like any other when it has bytes (S3 holds such keys; a
+    # listing gives them): it is read, and a prefix given by mistake answers 404, which says so.
+    if not key:
+        raise ValueError(f"{uri!r} names a bucket, not an object (expected s3://bucket/key)")
 
 
 def _result(outcome: _native.Outcome, uri: str) -> ReadResult:

@@ -22,6 +22,14 @@ class ObjectInfo:
     size: int
     etag: str
 
+    @property
+    def is_folder_marker(self) -> bool:
+        """A key ending in ``/`` with no bytes: what consoles and tools write to show a folder
+        (and a common prefix from a delimited listing). Not data: the datasets, the profile and
+        the local copy skip it. A key ending in ``/`` that has bytes is an object like any
+        other."""
+        return self.key.endswith("/") and self.size == 0
+
 
 class ReadResult(_native.Buffer):
     """The bytes of one read, exposed with the buffer protocol (no copy): ``memoryview(r)``,

@@ -7,6 +7,8 @@ under test, between the S3 client and the local S3 server:
     Faults(slow_down=When(requests=(3, 4)))            # the 3rd and 4th GET get 503 SlowDown
     Faults(truncate=When(every_n=5), truncate_at=0.5)  # every 5th GET body stops at 50 %
     Faults(stall=When(first_n=1), stall_s=10)          # the first GET body pauses for 10 s
+    Faults(short_body=When(requests=(2,)))              # the 2nd GET: half its body, whole-looking
+    Faults(drop_token=When(first_n=1))                  # the 1st listing page loses its token
 
     with S3Server() as endpoint, FaultProxy(endpoint.url, faults=faults) as proxy:
         client = proxy.proxied(endpoint).boto3_client()
@@ -17,8 +19,9 @@ Test infrastructure: not part of the installed package.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections import Counter
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -28,8 +31,19 @@ from advisor.demo.throttle import answer_slow_down, slow_down_response
 
 __all__ = ["FaultKind", "FaultProxy", "FaultStats", "Faults", "When", "slow_down_response"]
 
-FaultKind = Literal["reset", "slow_down", "stall_head", "truncate", "reset_mid_body", "stall"]
+FaultKind = Literal[
+    "reset",
+    "slow_down",
+    "stall_head",
+    "short_body",
+    "drop_token",
+    "truncate",
+    "reset_mid_body",
+    "stall",
+]
 BODY_FAULTS: tuple[FaultKind, ...] = ("truncate", "reset_mid_body", "stall")
+REWRITE_FAULTS: tuple[FaultKind, ...] = ("short_body", "drop_token")
+_TOKEN = re.compile(rb"<NextContinuationToken>.*?</NextContinuationToken>", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -83,7 +97,8 @@ class When:
 @dataclass(frozen=True)
 class Faults:
     """Faults to inject, each selected by a `When`; all off by default. At most one per request:
-    the first matching in the order reset, slow_down, stall_head, truncate, reset_mid_body, stall.
+    the first matching in the order reset, slow_down, stall_head, short_body, drop_token,
+    truncate, reset_mid_body, stall.
 
     reset: on reading the request head, reset the connection (RST, no response byte, request not
         forwarded). The client sees ECONNRESET (`ConnectionResetError`) instead of a response.
@@ -99,6 +114,13 @@ class Faults:
         seconds, then the rest; a client with a shorter read timeout times out.
     stall_head: forward the request, then hold the response head back for `stall_s` seconds
         (on top of any latency): a long time to first byte.
+    short_body: send the first `short_at` fraction of a successful (2xx) response's body (at
+        least one byte short) with a Content-Length that says that is all: a response that looks
+        whole, as from a server or proxy that cut it and fixed the length, or a body ended by a
+        close where no length was given. Only the body's own end can tell it is short.
+    drop_token: remove `<NextContinuationToken>...</NextContinuationToken>` from a successful
+        response's body (a listing page then says IsTruncated=true with no way on), its
+        Content-Length fixed: what a broken proxy or S3-compatible server does.
 
     Body faults hit only responses with a non-empty body; with no Content-Length (chunked or
     until-close bodies) they strike right after the head. A cut lands on a whole byte count,
@@ -116,9 +138,12 @@ class Faults:
     stall_s: float = 10.0
     stall_at: float = 0.5
     stall_head: When | None = None
+    short_body: When | None = None
+    short_at: float = 0.5
+    drop_token: When | None = None
 
     def __post_init__(self) -> None:
-        for name in ("truncate_at", "reset_at", "stall_at"):
+        for name in ("truncate_at", "reset_at", "stall_at", "short_at"):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name}={value!r} must be a fraction of the body in [0, 1]")
@@ -127,7 +152,13 @@ class Faults:
 
     def rules(self) -> tuple[tuple[FaultKind, When], ...]:
         """The active rules in precedence order."""
-        kinds: tuple[FaultKind, ...] = ("reset", "slow_down", "stall_head", *BODY_FAULTS)
+        kinds: tuple[FaultKind, ...] = (
+            "reset",
+            "slow_down",
+            "stall_head",
+            *REWRITE_FAULTS,
+            *BODY_FAULTS,
+        )
         return tuple((kind, when) for kind in kinds if (when := getattr(self, kind)) is not None)
 
     def fraction(self, kind: FaultKind) -> float:
@@ -167,6 +198,23 @@ class _FaultHook(RequestHook):
         if self.kind == "stall_head":
             self.proxy.count_fault("stall_head")
             await asyncio.sleep(self.proxy.faults.stall_s)
+
+    def rewrite_body(self, status: int) -> Callable[[bytes], bytes] | None:
+        if self.kind not in REWRITE_FAULTS or not 200 <= status < 300:
+            return None
+        return self._short if self.kind == "short_body" else self._without_token
+
+    def _short(self, body: bytes) -> bytes:
+        if not body:
+            return body
+        self.proxy.count_fault("short_body")
+        return body[: min(int(len(body) * self.proxy.faults.short_at), len(body) - 1)]
+
+    def _without_token(self, body: bytes) -> bytes:
+        changed, found = _TOKEN.subn(b"", body)
+        if found:
+            self.proxy.count_fault("drop_token")
+        return changed
 
     def body_cut(self, length: int | None) -> int | None:
         if self.kind not in BODY_FAULTS:

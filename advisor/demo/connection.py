@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -30,6 +32,7 @@ from advisor.demo.streams import set_linger_zero, unacked_bytes, within
 __all__ = ["NO_HOOK", "STREAM_LIMIT", "Connection", "ConnectionOwner", "Request", "RequestHook"]
 
 MAX_INTERIM_RESPONSES = 8  # 1xx responses relayed before the final one
+MAX_REWRITE_BYTES = 64 * 1024 * 1024  # a body a RequestHook rewrites is read whole: this at most
 MAX_REQUESTS_PER_CONNECTION = 1_000_000
 STREAM_LIMIT = 2 * CHUNK_BYTES  # asyncio stream buffer limit (reading pauses above twice this)
 WRITE_HIGH_WATER = 4 * CHUNK_BYTES
@@ -68,6 +71,12 @@ class RequestHook:
     async def at_cut(self, conn: Connection) -> bool:
         """The body up to the cut has been sent; whether to send the rest."""
         return True
+
+    def rewrite_body(self, status: int) -> Callable[[bytes], bytes] | None:
+        """A change to a final response's whole body (one with a Content-Length, at most
+        `MAX_REWRITE_BYTES`): the body is read whole, changed, and sent with the changed
+        length. None: relay the body as it comes."""
+        return None
 
 
 NO_HOOK = RequestHook()
@@ -210,6 +219,10 @@ class Connection:
                 latency_due = False
                 await self.emulate_latency()
                 await hook.before_response_head(self)
+            rewrite = hook.rewrite_body(status) if status >= 200 and mode == FIXED else None
+            if rewrite is not None and length <= MAX_REWRITE_BYTES:
+                ok = await self._send_rewritten(raw, length, rewrite)
+                return ok and not close and not response.wants_close(version)
             await self._send(raw)
             if status == 101:
                 return False  # protocol switches are not relayed
@@ -242,6 +255,24 @@ class Connection:
                 await self._send_body(data)
                 sent += len(data)
         return mode != FIXED or sent == length
+
+    async def _send_rewritten(
+        self, raw: bytes, length: int, rewrite: Callable[[bytes], bytes]
+    ) -> bool:
+        """Read a body of `length` bytes whole, and send `raw` (the head) and the body as
+        `rewrite` changed it, with its new Content-Length."""
+        assert self.ur is not None
+        reading = read_body(self.ur, FIXED, length, self.proxy.io_timeout_s)
+        async with contextlib.aclosing(reading) as chunks:
+            body = b"".join([data async for data in chunks])
+        self.proxy.count("bytes_from_upstream", len(body))
+        if len(body) != length:
+            return False  # upstream closed early: the client sees the connection close
+        body = rewrite(body)
+        head = re.sub(rb"(?im)^content-length:[^\r\n]*", b"Content-Length: %d" % len(body), raw)
+        await self._send(head)
+        await self._send_body(body)
+        return True
 
     # What a RequestHook may do.
 

@@ -98,11 +98,26 @@ Classified classify_attempt(const AttemptReport &r) {
         return c;
     }
     if (r.kind == RequestKind::List && is_success(r.status)) {
+        std::string len = header_value(r.headers, "content-length");
+        int64_t expected = len.empty() ? -1 : std::strtoll(len.c_str(), nullptr, 10);
+        if (expected >= 0 && expected != static_cast<int64_t>(r.body.size()))
+            return failed(Failure{ErrorKind::Network, r.status, "",
+                                  "the page was cut short: got " + std::to_string(r.body.size()) +
+                                      " of its " + std::to_string(expected) + " bytes",
+                                  "", true});
         Classified c = done(Verdict::ListDone);
         std::string error;
-        if (!parse_list_page(r.body, c.list, error))
-            return failed(Failure{ErrorKind::Protocol, r.status, "", error, "", false});
-        return c;
+        switch (parse_list_page(r.body, c.list, error)) {
+            case ListParse::Ok:
+                return c;
+            case ListParse::CutShort:  // a broken transfer, as a short GET body is
+                return failed(Failure{ErrorKind::Network, r.status, "", error, "", true});
+            case ListParse::NoToken:  // another answer may be whole
+                return failed(Failure{ErrorKind::Protocol, r.status, "", error, "", true});
+            case ListParse::Invalid:
+                break;
+        }
+        return failed(Failure{ErrorKind::Protocol, r.status, "", error, "", false});
     }
     return failed(http_failure(r));
 }

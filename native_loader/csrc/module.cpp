@@ -129,7 +129,8 @@ NB_MODULE(_native, m) {
         [](const std::string &xml) {
             nl::ListPage page;
             std::string error;
-            if (!nl::parse_list_page(xml, page, error)) throw nb::value_error(error.c_str());
+            if (nl::parse_list_page(xml, page, error) != nl::ListParse::Ok)
+                throw nb::value_error(error.c_str());
             std::vector<std::tuple<std::string, int64_t, std::string>> entries;
             for (const auto &e : page.entries) entries.emplace_back(e.key, e.size, e.etag);
             return std::make_tuple(entries, page.prefixes, page.truncated, page.next_token);

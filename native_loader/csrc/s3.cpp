@@ -79,10 +79,26 @@ RequestTarget make_target(const UrlParts &endpoint, bool path_style, const std::
     return t;
 }
 
-bool parse_list_page(const std::string &xml, ListPage &out, std::string &error) {
-    if (xml.find("<ListBucketResult") == std::string::npos) {
+ListParse parse_list_page(const std::string &xml, ListPage &out, std::string &error) {
+    // A whole page ends with its root's end tag. Without it the body was cut short: a
+    // connection closed early (with no Content-Length to tell), or a proxy or server sent a
+    // short body whose Content-Length says so. What arrived parses as fewer entries, and
+    // perhaps without IsTruncated or the token: taken as it is, a listing loses keys silently.
+    const std::string root_end = "</ListBucketResult>";
+    size_t last = xml.find_last_not_of(" \t\r\n");
+    bool closed = last != std::string::npos && last + 1 >= root_end.size() &&
+                  xml.compare(last + 1 - root_end.size(), root_end.size(), root_end) == 0;
+    bool opened = xml.find("<ListBucketResult") != std::string::npos;
+    if (!closed && (opened || last == std::string::npos || xml[last] != '>')) {
+        error = "the page was cut short (its body ends before </ListBucketResult>, " +
+                std::to_string(xml.size()) +
+                " bytes): the connection closed early, or a proxy or server sent a short body; "
+                "check what sits between you and the endpoint, then list again";
+        return ListParse::CutShort;
+    }
+    if (!opened || !closed) {
         error = "response is not a ListBucketResult";
-        return false;
+        return ListParse::Invalid;
     }
     bool url_encoded = element(xml, "EncodingType") == "url";
     auto decode = [url_encoded](std::string s) {
@@ -96,7 +112,7 @@ bool parse_list_page(const std::string &xml, ListPage &out, std::string &error) 
         std::string key;
         if (find_element(xml, "Key", start, end, key) == std::string::npos) {
             error = "a <Contents> entry has no <Key>";
-            return false;
+            return ListParse::Invalid;
         }
         entry.key = decode(key);
         std::string size = element(xml, "Size", start, end);
@@ -109,7 +125,15 @@ bool parse_list_page(const std::string &xml, ListPage &out, std::string &error) 
     }
     out.truncated = element(xml, "IsTruncated") == "true";
     out.next_token = element(xml, "NextContinuationToken");
-    return true;
+    if (out.truncated && out.next_token.empty()) {
+        // Ending here would drop the rest of the listing without a word.
+        error = "the page says it is truncated (IsTruncated=true) but gives no "
+                "NextContinuationToken, so the rest of the listing cannot be asked for (S3 "
+                "always sends one: a proxy or S3-compatible server dropped it); fix or bypass "
+                "it, then list again";
+        return ListParse::NoToken;
+    }
+    return ListParse::Ok;
 }
 
 S3ErrorBody parse_error_body(const std::string &xml) {

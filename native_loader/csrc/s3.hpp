@@ -43,8 +43,16 @@ RequestTarget make_target(const UrlParts &endpoint, bool path_style, const std::
                           const std::string &key,
                           const std::vector<std::pair<std::string, std::string>> &query);
 
-// Parses a ListObjectsV2 response body. Returns false (and sets error) for a body that is not one.
-bool parse_list_page(const std::string &xml, ListPage &out, std::string &error);
+// How a listing body parsed: Ok, or why not (error says it in words).
+enum class ListParse {
+    Ok,
+    CutShort,  // the body ends before </ListBucketResult>: a broken transfer, worth another try
+    NoToken,   // IsTruncated=true without a NextContinuationToken: a broken proxy or server
+    Invalid,   // not a ListBucketResult at all
+};
+
+// Parses a ListObjectsV2 response body into out; anything but Ok sets error.
+ListParse parse_list_page(const std::string &xml, ListPage &out, std::string &error);
 
 // Code, Message and RequestId of an S3 <Error> body; fields stay empty when absent.
 S3ErrorBody parse_error_body(const std::string &xml);

@@ -52,3 +52,21 @@ def test_empty_listing() -> None:
 def test_not_a_listing() -> None:
     with pytest.raises(ValueError, match="ListBucketResult"):
         _native.parse_list_page("<Error><Code>NoSuchBucket</Code></Error>")
+
+
+@pytest.mark.parametrize("cut", [30, 200, 400, len(PAGE) - 3])
+def test_a_page_cut_short_is_not_a_listing(cut: int) -> None:
+    """What arrived of a cut page parses as fewer entries, perhaps without its token: refused."""
+    with pytest.raises(ValueError, match=r"cut short \(its body ends before </ListBucketResult>"):
+        _native.parse_list_page(PAGE[:cut])
+
+
+def test_whitespace_after_the_page_is_whole() -> None:
+    assert _native.parse_list_page(PAGE + "\r\n")[2:] == (True, "tok&en/+=")
+
+
+def test_truncated_without_a_token_is_an_error() -> None:
+    page = "<ListBucketResult><IsTruncated>true</IsTruncated><Contents><Key>k</Key><Size>1</Size>"
+    page += "</Contents></ListBucketResult>"
+    with pytest.raises(ValueError, match=r"IsTruncated=true.*no NextContinuationToken"):
+        _native.parse_list_page(page)
