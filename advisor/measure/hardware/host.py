@@ -1,7 +1,6 @@
 """The host as /proc, /sys and the file systems show it: cores, cgroup limits, memory, mounts,
-disks, shared memory, and the CPU time and resident memory of running processes. The one
-module that reads the machine from /proc (the demo reads only its own ports' listeners); every
-reader takes the file-system root it reads under."""
+disks, shared memory, the CPU and memory of processes. The one module that reads the machine
+from /proc (the demo reads only its ports' listeners); every reader takes the root it reads."""
 
 from __future__ import annotations
 
