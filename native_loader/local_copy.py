@@ -37,6 +37,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from native_loader.config import Credentials, ReaderConfig
+from native_loader.copy_layout import copy_path, copy_paths, data_files
 from native_loader.results import ObjectInfo
 from native_loader.uri import is_metadata, parse_uri
 
@@ -143,9 +144,9 @@ def local_copy_state(
     new = sum(1 for key in wanted if key not in manifest)
     changed = sum(1 for key, entry in wanted.items() if key in manifest and manifest[key] != entry)
     removed = sum(1 for key in manifest if key not in wanted)
-    damaged = sum(1 for o in listed if _size(_target(root, source.prefix, o.key)) != o.size)
-    known = {_target(root, source.prefix, key) for key in [*wanted, *manifest]}
-    stray = len(_data_files(root) - known)  # neither listed nor copied: a crash's leftover
+    damaged = sum(1 for o in listed if _size(copy_path(root, source.prefix, o.key)) != o.size)
+    known = {copy_path(root, source.prefix, key) for key in [*wanted, *manifest]}
+    stray = len(data_files(root) - known)  # neither listed nor copied: a crash's leftover
     counts = {
         "new objects": new,
         "changed objects": changed,
@@ -197,11 +198,11 @@ def _sync(
         _check_source(root, recorded, source)
     manifest = _manifest(root)
     listed = _listed(reader, uri)
-    targets = _targets(root, source.prefix, listed)
-    ours = set(targets.values()) | {_target(root, source.prefix, key) for key in manifest}
+    targets = copy_paths(root, source.prefix, listed)
+    ours = set(targets.values()) | {copy_path(root, source.prefix, key) for key in manifest}
     foreign = sorted(
         path
-        for path in _data_files(root) - ours
+        for path in data_files(root) - ours
         if not (path.endswith(".part") and path[: -len(".part")] in ours)  # earlier versions'
     )
     if foreign:
@@ -213,7 +214,7 @@ def _sync(
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(root, COMPLETE))  # complete again only once this sync ends
     _write_json(os.path.join(root, SOURCE), asdict(source))
-    for path in _data_files(root) - set(targets.values()):  # removed at the source, old .part
+    for path in data_files(root) - set(targets.values()):  # removed at the source, old .part
         os.remove(path)
     manifest = {key: entry for key, entry in manifest.items() if key in targets}
     _write_json(os.path.join(root, MANIFEST), manifest)
@@ -330,65 +331,6 @@ def _listed(reader: Any, uri: str) -> list[ObjectInfo]:
     """The objects a copy holds: the listing's data objects, as the datasets read them (no
     metadata, no folder markers; an empty object is an empty file)."""
     return [o for o in reader.list(uri) if not o.is_folder_marker and not is_metadata(o.uri, uri)]
-
-
-def _target(root: str, prefix: str, key: str) -> str:
-    """The file of `key` in the copy: the key below the prefix, as a path below `root`.
-
-    A key ending in ``/`` that has bytes (an object, not a folder marker) cannot be a file by
-    that name: each trailing ``/`` becomes ``%2F``, so ``d/`` is the file ``d%2F`` beside the
-    folder ``d`` that holds ``d/x``. A key that would land outside `root` is refused; keys that
-    would share a file are refused by `_targets`."""
-    relative = key[len(prefix) :] if prefix else key
-    name = relative.rstrip("/")
-    slashes = len(key) - len(key.rstrip("/"))
-    if slashes:
-        relative = name.lstrip("/") + "%2F" * slashes
-    else:
-        relative = relative.lstrip("/") or os.path.basename(key)
-    path = os.path.normpath(os.path.join(root, relative))
-    if os.path.commonpath([path, os.path.normpath(root)]) != os.path.normpath(root):
-        raise ValueError(f"the object key {key!r} would be copied outside {root}: refused")
-    return path
-
-
-def _targets(root: str, prefix: str, listed: list[ObjectInfo]) -> dict[str, str]:
-    """`_target` of each listed key. Keys that one folder cannot hold apart (``a`` beside
-    ``a/b``: a file and a folder of one name; ``a//b`` beside ``a/b``; ``d/`` beside a key
-    ``d%2F``) are refused before anything is copied: one would overwrite the other."""
-    targets: dict[str, str] = {}
-    owner: dict[str, str] = {}
-    for info in listed:
-        path = targets[info.key] = _target(root, prefix, info.key)
-        other = owner.setdefault(path, info.key)
-        if other != info.key:
-            _clash(root, other, info.key)
-    base = os.path.normpath(root)
-    for key, path in targets.items():
-        folder = os.path.dirname(path)
-        while len(folder) > len(base) and folder not in owner:  # up to the root, at most
-            folder = os.path.dirname(folder)
-        if folder in owner:
-            _clash(root, owner[folder], key)
-    return targets
-
-
-def _clash(root: str, first: str, second: str) -> None:
-    first, second = sorted((first, second))
-    raise ValueError(
-        f"the object keys {first!r} and {second!r} cannot both be files in the local copy in "
-        f"{root} (one would be the other's file or folder): read the data in place, or rename "
-        "one of them"
-    )
-
-
-def _data_files(root: str) -> set[str]:
-    """Every file in the copy's folder that a listing of it reads as data (not metadata)."""
-    found: set[str] = set()
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = [d for d in dirs if d[:1] not in ("_", ".")]
-        found.update(os.path.join(folder, f) for f in files if f[:1] not in ("_", "."))
-    return found
 
 
 def _size(path: str) -> int:
