@@ -16,7 +16,6 @@ from native_loader.loader import LoaderSettings, make_dataloader
 
 CYCLE_OBJECTS = 20_000  # the loaders cycle a small sample up to this many objects
 BATCH_TIMEOUT_S = 60.0  # a worker batch slower than this ends the measurement (DataLoader timeout)
-RECORDS_PER_STATS = 64  # records a loader process yields between its reader's byte counts
 
 
 def spin_step(seconds: float) -> None:
@@ -68,8 +67,7 @@ class LiveLoader:
         self.stages = StageGauge(max(workers, 1))
         dataset = data.dataset(data.transform, min_objects=CYCLE_OBJECTS)
         self.loader: torch.utils.data.DataLoader[Any] = make_dataloader(
-            # a record costs too little to ask its reader for its bytes after each one
-            self.stages.publishing(dataset, every=RECORDS_PER_STATS if data.records else 1),
+            self.stages.publishing(dataset),
             self.settings,
             multiprocessing_context="fork" if workers > 0 else None,
             # a batch that never comes must not hold the trial far past its budget
@@ -85,11 +83,9 @@ class LiveLoader:
         """Training samples in a batch of items."""
         return round(len(batch) * self.samples_per_item)
 
-    def stage_samples(self) -> tuple[float, float]:
-        """(training samples the loader's processes have produced so far, samples their
-        readers hold fetched ahead now) (`StageGauge`)."""
-        produced, backlog = self.stages.read()
-        return produced * self.samples_per_item, backlog * self.samples_per_item
+    def produced_samples(self) -> float:
+        """Training samples the loader's processes have produced so far (`StageGauge`)."""
+        return self.stages.read() * self.samples_per_item
 
     def next_batch(self) -> Any:
         """The next batch; TimeoutError when the workers took longer than the batch timeout."""
@@ -112,14 +108,13 @@ class LiveLoader:
         self._in_epoch += self.samples_in(batch)
         return batch
 
-    def finishing_epoch(self, backlog: float) -> bool:
-        """True when what is left of this epoch is no more than the loader's buffers hold: its
-        readers' `backlog` (samples), the DataLoader's prefetch queue and the batch each process
-        is filling."""
+    def finishing_epoch(self) -> bool:
+        """True when what is left of this epoch is no more than the DataLoader's prefetch queue
+        and the batch each process is filling hold: the processes have nothing left to make."""
         if self.epoch_samples is None:
             return False
         queued = max(self.workers, 1) * ((self.prefetch or 0) + 1) * self.settings.batch_size
-        return self.epoch_samples - self._in_epoch <= backlog + queued * self.samples_per_item
+        return self.epoch_samples - self._in_epoch <= queued * self.samples_per_item
 
     def close(self) -> None:
         iterator, self._iterator = self._iterator, None

@@ -21,18 +21,26 @@ class SteadyWindow:
     the first batch was on its way, arrive back to back, and would count as if made in the
     window.
 
-    A loader is a chain with buffers between its stages: the readers fetch into their
-    read-ahead, the processes transform into the DataLoader's prefetch queue, the training loop
-    takes batches from it. A loader that sat idle between slices has both buffers full, and a
-    stage downstream of the bottleneck drains them, faster than the long-run rate, for a time
-    no batch count predicts (a loader just short of its consumer drains its prefetch queue at
-    the consumer's pace for the whole slice). So the window does not wait for them: each
-    arrival brings how many samples the processes have produced so far (`produced`) and what
-    their readers hold fetched ahead (`backlog`), and the rate is the lowest of the three
-    stages' over the window: delivered, produced, and fetched (produced + the growth of the
-    backlog). The bottleneck stage runs at the long-run rate; the stages upstream of it are
-    held to it by full buffers, or run faster while refilling one; those downstream run at it
-    plus what they drain. So the lowest is the long-run rate, whichever stage bounds.
+    A loader is a chain with a buffer between its stages: its processes make batches into the
+    DataLoader's prefetch queue, the training loop takes them from it. A loader that sat idle
+    between slices has the queue full, and a loop that takes batches faster than they are made
+    drains it, faster than the long-run rate, for a time no batch count predicts (a loader just
+    short of its consumer drains it at the consumer's pace for the whole slice). So the window
+    does not wait for it: each arrival brings how many samples the processes have produced so
+    far (`produced`), and the rate is the lower of the delivered and produced rates over the
+    window. The bottleneck runs at the long-run rate; the loop downstream of it runs at it plus
+    what it drains.
+
+    The readers are no stage of their own here: what a reader reserves (requests in flight and
+    results not yet taken) stays level while it has anything left to request, since each part
+    or object taken is replaced at once (`PartPipeline._fill`, `S3Reader.read_many`), and
+    shrinks only once it has requested the last of its epoch. So "produced + the growth of the
+    reservations" was a rate of requests, below the produced rate only where nothing was left
+    to fetch (issue 56: streamed shards whose epoch the read-ahead held whole read 74-106
+    samples/s where a training loop read 309). A reader that cannot keep up makes the processes
+    wait, which the produced rate shows; what it fetched ahead while the loader sat idle, and
+    the processes drain at a slice's start, its reservations never showed either (they stay
+    level while it drains).
 
     It counts whole rounds of `round_batches` (the loader's processes): the DataLoader hands
     batches out in order, one from each worker in turn, so a window from one batch to a later
@@ -42,12 +50,11 @@ class SteadyWindow:
     a burst more or less by where it falls; whole rounds count every burst whole, which about
     halves the scatter around the long-run rate.
 
-    A loader finishing an epoch (what is left of it no more than its buffers hold) drains them
-    with nothing upstream to do until the next epoch starts: its readers have fetched, and its
-    processes produced, the epoch's last samples; then the next epoch refills them from empty.
-    A window that holds an epoch's end counts the delivered rate alone: the produced and fetched
-    ones would read the drain, or a refill not yet done at its close, as a slow stage, while the
-    delivered one holds the drain and the restart's wait alike.
+    A loader finishing an epoch (what is left of it no more than the prefetch queue and the
+    batches its processes are filling) drains the queue with nothing left to make until the next
+    epoch starts, and then refills it from empty. A window that holds an epoch's end counts the
+    delivered rate alone: the produced one would read the drain, or a refill not yet done at its
+    close, as a slow stage, while the delivered one holds the drain and the restart's wait alike.
 
     It closes on the first round's end at or after the end of the slice, or a third of the
     slice after it opens if that is later. Both ends follow a time, not a batch count: batches
@@ -74,9 +81,9 @@ class SteadyWindow:
     last_counted_at: float = 0.0  # the last counted round's end
     round_samples: int = 0  # arrived in the round under way, not counted yet
     delivered: int = 0  # samples arrived since the start
-    # (produced, backlog) in samples as it opened, and at the last counted round's end
-    stages_at_open: tuple[float, float] = (0.0, 0.0)
-    stages_at_last: tuple[float, float] = (0.0, 0.0)
+    # samples the processes had produced as it opened, and at the last counted round's end
+    produced_at_open: float = 0.0
+    produced_at_last: float = 0.0
     held_epoch_end: bool = False  # the loader finished an epoch within the window
 
     @property
@@ -89,21 +96,20 @@ class SteadyWindow:
         now: float,
         samples: int,
         produced: float | None = None,
-        backlog: float = 0.0,
         finishing: bool = False,
     ) -> bool:
         """Batch `index` of `samples` arrived at `now`, when the loader's processes had produced
-        `produced` samples in all (None: count what arrives) and their readers held `backlog`
-        samples fetched ahead, `finishing` an epoch or not; True if it ended a counted round."""
+        `produced` samples in all (None: count what arrives), `finishing` an epoch or not; True
+        if it ended a counted round."""
         self.delivered += samples
-        stages = (self.delivered if produced is None else produced, backlog)
+        made = self.delivered if produced is None else produced
         if self.opens is None:
             if index == 0:
                 left = max(self.seconds - (now - self.started), self.seconds / 2)
                 self.planned_open = now + left / 3
             if index >= self.warm_batches - 1 and now >= self.planned_open:
                 self.opens, self.opening_index = now, index
-                self.stages_at_open = stages
+                self.produced_at_open = made
                 self.closes = max(self.started + self.seconds, now + self.seconds / 3)
             return False
         if self.closed:
@@ -116,7 +122,7 @@ class SteadyWindow:
         self.samples += self.round_samples
         self.round_samples = 0
         self.last_counted_at = now
-        self.stages_at_last = stages
+        self.produced_at_last = made
         step, limit = self.seconds / 3, self.started + self.hard_stop
         while now >= self.closes and not self.enough and self.closes + step <= limit:
             self.closes += step
@@ -124,71 +130,48 @@ class SteadyWindow:
         return True
 
     def rate(self) -> float | None:
-        """Samples per second within the window: the lowest of the delivered, produced and
-        fetched rates (the delivered one where it held an epoch's end); None if it never held
-        enough."""
+        """Samples per second within the window: the lower of the delivered and produced rates
+        (the delivered one where it held an epoch's end); None if it never held enough."""
         if self.opens is None or not self.enough or self.last_counted_at <= self.opens:
             return None
-        produced = self.stages_at_last[0] - self.stages_at_open[0]
-        fetched = produced + self.stages_at_last[1] - self.stages_at_open[1]
-        lowest = self.samples if self.held_epoch_end else min(self.samples, produced, fetched)
+        produced = self.produced_at_last - self.produced_at_open
+        lowest = self.samples if self.held_epoch_end else min(self.samples, produced)
         return max(lowest, 0.0) / (self.last_counted_at - self.opens)
 
 
 class StageGauge:
-    """How far the processes of one DataLoader have got: items produced, and what their readers
-    hold fetched ahead (`SteadyWindow`'s stages).
-
-    Each loader process (a worker, or the main process with 0 workers) publishes, after every
-    item it produces (read and transformed), the items it has produced, its reader's reserved
-    bytes (`S3Reader.stats()["inflight_bytes"]`: requests in flight and results not yet taken)
-    and the bytes it has received, into slots of its own in memory shared across the fork.
-    `read` turns the bytes into items at the bytes per item received so far. A local
-    folder's reader reads as it is asked: its backlog is 0.
+    """How many items the processes of one DataLoader have produced (`SteadyWindow`'s produced
+    stage). Each loader process (a worker, or the main process with 0 workers) counts the items
+    it produced (read and transformed) in a slot of its own, in memory shared across the fork.
     """
 
-    FIELDS = 3  # reserved bytes, bytes received, items produced
-
     def __init__(self, processes: int) -> None:
-        self._slots = multiprocessing.get_context("fork").RawArray("d", self.FIELDS * processes)
+        self._slots = multiprocessing.get_context("fork").RawArray("d", processes)
 
-    def publishing(self, dataset: Any, every: int = 1) -> PublishingDataset:
-        """`dataset` (an S3IterableDataset) publishing into this gauge as it is iterated, its
-        reader's bytes every `every` items (records are too cheap to ask the reader after each)."""
-        return PublishingDataset(dataset, self._slots, every)
+    def publishing(self, dataset: Any) -> PublishingDataset:
+        """`dataset` counting into this gauge as it is iterated."""
+        return PublishingDataset(dataset, self._slots)
 
-    def read(self) -> tuple[float, float]:
-        """(items the processes have produced in all, items their readers hold fetched or in
-        flight), from one read of the slots (0 before any read)."""
-        values = list(self._slots)
-        reserved = sum(values[0 :: self.FIELDS])
-        received = sum(values[1 :: self.FIELDS])
-        items = sum(values[2 :: self.FIELDS])
-        return items, reserved * items / received if received > 0 else 0.0
+    def read(self) -> float:
+        """Items the processes have produced in all (0 before any)."""
+        return float(sum(self._slots))
 
 
 class PublishingDataset(torch.utils.data.IterableDataset[Any]):
-    """An S3IterableDataset that publishes its progress after every item it yields
+    """An S3IterableDataset that counts the items it yields into its process's slot
     (`StageGauge`)."""
 
-    def __init__(self, dataset: Any, slots: Any, every: int = 1) -> None:
+    def __init__(self, dataset: Any, slots: Any) -> None:
         self.dataset = dataset
         self._slots = slots
-        self._every = max(every, 1)
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
-        base = StageGauge.FIELDS * (info.id if info is not None else 0)
+        slot = info.id if info is not None else 0
         slots = self._slots
-        reader = self.dataset.reader
         items: Iterable[Any] = self.dataset
-        every = self._every
-        for produced, item in enumerate(items, 1):
-            if produced % every == 0 or produced == 1:
-                stats = reader.stats()
-                slots[base] = stats["inflight_bytes"]
-                slots[base + 1] = stats["bytes_received"]
-            slots[base + 2] += 1
+        for item in items:
+            slots[slot] += 1
             yield item
 
 

@@ -105,9 +105,8 @@ def measure_slice(
             first_batch_s = now - started
         waiting = window.opens is None
         batch_samples = live.samples_in(batch)
-        produced, backlog = live.stage_samples()
-        finishing = live.finishing_epoch(backlog)
-        if window.arrival(batch_index, now, batch_samples, produced, backlog, finishing):
+        produced = live.produced_samples()
+        if window.arrival(batch_index, now, batch_samples, produced, live.finishing_epoch()):
             closed = loop.mark(tree=False)
         elif waiting and window.opens is not None:
             opened = loop.mark(tree=live.workers > 0)
