@@ -158,10 +158,11 @@ def make_dataloader(
     are lists (`collate_list`) unless a collate_fn is given. Workers freeze what they inherit
     before the caller's `worker_init_fn` runs (`FreezeInherited`), and hand their batches over
     through queues with wide pipes (`wide_pipe_context`; a start method given by name, such as
-    ``multiprocessing_context="fork"``, gets them too; a context object is used as it is)."""
-    import torch
-
+    ``multiprocessing_context="fork"``, gets them too; a context object is used as it is).
+    A worker that dies (the kernel's out-of-memory killer, a crash) is a `WorkerDied` error
+    naming the worker, the signal and the likely cause (`native_loader.watched`)."""
     from native_loader.decoders import collate_list
+    from native_loader.watched import WatchedDataLoader
 
     kwargs = {"collate_fn": collate_list, **settings.dataloader_kwargs(), **overrides}
     if kwargs.get("num_workers", 0) == 0:
@@ -173,7 +174,7 @@ def make_dataloader(
         context = kwargs.get("multiprocessing_context")
         if context is None or isinstance(context, str):
             kwargs["multiprocessing_context"] = wide_pipe_context(context)
-    return torch.utils.data.DataLoader(dataset, **kwargs)
+    return WatchedDataLoader(dataset, **kwargs)
 
 
 # --- an exported module's loader: its CONFIG and the caller's overrides -----------------------
