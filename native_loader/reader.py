@@ -12,7 +12,8 @@ from types import TracebackType
 from typing import Any
 
 from native_loader import _native
-from native_loader._client import EngineSession
+from native_loader._client import EngineSession, resolve_endpoint, resolve_region
+from native_loader.clock import CLOCK_SKEWED, clock_offset_s
 from native_loader.config import MIN_PART_SIZE, Credentials, ReaderConfig
 from native_loader.errors import S3Error, error_from_outcome
 from native_loader.local import (
@@ -286,7 +287,7 @@ class S3Reader:
             if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
                 raise ValueError(f"read_ahead_bytes={read_ahead!r} must be an int >= 0 or None")
             budget = min(budget, read_ahead)
-        raise_outcome = functools.partial(_raise, unsigned=self.config.unsigned)
+        raise_outcome = functools.partial(_raise, config=self.config)
         return PartPipeline(self._session.engine, sources, part, budget // part, raise_outcome)
 
     def _finish(self, engine: _native.Engine | None, item: _Pending) -> ReadResult:
@@ -304,7 +305,7 @@ class S3Reader:
             raise
         outcome = engine.take(ticket)
         if outcome.error_kind is not _native.ErrorKind.NONE:
-            _raise(outcome, uri, unsigned=self.config.unsigned)
+            _raise(outcome, uri, config=self.config)
         return outcome
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -341,7 +342,11 @@ class S3Reader:
         self.close()
 
 
-def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False) -> None:
+def _raise(outcome: _native.Outcome, uri: str, *, config: ReaderConfig) -> None:
+    offset = None
+    if outcome.code == CLOCK_SKEWED:  # how far off: the storage's time, asked once now
+        endpoint = resolve_endpoint(config, resolve_region(config, None))[0]
+        offset = clock_offset_s(endpoint, min(config.connect_timeout_s, 5.0))
     raise error_from_outcome(
         outcome.error_kind,
         outcome.status,
@@ -350,7 +355,8 @@ def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False) -> Non
         outcome.request_id,
         outcome.attempts,
         uri,
-        unsigned=unsigned,
+        unsigned=config.unsigned,
+        clock_offset_s=offset,
     )
 
 
