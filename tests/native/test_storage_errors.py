@@ -9,10 +9,31 @@ from typing import Any
 import pytest
 
 from advisor.core.errors import describe
+from advisor.core.location import DatasetLocation, check_answers
 from advisor.demo.server import S3Endpoint
+from native_loader import S3Error
 from native_loader.errors import ClockSkewError
-from testing import Faults, When
+from testing import FaultProxy, Faults, When
 from tests.native.conftest import through_proxy
+
+
+def test_two_500s_on_the_first_listing_are_retried_as_every_request_is(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    """The first contact (`check_answers`, before `recommend` profiles) bounds its time, not its
+    attempts: two 500s, which the reader retries 5 times, do not end it after 2."""
+    s3_client.put_object(Bucket=s3_bucket, Key="d/0.bin", Body=b"x")
+    faults = Faults(error=When(first_n=2), error_status=500, error_code="InternalError")
+    with FaultProxy(s3_endpoint.url, faults=faults) as proxy:
+        location = DatasetLocation(f"s3://{s3_bucket}/d/", endpoint_url=proxy.url)
+        check_answers(location)
+        assert proxy.stats().faults_injected == {"error": 2}
+    faults = Faults(error=When(after_n=0), error_status=500, error_code="InternalError")
+    with FaultProxy(s3_endpoint.url, faults=faults) as proxy:
+        location = DatasetLocation(f"s3://{s3_bucket}/d/", endpoint_url=proxy.url)
+        with pytest.raises(S3Error, match=r"InternalError \(HTTP 500.* after 5 attempts$"):
+            check_answers(location)
+        assert proxy.stats().faults_injected == {"error": 5}  # the reader's max_attempts
 
 
 @pytest.mark.parametrize(
