@@ -281,9 +281,11 @@ def prepare_from_config(
 
 
 def loader_stats(loader: Any) -> dict[str, int]:
-    """Samples the loader's dataset has seen and skipped so far, in every worker, and the
-    throttling its readers met: answers asking to slow down (503 SlowDown), cuts of the send
-    rate and milliseconds requests waited for it."""
+    """Samples the loader's dataset has seen and skipped so far, in every worker
+    (``samples_seen``, ``samples_skipped``), the throttling its readers met (``throttled``:
+    answers asking to slow down, 503 SlowDown; ``rate_cuts`` of the send rate;
+    ``rate_limited_ms`` requests waited for it) and the requests they sent again
+    (``retries``: throttled, failed with a 5xx, reset or cut short)."""
     return {**loader.dataset.sample_stats(), **loader.dataset.reader_stats()}
 
 

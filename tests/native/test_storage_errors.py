@@ -4,6 +4,7 @@ first LIST retried as every request is; a clock too far off the storage's named 
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
@@ -11,10 +12,50 @@ import pytest
 from advisor.core.errors import describe
 from advisor.core.location import DatasetLocation, check_answers
 from advisor.demo.server import S3Endpoint
-from native_loader import S3Error
+from native_loader import Credentials, ReaderConfig, S3Error
 from native_loader.errors import ClockSkewError
+from native_loader.loader import LoaderSettings, loader_stats, make_dataloader, make_dataset
 from testing import FaultProxy, Faults, When
 from tests.native.conftest import through_proxy
+
+
+def keep(data: memoryview) -> bytes:
+    return bytes(data)
+
+
+def test_500s_and_503s_on_a_fifth_of_gets_read_every_byte_and_count_the_retries(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str
+) -> None:
+    objects = {f"d/{i:03}.bin": os.urandom(2000 + i) for i in range(60)}
+    for key, data in objects.items():
+        s3_client.put_object(Bucket=s3_bucket, Key=key, Body=data)
+    # GET 1 is the listing; then every 10th GET answers 500 InternalError, and every 10th
+    # from the 5th 503 SlowDown: a fifth of them, for the whole epoch
+    faults = Faults(
+        error=When(every_n=10), error_status=500, error_code="InternalError",
+        slow_down=When(requests=range(5, 1000, 10)),
+    )  # fmt: skip
+    credentials = Credentials(
+        s3_endpoint.credentials.access_key, s3_endpoint.credentials.secret_key
+    )
+    with FaultProxy(s3_endpoint.url, faults=faults, io_timeout_s=10) as proxy:
+        config = ReaderConfig(
+            endpoint_url=proxy.url, region=s3_endpoint.region, backoff_base_s=0.01,
+            backoff_max_s=0.1, max_inflight_requests=4,
+        )  # fmt: skip
+        dataset = make_dataset(
+            f"s3://{s3_bucket}/d/", config=config, credentials=credentials, transform=keep
+        )
+        loader = make_dataloader(dataset, LoaderSettings(batch_size=4, num_workers=2))
+        got = sorted(sample for batch in loader for sample in batch)
+        injected = proxy.stats().faults_injected
+    assert got == sorted(objects.values())
+    assert injected["error"] >= 5 and injected["slow_down"] >= 5
+    stats = loader_stats(loader)
+    assert stats["samples_seen"] == len(objects)
+    # each injected answer was asked again once: the workers' retries, all of them counted
+    assert stats["retries"] == injected["error"] + injected["slow_down"]
+    assert stats["throttled"] == injected["slow_down"]
 
 
 def test_two_500s_on_the_first_listing_are_retried_as_every_request_is(
