@@ -23,10 +23,8 @@ copy is the listing's, for a loader about to read it.
 from __future__ import annotations
 
 import contextlib
-import errno
 import json
 import os
-import shutil
 import time
 import warnings
 from collections.abc import Callable, Iterator
@@ -34,6 +32,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from native_loader.config import Credentials, ReaderConfig
+from native_loader.copy_space import CopyLeft, check_room, full_disk_said
 from native_loader.results import ObjectInfo
 from native_loader.uri import is_metadata, parse_uri
 
@@ -172,66 +171,28 @@ def copy_to_local(
     holding a copy of another source, or files this copy did not write, is refused
     (ValueError). Another process copying into the folder is waited for while it finishes an
     object at least every `wait_s` seconds (TimeoutError past that). `progress` gets a line
-    every 5% of the bytes. A copy that does not fit the disk is an OSError (ENOSPC) naming the
-    folder, the space free and the space needed (`disk_full`); refused before a byte is
-    fetched where the free space is known to be short, and what was written whole is kept."""
+    every 5% of the bytes. A copy that does not fit its disk is an OSError (ENOSPC) naming the
+    folder, the space free and the space needed (`native_loader.copy_space`)."""
     from native_loader.reader import S3Reader
 
     config = config or ReaderConfig()
     root = os.path.expanduser(os.fspath(directory))
     source = copy_source(uri, config)
     os.makedirs(root, exist_ok=True)
-    left = _Left()
-    with _locked(root, wait_s, progress), S3Reader(config, credentials=credentials) as reader:
-        try:
-            _sync(root, uri, source, reader, progress, left)
-        except OSError as exc:
-            if exc.errno not in (errno.ENOSPC, errno.EDQUOT):
-                raise
-            raise disk_full(root, left) from exc
+    left = CopyLeft()
+    with (
+        full_disk_said(root, left),
+        _locked(root, wait_s, progress),
+        S3Reader(config, credentials=credentials) as reader,
+    ):
+        _sync(root, uri, source, reader, progress, left)
     return root
 
 
-@dataclass
-class _Left:
-    """What a sync has still to write: `bytes` in `objects`, of `total` bytes in the copy."""
-
-    bytes: int = 0
-    objects: int = 0
-    total: int = 0
-
-
-def disk_full(root: str, left: _Left) -> OSError:
-    """The error for a copy that does not fit its disk: the folder, the space free there and
-    the space the objects still to copy need (ENOSPC: still the OSError it was)."""
-    free = shutil.disk_usage(root).free
-    return OSError(
-        errno.ENOSPC,
-        f"no space left for the local copy in {root}: {_bytes(free)} free on its disk, "
-        f"{_bytes(left.bytes)} needed for the {left.objects:,} objects still to copy "
-        f"({_bytes(left.total)} in the copy); what was written whole is kept and the copy is "
-        "not taken as complete: free space there, or give local_copy_dir a folder on a larger "
-        "disk, then prepare again",
-    )
-
-
-def _bytes(n: int) -> str:
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if n >= size:
-            return f"{n / size:,.1f} {unit}"
-    return f"{n:,} B"
-
-
 def _sync(
-    root: str,
-    uri: str,
-    source: CopySource,
-    reader: Any,
-    progress: Callable[[str], None] | None,
-    left: _Left,
+    root: str, uri: str, source: CopySource, reader: Any, progress: Any, left: CopyLeft
 ) -> None:
-    """`copy_to_local`'s work, with the folder's lock held; `left` follows what it has still to
-    write."""
+    """`copy_to_local`'s work, with the folder's lock held; `left`: what it has still to write."""
     started = time.monotonic()
     recorded = _read_json(os.path.join(root, SOURCE))
     if recorded is not None:
@@ -251,7 +212,7 @@ def _sync(
             f"{root} holds {len(foreign):,} files that are not from {source} ({shown}, ...): "
             "remove them, or give the copy a folder of its own"
         )
-    left.bytes = left.total = sum(o.size for o in listed)  # at most; known once checked below
+    left.bytes = left.total = sum(o.size for o in listed)  # at most: known once checked below
     left.objects = len(listed)
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(root, COMPLETE))  # complete again only once this sync ends
@@ -270,11 +231,8 @@ def _sync(
     todo = [o for o in listed if not kept(o)]
     done = total - sum(o.size for o in todo)
     fetched = total - done
-    left.bytes, left.objects, left.total = fetched, len(todo), total
-    # a file replaced is freed only once its new bytes are written: those must fit first
-    replaced = sum(max(_size(targets[o.key]), 0) for o in todo)
-    if fetched - replaced > shutil.disk_usage(root).free:
-        raise OSError(errno.ENOSPC, "the objects to copy do not fit")
+    left.bytes, left.objects = fetched, len(todo)
+    check_room(root, left, replaced=sum(max(_size(targets[o.key]), 0) for o in todo))
     step, next_report = max(total // 20, 1), done
     if progress is not None:
         mib = total / 2**20
@@ -284,7 +242,7 @@ def _sync(
             raise OSError(f"{info.uri}: read {len(result)} bytes, listed {info.size}")
         write_atomically(targets[info.key], memoryview(result))
         manifest[info.key] = [info.size, info.etag]
-        left.bytes, left.objects = left.bytes - info.size, left.objects - 1
+        left.wrote(info.size)
         os.utime(os.path.join(root, LOCK))  # a sign of progress for processes waiting
         done += info.size
         if done >= next_report:
