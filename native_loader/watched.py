@@ -73,9 +73,8 @@ class _WatchedIterator:
         try:
             return next(self._iterator)
         except RuntimeError as exc:
-            if isinstance(exc, WorkerDied):  # said already, by the SIGCHLD handler
-                raise
-            died = self._watch.explain(exc)
+            # said already where the SIGCHLD handler raised inside `next()`
+            died = exc if isinstance(exc, WorkerDied) else self._watch.explain(exc)
             if died is None:
                 raise
             # the epoch cannot go on: the other workers are stopped now, not when the error
@@ -83,12 +82,16 @@ class _WatchedIterator:
             shutdown = getattr(self._iterator, "_shutdown_workers", None)
             if callable(shutdown):
                 shutdown()
+            if died is exc:
+                raise
             raise died from exc
 
     def __len__(self) -> int:
         return len(self._iterator)
 
     def __getattr__(self, name: str) -> Any:
+        if name == "_iterator":  # not made yet (a copy): never ask it of itself
+            raise AttributeError(name)
         return getattr(self._iterator, name)
 
 
