@@ -4,6 +4,7 @@ first LIST retried as every request is; a clock too far off the storage's named 
 
 from __future__ import annotations
 
+import gc
 import os
 from typing import Any
 
@@ -106,3 +107,44 @@ def test_a_clock_too_far_off_the_storages_is_named(
     assert "RequestTimeTooSkewed (HTTP 403" in message and f"s3://{s3_bucket}/k" in message
     said = describe(raised.value)
     assert said.startswith(words) and "access denied" not in said
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "raised"),
+    [
+        (403, "ExpiredToken", PermissionError),
+        (403, "InvalidAccessKeyId", PermissionError),
+        (404, "NoSuchBucket", FileNotFoundError),  # the bucket deleted after the export
+    ],
+)
+def test_credentials_revoked_or_the_bucket_gone_mid_epoch_end_it_named_without_retrying(
+    s3_endpoint: S3Endpoint,
+    s3_client: Any,
+    s3_bucket: str,
+    status: int,
+    code: str,
+    raised: type[OSError],
+) -> None:
+    for i in range(40):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"d/{i:03}.bin", Body=os.urandom(1000))
+    faults = Faults(error=When(after_n=10), error_status=status, error_code=code)
+    credentials = Credentials(
+        s3_endpoint.credentials.access_key, s3_endpoint.credentials.secret_key
+    )
+    with FaultProxy(s3_endpoint.url, faults=faults, io_timeout_s=10) as proxy:
+        config = ReaderConfig(
+            endpoint_url=proxy.url, region=s3_endpoint.region, max_inflight_requests=2
+        )
+        dataset = make_dataset(
+            f"s3://{s3_bucket}/d/", config=config, credentials=credentials, transform=keep
+        )
+        loader = make_dataloader(dataset, LoaderSettings(batch_size=2, num_workers=2))
+        with pytest.raises(raised, match=code) as error:
+            for _ in loader:
+                pass
+        said = describe(error.value)
+        answered = proxy.stats().faults_injected["error"]
+        del error  # its traceback holds the loader's iterator, and so its workers
+        gc.collect()
+    assert answered <= 2 * 2 * 4  # a refusal is not asked again: what was in flight, at most
+    assert f"{code} (HTTP {status}" in said
