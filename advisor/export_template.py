@@ -20,7 +20,7 @@ Usage:
     loader = make_dataloader(rank=RANK, world_size=WORLD_SIZE)
     for batch in loader:
         batch = to_device(batch, "cuda")  # non_blocking: overlaps the copy when pin_memory is on
-    print(loader_stats(loader))  # samples seen and skipped (on_error="skip"), throttling
+    print(loader_stats(loader))  # samples seen and skipped (on_error="skip"), throttling, retries
 
 {batch}
 

@@ -87,9 +87,10 @@ class OwnReader:
         return self.counts.totals()
 
     def reader_stats(self) -> dict[str, int]:
-        """Throttling met so far by the readers of every DataLoader worker of this dataset:
-        ``throttled`` answers, ``rate_cuts`` and ``rate_limited_ms`` (see `S3Reader.stats`),
-        as of each worker's last count of its samples."""
+        """Throttling and retries met so far by the readers of every DataLoader worker of this
+        dataset: ``throttled`` answers, ``rate_cuts``, ``rate_limited_ms`` and ``retries``
+        (requests sent again: throttled, failed with a 5xx, reset or cut short; see
+        `S3Reader.stats`), as of each worker's last count of its samples."""
         return self.counts.reader_totals()
 
     def _own_reader_stats(self) -> dict[str, int]:

@@ -5,9 +5,13 @@
 |--------------------------------------------------|---------------------------|
 | 404, NoSuchKey, NoSuchBucket                     | FileNotFoundError         |
 | 403, AccessDenied, SignatureDoesNotMatch, ...    | PermissionError           |
+| 403 RequestTimeTooSkewed (names the clock)       | ClockSkewError            |
 | first-byte / stall / connect timeout             | TimeoutError              |
 | endpoint unreachable, reset, truncated body      | ConnectionError           |
 | any other S3 error                               | S3Error (an OSError)      |
+
+`ClockSkewError` is a PermissionError that says how far this machine's clock is from the
+storage's (`native_loader.clock`) and to sync it.
 
 Every exception is picklable (it survives a DataLoader worker) and its message names the URI,
 the S3 code and request id, never a credential or signature.
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from native_loader._native import ErrorKind
+from native_loader.clock import CLOCK_SKEWED, skew_words
 
 _NOT_FOUND_CODES = frozenset({"NoSuchKey", "NoSuchBucket", "NotFound", "NoSuchVersion"})
 _DENIED_CODES = frozenset(
@@ -68,6 +73,12 @@ class S3Error(OSError):
         )
 
 
+class ClockSkewError(PermissionError):
+    """The storage refused a request as signed too far from its own time (403
+    ``RequestTimeTooSkewed``): this machine's clock is off. The message says by how much
+    where the storage's time could be read, and to sync the clock."""
+
+
 def object_changed(uri: str, why: str) -> S3Error:
     """`S3Error` with code ``ObjectChanged`` for an object (or a local file) whose parts differ
     in version, `why` saying how: its bytes would be of two versions."""
@@ -91,6 +102,7 @@ class _Failed:
     attempts: int
     uri: str
     unsigned: bool = False  # the request was sent unsigned on purpose (a public bucket)
+    clock_offset_s: float | None = None  # this machine's clock minus the storage's, if read
 
     @property
     def tries(self) -> str:
@@ -109,6 +121,14 @@ def _http_error(f: _Failed) -> BaseException:
         # a later part asks for the first part's ETag (If-Match): the object was overwritten
         # between its parts, and its bytes would be of two versions
         exc = object_changed(f.uri, "it was overwritten between its parts (HTTP 412); read again")
+    elif f.code == CLOCK_SKEWED:
+        exc = ClockSkewError(
+            errno.EACCES,
+            f"{skew_words(f.clock_offset_s)}, and it refuses requests signed that far from its "
+            f"time: sync this machine's clock (chrony or ntpd) and retry; the storage said "
+            f"{detail}",
+            f.uri,
+        )
     elif f.status == 404 or f.code in _NOT_FOUND_CODES:
         exc = FileNotFoundError(errno.ENOENT, detail, f.uri)
     elif f.status == 403 or f.code in _DENIED_CODES:
@@ -162,10 +182,14 @@ def error_from_outcome(
     uri: str,
     *,
     unsigned: bool = False,
+    clock_offset_s: float | None = None,
 ) -> BaseException:
     """The exception to raise for a failed native request (its `__cause__` set when useful).
-    `unsigned`: the request was sent without credentials on purpose, which a refusal says."""
-    return _RAISE[kind](_Failed(status, code, message, request_id, attempts, uri, unsigned))
+    `unsigned`: the request was sent without credentials on purpose, which a refusal says.
+    `clock_offset_s`: this machine's clock minus the storage's, read for a request refused as
+    signed too far from the storage's time (`native_loader.clock`)."""
+    failed = _Failed(status, code, message, request_id, attempts, uri, unsigned, clock_offset_s)
+    return _RAISE[kind](failed)
 
 
 class CredentialsError(PermissionError):

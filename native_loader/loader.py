@@ -158,10 +158,11 @@ def make_dataloader(
     are lists (`collate_list`) unless a collate_fn is given. Workers freeze what they inherit
     before the caller's `worker_init_fn` runs (`FreezeInherited`), and hand their batches over
     through queues with wide pipes (`wide_pipe_context`; a start method given by name, such as
-    ``multiprocessing_context="fork"``, gets them too; a context object is used as it is)."""
-    import torch
-
+    ``multiprocessing_context="fork"``, gets them too; a context object is used as it is).
+    A worker that dies (the kernel's out-of-memory killer, a crash) is a `WorkerDied` error
+    naming the worker, the signal and the likely cause (`native_loader.watched`)."""
     from native_loader.decoders import collate_list
+    from native_loader.watched import WatchedDataLoader
 
     kwargs = {"collate_fn": collate_list, **settings.dataloader_kwargs(), **overrides}
     if kwargs.get("num_workers", 0) == 0:
@@ -173,7 +174,7 @@ def make_dataloader(
         context = kwargs.get("multiprocessing_context")
         if context is None or isinstance(context, str):
             kwargs["multiprocessing_context"] = wide_pipe_context(context)
-    return torch.utils.data.DataLoader(dataset, **kwargs)
+    return WatchedDataLoader(dataset, **kwargs)
 
 
 # --- an exported module's loader: its CONFIG and the caller's overrides -----------------------
@@ -280,9 +281,11 @@ def prepare_from_config(
 
 
 def loader_stats(loader: Any) -> dict[str, int]:
-    """Samples the loader's dataset has seen and skipped so far, in every worker, and the
-    throttling its readers met: answers asking to slow down (503 SlowDown), cuts of the send
-    rate and milliseconds requests waited for it."""
+    """Samples the loader's dataset has seen and skipped so far, in every worker
+    (``samples_seen``, ``samples_skipped``), the throttling its readers met (``throttled``:
+    answers asking to slow down, 503 SlowDown; ``rate_cuts`` of the send rate;
+    ``rate_limited_ms`` requests waited for it) and the requests they sent again
+    (``retries``: throttled, failed with a 5xx, reset or cut short)."""
     return {**loader.dataset.sample_stats(), **loader.dataset.reader_stats()}
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from native_loader.config import Credentials, ReaderConfig
 from native_loader.copy_layout import copy_path, copy_paths, data_files
+from native_loader.copy_space import CopyLeft, check_room, full_disk_said
 from native_loader.results import ObjectInfo
 from native_loader.uri import is_metadata, parse_uri
 
@@ -176,22 +177,28 @@ def copy_to_local(
     holding a copy of another source, or files this copy did not write, is refused
     (ValueError). Another process copying into the folder is waited for while it finishes an
     object at least every `wait_s` seconds (TimeoutError past that). `progress` gets a line
-    every 5% of the bytes."""
+    every 5% of the bytes. A copy that does not fit its disk is an OSError (ENOSPC) naming the
+    folder, the space free and the space needed (`native_loader.copy_space`)."""
     from native_loader.reader import S3Reader
 
     config = config or ReaderConfig()
     root = os.path.expanduser(os.fspath(directory))
     source = copy_source(uri, config)
     os.makedirs(root, exist_ok=True)
-    with _locked(root, wait_s, progress), S3Reader(config, credentials=credentials) as reader:
-        _sync(root, uri, source, reader, progress)
+    left = CopyLeft()
+    with (
+        full_disk_said(root, left),
+        _locked(root, wait_s, progress),
+        S3Reader(config, credentials=credentials) as reader,
+    ):
+        _sync(root, uri, source, reader, progress, left)
     return root
 
 
 def _sync(
-    root: str, uri: str, source: CopySource, reader: Any, progress: Callable[[str], None] | None
+    root: str, uri: str, source: CopySource, reader: Any, progress: Any, left: CopyLeft
 ) -> None:
-    """`copy_to_local`'s work, with the folder's lock held."""
+    """`copy_to_local`'s work, with the folder's lock held; `left`: what it has still to write."""
     started = time.monotonic()
     recorded = _read_json(os.path.join(root, SOURCE))
     if recorded is not None:
@@ -211,6 +218,8 @@ def _sync(
             f"{root} holds {len(foreign):,} files that are not from {source} ({shown}, ...): "
             "remove them, or give the copy a folder of its own"
         )
+    left.bytes = left.total = sum(o.size for o in listed)  # at most: known once checked below
+    left.objects = len(listed)
     with contextlib.suppress(FileNotFoundError):
         os.remove(os.path.join(root, COMPLETE))  # complete again only once this sync ends
     _write_json(os.path.join(root, SOURCE), asdict(source))
@@ -228,6 +237,8 @@ def _sync(
     todo = [o for o in listed if not kept(o)]
     done = total - sum(o.size for o in todo)
     fetched = total - done
+    left.bytes, left.objects = fetched, len(todo)
+    check_room(root, left, replaced=sum(max(_size(targets[o.key]), 0) for o in todo))
     step, next_report = max(total // 20, 1), done
     if progress is not None:
         mib = total / 2**20
@@ -237,6 +248,7 @@ def _sync(
             raise OSError(f"{info.uri}: read {len(result)} bytes, listed {info.size}")
         write_atomically(targets[info.key], memoryview(result))
         manifest[info.key] = [info.size, info.etag]
+        left.wrote(info.size)
         os.utime(os.path.join(root, LOCK))  # a sign of progress for processes waiting
         done += info.size
         if done >= next_report:

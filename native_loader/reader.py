@@ -13,7 +13,8 @@ from types import TracebackType
 from typing import Any
 
 from native_loader import _native
-from native_loader._client import EngineSession
+from native_loader._client import EngineSession, resolve_endpoint, resolve_region
+from native_loader.clock import CLOCK_SKEWED, clock_offset_s
 from native_loader.config import MIN_PART_SIZE, Credentials, ReaderConfig
 from native_loader.errors import S3Error, error_from_outcome
 from native_loader.local import (
@@ -299,7 +300,7 @@ class S3Reader:
             if isinstance(read_ahead, bool) or not isinstance(read_ahead, int) or read_ahead < 0:
                 raise ValueError(f"read_ahead_bytes={read_ahead!r} must be an int >= 0 or None")
             budget = min(budget, read_ahead)
-        raise_outcome = functools.partial(_raise, unsigned=self.config.unsigned)
+        raise_outcome = functools.partial(_raise, config=self.config)
         return PartPipeline(self._session.engine, sources, part, budget // part, raise_outcome)
 
     def _finish(self, engine: _native.Engine | None, item: _Pending) -> ReadResult:
@@ -321,7 +322,7 @@ class S3Reader:
             raise
         outcome = engine.take(ticket)
         if outcome.error_kind is not _native.ErrorKind.NONE:
-            _raise(outcome, uri, unsigned=self.config.unsigned, what=what)
+            _raise(outcome, uri, config=self.config, what=what)
         return outcome
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -358,7 +359,7 @@ class S3Reader:
         self.close()
 
 
-def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False, what: str = "") -> None:
+def _raise(outcome: _native.Outcome, uri: str, *, config: ReaderConfig, what: str = "") -> None:
     message, attempts = outcome.message, outcome.attempts
     if what and outcome.error_kind is not _native.ErrorKind.HTTP:
         # "listing page 2 (asked 4 times) was cut short (...): ...; check ..., then list again"
@@ -371,16 +372,14 @@ def _raise(outcome: _native.Outcome, uri: str, *, unsigned: bool = False, what: 
             f"{'; ' if message else ''}a URI ending in '/' is read as the object of that key: "
             "to read the objects under a prefix, list it (S3Reader.list) or give it to a dataset"
         )
+    offset = None
+    if outcome.code == CLOCK_SKEWED:  # how far off: the storage's time, asked once now
+        endpoint = resolve_endpoint(config, resolve_region(config, None))[0]
+        offset = clock_offset_s(endpoint, min(config.connect_timeout_s, 5.0))
     raise error_from_outcome(
-        outcome.error_kind,
-        outcome.status,
-        outcome.code,
-        message,
-        outcome.request_id,
-        attempts,
-        uri,
-        unsigned=unsigned,
-    )
+        outcome.error_kind, outcome.status, outcome.code, message, outcome.request_id, attempts,
+        uri, unsigned=config.unsigned, clock_offset_s=offset,
+    )  # fmt: skip
 
 
 def _require_key(uri: str, key: str) -> None:

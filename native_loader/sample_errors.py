@@ -20,8 +20,9 @@ from typing import Any
 ON_ERROR = ("raise", "skip")
 MIN_SEEN = 100  # the share skipped is measured over at least this many samples
 _SLOTS = 1024  # one per DataLoader worker id (and the main process); more share the last
-# The reader's counters (`S3Reader.stats()`) of each process, summed over the loader's processes.
-READER_COUNTERS = ("throttled", "rate_cuts", "rate_limited_ms")
+# The reader's counters (`S3Reader.stats()`) of each process, summed over the loader's processes:
+# its throttling, and the requests it sent again (throttled, failed or cut short).
+READER_COUNTERS = ("throttled", "rate_cuts", "rate_limited_ms", "retries")
 
 
 class SampleError(ValueError):
@@ -92,7 +93,8 @@ class SampleCounts:
             self._reader_table[slot, column] = int(stats.get(name, 0))
 
     def reader_totals(self) -> dict[str, int]:
-        """The readers' throttling counters (see `S3Reader.stats`), summed over the processes."""
+        """The readers' throttling and retry counters (see `S3Reader.stats`), summed over the
+        processes."""
         sums = (int(v) for v in self._reader_table.sum(dim=0))
         return dict(zip(READER_COUNTERS, sums, strict=True))
 

@@ -9,6 +9,7 @@ under test, between the S3 client and the local S3 server:
     Faults(stall=When(first_n=1), stall_s=10)          # the first GET body pauses for 10 s
     Faults(short_body=When(requests=(2,)))              # the 2nd GET: half its body, whole-looking
     Faults(drop_token=When(first_n=1))                  # the 1st listing page loses its token
+    Faults(error=When(every_n=5), error_status=500)    # every 5th GET: 500 InternalError
 
     with S3Server() as endpoint, FaultProxy(endpoint.url, faults=faults) as proxy:
         client = proxy.proxied(endpoint).boto3_client()
@@ -19,20 +20,32 @@ Test infrastructure: not part of the installed package.
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import re
+import time
 from collections import Counter
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from xml.sax.saxutils import escape
 
 from advisor.demo.connection import Connection, Request, RequestHook
 from advisor.demo.proxy import Proxy, ProxyStats
 from advisor.demo.throttle import answer_slow_down, slow_down_response
 
-__all__ = ["FaultKind", "FaultProxy", "FaultStats", "Faults", "When", "slow_down_response"]
+__all__ = [
+    "FaultKind",
+    "FaultProxy",
+    "FaultStats",
+    "Faults",
+    "When",
+    "error_response",
+    "slow_down_response",
+]
 
 FaultKind = Literal[
     "reset",
+    "error",
     "slow_down",
     "stall_head",
     "short_body",
@@ -97,11 +110,15 @@ class When:
 @dataclass(frozen=True)
 class Faults:
     """Faults to inject, each selected by a `When`; all off by default. At most one per request:
-    the first matching in the order reset, slow_down, stall_head, short_body, drop_token,
-    truncate, reset_mid_body, stall.
+    the first matching in the order reset, error, slow_down, stall_head, short_body,
+    drop_token, truncate, reset_mid_body, stall.
 
     reset: on reading the request head, reset the connection (RST, no response byte, request not
         forwarded). The client sees ECONNRESET (`ConnectionResetError`) instead of a response.
+    error: answer `error_status` with an S3 XML error body whose code is `error_code` (default
+        500 InternalError; 403 RequestTimeTooSkewed, InvalidAccessKeyId, ExpiredToken, 404
+        NoSuchBucket, ...) without forwarding, as `slow_down` does; its `Date` header is the
+        proxy's clock moved by `server_clock_s` (a storage whose clock is that far ahead).
     slow_down: answer `503 Slow Down` with an S3 XML error body (`<Code>SlowDown</Code>`) without
         forwarding; the request body is read and dropped and the connection stays usable (closed
         if the request carried `Expect: 100-continue`).
@@ -129,6 +146,10 @@ class Faults:
     """
 
     reset: When | None = None
+    error: When | None = None
+    error_status: int = 500
+    error_code: str = "InternalError"
+    server_clock_s: float = 0.0
     slow_down: When | None = None
     truncate: When | None = None
     truncate_at: float = 0.5
@@ -154,6 +175,7 @@ class Faults:
         """The active rules in precedence order."""
         kinds: tuple[FaultKind, ...] = (
             "reset",
+            "error",
             "slow_down",
             "stall_head",
             *REWRITE_FAULTS,
@@ -188,11 +210,23 @@ class _FaultHook(RequestHook):
             self.proxy.count_fault("reset")
             conn.reset()
             return False
+        if self.kind == "error":
+            return await self._answer_error(conn, request)
         if self.kind != "slow_down":
             return None
         return await answer_slow_down(
             conn, request, self.number, lambda: self.proxy.count_fault("slow_down")
         )
+
+    async def _answer_error(self, conn: Connection, request: Request) -> bool:
+        faults = self.proxy.faults
+        close = request.close or request.expects_continue  # an unsent body leaves it unusable
+        if not request.expects_continue:
+            await conn.discard_request_body(request)
+        await conn.emulate_latency()
+        self.proxy.count_fault("error")
+        await conn.send(error_response(request, self.number, faults, close))
+        return not close
 
     async def before_response_head(self, conn: Connection) -> None:
         if self.kind == "stall_head":
@@ -233,6 +267,26 @@ class _FaultHook(RequestHook):
         else:  # truncate: a clean close after the bytes sent so far
             await conn.close()
         return False
+
+
+def error_response(request: Request, number: int, faults: Faults, close: bool) -> bytes:
+    """An S3 error answer as S3 sends it: status, XML body (none for HEAD), request ids, and a
+    `Date` of the storage's clock."""
+    resource = escape(request.target.split(b"?", 1)[0].decode("latin-1"))
+    request_id = f"PROXY{number:012d}"
+    code = escape(faults.error_code)
+    body = (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f"<Error><Code>{code}</Code><Message>injected by the fault proxy</Message>"
+        f"<Resource>{resource}</Resource><RequestId>{request_id}</RequestId></Error>"
+    ).encode("latin-1")
+    date = email.utils.formatdate(time.time() + faults.server_clock_s, usegmt=True)
+    head = (
+        f"HTTP/1.1 {faults.error_status} Error\r\nContent-Type: application/xml\r\n"
+        f"Content-Length: {len(body)}\r\nDate: {date}\r\nx-amz-request-id: {request_id}\r\n"
+        f"Server: loader-advisor-proxy\r\nConnection: {'close' if close else 'keep-alive'}\r\n\r\n"
+    ).encode("latin-1")
+    return head if request.method == "HEAD" else head + body
 
 
 class FaultProxy(Proxy):

@@ -7,7 +7,9 @@ import sys
 import threading
 from collections.abc import Callable
 
+from native_loader.errors import ClockSkewError
 from native_loader.sample_errors import SampleError
+from native_loader.worker_death import WorkerDied
 
 # The CLIs' exit statuses: bad input, a storage or runtime problem, Ctrl-C (128 + SIGINT).
 EXIT_INPUT, EXIT_RUNTIME, EXIT_INTERRUPTED = 2, 1, 130
@@ -26,8 +28,8 @@ def describe(exc: BaseException) -> str:
     """A one-line explanation of `exc` in plain words, naming what to check."""
     lines = redact(str(exc)).strip().splitlines()
     text = _ERRNO.sub("", _original(lines)) if lines else ""
-    if isinstance(exc, SampleError):
-        return text  # it says what failed on which object in the user's words
+    if isinstance(exc, (SampleError, ClockSkewError, WorkerDied)):
+        return text  # it names the cause and the fix in the user's words
     if isinstance(exc, PermissionError) and text.startswith(_NO_CREDENTIALS):
         return NO_CREDENTIALS_HELP
     if isinstance(exc, PermissionError):
@@ -80,7 +82,8 @@ class CommandErrors:
     the work; after it, `failed.code` is None when the work finished, else the exit status,
     with one `error:` line on stderr and no traceback. Ctrl-C sets `cancel` (the work's
     threads stop) and is EXIT_INTERRUPTED with `interrupted` said; bad input (ValueError,
-    TypeError) and storage or OS failures go through `report_error`; the exception types in
+    TypeError), storage or OS failures and a DataLoader worker's death go through
+    `report_error`; the exception types in
     `own` are said as they are (their message is written for the user) with EXIT_RUNTIME.
     `finish` runs however the work ends (a progress line to close)."""
 
@@ -111,7 +114,7 @@ class CommandErrors:
         elif self.own and isinstance(exc, self.own):
             print(f"error: {exc}", file=sys.stderr)
             self.code = EXIT_RUNTIME
-        elif isinstance(exc, (ValueError, TypeError, OSError)):
+        elif isinstance(exc, (ValueError, TypeError, OSError, WorkerDied)):
             self.code = report_error(exc)
         else:
             return False

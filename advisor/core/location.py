@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import socket
+import threading
 import urllib.parse
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,9 +20,11 @@ from native_loader.config import endpoint_problem
 NETWORK_FILESYSTEMS = frozenset({"nfs", "nfs4", "efs", "lustre", "cifs", "smb3", "fuse.s3fs"})
 
 
-# The first request to an S3 endpoint waits at most this long for an answer: an endpoint that
-# accepts connections and never answers is reported in seconds, not after the reads' full
-# bound (ReaderConfig: first_byte_timeout_s 30 s x max_attempts 5, about 150 s).
+# The first request to an S3 endpoint waits at most FIRST_CONTACT_ATTEMPTS x
+# FIRST_CONTACT_TIMEOUT_S for an answer: an endpoint that accepts connections and never answers
+# is reported in seconds, not after the reads' full bound (ReaderConfig: first_byte_timeout_s
+# 30 s x max_attempts 5, about 150 s). The bound is on time, not on attempts: answers that ask
+# again (5xx) are retried as every read retries them (the reader's max_attempts and backoff).
 FIRST_CONTACT_TIMEOUT_S = 4.0
 FIRST_CONTACT_ATTEMPTS = 2
 
@@ -102,26 +105,34 @@ def first_contact_s() -> float:
 
 def check_answers(location: DatasetLocation, credentials: Credentials | None = None) -> None:
     """Fail fast when an S3 location's endpoint accepts connections but never answers: one
-    listing of one key, FIRST_CONTACT_ATTEMPTS times at most FIRST_CONTACT_TIMEOUT_S seconds.
-    Other failures (not found, access denied) are raised as the listing raises them."""
+    listing of one key, given up on after `first_contact_s()` (each attempt waits at most
+    FIRST_CONTACT_TIMEOUT_S). Within that time it is retried as the reader retries every
+    request (a 500 InternalError or 503 is asked again, up to max_attempts). Other failures
+    (not found, access denied) are raised as the listing raises them."""
     if not location.is_s3:
         return
     check_reachable(location)  # an endpoint that is not there is said so before credentials
     config = location.reader_config(
-        first_byte_timeout_s=FIRST_CONTACT_TIMEOUT_S,
-        stall_timeout_s=FIRST_CONTACT_TIMEOUT_S,
-        max_attempts=FIRST_CONTACT_ATTEMPTS,
+        first_byte_timeout_s=FIRST_CONTACT_TIMEOUT_S, stall_timeout_s=FIRST_CONTACT_TIMEOUT_S
     )
     with S3Reader(config, credentials=credentials) as reader:
+        # the deadline closes the reader, which ends the listing where it waits
+        deadline = threading.Timer(first_contact_s(), reader.close)
+        deadline.daemon = True
+        deadline.start()
         try:
             next(iter(reader.list(location.uri, max_keys=1)), None)
-        except TimeoutError as exc:
+        except (TimeoutError, ValueError) as exc:
+            if isinstance(exc, ValueError) and not reader.closed:
+                raise
             where = location.endpoint_url or "the S3 endpoint"
             raise TimeoutError(
                 f"{where} accepted the connection but did not answer a listing of "
                 f"{location.uri} in {FIRST_CONTACT_ATTEMPTS} x {FIRST_CONTACT_TIMEOUT_S:g} s: "
                 "check that it is an S3 endpoint and that it is up"
             ) from exc
+        finally:
+            deadline.cancel()
 
 
 def check_reachable(location: DatasetLocation, timeout_s: float = FIRST_CONTACT_TIMEOUT_S) -> None:

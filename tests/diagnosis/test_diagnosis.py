@@ -4,6 +4,9 @@ boto3 over the local S3 server) in a real loop, checked against the loop timed f
 from __future__ import annotations
 
 import json
+import os
+import re
+import signal
 import subprocess
 import sys
 import threading
@@ -141,6 +144,47 @@ def test_a_loader_that_raises_is_named_with_its_batch() -> None:
     with pytest.raises(LoaderFailed, match=r"raised on batch 3: RuntimeError: disk on fire") as e:
         diagnose(broken(), seconds_per_batch=0.001, limits=QUICK)
     assert isinstance(e.value.__cause__, RuntimeError)
+
+
+def test_a_worker_killed_as_the_oom_killer_kills_is_named_as_the_exported_loader_names_it() -> None:
+    """The user's own DataLoader, one of its workers SIGKILLed mid-epoch: the loop's error names
+    the worker, the signal and the likely cause with the workers' measured memory, in the words
+    of the exported loader (`native_loader.worker_death.explain`)."""
+
+    class Items(torch.utils.data.Dataset[torch.Tensor]):
+        def __len__(self) -> int:
+            return 10_000
+
+        def __getitem__(self, i: int) -> torch.Tensor:
+            time.sleep(0.005)
+            return torch.full((64,), i)
+
+    before = child_pids()
+    killed: list[int] = []
+
+    def step(batch: Any) -> None:
+        if len(killed) == 0 and batch[0][0] >= 32:  # a few batches in: mid-epoch
+            killed.append(max(child_pids() - before))
+            os.kill(killed[0], signal.SIGKILL)
+
+    loader = torch.utils.data.DataLoader(Items(), batch_size=16, num_workers=2)
+    limits = replace(QUICK, max_seconds=30.0, batch_timeout_s=20)
+    with pytest.raises(LoaderFailed) as e:
+        diagnose(loader, step, limits=limits)
+    message = str(e.value)
+    assert re.match(
+        rf"your loader failed on batch \d+: DataLoader worker [01] \(pid {killed[0]}\) was "
+        r"killed by SIGKILL, as the kernel's out-of-memory killer kills: likely out of memory; "
+        r"the workers' measured peak resident memory: \d+ MiB at most in one, ",
+        message,
+    ), message
+    assert "lower num_workers, prefetch_factor or batch_size" in message
+    died = e.value.__cause__
+    assert died is not None and "DataLoader worker" in str(died.__cause__)  # torch's words
+    deadline = time.monotonic() + 10
+    while child_pids() - before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not child_pids() - before, "the DataLoader's workers were left running"
 
 
 def test_a_loader_that_yields_nothing_is_refused() -> None:

@@ -260,5 +260,5 @@ def test_the_failure_policy_is_exported_and_counts_in_the_loader_stats(
     images = SPEC.images
     assert result.stdout.strip() == (
         f"{images} {{'samples_seen': {images + 1}, 'samples_skipped': 1, "
-        "'throttled': 0, 'rate_cuts': 0, 'rate_limited_ms': 0}"
+        "'throttled': 0, 'rate_cuts': 0, 'rate_limited_ms': 0, 'retries': 0}"
     )

@@ -25,6 +25,7 @@ from advisor.core.bounds import LoopLimits
 from advisor.measure.hardware.processes import TreeMeter
 from advisor.measure.loop.instrument import InstrumentedLoop
 from advisor.measure.loop.results import LoopRun
+from native_loader.worker_death import deaths_in, explain, loop_memory, oom_kills
 
 Step = Callable[[Any], object]
 # An iterable of batches, or a function that makes one (called at the start of every run, so
@@ -103,8 +104,9 @@ class _Fetcher:
         self._requests: queue.Queue[bool] = queue.Queue()
         self._results: queue.Queue[tuple[str, Any]] = queue.Queue()
         self._waiting = False  # a batch was asked for and has not come (a hung loader)
+        self._failed = False  # the loader raised
         self.made: Iterable[Any] | None = None  # what was iterated (made by a loader function)
-        self._iterator: Any = None  # its iterator, to stop a hung DataLoader's workers
+        self._iterator: Any = None  # its iterator: a hung DataLoader's workers, a dead one's
         self._thread = threading.Thread(target=self._run, name="diagnose-loader", daemon=True)
         self._thread.start()
 
@@ -119,6 +121,7 @@ class _Fetcher:
             except StopIteration:
                 self._results.put(("end", None))
             except BaseException as exc:  # the user's loader: anything it raises is reported
+                self._failed = True
                 self._results.put(("error", exc))
         del iterator  # a DataLoader's iterator shuts its workers down when it goes
 
@@ -141,11 +144,14 @@ class _Fetcher:
         """Ends the thread, which drops the iterator (a DataLoader then stops its workers). A
         thread still inside a hung `next()` is left behind: it is a daemon, and waiting on it is
         what the bound is there to avoid; a DataLoader's workers it would hold are stopped
-        here, so that a notebook does not keep them for its whole life."""
+        here, so that a notebook does not keep them for its whole life. So are those of a
+        loader that raised: its error's traceback holds the iterator, and a notebook keeps the
+        last error."""
         self._requests.put(False)
         if not self._waiting:
             self._thread.join(timeout=timeout_s)
-            return
+            if not self._failed:
+                return
         shutdown = getattr(self._iterator, "_shutdown_workers", None)
         if callable(shutdown):
             with contextlib.suppress(Exception):  # the loader is broken already; it is reported
@@ -197,13 +203,28 @@ def run_loop(
             progress(LoopEvent(label, min(done, 1.0), message))
 
     who = loader_words(label)
+    oom_start = oom_kills()
+
+    def failed(exc: BaseException, index: int) -> LoaderFailed:
+        """The loader's error as the loop reports it; a DataLoader worker that died is named
+        with its signal and the likely cause, as the exported loader names it."""
+        workers = getattr(fetcher._iterator, "_workers", None)
+        meter = loop.meter
+        memory = loop_memory(oom_start, meter.peak_child_rss_bytes, meter.peak_rss_bytes)
+        died = explain(exc, workers, memory)
+        if died is not None:
+            died.__cause__ = exc
+            failure = LoaderFailed(f"{who} failed on batch {index}: {died}")
+            failure.__cause__ = died
+            return failure
+        failure = LoaderFailed(f"{who} raised on batch {index}: {type(exc).__name__}: {exc}")
+        failure.__cause__ = exc
+        return failure
 
     def fetch(timeout_s: float, index: int) -> tuple[str, Any]:
         kind, value = fetcher.next(timeout_s, cancel)
         if kind == "error":
-            raise LoaderFailed(
-                f"{who} raised on batch {index}: {type(value).__name__}: {value}"
-            ) from value
+            raise failed(value, index)
         if kind == "hung":
             raise LoaderHung(
                 f"{who} yielded no batch {index} within {timeout_s:g} s: it looks hung "
@@ -246,6 +267,11 @@ def run_loop(
                 kept.append(batch)
             report(f"batch {loop.steps_done + 1}", started)
             loop.resumed()
+    except RuntimeError as exc:
+        # torch's SIGCHLD handler raises a worker's death in the main thread, wherever it is
+        if not deaths_in(exc):
+            raise
+        raise failed(exc, loop.steps_done + 1)  # noqa: B904 (its cause is set: torch's error)
     finally:
         loop.stop()
         fetcher.close()
