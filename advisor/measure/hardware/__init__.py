@@ -28,6 +28,7 @@ from advisor.measure.hardware.host import (
     meminfo,
     probe_disk,
     shm_bytes,
+    shm_free_bytes,
     usable_cores,
 )
 from advisor.measure.hardware.machine import DiskInfo, GpuInfo, HardwareProfile
@@ -105,4 +106,5 @@ def probe_hardware(
         shm_bytes=shm,
         disk=disk,
         notes=tuple(notes),
+        shm_free_bytes=shm_free_bytes(shm_path),
     )

@@ -187,11 +187,22 @@ def probe_disk(path: str, root: Path = Path("/")) -> DiskInfo | None:
 
 
 def shm_bytes(path: str) -> int | None:
+    """The size of /dev/shm at `path` (statvfs f_blocks); None where it is absent."""
     try:
         st = os.statvfs(path)
     except OSError:
         return None
     return st.f_frsize * st.f_blocks
+
+
+def shm_free_bytes(path: str) -> int | None:
+    """The bytes of /dev/shm at `path` free now (statvfs f_bavail): what a DataLoader's batches
+    in flight may take; None where it is absent."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return None
+    return st.f_frsize * st.f_bavail
 
 
 def busy_cpu_s(cpus: frozenset[int], root: Path = Path("/")) -> float:
