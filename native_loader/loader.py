@@ -57,6 +57,79 @@ def prefetch_for(stall_s: float, samples_per_s_per_worker: float, batch_size: in
     return min(max(math.ceil(batches) + 1, PREFETCH_MIN), PREFETCH_MAX)
 
 
+# --- /dev/shm: the batches a loader keeps in flight, within its free space --------------------
+# (the run-time checks are native_loader.shm's; these need no torch: the advice plans with them)
+
+SHM_PATH = "/dev/shm"  # where torch's shared memory lives (shm_open's tmpfs on Linux)
+# the share of /dev/shm's free bytes a plan lets the batches in flight take: the rest is for
+# the batch the training process holds, other processes and segments rounded up to pages
+SHM_SHARE = 0.5
+
+
+class ShmTooSmallError(RuntimeError):
+    """/dev/shm cannot hold the batches a DataLoader's workers keep in flight: one line naming
+    its free space, what the batches need and what to change (`shm_advice`)."""
+
+
+def shm_free_bytes(path: str = SHM_PATH) -> int | None:
+    """Bytes free in /dev/shm now (statvfs f_bavail x f_frsize); None where it is absent."""
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):  # absent, or not a POSIX system
+        return None
+    return st.f_bavail * st.f_frsize
+
+
+def prefetch_within_shm(
+    prefetch: int, workers: int, batch_bytes: float, room: float, ranks: int = 1
+) -> int:
+    """The largest prefetch_factor up to `prefetch` whose batches in flight (`ranks` x `workers`
+    x prefetch x `batch_bytes`) fit in `room` bytes; 0 where one batch per worker does not."""
+    per_batch = max(ranks, 1) * max(workers, 1) * max(batch_bytes, 0.0)
+    if per_batch <= 0:
+        return prefetch
+    return max(min(prefetch, math.floor(room / per_batch)), 0)
+
+
+def shm_size_gib(need: float, used: float = 0.0) -> int:
+    """The `--shm-size` in GiB (Docker's "g") that holds `need` bytes in flight within half of
+    it, beside the `used` bytes other processes hold."""
+    return max(math.ceil((2 * need + max(used, 0.0)) / 2**30), 1)
+
+
+def shm_advice(
+    free: int,
+    workers: int,
+    prefetch: int,
+    batch_bytes: float,
+    *,
+    ranks: int = 1,
+    used: int = 0,
+    cause: str = "",
+) -> str:
+    """The one line a loader whose batches do not fit in /dev/shm says: its free space, what the
+    batches in flight need, and what to change (`cause`, where given, says what happened)."""
+    mib = 2**20
+    need = max(ranks, 1) * workers * prefetch * batch_bytes
+    who = f"{ranks} ranks x " if ranks > 1 else ""
+    fits = prefetch_within_shm(prefetch, workers, batch_bytes, free, ranks)
+    lower = f" (prefetch_factor={fits} fits)" if 0 < fits < prefetch else ""
+    batches = (
+        f"{who}{workers} {'worker' if workers == 1 else 'workers'} x {prefetch} "
+        f"{'batch' if prefetch == 1 else 'batches'}"
+    )
+    if batch_bytes > 0:
+        batches += f" of {batch_bytes / mib:,.1f} MiB need {need / mib:,.0f} MiB"
+    else:  # a batch's bytes not known: twice what there is
+        batches += " need more than that"
+        need = free + used
+    return (
+        f"/dev/shm has {free / mib:,.0f} MiB free{cause}; {batches}: give the container more "
+        f"(docker run --shm-size={shm_size_gib(need, used)}g, Kubernetes: an emptyDir with "
+        f"medium Memory), or lower prefetch_factor/num_workers/batch_size{lower}"
+    )
+
+
 def make_dataset(
     source: Source,
     *,
@@ -109,10 +182,21 @@ class _WidePipes:
     A batch that is not shared memory (lines, bytes, anything a tensor does not carry) crosses
     from a worker through the result queue's pipe: through a 64 KiB pipe, a 600 KB batch of
     text takes ten writes, each waiting for the training process to read the last, and ten
-    reads of a fresh buffer each. The training process is the one that must not wait."""
+    reads of a fresh buffer each. The training process is the one that must not wait.
+
+    `shm_plan` (a `native_loader.shm.ShmPlan`, set on a loader's own copy): its queues answer a
+    batch /dev/shm cannot hold with an error instead of dropping it (`native_loader.shm`)."""
+
+    shm_plan: Any = None
 
     def Queue(self, maxsize: int = 0) -> Any:  # multiprocessing's name
-        queue = super().Queue(maxsize)  # type: ignore[misc]
+        if self.shm_plan is None:
+            queue = super().Queue(maxsize)  # type: ignore[misc]
+        else:
+            from native_loader.shm import ShmQueue
+
+            context = self.get_context()  # type: ignore[attr-defined]
+            queue = ShmQueue(maxsize, ctx=context, plan=self.shm_plan)
         reader = getattr(queue, "_reader", None)  # the pipe's read end: either end sizes it
         if reader is not None:
             widen_pipe(reader.fileno())
@@ -173,6 +257,9 @@ def make_dataloader(
         context = kwargs.get("multiprocessing_context")
         if context is None or isinstance(context, str):
             kwargs["multiprocessing_context"] = wide_pipe_context(context)
+        from native_loader.shm import guarded_loader  # batches /dev/shm cannot hold: one error
+
+        return guarded_loader(dataset, kwargs)
     return torch.utils.data.DataLoader(dataset, **kwargs)
 
 
