@@ -120,7 +120,7 @@ def shm_advice(
     )
     if batch_bytes > 0:
         batches += f" of {batch_bytes / mib:,.1f} MiB need {need / mib:,.0f} MiB"
-    else:  # a batch's bytes not known: twice what there is
+    else:  # a batch's bytes not known: ask for twice the size there is
         batches += " need more than that"
         need = free + used
     return (
@@ -242,7 +242,9 @@ def make_dataloader(
     are lists (`collate_list`) unless a collate_fn is given. Workers freeze what they inherit
     before the caller's `worker_init_fn` runs (`FreezeInherited`), and hand their batches over
     through queues with wide pipes (`wide_pipe_context`; a start method given by name, such as
-    ``multiprocessing_context="fork"``, gets them too; a context object is used as it is)."""
+    ``multiprocessing_context="fork"``, gets them too; a context object is used as it is).
+    Batches /dev/shm cannot hold raise `ShmTooSmallError`, one line saying what to change, at
+    the first batch, never a wait for a batch that cannot come (`native_loader.shm`)."""
     import torch
 
     from native_loader.decoders import collate_list

@@ -22,12 +22,21 @@ batch cannot fit with one error in the training process, in the batch's place:
   cannot be pickled) is raised as it is rather than dropped.
 - A worker killed by SIGBUS (shared memory written past what /dev/shm holds, by code other
   than torch's, which allocates it up front) raises the same error (`ShmGuardedLoader`).
+- torch leaves an allocation that found /dev/shm full listed there (empty): what the workers
+  left is removed once they have ended (`remove_leftovers`), at the iterator's shutdown or at
+  the interpreter's exit.
 
 A refusal in the batch's place was chosen over a watchdog on the training process's wait: it
 is raised as soon as the batch would have been, with what the worker measured, and there is no
 timeout to choose (a training step may take minutes) and no thread to keep. Planning the
 prefetch up front cannot be done here without a batch's bytes, which only the first batch
 gives; the advice plans it (SHM-1).
+
+What this leans on that neither library documents (torch 2.13; the queue's parts are alike in
+Python 3.10 to 3.13): multiprocessing's ``Queue._on_queue_feeder_error`` (a hook, says its
+source), ``_sem``, ``_wlock`` and ``_send_bytes``; torch's ``ExceptionWrapper`` (a worker's
+error, re-raised by ``reraise``), ``_MultiProcessingDataLoaderIter`` (``_next_data``,
+``_shutdown_workers``, ``_workers``) and ``DataLoader._get_iterator``.
 """
 
 from __future__ import annotations
@@ -291,6 +300,8 @@ class _GuardedIterator(_MultiProcessingDataLoaderIter):
 
     def _shutdown_workers(self) -> None:
         super()._shutdown_workers()
+        if not getattr(self, "_shutdown", False):  # Python is exiting: torch left them be
+            return
         workers = getattr(self, "_workers", ())
         for w in workers:
             w.join(timeout=LEFTOVER_JOIN_S)  # torch terminates the late ones, without a join
