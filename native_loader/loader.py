@@ -109,10 +109,21 @@ class _WidePipes:
     A batch that is not shared memory (lines, bytes, anything a tensor does not carry) crosses
     from a worker through the result queue's pipe: through a 64 KiB pipe, a 600 KB batch of
     text takes ten writes, each waiting for the training process to read the last, and ten
-    reads of a fresh buffer each. The training process is the one that must not wait."""
+    reads of a fresh buffer each. The training process is the one that must not wait.
+
+    `shm_plan` (a `native_loader.shm.ShmPlan`, set on a loader's own copy): its queues answer a
+    batch /dev/shm cannot hold with an error instead of dropping it (`native_loader.shm`)."""
+
+    shm_plan: Any = None
 
     def Queue(self, maxsize: int = 0) -> Any:  # multiprocessing's name
-        queue = super().Queue(maxsize)  # type: ignore[misc]
+        if self.shm_plan is None:
+            queue = super().Queue(maxsize)  # type: ignore[misc]
+        else:
+            from native_loader.shm import ShmQueue
+
+            context = self.get_context()  # type: ignore[attr-defined]
+            queue = ShmQueue(maxsize, ctx=context, plan=self.shm_plan)
         reader = getattr(queue, "_reader", None)  # the pipe's read end: either end sizes it
         if reader is not None:
             widen_pipe(reader.fileno())
@@ -160,7 +171,9 @@ def make_dataloader(
     through queues with wide pipes (`wide_pipe_context`; a start method given by name, such as
     ``multiprocessing_context="fork"``, gets them too; a context object is used as it is).
     A worker that dies (the kernel's out-of-memory killer, a crash) is a `WorkerDied` error
-    naming the worker, the signal and the likely cause (`native_loader.watched`)."""
+    naming the worker, the signal and the likely cause (`native_loader.watched`); batches
+    /dev/shm cannot hold raise `ShmTooSmallError`, one line saying what to change, at the first
+    batch, never a wait for a batch that cannot come (`native_loader.shm`)."""
     from native_loader.decoders import collate_list
     from native_loader.watched import WatchedDataLoader
 
@@ -174,6 +187,9 @@ def make_dataloader(
         context = kwargs.get("multiprocessing_context")
         if context is None or isinstance(context, str):
             kwargs["multiprocessing_context"] = wide_pipe_context(context)
+        from native_loader.shm import guarded_loader  # batches /dev/shm cannot hold: one error
+
+        return guarded_loader(dataset, kwargs)
     return WatchedDataLoader(dataset, **kwargs)
 
 

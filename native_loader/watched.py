@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from native_loader.shm_plan import ShmTooSmallError
 from native_loader.worker_death import WorkerDied, WorkerWatch
 
 SAMPLE_EVERY_S = 0.25  # the workers' memory is read at most this often (at a batch)
@@ -73,8 +74,10 @@ class _WatchedIterator:
         try:
             return next(self._iterator)
         except RuntimeError as exc:
-            # said already where the SIGCHLD handler raised inside `next()`
-            died = exc if isinstance(exc, WorkerDied) else self._watch.explain(exc)
+            # said already: where the SIGCHLD handler raised inside `next()`, or as /dev/shm
+            # too small for the batches (`native_loader.shm`, which sees a SIGBUS first)
+            said = isinstance(exc, (WorkerDied, ShmTooSmallError))
+            died = exc if said else self._watch.explain(exc)
             if died is None:
                 raise
             # the epoch cannot go on: the other workers are stopped now, not when the error

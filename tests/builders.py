@@ -64,12 +64,14 @@ def make_hardware(
     disk_free: int | None = 2 * TB,
     gpus: int = 1,
     target: dict[str, Any] | None = None,
+    shm_free: int | None = None,
 ) -> HardwareProfile:
     """A machine of `cores` (a fraction for a quota); with `target` (TargetMachine's fields),
-    planned for that machine, this one measuring."""
+    planned for that machine, this one measuring. `shm_free`: /dev/shm's free bytes as probed
+    (None: not probed)."""
     disk = None if disk_free is None else DiskInfo("/scratch", disk_free, 4 * TB, "nvme")
     if target is not None:
-        here = make_hardware(cores, ram_available, shm, disk_free, gpus)
+        here = make_hardware(cores, ram_available, shm, disk_free, gpus, shm_free=shm_free)
         return here.planned_for(TargetMachine(**target))
     return HardwareProfile(
         gpus=tuple(dataclasses.replace(A100, index=i) for i in range(gpus)),
@@ -80,6 +82,7 @@ def make_hardware(
         ram_available_bytes=ram_available,
         shm_bytes=shm,
         disk=disk,
+        shm_free_bytes=shm_free,
     )
 
 
@@ -97,11 +100,13 @@ def make_trial(
     output_bytes: float | None = None,
     gpu_images_per_s: float | None = None,
     sample_copy: tuple[int, int, float] | None = None,
+    shm_refused: tuple[int, ...] = (),
 ) -> TrialResult:
     """A trial whose training-loop sweep measured `rates` per num_workers (a tuple: one slice
     each); with `spin`, those are the blocking step's slices and `spin` the spinning step's.
     `output_bytes`: the decoder's output per sample; `gpu_images_per_s`: a JPEG decode measured
-    on this machine's GPU (of images of output_bytes / 3 pixels, or 0.5 Mpixel)."""
+    on this machine's GPU (of images of output_bytes / 3 pixels, or 0.5 Mpixel); `shm_refused`:
+    the counts whose batches /dev/shm could not hold."""
     rates = rates if rates is not None else {0: 200.0, 1: 240.0, 2: 470.0, 4: 900.0, 8: 1500.0}
 
     def slices(w: int, values: float | tuple[float, ...], step: str) -> list[LoaderPoint]:
@@ -141,6 +146,7 @@ def make_trial(
         if gpu_images_per_s is None
         else _gpu_decode(gpu_images_per_s, output_bytes),
         sample_copy=None if sample_copy is None else SampleCopy(*sample_copy),
+        shm_refused=shm_refused,
     )
 
 

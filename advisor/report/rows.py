@@ -89,7 +89,9 @@ def hardware_rows(hardware: HardwareProfile) -> list[Row]:
         ram = binary_size(hardware.ram_total_bytes)
         rows.append(("RAM", ram + (f" ({binary_size(free)} available)" if free else "")))
     if hardware.shm_bytes is not None:
-        rows.append(("/dev/shm", binary_size(hardware.shm_bytes)))
+        shm_free = hardware.shm_free_bytes if hardware.target is None else None  # this machine's
+        shm = f" ({binary_size(shm_free)} free)" if shm_free is not None else ""
+        rows.append(("/dev/shm", binary_size(hardware.shm_bytes) + shm))
     if hardware.disk is not None:
         disk = hardware.disk
         fs = f", {disk.filesystem}" if disk.filesystem else ""

@@ -467,3 +467,19 @@ def test_process_tree_of_this_process_sees_a_grandchild() -> None:
             for pid in reversed(process_tree(child.pid)):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+
+
+def test_shm_free_bytes_beside_its_size(tmp_path: Path) -> None:
+    """/dev/shm's free bytes (what batches in flight may take) beside its size; a profile
+    recorded before they were reads back without them."""
+    hw = probe_hardware(nvml=FakeNvml(), shm_path=str(tmp_path))
+    st = os.statvfs(tmp_path)
+    assert hw.shm_bytes == st.f_blocks * st.f_frsize
+    assert hw.shm_free_bytes == pytest.approx(st.f_bavail * st.f_frsize, rel=0.01)
+    assert HardwareProfile.from_dict(hw.to_dict()) == hw
+    older = {k: v for k, v in hw.to_dict().items() if k != "shm_free_bytes"}
+    assert HardwareProfile.from_dict(older).shm_free_bytes is None
+    missing = probe_hardware(nvml=FakeNvml(), shm_path=str(tmp_path / "none"))
+    assert missing.shm_bytes is None and missing.shm_free_bytes is None
+    with pytest.raises(ValueError, match="shm_free_bytes"):
+        HardwareProfile(shm_free_bytes=-1)

@@ -5,7 +5,6 @@ surfaces in `next()` or in the training step, and torch's other words for a deat
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import re
@@ -34,8 +33,9 @@ def loader_over_files(folder: Path) -> Any:
     return make_dataloader(dataset, LoaderSettings(batch_size=2, num_workers=2))
 
 
-def kill_a_worker() -> int:
-    pid = sorted(p.pid for p in multiprocessing.active_children() if p.pid is not None)[-1]
+def kill_a_worker(iterator: Any) -> int:
+    """SIGKILL one of this loader's own workers (not a process another test left)."""
+    pid = iterator._workers[-1].pid
     os.kill(pid, signal.SIGKILL)
     return pid
 
@@ -54,7 +54,8 @@ def test_a_worker_killed_mid_epoch_names_the_worker_the_signal_and_memory(
     iterator = iter(loader_over_files(tmp_path))
     for _ in range(3):
         next(iterator)  # the workers are running and their memory has been read
-    pid = kill_a_worker()
+    workers = list(iterator._workers)
+    pid = kill_a_worker(iterator)
     deadline = time.monotonic() + 60
     with pytest.raises(RuntimeError) as raised:
         for _ in range(BATCHES):
@@ -67,10 +68,10 @@ def test_a_worker_killed_mid_epoch_names_the_worker_the_signal_and_memory(
     assert "DataLoader worker" in str(died.__cause__)  # torch's own words, kept
     del iterator  # its workers are stopped: nothing is left behind
     for _ in range(100):
-        if not multiprocessing.active_children():
+        if not any(w.is_alive() for w in workers):
             break
         time.sleep(0.05)
-    assert not multiprocessing.active_children()
+    assert not any(w.is_alive() for w in workers)
 
 
 @pytest.mark.timing  # the death lands in the step only if SIGCHLD arrives within its sleep
@@ -79,7 +80,7 @@ def test_a_worker_killed_during_the_step_is_said_the_same_way(tmp_path: Path) ->
     iterator = iter(loader_over_files(tmp_path))
     next(iterator)
     next(iterator)
-    pid = kill_a_worker()
+    pid = kill_a_worker(iterator)
     with pytest.raises(RuntimeError) as raised:
         time.sleep(5)  # the training step
     said_plainly(str(raised.value), pid)

@@ -40,6 +40,7 @@ def test_the_profile_and_the_machine_read_the_same_in_the_cli_and_the_wizard(
     cli._print_hardware(session)
     rows = hardware_rows(session.hardware)
     assert {"CPU cores", "RAM", "local disk"} <= {label for label, _ in rows}
+    assert dict(rows)["/dev/shm"].endswith(" free)")  # its size, and what is free of it
     assert "scratch disk" not in wizard.hardware_panel.hardware_summary.value
     shown = wizard.hardware_panel.hardware_summary.value
     _shown_in_both(rows, capsys.readouterr().out, shown)

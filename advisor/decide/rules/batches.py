@@ -4,16 +4,20 @@
 
 from __future__ import annotations
 
-import math
+import dataclasses
 from typing import Any
 
-from advisor.core.units import GB, GIB, counted, data_rate, data_size, duration, rate
+from advisor.core.units import GB, counted, data_rate, data_size, duration, rate
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import PINNED_GAIN, SHM_FRACTION
 from advisor.decide.rules.words import workers
 from native_loader.loader import prefetch_for
+from native_loader.shm_plan import prefetch_within_shm, shm_size_gib
+
+SHM_WAYS = "docker run --shm-size={}g; Kubernetes: an emptyDir with medium Memory"
+PREFETCH_MIN_SHM = 2  # the batches per worker a /dev/shm for workers is sized for: torch's default
 
 
 class NoPrefetchWithoutWorkers(Rule):
@@ -37,13 +41,15 @@ class NoPrefetchWithoutWorkers(Rule):
 
 
 class PrefetchHidesLatency(Rule):
-    """Prefetch covers first-byte latency.
+    """Prefetch covers first-byte latency, within /dev/shm.
 
     Condition: num_workers > 0
     Recommendation: the prefetch the trial's sweep measured the chosen count with, when training
     reads what the trial read; else `ceil(first-byte p95 x samples/s per worker / batch size) + 1`,
-    clamped to 2..8 (`native_loader.loader.prefetch_for`, the formula the trial used)
-    Source: measured first-byte p95 (default 2 x model latency) x expected rate
+    clamped to 2..8 (`native_loader.loader.prefetch_for`, the formula the trial used); lowered
+    to what half of /dev/shm's free bytes hold, at least 1 (SHM-1 says what to change)
+    Source: measured first-byte p95 (default 2 x model latency) x expected rate; measured: free
+    /dev/shm (statvfs)
     """
 
     id = "PF-2"
@@ -54,6 +60,21 @@ class PrefetchHidesLatency(Rule):
         w = state.get(Key.NUM_WORKERS, 0)
         if w <= 0:
             return None
+        found = self.latency(ctx, state, w)
+        fits = shm_prefetch(ctx, w, found.value)
+        if fits is None or fits >= found.value:
+            return found
+        held = f"only {fits} per worker" if fits else "not even 1 per worker: 1, the least"
+        return dataclasses.replace(
+            found,
+            value=max(fits, 1),
+            rationale=f"{found.rationale} /dev/shm holds {held} (SHM-1).",
+            evidence={**found.evidence, "latency_prefetch_factor": found.value},
+        )
+
+    def latency(self, ctx: Context, state: State, w: int) -> Finding:
+        """The prefetch that hides the storage's latency (or the trial measured), before
+        /dev/shm lowers it."""
         measured = ctx.measured_prefetch(state, w)
         if measured is not None:
             return self.finding(
@@ -85,42 +106,102 @@ class PrefetchHidesLatency(Rule):
         )
 
 
+def shm_room(ctx: Context) -> tuple[int, int] | None:
+    """(bytes of /dev/shm free, bytes other processes hold there) where training runs: this
+    machine's as probed, or a target's size (a fresh machine's is empty); None: not known."""
+    hw = ctx.hardware
+    if hw.target is None and hw.shm_free_bytes is not None:
+        return hw.shm_free_bytes, max((hw.shm_bytes or 0) - hw.shm_free_bytes, 0)
+    return None if hw.shm_bytes is None else (hw.shm_bytes, 0)
+
+
+def shm_prefetch(ctx: Context, w: int, prefetch: int) -> int | None:
+    """The prefetch up to `prefetch` whose batches in flight (ranks per node x `w` workers)
+    fit in half of /dev/shm's free bytes (0: not even one); None: /dev/shm not known."""
+    room = shm_room(ctx)
+    if room is None:
+        return None
+    share = SHM_FRACTION * room[0]
+    return prefetch_within_shm(prefetch, w, ctx.batch_bytes, share, ctx.ranks_per_node)
+
+
 class SharedMemoryTooSmall(Rule):
     """/dev/shm too small for batches in flight.
 
-    Condition: ranks per node x workers x prefetch x batch bytes > half of /dev/shm
-    Recommendation: enlarge /dev/shm (`--shm-size`) or lower prefetch/batch
-    Source: measured: /dev/shm size (statvfs)
+    Condition: ranks per node x workers x PF-2's prefetch x batch bytes > half of /dev/shm's free
+    bytes (a target's: its size); with no workers, a count the trial could not measure for it
+    Recommendation: prefetch lowered to what fits (PF-2) and the `--shm-size` that keeps it
+    (Kubernetes: an emptyDir with medium Memory); where one batch per worker does not fit,
+    that size, or fewer workers or smaller batches
+    Source: measured: /dev/shm's free bytes (statvfs), batch bytes (decoded, where measured)
     """
 
     id = "SHM-1"
     decision = DecisionKind.PREFETCH_FACTOR
     key = None  # advisory: adds a note, sets no value
-    shown_in_notes = True  # workers dying with a bus error: a warning, not a detail
+    shown_in_notes = True  # workers refused at their first batch: a warning, not a detail
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        w, pf, shm = (
-            state.get(Key.NUM_WORKERS, 0),
-            state.get(Key.PREFETCH_FACTOR),
-            ctx.hardware.shm_bytes,
+        room = shm_room(ctx)
+        if room is None:
+            return None
+        free, used = room
+        w = state.get(Key.NUM_WORKERS, 0)
+        if w <= 0:
+            return self._no_workers(ctx, free, used)
+        wanted = PrefetchHidesLatency().latency(ctx, state, w).value
+        ranks, batch = ctx.ranks_per_node, ctx.batch_bytes
+        need = ranks * w * wanted * batch
+        if need <= SHM_FRACTION * free:
+            return None
+        fits = prefetch_within_shm(wanted, w, batch, SHM_FRACTION * free, ranks)
+        size = shm_size_gib(need, used)
+        held = (
+            f"{counted(ranks, 'rank') + ' x ' if ranks > 1 else ''}{counted(w, 'worker')} x "
+            f"{counted(wanted, 'batch', 'batches')} of {data_size(batch)} keep {data_size(need)} "
+            f"loaded ahead, but /dev/shm has {data_size(free)} free"
         )
-        if w <= 0 or pf is None or shm is None:
-            return None
-        need = ctx.ranks_per_node * w * pf * ctx.batch_bytes
-        if need <= SHM_FRACTION * shm:
-            return None
-        size_gib = math.ceil(2 * need / GIB)  # docker's --shm-size "g" is GiB
+        if fits >= 1:
+            why = (
+                f"{held}: prefetch_factor lowered to {fits} to fit in half of it. Give the "
+                f"container {size} GiB of shared memory ({SHM_WAYS.format(size)}) to keep "
+                f"{wanted}."
+            )
+        else:
+            why = (
+                f"{held}: not even 1 batch per worker fits in half of it, and the exported "
+                f"loader stops at its first batch. Give the container at least {size} GiB of "
+                f"shared memory ({SHM_WAYS.format(size)}), or lower num_workers or batch_size."
+            )
         return self.finding(
-            f"--shm-size={size_gib}g",
-            f"{counted(ctx.ranks_per_node, 'rank')} x {counted(w, 'worker')} x "
-            f"{counted(pf, 'batch', 'batches')} of {data_size(ctx.batch_bytes)} keep "
-            f"{data_size(need)} loaded ahead, but /dev/shm is {data_size(shm)}: workers can die "
-            f"with a bus error. Give the container at least {size_gib} GiB of shared memory.",
+            f"--shm-size={size}g",
+            why,
             evidence={
-                "shm_bytes": shm,
+                "shm_free_bytes": free,
                 "in_flight_bytes": round(need),
-                "batch_bytes": ctx.batch_bytes,
+                "batch_bytes": batch,
+                "fits_prefetch_factor": fits,
             },
+            measured=True,
+            confidence="high",
+        )
+
+    def _no_workers(self, ctx: Context, free: int, used: int) -> Finding | None:
+        """No workers, nothing in flight: a note only where the trial could not measure a
+        count because /dev/shm could not hold its batches (why no worker count was chosen)."""
+        refused = ctx.trial.shm_refused if ctx.trial is not None else ()
+        if not refused:
+            return None
+        w, batch = min(refused), ctx.batch_bytes
+        need = ctx.ranks_per_node * w * PREFETCH_MIN_SHM * batch
+        size = shm_size_gib(need, used)
+        return self.finding(
+            f"--shm-size={size}g",
+            f"/dev/shm has {data_size(free)} free: the trial could not measure num_workers "
+            f"{', '.join(map(str, refused))}, whose batches of {data_size(batch)} it cannot hold. "
+            f"To load with workers, give the container {size} GiB of shared memory "
+            f"({SHM_WAYS.format(size)}), or lower batch_size.",
+            evidence={"shm_free_bytes": free, "batch_bytes": batch, "refused": list(refused)},
             measured=True,
             confidence="high",
         )

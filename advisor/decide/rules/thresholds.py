@@ -12,6 +12,7 @@ from __future__ import annotations
 from advisor.core.model import HEADROOM as HEADROOM
 from advisor.core.model import NOISE_CAP as NOISE_CAP
 from advisor.core.units import GB, MB, TB
+from native_loader.shm_plan import SHM_SHARE
 
 SMALL_SET_BYTES = 100 * GB  # [SRC] "small (< 50-100 GB) -> File mode"
 LARGE_FILE_BYTES = 50 * MB  # [SRC] "large files (> 50 MB)"; [CPP] shard floor 50 MB
@@ -44,7 +45,7 @@ MAX_SEARCH_WORKERS = 32  # the model's search range when cores do not bound it
 DEFAULT_WORKER_RSS_BYTES = 400 * MB  # a forked worker holding torch and the dataset object
 RAM_FRACTION_FOR_WORKERS = 0.75  # leave a quarter of available RAM for the main process
 PINNED_GAIN = 1.1  # pinned copies must be >= 10% faster to be worth the locked memory
-SHM_FRACTION = 0.5  # in-flight batches may use at most half of /dev/shm
+SHM_FRACTION = SHM_SHARE  # in-flight batches may use at most half of /dev/shm's free bytes
 
 # CPU seconds per sample by format when the trial did not time the decoder (low confidence).
 DEFAULT_CPU_S_PER_SAMPLE: dict[str, float] = {

@@ -32,6 +32,7 @@ from advisor.measure.hardware.host import (
 )
 from advisor.measure.hardware.machine import DiskInfo, GpuInfo, HardwareProfile
 from advisor.measure.hardware.nvml import GpuUtilization, load_pynvml, probe_gpus
+from native_loader.shm_plan import shm_free_bytes
 
 __all__ = [
     "GPU_CATALOG",
@@ -105,4 +106,5 @@ def probe_hardware(
         shm_bytes=shm,
         disk=disk,
         notes=tuple(notes),
+        shm_free_bytes=shm_free_bytes(shm_path),
     )

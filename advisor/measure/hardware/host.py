@@ -187,6 +187,7 @@ def probe_disk(path: str, root: Path = Path("/")) -> DiskInfo | None:
 
 
 def shm_bytes(path: str) -> int | None:
+    """The size of /dev/shm at `path` (statvfs f_blocks); None where it is absent."""
     try:
         st = os.statvfs(path)
     except OSError:
@@ -203,18 +204,16 @@ def quota_group_cpu_s(root: Path = Path("/")) -> float | None:
         if v2:
             if v2.split()[0] == "max":
                 return None
-            for line in (_read(directory / "cpu.stat") or "").splitlines():
-                name, _, value = line.partition(" ")
-                if name == "usage_usec" and value.strip().isdigit():
-                    return int(value) / 1e6
-            return None
+            lines = (_read(directory / "cpu.stat") or "").splitlines()
+            usage = next((line[11:] for line in lines if line.startswith("usage_usec ")), "")
+            return int(usage) / 1e6 if usage.strip().isdigit() else None
         quota = _read(directory / "cpu.cfs_quota_us")
         if quota is None:
             continue
-        if not quota.strip().lstrip("-").isdigit() or int(quota) <= 0:
-            return None  # -1: no quota at this level
-        usage = _read(directory / "cpuacct.usage")
-        if usage is not None and usage.strip().isdigit():
+        if not quota.strip().lstrip("-").isdigit() or int(quota) <= 0:  # -1: no quota here
+            return None
+        usage = (_read(directory / "cpuacct.usage") or "").strip()
+        if usage.isdigit():
             return int(usage) / 1e9
         pids = (_read(directory / "cgroup.procs") or "").split()
         return sum(cpu_seconds(int(pid), root) for pid in pids if pid.isdigit())

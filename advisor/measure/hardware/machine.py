@@ -102,6 +102,8 @@ class HardwareProfile:
     measured_cores: with a target, the usable cores of the machine the trial measured on;
         None: this is that machine.
     notes: what the probe could not find out, in plain words.
+    shm_free_bytes: bytes of /dev/shm free when probed (other processes' shared memory left
+        out): what a DataLoader's batches in flight may take; None if absent or not probed.
     """
 
     gpus: tuple[GpuInfo, ...] = ()
@@ -118,11 +120,12 @@ class HardwareProfile:
     target: TargetMachine | None = None
     measured_cores: float | None = None
     notes: tuple[str, ...] = field(default=())
+    shm_free_bytes: int | None = None
 
     def __post_init__(self) -> None:
         if self.usable_cores < 0:
             raise ValueError(f"usable_cores={self.usable_cores} must be >= 0")
-        for name in ("ram_total_bytes", "ram_available_bytes", "shm_bytes"):
+        for name in ("ram_total_bytes", "ram_available_bytes", "shm_bytes", "shm_free_bytes"):
             value = getattr(self, name)
             if value is not None and value < 0:
                 raise ValueError(f"{name}={value} must be >= 0")
@@ -203,6 +206,8 @@ class HardwareProfile:
             ram_total_bytes=ram_total,
             ram_available_bytes=ram_available,
             shm_bytes=shm,
+            # a node the job starts on has its /dev/shm free; else this machine's, as found
+            shm_free_bytes=self.shm_free_bytes if target.shm_or_default is None else shm,
             disk=disk,
             planned=True,
             target=target,

@@ -19,11 +19,11 @@ from typing import Any
 
 import torch
 
-from advisor.measure.hardware.host import shm_bytes
 from advisor.measure.loop.handover import Handover, measure_handover
 from advisor.measure.loop.instrument import InstrumentedLoop
 from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.run import batch_samples
+from native_loader.shm_plan import shm_free_bytes
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class LoaderFacts:
             shards=_shards(dataset),
             tensors_per_batch=len(tensors),
             batch_bytes=sum(t.numel() * t.element_size() for t in tensors),
-            shm_free_bytes=shm_bytes(shm_path),
+            shm_free_bytes=shm_free_bytes(shm_path),
             open_files_limit=None if soft == resource.RLIM_INFINITY else int(soft),
         )
 

@@ -28,6 +28,7 @@ from advisor.measure.trial.search import CountSearch, measured_ceiling, step_mod
 from advisor.measure.trial.sweep import MIN_SLICE_SECONDS, measure_counts
 from advisor.measure.trial.watch import overrun_s
 from native_loader.loader import prefetch_for
+from native_loader.shm_plan import SHM_SHARE, prefetch_within_shm
 
 SLICES_PER_MODE = 2  # slices per count and step mode: a median and a spread from each
 
@@ -43,13 +44,17 @@ def sweep_counts(
     seconds: float,
     *,
     local: bool = False,
+    refused: dict[int, str] | None = None,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
     """num_workers 0 and 1 up to the rank's cores (no more than the objects an epoch deals: a
     worker above them reads nothing), measured as training sees them
     (`advisor.measure.trial.sweep.measure_counts`); when the budget holds fewer at
     MIN_SLICE_SECONDS a slice, those the count search chooses as it measures (`CountSearch`,
     from the model's choice). Both step models where they can disagree (`step_modes`). Pinned
-    when a GPU is present, as the exported loader reads then."""
+    when a GPU is present, as the exported loader reads then. Each count reads with the
+    prefetch the advice would export for it, lowered to what half of /dev/shm's free bytes
+    hold (PF-2, SHM-1); a count whose batches /dev/shm cannot hold at all is not measured:
+    `refused` gets it, with the loader's line saying why and what to change."""
     # the rank's share of the cores, a fraction under a fractional quota: every count up to the
     # whole cores it touches is measured (1.5 cores: 0, 1 and 2 workers), the model gets 1.5
     cores = hardware.usable_cores / max(workload.gpus_per_node, 1)
@@ -77,11 +82,15 @@ def sweep_counts(
     search = CountSearch(
         highest, predicted, limit, None if consumer is None else consumer * HEADROOM
     )
-    # each count reads with the prefetch the advice would export for it (PF-2's formula)
+    # each count reads with the prefetch the advice would export for it (PF-2's formula),
+    # within /dev/shm's free bytes as this machine has them (SHM-1)
     prefetch = {
-        w: prefetch_for(stall_s, predictions[w].samples_per_s / w, workload.batch_size)
+        w: _within_shm(
+            prefetch_for(stall_s, predictions[w].samples_per_s / w, workload.batch_size),
+            w, hardware, decode, workload.batch_size,
+        )
         for w in range(1, highest + 1)
-    }
+    }  # fmt: skip
     ceiling = functools.partial(
         measured_ceiling, cores=cores, storage=storage if not local else None, spo=spo
     )
@@ -101,6 +110,11 @@ def sweep_counts(
 
     measured: list[LoaderPoint] = []
 
+    def on_refused(workers: int, why: str) -> None:
+        if refused is not None:
+            refused[workers] = why
+        clock.report("sweep", f"num_workers={workers} not measured: {why}")
+
     def on_slice(point: LoaderPoint) -> None:
         measured.append(point)
         message = (
@@ -115,7 +129,21 @@ def sweep_counts(
             slices_per_mode=SLICES_PER_MODE, modes=modes, pin=torch.cuda.is_available(),
             check=clock.check, on_slice=on_slice, prefetch=prefetch,
             batch_timeout_s=clock.seconds + overrun_s(clock.seconds), ceiling=ceiling,
+            on_refused=on_refused,
         )  # fmt: skip
     except TimeoutError as exc:  # what was measured before the stall still stands
         clock.report("sweep", f"the sweep stopped: {exc}")
         return tuple(measured), summarise(measured)
+
+
+def _within_shm(
+    prefetch: int, workers: int, hardware: HardwareProfile, decode: DecodeCost, batch_size: int
+) -> int:
+    """`prefetch` lowered to what half of /dev/shm's free bytes hold for `workers` (at least
+    1: where none fits, the loader says so at its first batch)."""
+    free = hardware.shm_free_bytes
+    if free is None:
+        return prefetch
+    per_sample = decode.output_bytes_per_sample or decode.bytes_per_sample
+    fits = prefetch_within_shm(prefetch, workers, per_sample * batch_size, SHM_SHARE * free)
+    return max(fits, 1)

@@ -233,6 +233,9 @@ class TrialResult:
     sample_copy: SampleCopy | None = None
     # the JPEG decode on this machine's GPU (batched nvJPEG), where one was present
     gpu_decode: GpuDecode | None = None
+    # the worker counts the sweep could not measure: /dev/shm could not hold their batches in
+    # flight (the loader refused them at their first batch; `notes` says why)
+    shm_refused: tuple[int, ...] = ()
 
     def best_count(self) -> CountRate | None:
         """The count with the highest median as training saw it (not the luckiest slice)."""

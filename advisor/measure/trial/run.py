@@ -154,6 +154,7 @@ def _measure(
     cancelled = False
     scratch: Path | None = None
     sample_copy: SampleCopy | None = None
+    refused: dict[int, str] = {}  # counts whose batches /dev/shm could not hold: why
     paths = tuple(dict.fromkeys(read_paths)) or (READ_LISTED,)
     try:
         clock.report("storage", "listing objects for the trial")
@@ -211,7 +212,7 @@ def _measure(
             sweep_s = max(left * share, clock.seconds * BUDGET_SHARES["sweep"] * share / 4)
             sweep, counts = sweep_counts(
                 sources[path], hardware, workload, clock, probes[path], decode, path, sweep_s,
-                local=local,
+                local=local, refused=refused,
             )  # fmt: skip
             measured.append(ReadPathSweep(path, sweep, counts))
             notes += [
@@ -232,6 +233,9 @@ def _measure(
     finally:
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
+    if refused:  # one line: the lowest count's words (the others' differ by their numbers)
+        which = ", ".join(map(str, sorted(refused)))
+        notes.append(f"num_workers {which} not measured: {refused[min(refused)]}")
     clock.report("done", "trial cancelled" if cancelled else "trial done")
     steady = measured[-1] if measured else ReadPathSweep(paths[-1])
     return TrialResult(
@@ -252,6 +256,7 @@ def _measure(
         first_epoch=measured[0] if len(measured) > 1 else None,
         copy_storage=next((probes[p] for p in paths if p in MADE and p in probes), None),
         sample_copy=sample_copy if READ_LOCAL_COPY in paths else None,
+        shm_refused=tuple(sorted(refused)),
     )
 
 

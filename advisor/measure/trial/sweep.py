@@ -40,6 +40,7 @@ from advisor.measure.trial.results import (
 )
 from advisor.measure.trial.search import CountSearch
 from advisor.measure.trial.steady import SteadyWindow, tensor_bytes
+from native_loader.shm_plan import ShmTooSmallError
 
 # A slice shorter than this rarely holds a steady window (it opens a third of the way in, past
 # the batches that waited while the loader sat idle): the trial prunes counts rather than go
@@ -214,6 +215,7 @@ def measure_counts(
     prefetch: Mapping[int, int] | None = None,
     batch_timeout_s: float = BATCH_TIMEOUT_S,
     ceiling: Callable[[Sequence[LoaderPoint], int], float | None] | None = None,
+    on_refused: Callable[[int, str], None] | None = None,
 ) -> tuple[tuple[LoaderPoint, ...], tuple[CountRate, ...]]:
     """Measure `counts` in interleaved slices as training sees them: the slices and per count.
     `prefetch` gives each count's prefetch_factor (the one that would be exported for it;
@@ -228,7 +230,9 @@ def measure_counts(
     the budget was planned for, and may stretch SLICE_STRETCH x that, never past the end), or
     `slice_seconds` each, stretched up to `max_slice_seconds` (the bench). A count's loader
     stays alive, its workers persistent, from its first slice to its group's last. A worker
-    batch slower than `batch_timeout_s` ends the measurement (TimeoutError).
+    batch slower than `batch_timeout_s` ends the measurement (TimeoutError). A count whose
+    batches /dev/shm cannot hold (`ShmTooSmallError`, at its first batch) is not measured, the
+    others are: `on_refused(count, the error's line)`.
     """
     if (seconds is None) == (slice_seconds is None):
         raise ValueError("give either seconds (a budget) or slice_seconds")
@@ -242,6 +246,7 @@ def measure_counts(
     deadline = time.monotonic() + seconds if seconds is not None else math.inf
     points: list[LoaderPoint] = []
     measured_counts: set[int] = set()
+    refused: set[int] = set()  # counts whose batches /dev/shm cannot hold
     ignore = child_pids()
     while group:
         order = [(w, modes[r % len(modes)]) for r in range(per_count) for w in group]
@@ -249,6 +254,8 @@ def measure_counts(
         loaders: dict[int, LiveLoader] = {}
         try:
             for index, (workers, mode) in enumerate(order):
+                if workers in refused:
+                    continue
                 left = deadline - time.monotonic()
                 if slice_seconds is not None:
                     target, stop = slice_seconds, max_slice_seconds
@@ -262,17 +269,24 @@ def measure_counts(
                         data, batch_size, workers, pin, batch_timeout_s,
                         prefetch=(prefetch or {}).get(workers),
                     )  # fmt: skip
-                point = measure_slice(
-                    loaders[workers], target, consumer_rate=consumer_rate, step=mode,
-                    check=check, max_seconds=stop, min_samples=min_samples, ignore_pids=ignore,
-                )  # fmt: skip
+                try:
+                    point = measure_slice(
+                        loaders[workers], target, consumer_rate=consumer_rate, step=mode,
+                        check=check, max_seconds=stop, min_samples=min_samples,
+                        ignore_pids=ignore,
+                    )  # fmt: skip
+                except ShmTooSmallError as exc:
+                    refused.add(workers)
+                    if on_refused is not None:
+                        on_refused(workers, str(exc))
+                    continue
                 points.append(point)
                 if on_slice is not None:
                     on_slice(point)
         finally:
             _close_all(loaders)
         measured_counts.update(loaders)
-        group = _next_group(search, points, ceiling)
+        group = [w for w in _next_group(search, points, ceiling) if w not in refused]
         if seconds is not None and deadline - time.monotonic() <= 0.2:
             break
     return tuple(points), summarise(points)
