@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 
 from advisor.core.workload import Workload
 from advisor.measure.hardware.gpu_decode import GpuDecode
-from advisor.measure.trial.probe_results import DecodeCost, HostToDevice, SampleCopy, StorageProbe
+from advisor.measure.trial.probe_results import (
+    DecodeCost,
+    HandoverCost,
+    HostToDevice,
+    SampleCopy,
+    StorageProbe,
+)
 
 STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
 # the step models in plain words: a step that blocks (waits on the GPU asleep), one that keeps a
@@ -233,6 +239,8 @@ class TrialResult:
     sample_copy: SampleCopy | None = None
     # the JPEG decode on this machine's GPU (batched nvJPEG), where one was present
     gpu_decode: GpuDecode | None = None
+    # what the transform's samples cost to cross from a worker (None: not measured)
+    handover: HandoverCost | None = None
 
     def best_count(self) -> CountRate | None:
         """The count with the highest median as training saw it (not the luckiest slice)."""
@@ -297,9 +305,12 @@ class TrialResult:
 
     def worker_handover_s(self, num_workers: int) -> float | None:
         """CPU seconds per sample a worker spends handing its batches over (collate, pickling,
-        the queue), beyond the loading the training process does itself with 0 workers: the
-        busy CPU per sample with `num_workers`, less that with 0 workers and less the training
-        thread's receiving. None: not measured (or 0 workers)."""
+        the queue), beyond the loading the training process does itself with 0 workers, as
+        the sweep's cores estimate it: the busy CPU per sample with `num_workers`, less that
+        with 0 workers and less the training thread's receiving (another process's CPU on the
+        same cores lands in it too). The hand-over probe (`handover`) measures it directly;
+        this is the estimate for a result recorded before it. None: not measured (or 0
+        workers)."""
         if num_workers == 0:
             return None
         busy, alone, receive = (
