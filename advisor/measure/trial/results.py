@@ -51,11 +51,13 @@ class LoaderPoint:
     # readings of the tree, at most every 0.25 s (`TreeMeter.peak_child_rss_bytes`); 0 with no
     # workers
     peak_worker_rss_mb: float
-    # CPU seconds the main (training) thread spent per sample on loading, in the steady window:
-    # with 0 workers all of the loader's Python work, with workers receiving the batches; a
-    # spinning step's spin left out (it is no loading). None: not measured.
+    # CPU seconds the main (training) thread spent per sample on loading, over the window's
+    # counted rounds (also where they were too few for a steady rate, `steady` False: a cost
+    # per sample needs no long window): with 0 workers all of the loader's Python work, with
+    # workers receiving the batches; a spinning step's spin left out (it is no loading). None:
+    # not measured (the slice counted no round).
     main_cpu_s_per_sample: float | None = None
-    # Busy CPU seconds per sample of the cores this process may use, in the steady window (all
+    # Busy CPU seconds per sample of the cores this process may use, over the same rounds (all
     # processes': the loader's, its readers', a local storage server's), the spin left out.
     # None: not measured.
     machine_cpu_s_per_sample: float | None = None
@@ -63,12 +65,12 @@ class LoaderPoint:
     # start-up (or the batches that waited) too and is only a lower bound.
     steady: bool = True
     step: str = STEP_NONE  # how the consumer's step cost the host in this slice
-    # The training thread's share of a core over the steady window, its step's spin included:
+    # The training thread's share of a core over the same rounds, its step's spin included:
     # what the model's `Prediction.training_share` predicts. None: not measured.
     training_share: float | None = None
     # The DataLoader workers' own CPU seconds per sample (all their threads: reading, decoding,
-    # handing batches over), over the steady window; each sample is loaded in one worker.
-    # None: not measured (0 workers, or no steady window).
+    # handing batches over), over the same rounds; each sample is loaded in one worker.
+    # None: not measured (0 workers, or no round counted).
     worker_cpu_s_per_sample: float | None = None
 
 
