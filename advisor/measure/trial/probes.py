@@ -222,15 +222,17 @@ class _InTurn(torch.utils.data.Dataset[Any]):
         return self.samples[index % len(self.samples)]
 
 
-def handover_samples(data: TrialData) -> list[Any]:
+def handover_samples(data: TrialData, batch_items: int) -> list[Any]:
     """The first of the set's samples as the transform returns them, up to a hand-over probe's
-    batch (HANDOVER_BATCH_BYTES, at least one), made apart from the decode's timing: kept
-    alive, they would change how its allocations reuse memory."""
+    batch (`batch_items`, and no more than HANDOVER_BATCH_BYTES, at least one), made apart
+    from the decode's timing: kept alive, they would change how its allocations reuse memory."""
     sample_data = dataclasses.replace(data, objects=data.objects[:64])
     samples: list[Any] = []
+    held = 0
     for sample in sample_data.dataset(data.transform):
         samples.append(sample)
-        if sum(map(tensor_bytes, samples)) >= HANDOVER_BATCH_BYTES:
+        held += tensor_bytes(sample)
+        if len(samples) >= batch_items or held >= HANDOVER_BATCH_BYTES:
             break
     return samples
 

@@ -175,8 +175,9 @@ def _measure(
         storage = probe_storage(data, clock, seconds * BUDGET_SHARES["storage"], levels)
         clock.check()
         decode = measure_decode(data, transform_name, clock, seconds * BUDGET_SHARES["decode"])
+        batch_items = data.items_per_batch(workload.batch_size)
         handover = measure_handover(
-            handover_samples(data), data.items_per_batch(workload.batch_size), clock,
+            handover_samples(data, batch_items), batch_items, clock,
             seconds * BUDGET_SHARES["handover"],
         )  # fmt: skip
         inflight = _inflight_for(storage, data, decode)
