@@ -138,8 +138,13 @@ def predict(
     of the usable cores per sample with this kind of count (the readers' threads, the network
     stack, a storage server on the same machine, the hand-over between processes), which bounds
     the loader at the usable cores less the step's spin over machine_s;
-    `handover_s_per_sample`, what a worker spends per sample handing its batches over (collate,
-    pickling, the queue), which its one thread adds to the loading it shares with 0 workers;
+    `handover_s_per_sample`, what a worker spends per sample handing its batches over, which the
+    main process with 0 workers never pays: the worker copies every byte the transform returned
+    into fresh shared memory, faulting each page in, so the cost grows with the sample's bytes
+    (8 MB tensors on the 2-core machine: 8.4 ms a sample, four times their decode). The trial's
+    hand-over probe measures it on the set's own transformed samples (`TrialResult.handover`,
+    whatever the read path), and a worker's one thread adds it to the loading it shares with 0
+    workers, the decode loop's where that was measured, else the transform's;
     `worker_s_per_sample`, a worker process's own CPU per sample as the sweep measured it with
     this count (its reader's threads, the decode and the hand-over): where given, a worker's
     time per sample, in place of the decode loop plus the hand-over.
@@ -218,8 +223,10 @@ class _Loader:
             thread_s = max(self.main_s, self.cpu_s_per_sample)
         elif num_workers > 0 and self.worker_s:
             thread_s = self.worker_s  # measured: all a worker process spends on a sample
-        elif num_workers > 0 and thread_s is not None and self.handover_s:
-            thread_s += self.handover_s  # a worker's thread also hands its batches over
+        elif num_workers > 0 and self.handover_s:
+            # a worker's thread also hands its batches over
+            loop_s = thread_s if thread_s is not None else self.cpu_s_per_sample
+            thread_s = loop_s + self.handover_s
         # one request in flight: fetch and decode alternate; several: the reader fetches ahead
         per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
         if thread_s is not None:  # measured: one thread per process does it all

@@ -357,6 +357,27 @@ def test_a_workers_measured_cpu_is_its_time_per_sample() -> None:
     assert two.trained_samples_per_s == pytest.approx(2 / 0.000155, rel=0.01)
 
 
+def test_a_worker_handing_large_samples_over_is_slower_than_no_worker() -> None:
+    """Measured on 2 cores (40 local 8 MB files decoded to 8 MB tensors, 32 a batch: the trial
+    of tests/decide/test_large_samples.py): with 0 workers the training thread spent 2.2 ms a
+    sample and the cores 3.5 ms; the decode loop 1.7 ms, and the hand-over probe 9.4 ms in the
+    worker and 1.7 ms in the training thread. The sweep measured 356 samples/s with no worker
+    and 61 with one: a worker pays the hand-over of every byte, which 0 workers never do."""
+    local = StorageParams("measured-local", 17e-6, 3967.7, requests_in_flight=32, local=True)
+    kw = dict(object_bytes=8 * MB, cpu_s_per_sample=0.001585, usable_cores=2, storage=local,
+              overhead_s_per_sample=0.000117, epoch_objects=40)  # fmt: skip
+    none = predict(0, main_s_per_sample=0.0022, machine_s_per_sample=0.0035, **kw)  # type: ignore[arg-type]
+    one = predict(1, main_s_per_sample=0.00166, handover_s_per_sample=0.009375, **kw)  # type: ignore[arg-type]
+    blind = predict(1, **kw)  # type: ignore[arg-type]  # the decode loop alone: no hand-over
+    assert one.samples_per_s < none.samples_per_s < blind.samples_per_s
+    # a worker's one thread: the decode loop and the hand-over
+    assert one.samples_per_s == pytest.approx(1 / (0.001702 + 0.009375), rel=0.05)
+    # without a measured decode loop, the transform and the hand-over
+    bare = predict(1, object_bytes=8 * MB, cpu_s_per_sample=0.001585, usable_cores=2,
+                   storage=local, handover_s_per_sample=0.009375)  # fmt: skip
+    assert bare.samples_per_s == pytest.approx(1 / (0.001585 + 0.009375), rel=0.05)
+
+
 def test_a_spinning_step_holds_its_core_for_its_duty_cycle_not_the_whole_of_it() -> None:
     """400 KB objects, 6 ms of CPU per sample, 2 cores, a GPU taking 5,000 samples/s: the step
     spins 1 / 5,000 s per sample, at ~300 samples/s 6% of a core, so 2 workers load on ~1.9

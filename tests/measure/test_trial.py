@@ -252,7 +252,9 @@ def test_a_slice_too_short_for_a_steady_state_is_a_marked_lower_bound(
     data = TrialData.sample(location, "jpeg", default_decoder("jpeg"))
     # a steady window must hold 10,000 samples: 0.3 s cannot, so the rate is start-up included
     point = measure_loader(data, 8, 0, False, 0.3, max_seconds=0.3, min_samples=10_000)
-    assert not point.steady and point.main_cpu_s_per_sample is None
+    assert not point.steady
+    # the costs per sample need no steady rate: the rounds the window counted hold them
+    assert point.main_cpu_s_per_sample is not None and point.main_cpu_s_per_sample > 0
     assert point.samples > 0 and point.samples_per_s == pytest.approx(
         point.samples / point.seconds, rel=0.01
     )

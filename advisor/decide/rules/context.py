@@ -317,20 +317,28 @@ class Context(Reading):
 
     def measured_costs(self, state: State, num_workers: int) -> dict[str, float | None]:
         """The CPU costs per sample the trial measured, for `predict`: the loader process's
-        Python work (the decode loop), and, where training reads what the trial read on this
-        machine, the training thread's and the machine's with this kind of count (the sweep)."""
-        decode = self.trial.decode if self.trial is not None else None
-        if decode is None:
+        Python work (the decode loop) and, with workers, the samples' hand-over from a worker
+        (its probe: what crosses is the transform's output, wherever it was read from); and,
+        where training reads what the trial read on this machine, the training thread's and
+        the machine's with this kind of count (the sweep)."""
+        trial = self.trial
+        decode = trial.decode if trial is not None else None
+        if trial is None or decode is None:
             return {}
         costs: dict[str, float | None] = {"overhead_s_per_sample": decode.overhead_s}
+        handover = trial.handover if num_workers > 0 else None
+        if handover is not None:
+            costs["handover_s_per_sample"] = handover.worker_s_per_sample
+            costs["main_s_per_sample"] = handover.main_s_per_sample
         if self.reads_as_trialled(state) or self.packed_cpu_measured(state):
-            assert self.trial is not None
-            costs["main_s_per_sample"] = self.trial.main_thread_s(num_workers)
+            main_s = trial.main_thread_s(num_workers)  # the sweep's, where it measured the kind
+            if main_s is not None or handover is None:
+                costs["main_s_per_sample"] = main_s
         if self.reads_as_trialled(state):
-            assert self.trial is not None
-            costs["machine_s_per_sample"] = self.trial.machine_s(num_workers)
-            costs["handover_s_per_sample"] = self.trial.worker_handover_s(num_workers)
-            costs["worker_s_per_sample"] = self.trial.worker_s(num_workers)
+            costs["machine_s_per_sample"] = trial.machine_s(num_workers)
+            costs["worker_s_per_sample"] = trial.worker_s(num_workers)
+            if handover is None:  # a result from before the probe: the sweep's estimate
+                costs["handover_s_per_sample"] = trial.worker_handover_s(num_workers)
         # CPU seconds measured here, on the target's cores
         return {k: None if v is None else v / self.core_speed for k, v in costs.items()}
 

@@ -1,6 +1,7 @@
 """What the trial's probes measured beside the training loop, as plain data (no torch): the
 storage probe's first byte and concurrency curve, the sample copy to local disk, the transform's
-CPU cost and the host-to-device copy. `TrialResult` (`results.py`) holds them."""
+CPU cost, the hand-over of its samples from a worker, and the host-to-device copy.
+`TrialResult` (`results.py`) holds them."""
 
 from __future__ import annotations
 
@@ -103,6 +104,22 @@ class DecodeCost:
         if self.loop_cpu_s_per_sample is None:
             return None
         return max(self.loop_cpu_s_per_sample - self.cpu_s_per_sample, 0.0)
+
+
+@dataclass(frozen=True)
+class HandoverCost:
+    """What the set's samples, as the transform returns them, cost per sample to cross from a
+    DataLoader worker to the training process (`probes.measure_handover`): the worker copies
+    every byte of its batch into fresh shared memory (and pickles and queues it), the training
+    thread maps the batch and, once done with it, releases it. The 0-workers loop pays neither:
+    its samples never leave the process. CPU seconds per sample, over `samples` samples of
+    `bytes_per_sample` bytes handed over in batches of `batch_size`."""
+
+    samples: int
+    batch_size: int
+    bytes_per_sample: float
+    worker_s_per_sample: float  # the worker's, all its threads (the queue's feeder included)
+    main_s_per_sample: float  # the training thread's: taking the batch and releasing it
 
 
 @dataclass(frozen=True)

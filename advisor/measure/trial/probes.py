@@ -1,15 +1,16 @@
 """The trial's measurements around the sweep: the storage probe, the per-sample CPU cost of the
-transform, and the host-to-device copy. `run_trial` (`advisor.measure.trial.run`) runs them within
-its budget."""
+transform, its samples' hand-over from a worker, and the host-to-device copy. `run_trial`
+(`advisor.measure.trial.run`) runs them within its budget."""
 
 from __future__ import annotations
 
 import dataclasses
 import functools
 import json
+import os
 import statistics
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
 
 import torch
@@ -21,10 +22,19 @@ from advisor.measure.hardware.gpu_decode import (
     gpu_decode_unavailable,
     measure_gpu_decode,
 )
+from advisor.measure.hardware.host import child_pids
+from advisor.measure.hardware.processes import TreeMeter
 from advisor.measure.trial.data import TrialClock, TrialData
-from advisor.measure.trial.probe_results import DecodeCost, HostToDevice, StorageProbe, saturated
+from advisor.measure.trial.probe_results import (
+    DecodeCost,
+    HandoverCost,
+    HostToDevice,
+    StorageProbe,
+    saturated,
+)
 from advisor.measure.trial.steady import tensor_bytes
 from native_loader import ObjectInfo, S3IterableDataset
+from native_loader.loader import LoaderSettings, make_dataloader
 from native_loader.sample_errors import SampleGuard, SamplePolicy, check_name, sample_name
 
 PROBE_OBJECTS = 12  # sequential reads for first-byte latency and per-connection bandwidth
@@ -34,6 +44,12 @@ PROBE_RANGE_BYTES = 16 * 2**20  # large objects are probed with a ranged read of
 # a GET's open time (first byte + bytes / bandwidth) and so asks for too many in flight.
 BANDWIDTH_MIN_BYTES = 256 * 2**10
 CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
+# The hand-over probe's batches: the sweep's batch size, but no more than this many bytes (its
+# cost is per byte there, and a batch of 32 8 MB samples takes a loaded 2-core machine a second).
+# It times batches after the first (the worker's start) until its budget is spent, one at least:
+# /proc counts CPU in hundredths of a second, which small samples need many batches to fill.
+HANDOVER_BATCH_BYTES = 64 * 2**20
+HANDOVER_TIMEOUT_S = 60.0  # a worker batch slower than this: no measurement
 
 
 class WatchedTransform:
@@ -191,6 +207,75 @@ def measure_decode(
         None if loop is None else loop / per_item,
         output_bytes / samples / per_item if output_bytes else None,
     )
+
+
+class _InTurn(torch.utils.data.Dataset[Any]):
+    """`samples` in turn, for as many indices as a probe asks."""
+
+    def __init__(self, samples: Sequence[Any]) -> None:
+        self.samples = samples
+
+    def __len__(self) -> int:
+        return 1_000_000
+
+    def __getitem__(self, index: int) -> Any:
+        return self.samples[index % len(self.samples)]
+
+
+def handover_samples(data: TrialData, batch_items: int) -> list[Any]:
+    """The first of the set's samples as the transform returns them, up to a hand-over probe's
+    batch (`batch_items`, and no more than HANDOVER_BATCH_BYTES, at least one), made apart
+    from the decode's timing: kept alive, they would change how its allocations reuse memory."""
+    sample_data = dataclasses.replace(data, objects=data.objects[:64])
+    samples: list[Any] = []
+    held = 0
+    for sample in sample_data.dataset(data.transform):
+        samples.append(sample)
+        held += tensor_bytes(sample)
+        if len(samples) >= batch_items or held >= HANDOVER_BATCH_BYTES:
+            break
+    return samples
+
+
+def measure_handover(
+    samples: Sequence[Any], batch_size: int, clock: TrialClock, budget: float
+) -> HandoverCost | None:
+    """What `samples` (the transform's outputs, `handover_samples`) cost per sample to cross
+    from a DataLoader worker to this thread, the runtime's loader handing them over
+    (`collate_list`'s batches, their tensors in one shared block per batch), within about
+    `budget` seconds: the worker's CPU and this thread's (taking each batch, then dropping it)
+    over the batches after the first (the worker's start). None: no samples, or no worker
+    could start."""
+    if not samples:
+        return None
+    per_sample = statistics.fmean(tensor_bytes(s) for s in samples)
+    batch = max(1, min(batch_size, int(HANDOVER_BATCH_BYTES // max(per_sample, 1.0))))
+    clock.report("decode", f"timing the hand-over of {batch}-sample batches from a worker")
+    meter = TreeMeter(leave_out=frozenset(child_pids()))  # a local server is not the worker
+    meter.start()
+    loader = make_dataloader(
+        _InTurn(samples), LoaderSettings(batch_size=batch, num_workers=1, prefetch_factor=2),
+        multiprocessing_context="fork", timeout=HANDOVER_TIMEOUT_S,
+    )  # fmt: skip
+    started = time.monotonic()
+    batches: Any = None
+    taken = 0
+    try:
+        batches = iter(loader)
+        next(batches)  # the worker is up: its start is no hand-over
+        before, thread = meter.read().without(os.getpid()), time.thread_time()
+        while not taken or time.monotonic() - started < budget:
+            clock.check()
+            taken += len(next(batches))  # and dropped: its release is the training thread's
+        thread = time.thread_time() - thread
+        worker = meter.read().without(os.getpid()).cpu_since(before)
+    except (OSError, RuntimeError):  # no worker here (a sandbox), or one that timed out
+        return None
+    finally:
+        shutdown = getattr(batches, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
+    return HandoverCost(taken, batch, per_sample, worker / taken, thread / taken)
 
 
 def _sample_bytes(sample: Any) -> int:

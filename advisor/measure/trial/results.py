@@ -11,7 +11,13 @@ from dataclasses import dataclass, field
 
 from advisor.core.workload import Workload
 from advisor.measure.hardware.gpu_decode import GpuDecode
-from advisor.measure.trial.probe_results import DecodeCost, HostToDevice, SampleCopy, StorageProbe
+from advisor.measure.trial.probe_results import (
+    DecodeCost,
+    HandoverCost,
+    HostToDevice,
+    SampleCopy,
+    StorageProbe,
+)
 
 STEP_NONE, STEP_SLEEP, STEP_SPIN = "none", "sleep", "spin"
 # the step models in plain words: a step that blocks (waits on the GPU asleep), one that keeps a
@@ -45,11 +51,13 @@ class LoaderPoint:
     # readings of the tree, at most every 0.25 s (`TreeMeter.peak_child_rss_bytes`); 0 with no
     # workers
     peak_worker_rss_mb: float
-    # CPU seconds the main (training) thread spent per sample on loading, in the steady window:
-    # with 0 workers all of the loader's Python work, with workers receiving the batches; a
-    # spinning step's spin left out (it is no loading). None: not measured.
+    # CPU seconds the main (training) thread spent per sample on loading, over the window's
+    # counted rounds (also where they were too few for a steady rate, `steady` False: a cost
+    # per sample needs no long window): with 0 workers all of the loader's Python work, with
+    # workers receiving the batches; a spinning step's spin left out (it is no loading). None:
+    # not measured (the slice counted no round).
     main_cpu_s_per_sample: float | None = None
-    # Busy CPU seconds per sample of the cores this process may use, in the steady window (all
+    # Busy CPU seconds per sample of the cores this process may use, over the same rounds (all
     # processes': the loader's, its readers', a local storage server's), the spin left out.
     # None: not measured.
     machine_cpu_s_per_sample: float | None = None
@@ -57,12 +65,12 @@ class LoaderPoint:
     # start-up (or the batches that waited) too and is only a lower bound.
     steady: bool = True
     step: str = STEP_NONE  # how the consumer's step cost the host in this slice
-    # The training thread's share of a core over the steady window, its step's spin included:
+    # The training thread's share of a core over the same rounds, its step's spin included:
     # what the model's `Prediction.training_share` predicts. None: not measured.
     training_share: float | None = None
     # The DataLoader workers' own CPU seconds per sample (all their threads: reading, decoding,
-    # handing batches over), over the steady window; each sample is loaded in one worker.
-    # None: not measured (0 workers, or no steady window).
+    # handing batches over), over the same rounds; each sample is loaded in one worker.
+    # None: not measured (0 workers, or no round counted).
     worker_cpu_s_per_sample: float | None = None
 
 
@@ -236,6 +244,8 @@ class TrialResult:
     # the worker counts the sweep could not measure: /dev/shm could not hold their batches in
     # flight (the loader refused them at their first batch; `notes` says why)
     shm_refused: tuple[int, ...] = ()
+    # what the transform's samples cost to cross from a worker (None: not measured)
+    handover: HandoverCost | None = None
 
     def best_count(self) -> CountRate | None:
         """The count with the highest median as training saw it (not the luckiest slice)."""
@@ -300,9 +310,12 @@ class TrialResult:
 
     def worker_handover_s(self, num_workers: int) -> float | None:
         """CPU seconds per sample a worker spends handing its batches over (collate, pickling,
-        the queue), beyond the loading the training process does itself with 0 workers: the
-        busy CPU per sample with `num_workers`, less that with 0 workers and less the training
-        thread's receiving. None: not measured (or 0 workers)."""
+        the queue), beyond the loading the training process does itself with 0 workers, as
+        the sweep's cores estimate it: the busy CPU per sample with `num_workers`, less that
+        with 0 workers and less the training thread's receiving (another process's CPU on the
+        same cores lands in it too). The hand-over probe (`handover`) measures it directly;
+        this is the estimate for a result recorded before it. None: not measured (or 0
+        workers)."""
         if num_workers == 0:
             return None
         busy, alone, receive = (

@@ -27,8 +27,10 @@ from advisor.measure.trial.probes import (
     CONCURRENCY_LEVELS,
     WatchedTransform,
     check_names,
+    handover_samples,
     host_to_device,
     measure_decode,
+    measure_handover,
     probe_gpu_decode,
     probe_storage,
 )
@@ -48,7 +50,8 @@ from native_loader.decoders import default_decoder, load_transform
 # with its own probe (when the training reads a local copy or packed shards; at most their
 # shares) left over: at least 60% of the budget, the counts it measures being what decides.
 BUDGET_SHARES = {
-    "storage": 0.1, "decode": 0.06, "copy": 0.12, "copy_probe": 0.03, "sweep": 0.6, "h2d": 0.03
+    "storage": 0.1, "decode": 0.06, "handover": 0.02, "copy": 0.12, "copy_probe": 0.03,
+    "sweep": 0.6, "h2d": 0.03,
 }  # fmt: skip
 # The local copy's probe: one process reads no more local files at once than its read-ahead
 # threads, so higher levels would measure the same.
@@ -143,7 +146,7 @@ def _measure(
     transform_name = workload.transform or (
         f"records as they are ({records})" if records else f"default decoder for {fmt}"
     )
-    storage = decode = None
+    storage = decode = handover = None
     probes: dict[str, StorageProbe] = {}  # per read path, its storage as probed
     inflight: int | None = None
     budget: int | None = None
@@ -173,6 +176,11 @@ def _measure(
         storage = probe_storage(data, clock, seconds * BUDGET_SHARES["storage"], levels)
         clock.check()
         decode = measure_decode(data, transform_name, clock, seconds * BUDGET_SHARES["decode"])
+        batch_items = data.items_per_batch(workload.batch_size)
+        handover = measure_handover(
+            handover_samples(data, batch_items), batch_items, clock,
+            seconds * BUDGET_SHARES["handover"],
+        )  # fmt: skip
         inflight = _inflight_for(storage, data, decode)
         budget = _budget_for(data, hardware, workload)
         data = data.with_inflight(inflight, budget)
@@ -257,6 +265,7 @@ def _measure(
         copy_storage=next((probes[p] for p in paths if p in MADE and p in probes), None),
         sample_copy=sample_copy if READ_LOCAL_COPY in paths else None,
         shm_refused=tuple(sorted(refused)),
+        handover=handover,
     )
 
 

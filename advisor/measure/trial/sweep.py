@@ -70,14 +70,17 @@ def measure_slice(
     lower bound). `check` is called after every batch (it may raise to stop early). With
     `min_samples`, the window must also hold that many samples.
 
-    The slice is the one instrumented loop (`InstrumentedLoop`) driven from here. The training
-    thread's CPU per sample is its CPU outside the steps (`Mark.loader_cpu_s`: taking the
-    batches, and the loop's own work on them, as a training loop has its own), and the cores'
-    busy CPU per sample leaves the steps' CPU (a spinning step's spin) out too. The DataLoader
-    workers are the process tree less `ignore_pids` (by default the children that predate the
-    slice), read by the loop's `TreeMeter`: their CPU from the window's opening to the slice's
-    end, over the window's samples; their memory (`peak_worker_rss_mb`) the largest single
-    worker's resident set at any of the readings.
+    The slice is the one instrumented loop (`InstrumentedLoop`) driven from here. Its costs per
+    sample are measured over the window's counted rounds even where those were too few for a
+    steady rate: a slice of large samples (8 MB tensors, 32 a batch: a batch every half second
+    on 2 cores) holds a round or two, and without them the model would have no worker's costs
+    at all. The training thread's CPU per sample is its CPU outside the steps
+    (`Mark.loader_cpu_s`: taking the batches, and the loop's own work on them, as a training
+    loop has its own), and the cores' busy CPU per sample leaves the steps' CPU (a spinning
+    step's spin) out too. The DataLoader workers are the process tree less `ignore_pids` (by
+    default the children that predate the slice), read by the loop's `TreeMeter`: their CPU
+    from the window's opening to the slice's end, over the window's samples; their memory
+    (`peak_worker_rss_mb`) the largest single worker's resident set at any of the readings.
     """
     step_rate = consumer_rate if step != STEP_NONE else None
     hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
@@ -131,7 +134,8 @@ def measure_slice(
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
     main_cpu = machine_cpu = share = worker_cpu = None
-    if steady_rate is not None and opened is not None and closed is not None:
+    # costs per sample need no steady rate: the rounds the window counted hold them
+    if opened is not None and closed is not None and window.samples > 0:
         main_cpu = closed.loader_cpu_s(opened) / window.samples
         busy = closed.busy_cpu_s - opened.busy_cpu_s
         if busy > 0:
