@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from advisor.demo.datasets import DemoSpec, iter_samples
 from advisor.demo.server import S3Server
+from advisor.measure.hardware.host import child_pids
 from bench.netem import proxy_process, raise_priority
 from native_loader import Credentials
 from native_loader.tarwriter import build_tar
@@ -71,6 +72,7 @@ class Endpoints:
 
     urls: dict[int, str]
     credentials: Credentials
+    pids: frozenset[int] = frozenset()  # the server's and the proxies' processes
 
 
 def serve_s3(
@@ -81,6 +83,7 @@ def serve_s3(
     put a latency proxy in front of it per latency in `latencies` (90 MB/s per connection).
     The exported modules read with the standard AWS chain, as a user's job does: this
     process's AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are set to the server's."""
+    started_before = child_pids()
     server = S3Server()
     endpoint = stack.enter_context(server)
     creds = Credentials(endpoint.credentials.access_key, endpoint.credentials.secret_key)
@@ -96,4 +99,4 @@ def serve_s3(
     urls = {0: endpoint.url}
     for latency in sorted(set(latencies) - {0}):
         urls[latency] = stack.enter_context(proxy_process(endpoint.url, latency, 90.0))
-    return Endpoints(urls, creds)
+    return Endpoints(urls, creds, frozenset(child_pids() - started_before))

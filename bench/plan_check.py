@@ -42,7 +42,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from advisor.measure.hardware.host import usable_cores
+from advisor.measure.hardware.host import busy_cpu_s, cpu_seconds, process_tree, usable_cores
 from bench.check_data import Objects, jpeg_objects, jsonl_shards, random_objects, serve_s3
 from bench.cpu_quota import CpuQuota, unavailable
 from bench.loader_sweep import Runs, load_module, median_range, score, sweep
@@ -134,6 +134,10 @@ class ShareResult:
     rate_errors: dict[str, float] = field(default_factory=dict)
     rate_error_ranges: dict[str, tuple[float, float]] = field(default_factory=dict)
     load: tuple[float, float] = (0.0, 0.0)  # 1-minute load average before the trials, after
+    # per step model at the planned count, medians over its runs: the cores the S3 server and
+    # its proxy used, and the cores busy with anything (every core's /proc/stat)
+    server_cores: dict[str, float] = field(default_factory=dict)
+    busy_cores: dict[str, float] = field(default_factory=dict)
 
     @property
     def score_passed(self) -> bool:
@@ -263,9 +267,43 @@ def model_inputs(trial: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+class CoresUsed:
+    """Between one `lap()` and the next: the cores the processes `pids` (with their children)
+    used, and the cores busy with anything; kept per (config, step model, count) as `lap(key)`
+    says."""
+
+    def __init__(self, pids: frozenset[int]) -> None:
+        self.pids = pids
+        self.all_cpus = frozenset(range(os.cpu_count() or 1))
+        self.laps: dict[tuple[int, str, str], list[tuple[float, float]]] = {}
+        self._last: tuple[float, float, float] = self._read()
+
+    def _read(self) -> tuple[float, float, float]:
+        server = sum(cpu_seconds(p) for pid in self.pids for p in process_tree(pid))
+        return time.monotonic(), server, busy_cpu_s(self.all_cpus)
+
+    def lap(self, key: tuple[int, str, str] | None = None) -> None:
+        now = self._read()
+        if key is not None:
+            elapsed = now[0] - self._last[0]
+            used = ((now[1] - self._last[1]) / elapsed, (now[2] - self._last[2]) / elapsed)
+            self.laps.setdefault(key, []).append(used)
+        self._last = now
+
+    def medians(self, config: int, count: int) -> tuple[dict[str, float], dict[str, float]]:
+        """Per step model, config `config` at `count`: the median server and busy cores of its
+        runs."""
+        server, busy = {}, {}
+        for (i, mode, w), laps in self.laps.items():
+            if i == config and w == str(count):
+                server[mode] = round(statistics.median(u[0] for u in laps), 2)
+                busy[mode] = round(statistics.median(u[1] for u in laps), 2)
+        return server, busy
+
+
 def check(
     s: Scenario, plans: list[Plan | Failure], counts: list[int], cores: int, run_seconds: float,
-    runs: int, load_before: float,
+    runs: int, load_before: float, servers: frozenset[int] = frozenset(),
 ) -> list[ShareResult]:  # fmt: skip
     """Sweep the plans' modules on the whole machine (one sweep per distinct config) and score
     each plan; a failed share is kept as it is."""
@@ -281,7 +319,10 @@ def check(
         module.prepare()  # a copy-local export makes its copy before the first epoch
     swept = sorted(set(counts) | {plan.planned for plan in made})
 
+    used = CoresUsed(servers)
+
     def told(i: int, workers: int, mode: str, rate: float) -> None:
+        used.lap((i, mode, str(workers)))
         print(f"    config {i}: {workers} workers, {mode}: {rate:,.1f}/s", flush=True)
 
     per_module = sweep(modules, swept, s.consumer_rate, run_seconds, runs, told) if made else []
@@ -291,7 +332,9 @@ def check(
         if isinstance(p, Failure):
             results.append(ShareResult(s.name, p.share, s.consumer_rate, None, p.error, load=load))
             continue
-        mine = per_module[distinct.index(p.settings)]
+        config = distinct.index(p.settings)
+        mine = per_module[config]
+        server, busy = used.medians(config, p.planned)
         scored = score(mine, p.planned, s.consumer_rate, within=lambda w: w <= cores)
         predicted = min(p.predicted, s.consumer_rate)
         at = {mode: median_range(per[str(p.planned)]) for mode, per in mine.items()}
@@ -303,7 +346,7 @@ def check(
         }
         result = ShareResult(
             s.name, p.share, s.consumer_rate, p, None, mine, scored.score, scored.scores,
-            scored.ranges, scored.best, at, errors, spans, load,
+            scored.ranges, scored.best, at, errors, spans, load, server, busy,
         )  # fmt: skip
         results.append(result)
     return results
@@ -311,6 +354,12 @@ def check(
 
 def _rate(value: float) -> str:
     return f"{value:,.0f}"
+
+
+def _cores_used(r: ShareResult, mode: str) -> str:
+    if mode not in r.server_cores:
+        return ""
+    return f" [server {r.server_cores[mode]:.2f}, busy {r.busy_cores[mode]:.2f} cores]"
 
 
 def _ms(value: float | None) -> str:
@@ -322,7 +371,7 @@ def tables(results: list[ShareResult], cores: int) -> str:
     head = [
         f"| scenario | share | planned (decided by) | best within {cores} cores (per step) "
         "| score (per step, range) | predicted vs measured at the planned count "
-        "(error, range) | bar: score; rate per step |",
+        "(error, range) [the S3 server's and the busy cores then] | bar: score; rate per step |",
         "|---|---|---|---|---|---|---|",
     ]
     built = [
@@ -344,6 +393,7 @@ def tables(results: list[ShareResult], cores: int) -> str:
         rates = "; ".join(
             f"{m} {_rate(med)} ({_rate(lo)}-{_rate(hi)}), {r.rate_errors[m]:+.0%} "
             f"({r.rate_error_ranges[m][0]:+.0%} to {r.rate_error_ranges[m][1]:+.0%})"
+            + _cores_used(r, m)
             for m, (med, lo, hi) in r.measured.items()
         )
         predicted = _rate(min(p.predicted, r.consumer_rate))
@@ -453,7 +503,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"({', '.join(p.decided_by)}), predicted {p.predicted:,.1f}/s",
                       flush=True)  # fmt: skip
                 plans.append(p)
-            mine = check(s, plans, counts, cores, args.run_seconds, args.runs, load_before)
+            mine = check(s, plans, counts, cores, args.run_seconds, args.runs, load_before,
+                         served.pids)  # fmt: skip
             for r in mine:
                 print(f"  {json.dumps(dataclasses.asdict(r))}", flush=True)
             results += mine

@@ -3,6 +3,7 @@ the session; the trial measures here as one rank, the model plans there."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -122,3 +123,19 @@ def test_the_trial_measures_here_as_one_rank_and_the_model_plans_there(jpegs: Pa
     lines = headline_lines(rec, trial, 2000.0)
     assert lines[0].startswith("The job:") and "over 8 ranks" in lines[0]
     assert any("predicted for the training machine" in line for line in lines)
+
+
+def test_a_plan_counts_the_loopback_servers_cpu_the_quota_left_out() -> None:
+    """A trial under a CPU quota against an S3 server on this machine's loopback: the server's
+    CPU per sample (outside the quota's group) is in the busy CPU the model plans with, and
+    PLAN-3 says so, with the figure."""
+    ctx = make_ctx({"hardware": {"cores": 2, "target": {"cores": 2.0}}, "trial": {}})
+    assert ctx.trial is not None
+    served = [
+        dataclasses.replace(p, machine_cpu_s_per_sample=2e-3, server_cpu_s_per_sample=6e-4)
+        for p in ctx.trial.sweep
+    ]
+    ctx = dataclasses.replace(ctx, trial=dataclasses.replace(ctx.trial, sweep=tuple(served)))
+    rec = recommend(ctx.profile, ctx.hardware, ctx.workload, ctx.trial)
+    job = next(d for d in rec.decisions if "PLAN-3" in d.rules)
+    assert "600 µs per sample of the S3 server on this machine's loopback" in job.rationale

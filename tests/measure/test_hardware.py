@@ -178,10 +178,15 @@ def test_only_nvml_imports_pynvml() -> None:
     assert _modules_containing("import pynvml") == {"measure/hardware/nvml.py"}
 
 
-def test_only_host_reads_proc() -> None:
-    """The machine is read in one place; the demo, a leaf library that may not import the
-    measurements, reads only which process listens on the ports it picked."""
-    assert _modules_containing('"proc/') == {"measure/hardware/host.py"}
+def test_only_the_hardware_package_reads_proc() -> None:
+    """The machine is read in one place, the hardware package: its cores, memory and processes
+    (host), and which of its processes serve a loopback endpoint (local_server); the demo, a
+    leaf library that may not import the measurements, reads only which process listens on
+    the ports it picked."""
+    assert _modules_containing('"proc/') == {
+        "measure/hardware/host.py",
+        "measure/hardware/local_server.py",
+    }
     assert _modules_containing('"/proc') == {"demo/ports.py"}
 
 

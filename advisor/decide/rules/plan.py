@@ -178,7 +178,8 @@ class PlanRestsOn(Rule):
     Condition: a target machine
     Recommendation: the costs measured here that the model carries to the target (CPU per sample,
     a worker's CPU per sample, the training thread's taking of batches, the storage's first byte
-    and rate per connection), the counts this machine measured against the count planned (above
+    and rate per connection, the CPU of an S3 server on this machine's loopback that the trial's
+    CPU quota left out), the counts this machine measured against the count planned (above
     them, the model alone), and what the plan assumes (a core as fast as one here unless given,
     a figure not given taken from this machine)
     Source: the trial's measurements (advisor/measure/trial/), the target's figures
@@ -209,6 +210,13 @@ class PlanRestsOn(Rule):
             parts.append(
                 f"a first byte of {duration(storage.first_byte_s)} and "
                 f"{data_rate(storage.per_connection_mb_s * 1e6)} per connection"
+            )
+        served = ctx.trial.server_s(w) if ctx.trial is not None else None
+        if served:
+            parts.append(
+                f"{duration(served)} per sample of the S3 server on this machine's loopback, "
+                "outside the trial's CPU quota (the plan counts it on the target's cores: a "
+                "loopback server runs beside the loader)"
             )
         measured = "measured here" if ctx.cpu_measured else "assumed (no trial ran)"
         text = (

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.measure.hardware.host import busy_cpu_s
+from advisor.measure.hardware.host import busy_cpu_s, cpu_seconds
 from advisor.measure.hardware.nvml import GpuUtilization
 from advisor.measure.hardware.processes import READ_PERIOD_S, TreeMeter, TreeSample
 from advisor.measure.loop.results import LoopRun
@@ -40,8 +40,9 @@ class Mark:
     then. step_cpu_s: that thread's CPU in the steps completed before it (each from its start,
     `stepping()`, else from its batch's arrival, to its end: a spinning step's spin).
     busy_cpu_s: the busy CPU of the cores this process may use, read at the mark, at `read_s`
-    (time.perf_counter()). tree: the tree's reading at the mark (`TreeMeter.read`), where one
-    was asked for.
+    (time.perf_counter()), with `served_cpu_s` in it. served_cpu_s: the CPU of the loop's
+    `servers` (a loopback endpoint's processes that a CPU quota's reading leaves out). tree:
+    the tree's reading at the mark (`TreeMeter.read`), where one was asked for.
     """
 
     wall_s: float
@@ -50,6 +51,7 @@ class Mark:
     busy_cpu_s: float
     read_s: float
     tree: TreeSample | None = None
+    served_cpu_s: float = 0.0
 
     def loader_cpu_s(self, earlier: Mark) -> float:
         """The training thread's CPU between the two arrivals outside the steps: taking the
@@ -71,8 +73,10 @@ class InstrumentedLoop:
         *,
         meter: TreeMeter | None = None,
         gpu: bool = True,
+        servers: frozenset[int] = frozenset(),
     ) -> None:
         self.samples_of = samples_of
+        self.servers = servers  # processes whose CPU the busy cores' reading must add
         self.meter = meter if meter is not None else TreeMeter()
         self.waits: list[float] = []
         self.steps: list[float] = []
@@ -176,10 +180,12 @@ class InstrumentedLoop:
         return self._last
 
     def _mark_now(self, tree: TreeSample | None) -> Mark:
-        busy = busy_cpu_s(self._cpus)
+        served = sum(cpu_seconds(pid) for pid in self.servers)
+        busy = busy_cpu_s(self._cpus) + served
         return Mark(
-            self._arrival, self._cpu_at_arrival, self.step_cpu_s, busy, time.perf_counter(), tree
-        )
+            self._arrival, self._cpu_at_arrival, self.step_cpu_s, busy, time.perf_counter(), tree,
+            served,
+        )  # fmt: skip
 
     def stop(self) -> None:
         if self._gpu is not None:

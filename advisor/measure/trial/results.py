@@ -58,8 +58,9 @@ class LoaderPoint:
     # not measured (the slice counted no round).
     main_cpu_s_per_sample: float | None = None
     # Busy CPU seconds per sample of the cores this process may use, over the same rounds (all
-    # processes': the loader's, its readers', a local storage server's), the spin left out.
-    # None: not measured.
+    # processes': the loader's, its readers', a local storage server's), the spin left out;
+    # under a CPU quota its group's own, with a loopback endpoint's server added. None: not
+    # measured.
     machine_cpu_s_per_sample: float | None = None
     # False: the slice ended before a steady window held enough batches, so the rate counts
     # start-up (or the batches that waited) too and is only a lower bound.
@@ -72,6 +73,10 @@ class LoaderPoint:
     # handing batches over), over the same rounds; each sample is loaded in one worker.
     # None: not measured (0 workers, or no round counted).
     worker_cpu_s_per_sample: float | None = None
+    # Under a CPU quota, the CPU seconds per sample of the processes serving a loopback
+    # endpoint outside the quota's group (`local_server.quota_blind_servers`), already in
+    # `machine_cpu_s_per_sample`. None: none such (no quota, or a remote endpoint).
+    server_cpu_s_per_sample: float | None = None
 
 
 @dataclass(frozen=True)
@@ -271,6 +276,11 @@ class TrialResult:
         the network stack, a storage server on the same machine, the workers' hand-over), a
         spinning step's spin left out (it is no loading). None: not measured."""
         return self._median_cost(num_workers, "machine_cpu_s_per_sample")
+
+    def server_s(self, num_workers: int) -> float | None:
+        """Under a CPU quota, the CPU seconds per sample of the processes on this machine that
+        serve a loopback endpoint (part of `machine_s`). None: none measured."""
+        return self._median_cost(num_workers, "server_cpu_s_per_sample")
 
     def worker_s(self, num_workers: int) -> float | None:
         """A worker's own CPU seconds per sample with `num_workers` (the median over its steady

@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from advisor.measure.hardware.host import child_pids
+from advisor.measure.hardware.local_server import quota_blind_servers
 from advisor.measure.hardware.processes import TreeMeter
 from advisor.measure.loop.instrument import InstrumentedLoop, Mark
 from advisor.measure.trial.data import TrialData
@@ -59,6 +60,7 @@ def measure_slice(
     max_seconds: float | None = None,
     min_samples: int = 0,
     ignore_pids: set[int] | None = None,
+    servers: frozenset[int] = frozenset(),
 ) -> LoaderPoint:
     """Run `live` for about `seconds` in a training loop and measure what it sees.
 
@@ -86,8 +88,9 @@ def measure_slice(
     hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
     ignore = child_pids() if ignore_pids is None else ignore_pids
     loop = InstrumentedLoop(
-        live.samples_in, meter=TreeMeter(leave_out=frozenset(ignore)), gpu=False
-    )
+        live.samples_in, meter=TreeMeter(leave_out=frozenset(ignore)), gpu=False,
+        servers=servers,
+    )  # fmt: skip
     loop.start()
     started = loop.started_at
     window = SteadyWindow(
@@ -133,13 +136,15 @@ def measure_slice(
     elapsed = max(time.perf_counter() - started, 1e-6)
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
-    main_cpu = machine_cpu = share = worker_cpu = None
+    main_cpu = machine_cpu = share = worker_cpu = served_cpu = None
     # costs per sample need no steady rate: the rounds the window counted hold them
     if opened is not None and closed is not None and window.samples > 0:
         main_cpu = closed.loader_cpu_s(opened) / window.samples
         busy = closed.busy_cpu_s - opened.busy_cpu_s
         if busy > 0:
             machine_cpu = max(busy - closed.steps_cpu_s(opened), 0.0) / window.samples
+        if servers:
+            served_cpu = (closed.served_cpu_s - opened.served_cpu_s) / window.samples
         if closed.wall_s > opened.wall_s:
             share = (closed.thread_cpu_s - opened.thread_cpu_s) / (closed.wall_s - opened.wall_s)
         if opened.tree is not None and end.tree is not None:
@@ -163,6 +168,7 @@ def measure_slice(
         step=step if step_rate is not None else STEP_NONE,
         training_share=share,
         worker_cpu_s_per_sample=worker_cpu,
+        server_cpu_s_per_sample=served_cpu,
     )
 
 
@@ -182,7 +188,7 @@ def measure_loader(
     try:
         return measure_slice(
             live, seconds, check=check, max_seconds=max_seconds, min_samples=min_samples,
-            ignore_pids=ignore,
+            ignore_pids=ignore, servers=quota_blind_servers(data.config.endpoint_url),
         )  # fmt: skip
     finally:
         live.close()
@@ -252,6 +258,7 @@ def measure_counts(
     measured_counts: set[int] = set()
     refused: set[int] = set()  # counts whose batches /dev/shm cannot hold
     ignore = child_pids()
+    servers = quota_blind_servers(data.config.endpoint_url)
     while group:
         order = [(w, modes[r % len(modes)]) for r in range(per_count) for w in group]
         later = per_count * max(planned - len(measured_counts) - len(group), 0)
@@ -277,7 +284,7 @@ def measure_counts(
                     point = measure_slice(
                         loaders[workers], target, consumer_rate=consumer_rate, step=mode,
                         check=check, max_seconds=stop, min_samples=min_samples,
-                        ignore_pids=ignore,
+                        ignore_pids=ignore, servers=servers,
                     )  # fmt: skip
                 except ShmTooSmallError as exc:
                     refused.add(workers)
