@@ -190,6 +190,8 @@ def decision_value(decision: Decision) -> str:
         )
     if decision.name == "prefetch_factor" and whole:
         return f"{value} batches per worker"
+    if decision.name == "preprocess" and value == "cpu":  # DEC-1: nothing else gains
+        return "decode on the CPU, as now (no change)"
     return decision.display
 
 

@@ -10,15 +10,17 @@ recommended count: `advisor.decide.rules.bottleneck`).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from advisor.core.units import counted, data_size, duration, per_s, rate, share
+from advisor.decide.verdict import INPUT_BOUND
 from advisor.report.diagnosis import comparison_headline
 
 if TYPE_CHECKING:
     from advisor.decide.recommend import Recommendation
     from advisor.diagnosis.loop import Comparison, Diagnosis
-    from advisor.measure.loop.results import LoopSummary
+    from advisor.measure.loop.results import LoopSummary, Spread
     from advisor.measure.trial.results import CountRate, TrialResult
 
 
@@ -167,6 +169,14 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
     if rec.consumer_rate and reached:
         short = f" ({rate(reached)} of the {rate(rec.consumer_rate)} needed)"
     more = f"{rec.consumer_rate / reached:.1f}x" if rec.consumer_rate and reached else "more"
+    offer = preprocess_offer(rec)
+    if stage in ("cores", "decode") and offer is not None:
+        return f"To keep up{short}: {OFFERS[offer].lower()} (see preprocessing)."
+    if stage in ("cores", "decode") and _placement_weighed(rec):
+        return (
+            f"To keep up{short}: give the loader {more} the cores (a larger machine); no "
+            "other place for the decode gains beyond the measured noise (see preprocessing)."
+        )
     if stage in ("cores", "decode"):
         return (
             f"To keep up{short}: make each sample about {more} cheaper to load (decode or "
@@ -208,6 +218,126 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
         f"making each sample about {more} cheaper to load, or giving the loader {more} the "
         "cores, raises every stage's ceiling."
     )
+
+
+# The changes the preprocessing decision offers (MEAS-4, DEC-1), as the one action to take;
+# DEC-1's "cpu" is no change: no other place gained beyond the measured noise.
+OFFERS = {
+    "preprocess-offline": "Decode or resize once, offline",
+    "gpu": "Decode the images on the GPU, in the training loop",
+    "pre-decoded": "Store the images decoded, once, offline",
+}
+HEADLINE_WORDS = 25  # the verdict a person reads first; the reasoning is in the evidence
+Tone = Literal["keeps-up", "within-noise", "short"]
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The verdict in one sentence of at most HEADLINE_WORDS words, and its tone: "keeps-up";
+    "within-noise" (short, by less than the trial's measured spread); "short" (beyond the
+    noise: the only tone shown in red, with the one action)."""
+
+    text: str
+    tone: Tone
+
+
+def verdict_headline(rec: Recommendation, comparison: Comparison | None = None) -> Headline | None:
+    """Whether the recommended loader keeps up with the consumer, as the measurements say: in
+    the user's loop where the two loaders were compared, else the expected rate against the
+    consumer's (MEAS-3's `input_bound`, and its `within_noise`: the chosen count's slices on both
+    sides of the rate that keeps up). None: no consumer rate to keep up with."""
+    waits = comparison.pooled("after", "overall_wait_share") if comparison is not None else None
+    if waits is not None:
+        return _in_your_loop(rec, waits)
+    consumer = getattr(rec, "consumer_rate", None)  # tests' stand-ins may have none
+    input_bound = getattr(rec, "input_bound", None)
+    if consumer is None or input_bound is None:
+        return None
+    expected = rec.expected_samples_per_s
+    if not input_bound:
+        return Headline(
+            f"The loader keeps up: {per_s(min(expected, consumer))} of the {rate(consumer)} "
+            "the training takes.",
+            "keeps-up",
+        )
+    short = share(max(1.0 - expected / consumer, 0.0))
+    if _within_noise(rec):
+        return Headline(
+            f"The loader is short by {short}, within the measured noise: a repeat may find it "
+            "keeping up.",
+            "within-noise",
+        )
+    return Headline(f"The loader cannot keep up: short by {short}. {_one_action(rec)}", "short")
+
+
+def _in_your_loop(rec: Recommendation, waits: Spread) -> Headline:
+    """The verdict on the recommended loader's waiting share in the user's loop (its rounds'
+    median, their range the noise): under the verdict's 5%, it keeps up."""
+    waited = share(waits.median)
+    if waits.median <= INPUT_BOUND:
+        return Headline(
+            f"The recommended loader keeps up in your loop: it waits {waited} of each step.",
+            "keeps-up",
+        )
+    if waits.low <= INPUT_BOUND:
+        return Headline(
+            f"With the recommended loader your loop waits {waited} of each step, within the "
+            "measured noise of keeping up.",
+            "within-noise",
+        )
+    return Headline(
+        f"Your loop still waits {waited} of each step with the recommended loader. "
+        f"{_one_action(rec)}",
+        "short",
+    )
+
+
+def _within_noise(rec: Recommendation) -> bool:
+    decisions = getattr(rec, "decisions", ())  # tests' stand-ins may have none
+    throughput = next((d for d in decisions if d.name == "throughput"), None)
+    return bool(throughput is not None and throughput.evidence.get("within_noise"))
+
+
+def _one_action(rec: Recommendation) -> str:
+    """The one next step, in a few words, from the limiting stage (`keep_up_action` gives it
+    with its reasons)."""
+    limit = getattr(rec, "bottleneck", None)  # tests' stand-ins may have none
+    stage = limit.stage if limit is not None else None
+    reached = limit.measured_samples_per_s if limit is not None else None
+    consumer = getattr(rec, "consumer_rate", None)
+    more = f"{consumer / reached:.1f}x" if consumer and reached else "more"
+    offer = preprocess_offer(rec)
+    if stage in ("cores", "decode") and offer is not None:
+        return f"{OFFERS[offer]}."
+    if stage in ("cores", "decode") and _placement_weighed(rec):
+        return f"Give the loader {more} the cores (a larger machine)."
+    actions = {
+        "cores": f"Give the loader {more} the cores, or make each sample cheaper.",
+        "decode": f"Make each sample {more} cheaper to load, or use {more} the cores.",
+        "handover": "Hand over less per batch: uint8 samples, or collate in the workers.",
+        "storage": "Copy the data to local disk, or pack it into larger shards.",
+        "shards": "Deal the shards evenly: see num_workers.",
+        "workers": "Run a longer live trial: more workers may read faster.",
+        "unexplained": f"Give the loader {more} the cores, or make each sample cheaper.",
+    }
+    if stage == "storage" and rec.data_source == "copy-local":
+        return "Put the local copy on a faster disk (local NVMe)."
+    if stage is None:
+        return "Run the live trial: it measures what limits the loader."
+    return actions.get(stage, actions["unexplained"])
+
+
+def preprocess_offer(rec: Recommendation) -> str | None:
+    """The preprocessing change the recommendation offers ("preprocess-offline", "gpu",
+    "pre-decoded"); None: none (none gains beyond the measured noise, or none was weighed)."""
+    found = next((d for d in getattr(rec, "decisions", ()) if d.name == "preprocess"), None)
+    return found.value if found is not None and found.value in OFFERS else None
+
+
+def _placement_weighed(rec: Recommendation) -> bool:
+    """True where DEC-1 weighed where the decode runs and kept it on the CPU."""
+    found = next((d for d in getattr(rec, "decisions", ()) if d.name == "preprocess"), None)
+    return found is not None and found.value == "cpu"
 
 
 def _bottleneck_line(rec: Recommendation, diagnosis: Diagnosis | None) -> list[str]:

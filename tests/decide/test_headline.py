@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 import typing
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -75,3 +77,67 @@ def test_a_loader_that_keeps_up_gets_no_action() -> None:
     assert keep_up_action(_rec("step", input_bound=False)) is None
     assert not any(line.startswith("To keep up") for line in headline_lines(
         _rec("step", input_bound=False), None, 300.0))  # fmt: skip
+
+
+def _measured(consumer: float, slices: tuple[float, float, float]) -> Recommendation:
+    """A recommendation from a trial that measured 1 worker's `slices` (low, median, high) on
+    JPEGs streamed from S3 to 2 cores, no GPU."""
+    from tests.builders import make_hardware, make_profile, make_trial
+
+    low, median, high = slices
+    jpeg = make_profile(fmt="jpeg", spo=None, size=150_000, count=50_000)
+    trial = make_trial(rates={0: 200.0, 1: slices, 2: (low - 5, median - 3, high - 10)},
+                       output_bytes=1.5e6)  # fmt: skip
+    return recommend(jpeg, make_hardware(cores=2, gpus=0, disk_free=0),
+                     Workload(consumer_rate=consumer), trial)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("consumer", "slices", "tone", "words"),
+    [
+        (200.0, (245.0, 249.0, 252.0), "keeps-up", "The loader keeps up: 200 of the 200"),
+        # 249 against the 275.5 that keeps up, its slices on both sides of it
+        (290.0, (230.0, 249.0, 290.0), "within-noise", "short by 14%, within the measured noise"),
+        (400.0, (245.0, 249.0, 252.0), "short", "The loader cannot keep up: short by 38%."),
+    ],
+)
+def test_the_headline_is_short_and_its_tone_follows_the_measurement(
+    consumer: float, slices: tuple[float, float, float], tone: str, words: str
+) -> None:
+    from advisor.report.headline import HEADLINE_WORDS, verdict_headline
+    from advisor.wizard.panels.recommendation import headline
+
+    rec = _measured(consumer, slices)
+    said = verdict_headline(rec)
+    assert said is not None and said.tone == tone and words in said.text, said
+    assert len(said.text.split()) <= HEADLINE_WORDS == 25
+    shown = headline(rec, None, consumer)
+    assert f"la-verdict-{tone}" in shown
+    # red only outside the noise; the reasoning (the action's why) behind the evidence
+    assert ("la-error" in shown) == (tone == "short")
+    if tone == "short":  # the one action: what the preprocessing card offers
+        assert said.text.endswith("Store the images decoded, once, offline.")
+        assert "evidence and notes" in shown and "To keep up (249 samples/s" in shown
+
+
+@pytest.mark.parametrize("stage", [s for s in STAGES if s != "step"] + [None])
+def test_every_short_headline_fits_in_25_words_with_its_one_action(stage: str | None) -> None:
+    """Short beyond the noise, from the trial or in the user's loop (its rounds waiting 30-34%,
+    beyond the 5% that keeps up): red, one action, 25 words at most; within the noise (a round
+    at 4%) not red."""
+    from advisor.diagnosis import Comparison
+    from advisor.report.headline import verdict_headline
+
+    def run(waits: float) -> Any:
+        summary = SimpleNamespace(overall_samples_per_s=200.0, overall_wait_share=waits)
+        return SimpleNamespace(summary=summary, verdict=None, bottleneck=None)
+
+    rec = _rec(stage)
+    short = Comparison((run(0.8), run(0.8)), (run(0.30), run(0.34)))
+    close = Comparison((run(0.8), run(0.8)), (run(0.04), run(0.09)))
+    for said in (verdict_headline(rec), verdict_headline(rec, short)):
+        assert said is not None and said.tone == "short", said
+        assert len(said.text.split()) <= 25, said.text
+    within = verdict_headline(rec, close)
+    assert within is not None and within.tone == "within-noise", within
+    assert "within the measured noise" in within.text and len(within.text.split()) <= 25

@@ -31,7 +31,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "advisor" / "decide" / "rules"
 # what a family may import from advisor.decide.rules: the shared modules, never another family
 SHARED = {
     "keys", "base", "reading", "context", "evidence", "thresholds", "bottleneck", "words",
-    "readpath", "measured", "request_plan", "dealing",
+    "readpath", "measured", "request_plan", "dealing", "gain",
 }  # fmt: skip
 
 

@@ -42,6 +42,7 @@ from advisor.decide.rules.keys import Key, State
 from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
 from advisor.decide.rules.words import workers as workers_words
 from advisor.decide.verdict import INPUT_BOUND
+from advisor.measure.trial.cpu_parts import busy_parts, parts_words
 from advisor.measure.trial.results import READ_LISTED
 from advisor.measure.trial.search import measured_ceiling
 
@@ -228,7 +229,8 @@ def trial_ceilings(ctx: Context, state: State, num_workers: int) -> list[Ceiling
     machine_s = trial.machine_s(num_workers)
     if machine_s:
         cores = max(ctx.cores_per_rank, 1)
-        how = f"{counted(cores, 'core')} / {duration(machine_s)} busy CPU per sample"
+        parts = parts_words(busy_parts(trial, num_workers))  # what the busy CPU is spent on
+        how = f"{counted(cores, 'core')} / {duration(machine_s)} busy CPU per sample: {parts}"
         out.append(Ceiling("cores", cores / machine_s, how))
     return out
 

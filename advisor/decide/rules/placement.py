@@ -1,6 +1,8 @@
 """Where the JPEG decode runs (DEC-1): on the CPU in the loader, on the GPU in the training loop,
 or once, offline, into stored pixels. Weighed from the trial's CPU decode and the GPU's batched
-decode (measured on this machine's GPU, else the figures recorded on a named one)."""
+decode (measured on this machine's GPU, else predicted from the figures recorded on a named
+one), where training has a GPU; a place other than the CPU only where it gains beyond the noise
+the trial measured (`advisor.decide.rules.gain`)."""
 
 from __future__ import annotations
 
@@ -11,37 +13,41 @@ from advisor.core.model import loading_cores
 from advisor.core.units import data_size, duration, per_s, rate, share
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
+from advisor.decide.rules.gain import (
+    CHANNELS,
+    gain_line,
+    image_pixels,
+    measured_gpu_here,
+    weighs_decode_placement,
+)
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.thresholds import NOISE_CAP
 from advisor.decide.rules.words import workers
 from advisor.measure.hardware.gpu_decode import GpuDecode, recorded_gpu_decode
 
-CHANNELS = 3  # the default decoder's RGB output: bytes per pixel
-PLACES = ("cpu", "gpu", "pre-decoded")  # in order of preference where rates are within noise
+PLACES = ("cpu", "gpu", "pre-decoded")  # in order of preference where rates are equal
 
 
 @dataclass(frozen=True)
 class Placement:
-    """The rate each place for the decode would deliver to the training loop (samples/s)."""
+    """The rate each place for the decode would deliver to the training loop (samples/s);
+    `gpu` None where training has no GPU (or no figures for one)."""
 
     cpu: float
-    gpu: float
+    gpu: float | None
     pre_decoded: float
-    gpu_s_per_image: float  # the training loop's time per image decoded on the GPU
-    gpu_ms_per_batch: float  # the GPU's own time per batch of the trial's batch size
+    gpu_s_per_image: float | None  # the training loop's time per image decoded on the GPU
+    gpu_ms_per_batch: float | None  # the GPU's own time per batch of the trial's batch size
     inflation: float  # a decoded sample's bytes over the stored JPEG's
 
     def rates(self) -> dict[str, float]:
-        return {"cpu": self.cpu, "gpu": self.gpu, "pre-decoded": self.pre_decoded}
+        both = {"cpu": self.cpu, "gpu": self.gpu, "pre-decoded": self.pre_decoded}
+        return {place: r for place, r in both.items() if r is not None}
 
-    def choice(self) -> str:
-        """The place with the highest rate; a later place in PLACES must beat an earlier one by
-        more than the noise (the CPU decode needs no change, the GPU's costs the step)."""
-        chosen = PLACES[0]
-        for place in PLACES[1:]:
-            if self.rates()[place] > self.rates()[chosen] * (1 + NOISE_CAP):
-                chosen = place
-        return chosen
+    def choice(self, line: float) -> str:
+        """The CPU (no change) unless another place delivers more than `line`, the rate a
+        change must exceed to gain beyond the measured noise; then the fastest of those."""
+        gaining = [p for p in PLACES[1:] if self.rates().get(p, 0.0) > line]
+        return max(gaining, key=lambda p: self.rates()[p], default="cpu")
 
 
 class DecodePlacement(Rule):
@@ -50,13 +56,17 @@ class DecodePlacement(Rule):
     Condition: JPEG images decoded by the default decoder, a consumer rate, and the trial's CPU
     decode measured. The CPU decode delivers the expected rate at the chosen count. Without the
     decode, the loader's CPU ceiling is the loading cores over the CPU per sample less the
-    decode's, under the storage's ceilings. Decoded on the GPU in the training loop, each image
-    costs the loop the GPU decode's time per image (measured on this machine's GPU, else the
+    decode's, under the storage's ceilings. Where training has a GPU (this machine's, or a
+    target's: `--target-gpu`), decoded on the GPU in the training loop each image costs the loop
+    the GPU decode's time per image (measured on this machine's GPU, else predicted from the
     recorded figures, drawn through the image's pixels), so the loop runs at
-    1 / (1 / consumer + that time). Stored decoded, the storage carries pixels x 3 bytes a sample
-    Recommendation: decode where the loop gets the highest rate: on the CPU with the chosen
-    workers unless the GPU (or stored pixels) delivers more beyond the noise; with what the GPU
-    decode costs each step
+    1 / (1 / consumer + that time); with no GPU, no GPU decode is weighed. Stored decoded, the
+    storage carries pixels x 3 bytes a sample
+    Recommendation: decode on the CPU with the chosen workers (no change) unless the GPU or
+    stored pixels deliver more than every slice the trial measured at the chosen count and more
+    than 5% over their median (beyond the measured noise); then the fastest of them, with what
+    the GPU decode costs each step. A figure recorded on another GPU is a prediction, never
+    "measured"
     Source: measured: the trial's CPU decode and the GPU's batched nvJPEG decode (`python -m bench
     gpu`: on an H100, about 13,000 images/s of 0.17 Mpixel against 390 per core with Pillow)
     """
@@ -66,62 +76,77 @@ class DecodePlacement(Rule):
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        decode = ctx.trial.decode if ctx.trial is not None else None
-        consumer = ctx.consumer_rate
-        if (
-            decode is None
-            or consumer is None
-            or ctx.profile.dominant_format != "jpeg"
-            or ctx.workload.transform
-            or ctx.profile.record_format
-        ):
+        if not weighs_decode_placement(ctx):
             return None
-        gpu, measured_here = _gpu_figures(ctx)
-        if gpu is None:
-            return None
-        pixels = _pixels(ctx, gpu, measured_here)
-        if pixels is None:
-            return None
+        assert ctx.trial is not None and ctx.trial.decode is not None
+        pixels = image_pixels(ctx)
+        assert pixels is not None and ctx.consumer_rate is not None
+        gpu = _gpu_figures(ctx)
         place = weigh(ctx, state, gpu, pixels)
-        chosen = place.choice()
+        line = gain_line(ctx, state)
+        chosen = place.choice(line)
         count = state.get(Key.NUM_WORKERS, 0)
-        where = "measured on this machine's GPU" if measured_here else gpu.recorded or gpu.device
+        here = measured_gpu_here(ctx)
+        kept = (
+            f"no other place gains beyond the measured noise (more than {rate(line)})"
+            if math.isfinite(line)
+            else "the loader keeps up, so no other place gains"
+        )
         said = {
-            "cpu": f"Decode on the CPU with {workers(count)}",
+            "cpu": f"Keep the decode on the CPU with {workers(count)}: {kept}",
             "gpu": "Decode on the GPU, in the training loop",
             "pre-decoded": "Store the images decoded, once, offline",
         }[chosen]
-        rates = (
-            f"CPU {per_s(place.cpu)}, GPU {per_s(place.gpu)}, stored decoded "
-            f"{per_s(place.pre_decoded)}"
-        )
+        stored = f"stored decoded {per_s(place.pre_decoded)}"
+        if gpu is None or place.gpu is None or place.gpu_s_per_image is None:
+            rates = f"CPU {per_s(place.cpu)}, {stored}"
+            on_gpu = (
+                " No GPU decode is weighed: training has no GPU here or planned (--target-gpu)."
+                if not ctx.has_gpu
+                else " No GPU decode is weighed: none was measured here or recorded."
+            )
+        else:
+            rates = f"CPU {per_s(place.cpu)}, GPU {per_s(place.gpu)}, {stored}"
+            where = (
+                "measured on this machine's GPU"
+                if here
+                else f"predicted from the figures {gpu.recorded}, not measured here"
+            )
+            on_gpu = (
+                f" On the GPU each image takes {duration(place.gpu_s_per_image)} of the training "
+                f"loop ({where}): {share(min(place.gpu * place.gpu_s_per_image, 1.0))} of its "
+                f"time at {rate(place.gpu)}."
+            )
         rationale = (
             f"{said}: the loop gets {rate(place.rates()[chosen])} for a GPU that consumes "
-            f"{rate(consumer)} (decoded on the {rates} samples/s). On the GPU each image takes "
-            f"{duration(place.gpu_s_per_image)} of the training loop ({where}): "
-            f"{share(min(place.gpu * place.gpu_s_per_image, 1.0))} of its time at "
-            f"{rate(place.gpu)}. Stored decoded, a sample is {_size(pixels)}, "
-            f"{place.inflation:.1f}x the JPEG."
+            f"{rate(ctx.consumer_rate)} (decoded on the {rates} samples/s).{on_gpu} Stored "
+            f"decoded, a sample is {data_size(pixels * CHANNELS)}, {place.inflation:.1f}x the "
+            "JPEG."
         )
         return self.finding(
             chosen,
             rationale,
             evidence={
                 "placement_samples_per_s": {k: round(v, 1) for k, v in place.rates().items()},
-                "cpu_decode_s_per_sample": decode.cpu_s_per_sample,
+                "a_gain_exceeds_samples_per_s": round(line, 1) if math.isfinite(line) else None,
+                "cpu_decode_s_per_sample": ctx.trial.decode.cpu_s_per_sample,
                 "gpu_s_per_image": place.gpu_s_per_image,
-                "gpu_ms_per_batch": round(place.gpu_ms_per_batch, 3),
+                "gpu_ms_per_batch": None
+                if place.gpu_ms_per_batch is None
+                else round(place.gpu_ms_per_batch, 3),
                 "image_pixels": round(pixels),
-                "gpu_figures": "measured here" if measured_here else gpu.recorded,
-                "gpu_device": gpu.device,
+                "gpu_figures": None if gpu is None else "measured here" if here else gpu.recorded,
+                "gpu_device": None if gpu is None else gpu.device,
             },
-            measured=True,
+            # the CPU's rate is the trial's; the GPU's a prediction unless measured here; stored
+            # pixels' always the model's
+            measured=chosen == "cpu" or (chosen == "gpu" and here),
         )
 
 
-def weigh(ctx: Context, state: State, gpu: GpuDecode, pixels: float) -> Placement:
+def weigh(ctx: Context, state: State, gpu: GpuDecode | None, pixels: float) -> Placement:
     """The rate each decode placement delivers to the training loop, from the model's ceilings at
-    the chosen count and the measured decode costs."""
+    the chosen count and the measured decode costs (no GPU place where `gpu` is None)."""
     decode = ctx.trial.decode if ctx.trial is not None else None
     assert decode is not None and ctx.consumer_rate is not None
     consumer = ctx.consumer_rate
@@ -133,35 +158,24 @@ def weigh(ctx: Context, state: State, gpu: GpuDecode, pixels: float) -> Placemen
     undecoded_cpu = cores / rest if rest > 0 else math.inf  # the storage's ceilings then hold
     storage = min(p.latency_bound, p.bandwidth_bound)
     undecoded = min(undecoded_cpu, storage)
-    on_gpu = gpu.seconds_per_image(pixels)
+    on_gpu = gpu.seconds_per_image(pixels) if gpu is not None else None
     inflation = pixels * CHANNELS / max(decode.bytes_per_sample, 1.0)
     return Placement(
         cpu=min(ctx.expected_rate(state), consumer),
-        gpu=min(undecoded, 1 / (1 / consumer + on_gpu)),
+        gpu=None if on_gpu is None else min(undecoded, 1 / (1 / consumer + on_gpu)),
         pre_decoded=min(undecoded_cpu, p.latency_bound, p.bandwidth_bound / inflation, consumer),
         gpu_s_per_image=on_gpu,
-        gpu_ms_per_batch=on_gpu * ctx.workload.batch_size * 1e3,
+        gpu_ms_per_batch=None if on_gpu is None else on_gpu * ctx.workload.batch_size * 1e3,
         inflation=inflation,
     )
 
 
-def _gpu_figures(ctx: Context) -> tuple[GpuDecode | None, bool]:
-    """The GPU decode measured by the trial on this machine, else the recorded figures."""
-    measured = ctx.trial.gpu_decode if ctx.trial is not None else None
-    if measured is not None and not ctx.hardware.planned:
-        return measured, True
-    return recorded_gpu_decode(), False
-
-
-def _pixels(ctx: Context, gpu: GpuDecode, measured_here: bool) -> float | None:
-    """Pixels per image: what the GPU decoded here, else the CPU decode's output over RGB."""
-    if measured_here and gpu.points:
-        return gpu.points[0].mean_pixels
-    decode = ctx.trial.decode if ctx.trial is not None else None
-    if decode is None or not decode.output_bytes_per_sample:
+def _gpu_figures(ctx: Context) -> GpuDecode | None:
+    """The GPU decode measured by the trial on this machine, else the recorded figures; None
+    where training has no GPU (none here, none planned): no GPU decode to weigh."""
+    if not ctx.has_gpu:
         return None
-    return decode.output_bytes_per_sample / CHANNELS
-
-
-def _size(pixels: float) -> str:
-    return data_size(pixels * CHANNELS)
+    if measured_gpu_here(ctx):
+        assert ctx.trial is not None
+        return ctx.trial.gpu_decode
+    return recorded_gpu_decode()

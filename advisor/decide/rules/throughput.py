@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
+from advisor.core.model import loading_cores
 from advisor.core.reader_budget import READER_BUDGET_BYTES, first_batch_s, worker_memory_bytes
 from advisor.core.units import duration, per_s, rate, share
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.bottleneck import of_trial
+from advisor.decide.rules.bottleneck import Bottleneck, of_trial
 from advisor.decide.rules.context import Context
+from advisor.decide.rules.gain import gain_line, gains, weighs_decode_placement
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
 from advisor.decide.rules.words import ceiling_words, storage_words, workers
@@ -133,7 +136,12 @@ class CpuBoundDecode(Rule):
     is decode or the cores: else the measurements say decoding is not what holds the loader
     back, and the advice is not given. Nor is it given where the measured rate exceeds the
     ceiling (estimated wrong), or where a count above the chosen one, within the caps, was not
-    measured and the measured ceilings leave room for it (the bottleneck is then "workers")
+    measured and the measured ceilings leave room for it (the bottleneck is then "workers").
+    Nor where the rate with the decode's CPU taken out (the measured ceilings at the chosen
+    count, its decode and cores stages without the decode's CPU per sample, under the consumer;
+    the model's where the count was not measured) gains nothing beyond the measured noise
+    (above every slice at the chosen count and 5% over their median), nor for the JPEG images
+    DEC-1 weighs (storing them decoded, priced in their pixels' bytes, is its advice)
     Recommendation: do deterministic decode/resize offline, keep random augmentation online
     Source: [IO] 2: make `__getitem__` cheap (1 worker reached the speed of 7); measured: the
     sweep's rate at the chosen count against the decode ceiling
@@ -144,7 +152,7 @@ class CpuBoundDecode(Rule):
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        if not state.get(Key.INPUT_BOUND):
+        if not state.get(Key.INPUT_BOUND) or weighs_decode_placement(ctx):
             return None
         count = state.get(Key.NUM_WORKERS, 0)
         p = ctx.model(state, count)
@@ -162,6 +170,9 @@ class CpuBoundDecode(Rule):
             return None  # decoding leaves capacity unused: it is not what limits the loader
         if measured is not None and measured > (1 + NOISE_CAP) * ceiling:
             return None  # the measurement exceeds the ceiling: it was estimated wrong
+        offline = offline_rate(ctx, state, found)
+        if not gains(ctx, state, offline):
+            return None  # without the decode the loader would read within the measured noise
         at = f"; it reads {rate(measured)}" if measured is not None else ""
         if named is not None:
             cap = f"The CPU caps the loader at {rate(ceiling)} with {workers(count)} ({named.how})"
@@ -172,15 +183,49 @@ class CpuBoundDecode(Rule):
             )
         return self.finding(
             "preprocess-offline",
-            f"{cap}{at}: move deterministic decode/resize offline, keep random augmentation.",
+            f"{cap}{at}: move deterministic decode/resize offline, keep random augmentation "
+            f"(without the decode the loader would read about {rate(offline)}).",
             evidence={
                 "cpu_s_per_sample": ctx.cpu_s_per_sample,
                 "cpu_bound_samples_per_s": ceiling,
+                "offline_samples_per_s": offline,
+                "a_gain_exceeds_samples_per_s": round(gain_line(ctx, state), 1),
                 "measured_samples_per_s": measured,
                 "bottleneck": found.stage if found is not None else None,
             },
             measured=ctx.cpu_measured,
         )
+
+
+def offline_rate(ctx: Context, state: State, found: Bottleneck | None) -> float:
+    """Samples/s the loop would get with the decode done once, offline (its CPU gone, the
+    samples stored as they are): the ceilings measured at the chosen count, the decode and cores
+    stages without the decode's CPU per sample, under the consumer; the model's ceilings where
+    the count was not measured (without a measured decode, all of the CPU per sample is its)."""
+    consumer = ctx.consumer_rate or math.inf
+    count = int(state.get(Key.NUM_WORKERS, 0))
+    decode = ctx.trial.decode if ctx.trial is not None else None
+    if found is not None and ctx.trial is not None and decode is not None:
+        per_sample = {
+            "decode": decode.loop_cpu_s_per_sample or decode.cpu_s_per_sample,
+            "cores": ctx.trial.machine_s(count),
+        }
+        rates = [consumer]
+        for c in found.ceilings:
+            per = per_sample.get(c.stage)
+            if c.lower_bound:
+                continue
+            if per is None:
+                rates.append(c.samples_per_s)
+            elif per > decode.cpu_s_per_sample:
+                rates.append(c.samples_per_s * per / (per - decode.cpu_s_per_sample))
+        return min(rates)
+    p = ctx.model(state, count)
+    cores = loading_cores(count, max(ctx.cores_per_rank, 1), p.training_share)
+    per = cores / p.cpu_bound if p.cpu_bound > 0 else 0.0
+    rest = per - (ctx.cpu_s_per_sample if decode is not None else per)
+    without = cores / rest if rest > 0 else math.inf
+    return min(without, p.latency_bound, p.bandwidth_bound, consumer)
 
 
 def _model_vs_measured(ctx: Context, state: State) -> dict[str, dict[str, float]]:

@@ -14,7 +14,7 @@ from advisor.decide.recommend import S3_ONLY, Decision, Recommendation
 from advisor.export import decision_label, decision_value
 from advisor.measure.trial.results import READ_LISTED, READ_PATH_WORDS
 from advisor.report.before_after import copy_note
-from advisor.report.headline import headline_lines
+from advisor.report.headline import Headline, headline_lines, verdict_headline
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.evidence import evidence_rows
@@ -112,21 +112,30 @@ def headline(
             reader += f", max_inflight_bytes={int(rec.inflight_bytes) >> 20} * 2**20"
         code += f" with <code>ReaderConfig({reader})</code> per worker"
     lines.append(code)
-    if action is not None:  # the loader still cannot keep up: one next step, in view
-        lines.insert(
-            1,
-            "<span class='la-error la-keep-up'>The loader cannot keep up with the training. "
-            f"{html.escape(action)}</span>",
-        )
-    notes = [html.escape(note) for note in (*rec.notes, *rec.cost_notes)]
+    verdict = verdict_headline(rec, comparison)
+    if verdict is not None:  # in view: keeps up, short within the noise, or short (red)
+        lines.insert(1, verdict_html(verdict))
+    # the next step with its reasons, and the notes: the evidence behind the verdict
+    notes = [html.escape(note) for note in (*([action] if action else []), *rec.notes,
+                                            *rec.cost_notes)]  # fmt: skip
     body = "".join(f"<div>{line}</div>" for line in lines)
     if notes:
         body += (
-            "<details class='la-details'><summary>notes</summary>"
+            "<details class='la-details'><summary>evidence and notes</summary>"
             + "".join(f"<div>{n}</div>" for n in notes)
             + "</details>"
         )
     return f"<div class='la-headline-box'>{body}</div>"
+
+
+def verdict_html(verdict: Headline) -> str:
+    """The verdict in its tone's colour: red (`la-error`) only for a loader short beyond the
+    measured noise."""
+    red = " la-error" if verdict.tone == "short" else ""
+    return (
+        f"<span class='la-verdict la-verdict-{verdict.tone}{red}'>"
+        f"{html.escape(verdict.text)}</span>"
+    )
 
 
 def path_html(path: list[str]) -> str:
