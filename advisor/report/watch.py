@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from advisor.core.readable import lines_for
 from advisor.core.units import duration, rate
 
 if TYPE_CHECKING:
     from advisor.decide.watching import WatchReport
 
 
+@lines_for("advisor.decide.watching.WatchReport")
 def watch_lines(report: WatchReport) -> list[str]:
     """The report, one finding a line: what `advisor.watch` prints at the end of the loop."""
     s = report.summary
