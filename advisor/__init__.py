@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from advisor.core import readable
+
 __all__ = ["compare", "diagnose", "load_ipython_extension", "watch"]
 
 
@@ -14,6 +16,13 @@ def load_ipython_extension(ipython: Any) -> None:
     from advisor.magic import load_ipython_extension as load
 
     load(ipython)
+
+
+def _load_report() -> None:
+    import advisor.report  # noqa: F401  (its modules register the results' lines)
+
+
+readable.load_report = _load_report  # a result prints as `advisor.report` words it
 
 
 def __getattr__(name: str) -> Any:

@@ -30,12 +30,11 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from advisor.core.units import rate, share
 from advisor.decide.watching import Change, WatchReport, judge, proof
 from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
 from advisor.measure.loop.watch import WatchedLoop
-from advisor.report.watch import watch_lines
+from advisor.report.watch import epoch_line, watch_lines, window_line
 
 __all__ = ["Doctor", "Watch", "watch"]
 
@@ -56,9 +55,12 @@ def _in_notebook() -> bool:
 
 
 class Doctor:
-    """What the user sees of a watched loop: a line (or a live-view update) every `every`
-    steps, and the report at the end. Shared by `Watch` and the training frameworks'
-    callbacks (`advisor.integrations`)."""
+    """What the user sees of a watched loop, shared by `Watch` and the training frameworks'
+    callbacks (`advisor.integrations`). In a notebook, the live view: a point at the first step
+    (a swapped-in loader's too), every `every` steps and at each epoch's end, the swap marked.
+    Elsewhere, lines: one every `every` steps and the report at each epoch's end until a report
+    has given its verdict, then one line an epoch. The steps count on across the loops it is
+    given (an epoch's, a swapped-in loader's)."""
 
     def __init__(
         self,
@@ -79,7 +81,13 @@ class Doctor:
         self.out: Callable[[str], None] | None = print if out == AUTO else out  # type: ignore[assignment]
         self.cores = usable_cores()
         self.before: tuple[Change, WatchReport] | None = None  # the change swapped in, and why
-        self.steps_before = 0  # the steps of the loops before this one (a loader swapped in)
+        self.epochs = 0  # the passes finished
+        self.reported = False  # a report with a verdict was printed: one line an epoch on
+        self._proved = False  # the proof was printed
+        self._loop: WatchedLoop | None = None  # the loop whose steps are counted now
+        self._steps_before = 0  # the steps of the loops before it
+        self._shown_to = 0  # its steps up to the last point or line
+        self._epoch_from = 0  # its steps before this epoch
 
     def report(self, loop: WatchedLoop) -> WatchReport:
         run = loop.run()
@@ -97,35 +105,84 @@ class Doctor:
         if self.out is not None:
             self.out(f"advisor.watch: {line}")
 
-    def step(self, loop: WatchedLoop) -> None:
-        done = loop.steps_done
-        if (self.out is None and self.view is None) or done % self.every or not done:
-            return
-        waited = sum(loop.waits[-self.every :])
-        stepped = sum(loop.steps[-self.every :])
-        samples = sum(loop.samples[-self.every :])
-        looped = waited + stepped
-        if looped <= 0:
-            return
-        shown = self.steps_before + done  # the run's steps, across a swapped-in loader
+    def steps(self) -> int:
+        """The run's steps so far, across the loops it was given."""
+        return self._steps_before + (self._loop.steps_done if self._loop is not None else 0)
+
+    def swapped(self, change: Change, report: WatchReport) -> None:
+        """The loader changed by `change` (advised by `report`) reads from the next step on."""
+        self.before = (change, report)
         if self.view is not None:
-            self.view.step(shown, waited / looped, samples / looped)
-        if self.out is not None:
-            self.out(
-                f"advisor.watch: step {shown}: waiting {share(waited / looped)} of each step, "
-                f"{rate(samples / looped)} over the last {self.every}"
-            )
+            self.view.swap(self.steps(), f"{change.setting} {change.now} -> {change.to}")
+
+    def step(self, loop: WatchedLoop) -> None:
+        if self.out is None and self.view is None:
+            return
+        self._follow(loop)
+        done = loop.steps_done
+        first = self.view is not None and done == 1  # the chart starts at the first step
+        if self.view is None and self.reported:  # a script past its first report
+            return
+        if first or (self._steps_before + done) % self.every == 0:
+            self._show(loop, done)
 
     def finish(self, loop: WatchedLoop) -> WatchReport:
         report = self.report(loop)
+        self.epochs += 1
         if self.out is None and self.view is None:
             return report
+        self._follow(loop)
+        done = loop.steps_done
         if self.view is not None:
+            if done > self._shown_to:  # the epoch's last steps, before a swap among them
+                self._show(loop, done)
             self.view.done(report)
-        if self.out is not None:
+        elif self.reported:
+            window = _window(loop, self._epoch_from, done)
+            said = report.proof if report.proof and report.proof.after_samples_per_s else None
+            if window is not None:
+                steps, waits, samples_per_s = window
+                shown = None if self._proved else said
+                self.say(epoch_line(self.epochs, waits, samples_per_s, steps, shown))
+                self._proved = self._proved or said is not None
+        else:
             for line in watch_lines(report):
-                self.out(f"advisor.watch: {line}")
+                self.say(line)
+            self.reported = report.verdict is not None
+            self._proved = report.proof is not None and report.proof.after_samples_per_s is not None
+        self._epoch_from = done
         return report
+
+    def _follow(self, loop: WatchedLoop) -> None:
+        """Count `loop`'s steps after those of the loops before it."""
+        if loop is self._loop:
+            return
+        if self._loop is not None:
+            self._steps_before += self._loop.steps_done
+        self._loop, self._shown_to, self._epoch_from = loop, 0, 0
+
+    def _show(self, loop: WatchedLoop, done: int) -> None:
+        """A point on the live view, or a line, for the steps since the last."""
+        window = _window(loop, self._shown_to, done)
+        if window is None:
+            return
+        steps, waits, samples_per_s = window
+        self._shown_to = done
+        at = self._steps_before + done
+        if self.view is not None:
+            self.view.step(at, waits, samples_per_s)
+        else:
+            self.say(window_line(at, waits, samples_per_s, steps))
+
+
+def _window(loop: WatchedLoop, start: int, end: int) -> tuple[int, float, float] | None:
+    """The loop's steps `start` to `end`: their count, the share of their time that waited
+    for data, and their samples/s; None where they took no time."""
+    waited = sum(loop.waits[start:end])
+    looped = waited + sum(loop.steps[start:end])
+    if looped <= 0:
+        return None
+    return end - start, waited / looped, sum(loop.samples[start:end]) / looped
 
 
 class Watch:
@@ -186,9 +243,9 @@ class Watch:
                 "loader swapped in at the next epoch"
             )
             return
-        self.doctor.steps_before += self.loop.steps_done
         self.loop = self._watched(make(**{change.setting: change.to}))
-        self.swapped, self.doctor.before = change, (change, report)
+        self.swapped = change
+        self.doctor.swapped(change, report)
         self.doctor.say(
             f"from the next epoch on, {name}({change.setting}={change.to!r}): "
             f"{change.setting} {change.now} -> {change.to}, the advised loader"

@@ -35,9 +35,15 @@ def main(
             print(copied(folder) if folder else _NOTHING_TO_PREPARE)
             return 0
         started = time.monotonic()
-        loader = from_config(config)
-        batches = list(itertools.islice(loader, 3))
-        print(f"read {len(batches)} batches in {time.monotonic() - started:.2f} s")
+        # Each process adds its samples to the shared counts every few hundred and when its
+        # pass ends: the pass is ended before the counts are read (its workers stopped, which
+        # a persistent loader would keep), so they hold what was read (the workers' read-ahead
+        # included).
+        loader = from_config(config, persistent_workers=False)
+        batches = itertools.islice(iter(loader), 3)
+        read, seconds = sum(1 for _ in batches), time.monotonic() - started
+        del batches  # its iterator's last reference: the pass ends (its workers stop)
+        print(f"read {read} batches in {seconds:.2f} s")
         print(loader_stats(loader))
         return 0
     except Exception as exc:  # one line, not a traceback: what is wrong and what to do

@@ -28,6 +28,17 @@ def run_module_code(module_dir: Path, code: str, home: Path) -> subprocess.Compl
     )  # fmt: skip
 
 
+def run_module_main(module: Path, home: Path) -> subprocess.CompletedProcess[str]:
+    """`python <module>.py` in its folder, as step 1 of the wizard's "What next" runs it (bounded
+    at 120 s; a HOME of its own, no endpoint from the environment)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT")}
+    env.update(HOME=str(home), PYTHONPATH=str(ROOT))
+    return subprocess.run(
+        [sys.executable, module.name], cwd=module.parent, env=env, capture_output=True,
+        text=True, timeout=120, check=False,
+    )  # fmt: skip
+
+
 def advised_session(uri: str, workload: Workload, **location: Any) -> AdvisorSession:
     """A session at `uri` (`location`: set_location's keywords) with `workload`, profiled, its
     machine probed and its recommendation made: what an export is built from."""

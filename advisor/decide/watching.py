@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.core.model import predict
+from advisor.core.readable import Readable
 from advisor.core.storage import StorageParams
 from advisor.core.units import counted, duration, rate, share
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop
@@ -92,8 +93,9 @@ def proof(change: Change, after: LoopRun, workers: int | None) -> Proof:
 
 
 @dataclass(frozen=True)
-class WatchReport:
-    """The loop judged so far (`advisor.report.watch.watch_lines` words it for people)."""
+class WatchReport(Readable):
+    """The loop judged so far (`advisor.report.watch.watch_lines` words it for people: its
+    `str` and its notebook display)."""
 
     summary: LoopSummary
     verdict: Verdict | None

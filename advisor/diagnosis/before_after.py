@@ -24,6 +24,7 @@ from typing import Any
 
 from advisor.core import homecache
 from advisor.core.bounds import LoopLimits, TrialBudget
+from advisor.core.readable import Readable
 from advisor.core.units import data_rate, data_size, duration
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation
@@ -77,9 +78,9 @@ class LocalCopyStep:
 
 
 @dataclass(frozen=True)
-class BeforeAfter:
-    """The advice for the data and the comparison that measured it (the headline people read:
-    `advisor.report.before_after`)."""
+class BeforeAfter(Readable):
+    """The advice for the data and the comparison that measured it (the headline people read,
+    also its `str` and notebook display: `advisor.report.before_after.before_after_headline`)."""
 
     first_look: Diagnosis
     recommendation: Recommendation

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, range_of
+from advisor.core.readable import Readable
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.decide.rules.bottleneck import Bottleneck, of_loop
 from advisor.decide.verdict import Verdict, input_bound
@@ -72,9 +73,10 @@ def as_step(
 
 
 @dataclass(frozen=True)
-class Diagnosis:
+class Diagnosis(Readable):
     """One loader in one loop: the measured summary, the verdict and the bottleneck named from
-    the measurements (None: a loop of a single batch has no waits to judge)."""
+    the measurements (None: a loop of a single batch has no waits to judge). Its `str` and
+    notebook display are `advisor.report.diagnosis.diagnosis_lines`."""
 
     summary: LoopSummary
     verdict: Verdict | None
@@ -125,8 +127,9 @@ def _judged(run: LoopRun, machine_busy: float | None) -> Diagnosis:
 
 
 @dataclass(frozen=True)
-class Comparison:
-    """Two loaders through the same step, interleaved: one Diagnosis per loader and round."""
+class Comparison(Readable):
+    """Two loaders through the same step, interleaved: one Diagnosis per loader and round (its
+    `str` and notebook display: `advisor.report.diagnosis.comparison_lines`)."""
 
     before: tuple[Diagnosis, ...]
     after: tuple[Diagnosis, ...]

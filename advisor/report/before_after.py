@@ -6,21 +6,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from advisor.report.diagnosis import comparison_dict, comparison_headline, diagnosis_lines
+from advisor.core.readable import lines_for
+from advisor.report.diagnosis import comparison_dict, comparison_lines, diagnosis_lines
 from advisor.report.headline import keep_up_action
 
 if TYPE_CHECKING:
     from advisor.diagnosis.before_after import BeforeAfter, LocalCopyStep
 
 
+@lines_for("advisor.diagnosis.before_after.BeforeAfter")
 def before_after_headline(result: BeforeAfter) -> list[str]:
-    """Two or three lines: what to change and its measured effect; the verdicts."""
+    """A few lines: what to change and its measured effect; the verdicts; the local copy; the
+    user's loader's bottleneck; one next step where the advised loader cannot keep up."""
     what = ", ".join(result.changed) or "the recommended loader"
-    lines = [comparison_headline(result.comparison, what)]
-    before, after = result.comparison.verdicts()
-    if before is not None and after is not None:
-        lines.append(f"before: {before.line}")
-        lines.append(f"after: {after.line}")
+    lines = comparison_lines(result.comparison, what)
     if result.copy is not None:
         lines.append(copy_note(result.copy))
     if result.first_look.bottleneck is not None:

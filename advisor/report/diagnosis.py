@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from advisor.core.readable import lines_for
 from advisor.core.units import binary_size, per_s
 
 if TYPE_CHECKING:
@@ -13,6 +14,7 @@ if TYPE_CHECKING:
     from advisor.measure.loop.results import Spread
 
 
+@lines_for("advisor.diagnosis.loop.Diagnosis")
 def diagnosis_lines(diagnosis: Diagnosis) -> list[str]:
     """The diagnosis as a person reads it, one figure a line, spreads in brackets."""
     s = diagnosis.summary
@@ -65,6 +67,18 @@ def comparison_headline(comparison: Comparison, change: str = "") -> str:
         f"{wait_b * 100:.0f}% -> {wait_a * 100:.0f}% of each step"
     )
     return f"{change}: {text}" if change else text
+
+
+@lines_for("advisor.diagnosis.loop.Comparison")
+def comparison_lines(comparison: Comparison, change: str = "") -> list[str]:
+    """The comparison's headline (`comparison_headline`), then each loader's verdict on the
+    median of its rounds."""
+    lines = [comparison_headline(comparison, change)]
+    before, after = comparison.verdicts()
+    if before is not None and after is not None:
+        lines.append(f"before: {before.line}")
+        lines.append(f"after: {after.line}")
+    return lines
 
 
 def comparison_dict(comparison: Comparison) -> dict[str, Any]:

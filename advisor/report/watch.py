@@ -1,16 +1,21 @@
 """The user's own training loop as `advisor.watch` judged it (`advisor.decide.watching`), as
-people read it: the verdict, the bottleneck, one change, what was found, the proof, the run."""
+people read it: the verdict, the bottleneck, one change, what was found, the proof, the run;
+and the lines it prints as the loop runs (`window_line` every few steps until the first report,
+then `epoch_line`, one an epoch)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.core.units import duration, rate
+from advisor.core.readable import lines_for
+from advisor.core.units import counted, duration, rate, share
+from advisor.decide.verdict import input_bound
 
 if TYPE_CHECKING:
-    from advisor.decide.watching import WatchReport
+    from advisor.decide.watching import Proof, WatchReport
 
 
+@lines_for("advisor.decide.watching.WatchReport")
 def watch_lines(report: WatchReport) -> list[str]:
     """The report, one finding a line: what `advisor.watch` prints at the end of the loop."""
     s = report.summary
@@ -24,7 +29,29 @@ def watch_lines(report: WatchReport) -> list[str]:
         out.append(f"proof: {report.proof.line}")
     if s.overall_samples_per_s is not None:
         out.append(
-            f"{s.batches} steps, {rate(s.overall_samples_per_s)}; first batch after "
+            f"{s.batches} steps{' since the swap' if report.proof else ''}, "
+            f"{rate(s.overall_samples_per_s)}; first batch after "
             f"{duration(s.time_to_first_batch_s)}"
         )
     return out
+
+
+def window_line(step: int, wait_share: float, samples_per_s: float, steps: int) -> str:
+    """The loop at `step`: its waiting share and rate over the last `steps` steps."""
+    return (
+        f"step {step}: waiting {share(wait_share)} of each step, {rate(samples_per_s)} over "
+        f"the last {steps}"
+    )
+
+
+def epoch_line(
+    epoch: int, wait_share: float, samples_per_s: float, steps: int, proof: Proof | None = None
+) -> str:
+    """One line for an epoch after the first report: its verdict, waiting share and rate; the
+    first epoch measured after a swap gives the proof instead."""
+    if proof is not None:
+        return f"epoch {epoch}: proof: {proof.line}"
+    return (
+        f"epoch {epoch}: {input_bound(wait_share).level}, waiting {share(wait_share)} of each "
+        f"step, {rate(samples_per_s)} over its {counted(steps, 'step')}"
+    )

@@ -1,8 +1,10 @@
-"""The live view of `advisor.watch` in a notebook: the waiting share over the steps, the verdict
-once there are enough steps, and at the end the report (bottleneck, change, what it found).
+"""The live view of `advisor.watch` in a notebook: the waiting share over the steps from the
+first (a swapped-in loader's marked where it starts), the verdict once there are enough steps,
+and at each epoch's end the report (bottleneck, change, what it found).
 
-Updated from the training loop's own thread every `every` steps, at most every UPDATE_S seconds
-(a redraw sends one small message; the loop does not wait on the browser)."""
+Updated from the training loop's own thread at the first step, every `every` steps and at each
+epoch's end (`advisor.watcher.Doctor`), redrawn at most every UPDATE_S seconds (a redraw sends
+one small message; the loop does not wait on the browser)."""
 
 from __future__ import annotations
 
@@ -33,6 +35,7 @@ class WatchView:
         self.min_steps = min_steps
         self.steps: list[int] = []
         self.shares: list[float] = []
+        self.swaps: list[tuple[float, str]] = []  # (where on the step axis, the change)
         self._drawn = 0.0
         self.headline = widgets.HTML(f"<b>advisor.watch</b>: {html.escape(label)}, first steps…")
         self.headline.add_class("la-watch-headline")
@@ -57,19 +60,24 @@ class WatchView:
         if time.monotonic() - self._drawn >= UPDATE_S:
             self._draw()
 
+    def swap(self, after_step: int, change: str) -> None:
+        """The changed loader reads from the step after `after_step` on: a mark between them."""
+        self.swaps.append((after_step + 0.5, change))
+        self._draw()
+
     def done(self, report: WatchReport) -> None:
-        verdict = report.verdict.line if report.verdict else "too few steps to judge"
-        self.headline.value = f"<b>advisor.watch</b>: {html.escape(verdict)}"
-        rows = [report.bottleneck.line] if report.bottleneck else []
-        rows += [f"change: {report.change.line}"] if report.change else []
-        rows += [f"found: {trip.line}" for trip in report.trips]
-        rows += [f"proof: {report.proof.line}"] if report.proof else []
-        rows += watch_lines(report)[-1:]
+        lines = watch_lines(report)  # its verdict as the headline, the rest below
+        self.headline.value = f"<b>advisor.watch</b>: {html.escape(lines[0])}"
+        rows = lines[1:]
         self.details.value = "<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in rows) + "</ul>"
         self._draw()
 
     def _draw(self) -> None:
         self._drawn = time.monotonic()
+        set_outputs(self.chart, figure_bundle(self.figure()))
+
+    def figure(self) -> go.Figure:
+        """The chart: the waiting share at each point, the levels, the swap."""
         figure = go.Figure(
             go.Scatter(
                 x=self.steps,
@@ -88,6 +96,10 @@ class WatchView:
                 "showlegend": False,
             },
         )
+        for x, change in self.swaps:
+            figure.add_vline(
+                x=x, line_dash="dash", line_color="#2ca02c", annotation_text=f"swapped: {change}"
+            )
         for level, words in (
             (INPUT_BOUND, "5%: input-bound above"),
             (HIGHLY_INPUT_BOUND, "20%: highly input-bound above"),
@@ -95,4 +107,4 @@ class WatchView:
             figure.add_hline(
                 y=100 * level, line_dash="dot", annotation_text=words, line_color="#d62728"
             )
-        set_outputs(self.chart, figure_bundle(figure))
+        return figure

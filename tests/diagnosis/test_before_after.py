@@ -3,6 +3,7 @@ the session's credentials reach the exported loader in this process, never its f
 
 from __future__ import annotations
 
+import html
 import os
 import time
 from collections.abc import Iterator
@@ -59,6 +60,10 @@ def test_the_exported_loader_reads_with_the_sessions_credentials_and_stores_none
     headline = before_after_headline(result)
     assert "samples/s" in headline[0] and "data wait" in headline[0]
     assert any(line.startswith("your loader's bottleneck: ") for line in headline)
+    # `print(result)` and a notebook show the headline, not the dataclass's repr
+    assert str(result) == "\n".join(headline) and len(headline) <= 8
+    shown = result._repr_html_()
+    assert "BeforeAfter(" not in shown and all(html.escape(line) in shown for line in headline)
 
     session = advised_session(
         f"s3://{s3_bucket}/data/", Workload(batch_size=8), endpoint_url=s3_endpoint.url,

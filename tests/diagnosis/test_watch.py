@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import itertools
 import time
 from typing import Any
 
@@ -18,8 +19,10 @@ import torch
 from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
 
 import advisor
+from advisor import watcher
 from advisor.decide.watching import judge
 from advisor.measure.hardware.host import child_pids
+from advisor.report.watch import watch_lines
 from bench.watch_check import Burning, Sleepy
 
 STEP_S = 0.01
@@ -61,6 +64,55 @@ def test_the_loop_gets_the_same_batches_in_order_and_a_line_every_n_steps() -> N
         line.endswith("first batch after " + line.split("after ")[-1]) and "75 steps" in line
         for line in lines
     )  # the report at the end: 300 / 4 batches, the first apart
+
+
+def test_a_script_gets_one_line_an_epoch_after_the_first_report() -> None:
+    """Outside a notebook: a line every `every` steps and the report in the first epoch, then
+    one line an epoch (an epoch's verdict, waiting share and rate), not the report again."""
+    loader = DataLoader(TensorDataset(torch.arange(240)), batch_size=8)  # 30 batches an epoch
+    lines: list[str] = []
+    watched = advisor.watch(loader, every=10, out=lines.append, min_steps=10)
+    counts = []
+    for _ in range(6):
+        for _batch in watched:
+            time.sleep(0.002)
+        counts.append(len(lines))
+    first = watched.reports[0]
+    assert first.verdict is not None
+    assert counts[0] == 2 + len(watch_lines(first))  # steps 10 and 20, then the report
+    assert [b - a for a, b in itertools.pairwise(counts)] == [1] * 5, lines
+    for epoch, line in enumerate(lines[counts[0] :], start=2):
+        assert line.startswith(f"advisor.watch: epoch {epoch}: "), line
+        assert "of each step" in line and line.endswith("over its 30 steps")
+
+
+def test_the_live_view_starts_at_the_first_step_and_counts_on_across_the_swap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """In a notebook, the chart's first point is the first step, each epoch's last steps are on
+    it before the advised loader is swapped in, the swap is marked between the epochs, and the
+    steps count on across it."""
+    monkeypatch.setattr(watcher, "_in_notebook", lambda: True)
+
+    def make_loader(num_workers: int = 0) -> DataLoader:  # type: ignore[type-arg]
+        return DataLoader(Sleepy(160, 0.004), batch_size=8, num_workers=num_workers)
+
+    watched = advisor.watch(make_loader, every=10, min_steps=10)
+    for _ in range(2):
+        for _batch in watched:
+            time.sleep(STEP_S)
+    change = watched.swapped
+    assert change is not None, watched.reports[0]
+    view = watched.doctor.view
+    figure = view.figure()
+    steps = list(figure.data[0].x)
+    # the first epoch's 19 steps, then the advised loader's 19 (its first batch is no step)
+    assert steps == [1, 10, 19, 20, 30, 38], steps
+    marks = [shape.x0 for shape in figure.layout.shapes if shape.x0 == shape.x1]
+    assert marks == [19.5]
+    said = [a.text for a in figure.layout.annotations]
+    assert f"swapped: num_workers 0 -> {change.to}" in said, said
+    assert "<li>20 steps since the swap, " in view.details.value  # the advised loader's 20 batches
 
 
 def test_a_break_or_an_exception_ends_it_cleanly_and_stops_the_workers() -> None:
@@ -217,9 +269,11 @@ def test_the_advised_loader_is_swapped_in_at_the_epochs_end_and_proven_in_the_sa
     assert third.proof is not None and third.summary.batches == 2 * 20  # the after loader's
     assert any(f"make_loader(num_workers={change.to})" in line for line in lines)
     steps = [int(line.split("step ")[1].split(":")[0]) for line in lines if ": step " in line]
-    assert steps == [10, 19 + 10, 19 + 20, 19 + 30]  # the run's steps, on past the swap
-    said = [line for line in lines if line.startswith("advisor.watch: proof: num_workers 0 ->")]
-    assert len(said) == 2 and "x measured for" in said[0] and "predicted" in said[0]
+    assert steps == [10]  # the first epoch's 19 steps; one line an epoch after its report
+    proved, last = lines[-2:]  # the epochs after the swap
+    assert proved.startswith("advisor.watch: epoch 2: proof: num_workers 0 ->"), lines
+    assert "x measured for" in proved and "predicted" in proved
+    assert last.startswith("advisor.watch: epoch 3: ") and last.endswith("over its 20 steps")
 
 
 @pytest.mark.timing

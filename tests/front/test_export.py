@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -17,7 +19,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
 from advisor.session import AdvisorSession
 from native_loader.sample_errors import SamplePolicy
-from tests.export_helpers import advised_session, run_module_code
+from tests.export_helpers import advised_session, run_module_code, run_module_main
 
 SPEC = DemoSpec(images=24, image_kb=(10, 20), classes=2, shard_mb=0.1, large_files=1, large_mb=1)
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,6 +42,29 @@ def test_module_and_json_hold_no_credentials(session: AdvisorSession, tmp_path: 
     assert config["uri"] == session.location.uri  # type: ignore[union-attr]
     assert config["tar_samples"] is True and config["data_format"] == "tar"
     assert config["loader"]["num_workers"] == session.recommendation.num_workers  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_the_module_run_as_a_script_counts_the_samples_it_read(
+    session: AdvisorSession, tmp_path: Path, workers: int
+) -> None:
+    """`python <module>.py` reads 3 batches of 4 and prints the loader's stats, which count
+    them: exactly, in this process; with workers, with what they read ahead (the samples of
+    their shards, at most every image)."""
+    assert session.recommendation is not None and session.location is not None
+    rec = dataclasses.replace(session.recommendation, num_workers=workers)
+    bundle = build_export(session.location, rec, session.workload, session.profile)
+    module, _ = bundle.save(tmp_path, "script_cfg")
+    ran = run_module_main(module, tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    read, stats = ran.stdout.splitlines()
+    assert re.fullmatch(r"read 3 batches in \d+\.\d\d s", read), read
+    seen = ast.literal_eval(stats)
+    assert seen["samples_skipped"] == 0, stats
+    if workers == 0:
+        assert seen["samples_seen"] == 3 * 4, stats
+    else:
+        assert 3 * 4 <= seen["samples_seen"] <= SPEC.images, stats
 
 
 def test_exported_module_yields_batches(session: AdvisorSession, tmp_path: Path) -> None:
