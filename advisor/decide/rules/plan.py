@@ -80,8 +80,7 @@ def _before_first_batch(ctx: Context, state: State) -> tuple[str, dict[str, floa
     """What the whole job reads before its first batch, in words and figures."""
     nodes = ctx.workload.nodes
     if ctx.training_source(state) == "copy-local" and ctx.in_s3:
-        copy = ctx.copy_rate()
-        seconds = ctx.total_bytes / copy.bytes_per_s
+        copy, seconds = ctx.copy_rate(), ctx.copy_seconds()
         objects = ctx.profile.object_count
         return (
             f"Before the first batch each node copies the whole set, {data_size(ctx.total_bytes)} "
