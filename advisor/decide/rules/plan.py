@@ -205,9 +205,11 @@ class PlanRestsOn(Rule):
             )
         storage = ctx.read_storage(state)
         if storage.measured:
+            local = ("read", "read of local files")
+            first, one = local if storage.local else ("byte", "connection")
             parts.append(
-                f"a first byte of {duration(storage.first_byte_s)} and "
-                f"{data_rate(storage.per_connection_mb_s * 1e6)} per connection"
+                f"a first {first} of {duration(storage.first_byte_s)} and "
+                f"{data_rate(storage.per_connection_mb_s * 1e6)} per {one}"
             )
         measured = "measured here" if ctx.cpu_measured else "assumed (no trial ran)"
         text = (
