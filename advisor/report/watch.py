@@ -24,7 +24,9 @@ def watch_lines(report: WatchReport) -> list[str]:
         out.append(f"proof: {report.proof.line}")
     if s.overall_samples_per_s is not None:
         out.append(
-            f"{s.batches} steps, {rate(s.overall_samples_per_s)}; first batch after "
+            # the whole run, the swap and each epoch's start included: not the proof's figure
+            f"{s.batches} steps, {rate(s.overall_samples_per_s)} over the whole run; first "
+            "batch after "
             f"{duration(s.time_to_first_batch_s)}"
         )
     return out
