@@ -182,14 +182,15 @@ def test_a_plan_for_8_nodes_multiplies_the_copys_figure(fronts: Fronts) -> None:
     assert job.evidence["first_batch_gets"] == 8 * 48
 
 
-def _planned(fronts: Fronts) -> Recommendation:
+def _planned(fronts: Fronts, consumer_rate: float = CONSUMER) -> Recommendation:
     """The same advice planned for a machine with an A100 (this host's cores, RAM and disk):
     the model decides num_workers there (NW-4), from the costs the trial measured here."""
     session = fronts.session
     assert session.profile is not None and session.hardware is not None
     planned = session.hardware.with_target_gpu("A100-80GB", 1)
+    workload = dataclasses.replace(session.workload, consumer_rate=consumer_rate)
     return recommend(
-        session.profile, planned, session.workload, session.trial, local_copy=session.local_copy
+        session.profile, planned, workload, session.trial, local_copy=session.local_copy
     )
 
 
@@ -204,14 +205,16 @@ def _predicted(text: str) -> set[str]:
 def test_the_models_prediction_is_one_figure_in_the_workers_and_throughput_cards(
     fronts: Fronts,
 ) -> None:
-    """Planned for another machine (the model decides num_workers), the num_workers card and
-    the throughput card give the one predicted rate training sees at the chosen count, in
-    their words and in their evidence rows, the CLI's summary and the JSON alike."""
-    rec = _planned(fronts)
+    """Planned for another machine (the model decides num_workers) and a GPU slower than the
+    loader (20 samples/s: a loader reads these 20 KB objects many times faster), the
+    num_workers card and the throughput card give the one predicted rate training sees at
+    the chosen count (the loader through the step), in their words and in their evidence
+    rows, the CLI's summary and headline alike; the loader's own rate is named as such."""
+    rec = _planned(fronts, consumer_rate=20.0)
     assert "NW-4" in rec.decision("num_workers").rules, rec.path()
     figure = rate(rec.predicted_samples_per_s)
     workers, throughput = rec.decision("num_workers"), rec.decision("throughput")
-    said = headline_lines(rec, fronts.session.trial, CONSUMER)  # the CLI's and the wizard's
+    said = headline_lines(rec, fronts.session.trial, 20.0)  # the CLI's and the wizard's
     for text in (
         workers.rationale,
         throughput.rationale,
@@ -224,6 +227,9 @@ def test_the_models_prediction_is_one_figure_in_the_workers_and_throughput_cards
     assert workers.evidence["predicted_samples_per_s"][chosen] == pytest.approx(
         throughput.evidence["predicted_samples_per_s"], abs=0.05
     )
+    loader = workers.evidence["loader_samples_per_s"][chosen]  # what the choice weighs
+    assert loader > 1.2 * 20.0 > rec.predicted_samples_per_s, (loader, figure)
+    assert f"their loader alone would deliver {rate(loader)}" in workers.rationale
     # and on this machine: the measured card's model figure is the throughput card's
     here = fronts.result.recommendation
     for front, text in _every_front(fronts).items():
