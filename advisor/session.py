@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from advisor.measure.hardware import HardwareProfile
     from advisor.measure.hardware.target import TargetMachine
     from advisor.measure.trial.data import TrialProgress
+    from native_loader.local_copy import CopyReport
 
 
 DEMO_PROGRESS_S = 0.25  # the demo's upload reports its progress at most this often
@@ -51,6 +52,9 @@ class AdvisorSession:
     demo_layout: str | None = None
     # why the last trial was dropped (its setup no longer matches); None: nothing dropped
     trial_dropped: str | None = None
+    # the last sync of the set's local copy, as the exported module's prepare() ran it here:
+    # the copy's figure in the advice from then on (None: no prepare() ran)
+    local_copy: CopyReport | None = None
     # every finished trial and comparison while the session lives (`history()`), oldest first
     _trials: list[TrialRecord] = field(default_factory=list, init=False, repr=False)
     _comparisons: list[ComparisonRecord] = field(default_factory=list, init=False, repr=False)
@@ -76,7 +80,7 @@ class AdvisorSession:
 
             kernel_env.restore()
         self.location, self.credentials, self.demo_layout = location, credentials, None
-        self.profile = self.trial = self.recommendation = None
+        self.profile = self.trial = self.recommendation = self.local_copy = None
         self.trial_dropped = None
         return location
 
@@ -245,14 +249,24 @@ class AdvisorSession:
         profile = self.profile or self.run_profile()
         hardware = self.hardware or self.run_hardware()
         recommendation = recommend(
-            profile, hardware, self.workload, self.trial, data_fs=self._data_fs(profile)
-        )
+            profile, hardware, self.workload, self.trial, data_fs=self._data_fs(profile),
+            local_copy=self.local_copy,
+        )  # fmt: skip
         if self.trial_dropped is not None:
             notes = (*recommendation.notes, self.trial_dropped)
             recommendation = dataclasses.replace(recommendation, notes=notes)
         self.recommendation = recommendation
         self._answer_trial(recommendation)
         return recommendation
+
+    def record_local_copy(self, report: CopyReport | None) -> Recommendation | None:
+        """Keep the set's local copy as its prepare() ran here (a sync that fetched nothing
+        measured nothing) and make the recommendation again with it: the copy then has that
+        one figure in every front, the advice's cards included (`Context.copy_rate`)."""
+        if report is None or report.bytes_per_s <= 0:
+            return self.recommendation
+        self.local_copy = report
+        return self.run_recommend() if self.recommendation is not None else None
 
     # --- the runs so far ---------------------------------------------------------------------
     def history(self) -> History:

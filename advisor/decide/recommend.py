@@ -35,6 +35,7 @@ from native_loader.loader import LoaderSettings
 
 if TYPE_CHECKING:
     from advisor.measure.trial.results import TrialResult
+    from native_loader.local_copy import CopyReport
 
 __all__ = [
     "DATA_SOURCES",
@@ -211,13 +212,16 @@ def recommend(
     trial: TrialResult | None = None,
     *,
     data_fs: str | None = None,
+    local_copy: CopyReport | None = None,
 ) -> Recommendation:
     """Decide data source and DataLoader settings for `workload` on `hardware`.
 
     data_fs: the file system type of a local data path ("nfs4", "ext4", ...; an NFS/EFS mount
         makes SRC-1 fire), as `advisor.measure.hardware.filesystem_type` finds it; None: not known.
+    local_copy: the last sync of the set's local copy, as the exported module's prepare() ran
+        it (`native_loader.local_copy.last_copy`): the copy's figure then (`Context.copy_rate`).
     """
-    ctx = Context(profile, hardware, workload, trial, data_fs=data_fs)
+    ctx = Context(profile, hardware, workload, trial, data_fs=data_fs, local_copy=local_copy)
     evaluation = evaluate(ctx)
     state = evaluation.state
     findings = [dataclasses.replace(f, evidence=_json_safe(f.evidence)) for f in evaluation.fired]

@@ -151,6 +151,8 @@ def advised_loader(
         seconds, report = time.monotonic() - started, last_copy(folder)
         fresh = report is not None and report.finished >= wall
         copy = LocalCopyStep(folder, report, seconds, homecache.summary(), fresh)
+        # the advice's figure for the copy is now the one this prepare() measured
+        session.record_local_copy(report)
     return module.make_dataloader(credentials=session.credentials), copy
 
 
@@ -212,6 +214,7 @@ def before_after(
     with tempfile.TemporaryDirectory(prefix="advisor-before-after-") as scratch:
         say = (lambda line: progress(f"local copy: {line}", 0.0)) if progress else None
         exported, copy = advised_loader(session, Path(scratch), say)
+        recommendation = session.recommendation or recommendation  # with the copy's figure
         comparison = compare(
             loader, exported, chosen, limits=limits, rounds=rounds, samples_of=samples_of,
             progress=loop_progress, cancel=cancel,

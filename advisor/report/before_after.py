@@ -23,7 +23,8 @@ def before_after_headline(result: BeforeAfter) -> list[str]:
     if result.copy is not None:
         lines.append(copy_note(result.copy))
     if result.first_look.bottleneck is not None:
-        lines.append(f"your loader's {result.first_look.bottleneck.line}")
+        # its figures are the first look's, on its own: not the interleaved rounds' above
+        lines.append(f"your loader's {result.first_look.bottleneck.line} (on its own, first)")
     action = keep_up_action(result.recommendation, result.comparison)
     if action is not None:  # the recommended loader still cannot keep up: one next step
         lines.append(action)

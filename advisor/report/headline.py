@@ -78,7 +78,7 @@ def headline_lines(
         was, now = comparison.verdicts()
         if was is not None and now is not None:
             lines.append(f"Before: {was.line}; after: {now.line}.")
-        return lines + _bottleneck_line(rec, diagnosis) + _action(rec, comparison)
+        return lines + _bottleneck_line(rec, diagnosis, comparison) + _action(rec, comparison)
     count = chosen_count(rec, trial)
     after = count.median if count is not None else None
     lower = count is not None and count.lower_bound  # a rate that is a lower bound...
@@ -340,13 +340,17 @@ def _placement_weighed(rec: Recommendation) -> bool:
     return found is not None and found.value == "cpu"
 
 
-def _bottleneck_line(rec: Recommendation, diagnosis: Diagnosis | None) -> list[str]:
+def _bottleneck_line(
+    rec: Recommendation, diagnosis: Diagnosis | None, comparison: Comparison | None = None
+) -> list[str]:
     """The user's loader's bottleneck where it was measured, else the trial's at the
-    recommended count; none where neither was."""
+    recommended count; none where neither was. Beside a comparison (the medians of its
+    interleaved rounds), the bottleneck's figures are its first round's, and say so."""
     mine = getattr(diagnosis, "bottleneck", None)  # tests' stand-ins may have none
     trial = getattr(rec, "bottleneck", None)
     if mine is not None:
-        return [f"Your loader's {mine.line}."]
+        which = " (its first interleaved round)" if comparison is not None else ""
+        return [f"Your loader's {mine.line}{which}."]
     if trial is not None:
         return [f"At num_workers={rec.num_workers}, the {trial.line}."]
     return []

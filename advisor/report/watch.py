@@ -29,8 +29,10 @@ def watch_lines(report: WatchReport) -> list[str]:
         out.append(f"proof: {report.proof.line}")
     if s.overall_samples_per_s is not None:
         out.append(
+            # the whole run (or since the swap), each epoch's start included: not the proof's
             f"{s.batches} steps{' since the swap' if report.proof else ''}, "
-            f"{rate(s.overall_samples_per_s)}; first batch after "
+            f"{rate(s.overall_samples_per_s)} over "
+            f"{'them' if report.proof else 'the whole run'}; first batch after "
             f"{duration(s.time_to_first_batch_s)}"
         )
     return out

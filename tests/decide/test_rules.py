@@ -22,9 +22,10 @@ from advisor.decide.rules import FAMILIES, RULES, DecisionKind, Key, evaluate, r
 from advisor.decide.rules import doc as rules_doc
 from advisor.decide.rules.cost import idle_readers
 from advisor.decide.rules.workers import core_cap
+from native_loader.local_copy import CopyReport
 from tests.builders import make_ctx
 from tests.decide.rule_cases import Case
-from tests.decide.rule_cases.common import MB
+from tests.decide.rule_cases.common import GB, MB
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "decision-flow.md"
 PACKAGE = Path(__file__).resolve().parents[2] / "advisor" / "decide" / "rules"
@@ -311,6 +312,33 @@ def test_the_copy_time_says_where_its_rate_comes_from(
     cost2 = next(f for f in fired if f.rule_id == "COST-2")
     assert words in src4.rationale and words in cost2.rationale
     assert src4.evidence["copy_rate"] == basis
+
+
+@pytest.mark.parametrize(
+    ("copied", "seconds", "words"),
+    [
+        # the whole set's copy, as its prepare() ran: the most direct measurement
+        (30 * GB, 300.0, "at the measured 95 MiB/s (its prepare() copied 28 GiB in 5 min)"),
+        # a sync that fetched 10 MB (a few changed objects) measured less than the trial's copy
+        (10 * MB, 1.0, "at the measured 24 MiB/s (the trial copied 48 MiB of it in 2.0 s)"),
+    ],
+)
+def test_the_copy_is_timed_at_its_prepare_where_one_ran(
+    copied: int, seconds: float, words: str
+) -> None:
+    """SRC-4, COST-2 and PLAN-1 time the copy at what its prepare() measured copying the set,
+    over the trial's copy of a sample: one figure for the copy, the one the before/after's
+    first change says (`LocalCopyStep.change`)."""
+    case = {
+        "profile": {"count": 200, "size": 150 * MB},
+        "workload": {"epochs": 5, "nodes": 2},
+        "trial": {"sample_copy": (9, 50 * MB, 2.0)},
+    }
+    made = CopyReport(200, 30 * GB, 200, copied, seconds, finished=0.0)
+    ctx = dataclasses.replace(make_ctx(case), local_copy=made)
+    fired = {f.rule_id: f for f in evaluate(ctx).fired}
+    for rule in ("SRC-4", "COST-2", "PLAN-1"):
+        assert words in fired[rule].rationale, fired[rule].rationale
 
 
 def test_a_workers_measured_memory_is_read_in_the_unit_the_sweep_wrote() -> None:

@@ -22,7 +22,8 @@ from advisor.core.storage import (
     SHARED_FS_DEFAULTS,
     StorageParams,
 )
-from advisor.core.units import MB, MIB, data_rate, data_size, duration
+from advisor.core.units import MIB
+from advisor.decide.rules.copy_rate import CopyRate, copy_rate
 from advisor.decide.rules.evidence import SweepEvidence
 from advisor.decide.rules.keys import Key, State
 from advisor.decide.rules.reading import Reading
@@ -30,23 +31,10 @@ from advisor.decide.rules.thresholds import (
     DEFAULT_CPU_S,
     DEFAULT_CPU_S_PER_SAMPLE,
     DEFAULT_WORKER_RSS_BYTES,
-    FILE_MODE_MB_S,
     SHARD_TARGET_BYTES,
 )
 from advisor.measure.trial.probe_results import StorageProbe
 from advisor.measure.trial.results import READ_LOCAL_COPY, READ_PACKED, CountRate
-
-
-@dataclass(frozen=True)
-class CopyRate:
-    """Bytes/s a copy of the set to local disk runs at, and where the number comes from:
-    "measured" (the trial's timed copy of a sample), "estimated" (from the storage probe's read
-    rate: the trial copied nothing) or "assumed" (File mode's typical rate: nothing measured).
-    `words` say it in a rationale: "the measured 33 MiB/s (the trial copied 48 MiB in 1.4 s)"."""
-
-    bytes_per_s: float
-    basis: str
-    words: str
 
 
 @dataclass(frozen=True)
@@ -181,30 +169,14 @@ class Context(Reading):
         return probe.params(S3_DEFAULTS.requests_in_flight, local=self.profile.storage == "local")
 
     def copy_rate(self) -> CopyRate:
-        """How fast a copy of the set to local disk runs: as the trial's copy of a sample ran,
-        else as its storage probe read, else File mode's typical ~200 MB/s (assumed)."""
-        trial = self.trial
-        timed = trial.sample_copy if trial is not None else None
-        if timed is not None and timed.bytes_per_s > 0:
-            rate = timed.bytes_per_s
-            how = f"{data_size(timed.bytes)} of it in {duration(timed.seconds)}"
-            return CopyRate(
-                rate, "measured", f"the measured {data_rate(rate)} (the trial copied {how})"
-            )
-        probe = trial.storage if trial is not None else None
-        if probe is not None and probe.best_mb_s > 0:
-            rate = probe.best_mb_s * MB
-            return CopyRate(
-                rate, "estimated",
-                f"about {data_rate(rate)}, estimated from the read rate the trial measured "
-                "(it timed no copy)",
-            )  # fmt: skip
-        rate = FILE_MODE_MB_S * MB
-        return CopyRate(
-            rate,
-            "assumed",
-            f"about {data_rate(rate)}, assumed (File mode's typical rate; no trial)",
-        )
+        """How fast a copy of the set to local disk runs (`copy_rate`: one figure for one
+        copy, the most direct measurement there is)."""
+        return copy_rate(self.local_copy, self.trial)
+
+    def copy_seconds(self) -> float:
+        """The copy of the whole set at `copy_rate`: what every node spends before its first
+        batch (a plan's nodes each make one)."""
+        return self.total_bytes / self.copy_rate().bytes_per_s
 
     def copy_storage(self) -> StorageParams | None:
         """The local copy's storage as the trial's probe of its copy measured it (None: the

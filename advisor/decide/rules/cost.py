@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from advisor.core.units import MB, TB, counted, data_rate, data_size, duration, per_s, rate
+from advisor.core.units import TB, counted, data_rate, data_size, duration, per_s, rate
 from advisor.decide.rules.base import Rule
 from advisor.decide.rules.context import Context
 from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
@@ -24,7 +24,8 @@ class GetRequestCost(Rule):
     """GET requests per epoch.
 
     Condition: data on S3
-    Recommendation: GET requests per epoch and their price ($0.40 per million)
+    Recommendation: GET requests per epoch and their price ($0.40 per million); a local copy is
+    made by every node, one pass over S3 each (nodes x the objects)
     Source: [SRC] 3 costs
     """
 
@@ -39,8 +40,13 @@ class GetRequestCost(Rule):
         objects = ctx.objects_read(state)
         epochs = ctx.workload.epochs
         reads = 1 if source != "stream" or state.get(Key.CACHE_LOCALLY) else epochs
+        nodes = ctx.workload.nodes
+        if source == "copy-local":
+            reads = nodes  # every node copies the whole set (`native_loader/local_copy.py`)
         gets = objects * reads
         passes = counted(reads, "pass", "passes")
+        if source == "copy-local" and nodes > 1:
+            passes = f"one copy per node: {passes}"
         text = f"About {objects:,.0f} GET requests per pass, {passes} over S3"
         if state.get(Key.DATA_SOURCE) == "reshard-first":
             gets += ctx.profile.object_count  # packing reads every small object once
@@ -58,10 +64,10 @@ class StartupTime(Rule):
     """Start-up delay.
 
     Condition: copy-local from S3, or streaming
-    Recommendation: start-up delay: the copy at the rate the trial measured copying a sample
-    (else estimated from its read rate, else File mode's ~200 MB/s, said so), or FastFile listing
-    at ~5,500 objects/s
-    Source: the trial's timed copy; [SRC] 3 File mode ~200 MB/s; FastFile listing
+    Recommendation: start-up delay: the copy at the rate its prepare() measured, else the trial
+    copying a sample (else estimated from its read rate, else File mode's ~200 MB/s, said so),
+    or FastFile listing at ~5,500 objects/s
+    Source: the set's or the trial's timed copy; [SRC] 3 File mode ~200 MB/s; FastFile listing
     """
 
     id = "COST-2"
@@ -74,8 +80,7 @@ class StartupTime(Rule):
         source = ctx.training_source(state)
         objects = ctx.objects_read(state)
         if source == "copy-local":
-            copy = ctx.copy_rate()
-            seconds = ctx.total_bytes / copy.bytes_per_s
+            copy, seconds = ctx.copy_rate(), ctx.copy_seconds()
             what = f"copying {data_size(ctx.total_bytes)} at {copy.words}"
         elif source == "stream":
             seconds = objects / FASTFILE_LIST_OBJECTS_S
@@ -250,13 +255,13 @@ class CopyRequestLimit(Rule):
 
     Condition: the training reads a local copy of an S3 set (copy-local), and the nodes, each
     making its one copy at once (ranks on a node share it: `native_loader/local_copy.py`), ask
-    more than the storage's limit (as COST-6): each node fetches requests_in_flight objects at
-    a time, each taking the first byte plus its transfer, within the node's bandwidth
+    more than the storage's limit (as COST-6): each node fetches the set's objects at the
+    copy's measured rate (`Context.copy_rate`: the copy COST-2 and PLAN-1 time)
     Recommendation: the copies' GET/s against that limit and how long they then take before the
     first batch (all nodes' GETs at the readers' share of the limit under throttling); fewer,
     larger objects (a re-shard), more prefixes, or a copy made once and shared
-    Source: AWS S3 user guide, performance (as COST-6); the model's fetch time
-    (advisor/core/model.py); `bench throttle` for the readers' share of a limit
+    Source: AWS S3 user guide, performance (as COST-6); the copy's measured rate (its
+    prepare(), else the trial's timed copy); `bench throttle` for the readers' share of a limit
     """
 
     id = "COST-7"
@@ -267,18 +272,14 @@ class CopyRequestLimit(Rule):
         limit = storage_get_limit(ctx.profile.uri, ctx.profile.endpoint_url, ctx.workload.get_limit)
         if limit is None or not ctx.in_s3 or ctx.training_source(state) != "copy-local":
             return None
-        s3 = ctx.storage_for("stream")
-        object_bytes = max(float(ctx.p50_bytes), 1.0)
-        fetch_s = s3.first_byte_s + object_bytes / (s3.per_connection_mb_s * MB)
-        per_node = s3.requests_in_flight / max(fetch_s, 1e-6)
-        if s3.aggregate_mb_s is not None:
-            per_node = min(per_node, s3.aggregate_mb_s * MB / object_bytes)
         nodes, objects = ctx.workload.nodes, ctx.profile.object_count
+        # each node copies at the copy's rate (`copy_rate`), so many objects a second
+        unthrottled_s = ctx.copy_seconds()
+        per_node = max(objects, 1) / max(unthrottled_s, 1e-6)
         prefixes = max(ctx.profile.distinct_prefixes, 1)
         job = plan_requests(limit, ranks=nodes, samples_per_s_per_rank=per_node, prefixes=prefixes)
         if not job.throttled:
             return None
-        unthrottled_s = objects / per_node
         slow, fast = (nodes * objects / served for served in job.served_get_per_s)
         return self.finding(
             round(fast, 1),

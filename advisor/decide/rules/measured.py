@@ -98,6 +98,7 @@ def sweep_table(ctx: Context, state: State) -> dict[str, dict[str, Any]]:
     table: dict[str, dict[str, Any]] = {}
     for c in ctx.sweep.counts:
         model = ctx.model(state, c.num_workers)
+        predicted = ctx.predicted_rate(state, c.num_workers)  # the one predicted figure
         measured_share = ctx.trial.measured_share(c.num_workers) if ctx.trial else None
         table[str(c.num_workers)] = {
             "median": round(c.median, 1),
@@ -105,8 +106,8 @@ def sweep_table(ctx: Context, state: State) -> dict[str, dict[str, Any]]:
             "high": round(c.high, 1),
             "lower_bound": c.lower_bound,
             "step": c.step,
-            "predicted": round(model.trained_samples_per_s, 1),
-            "error": round(model.trained_samples_per_s / c.median - 1, 3) if c.median else None,
+            "predicted": round(predicted, 1),
+            "error": round(predicted / c.median - 1, 3) if c.median else None,
             "training_share": None if measured_share is None else round(measured_share, 3),
             "predicted_training_share": round(model.training_share, 3),
         }

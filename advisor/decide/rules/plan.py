@@ -80,8 +80,7 @@ def _before_first_batch(ctx: Context, state: State) -> tuple[str, dict[str, floa
     """What the whole job reads before its first batch, in words and figures."""
     nodes = ctx.workload.nodes
     if ctx.training_source(state) == "copy-local" and ctx.in_s3:
-        copy = ctx.copy_rate()
-        seconds = ctx.total_bytes / copy.bytes_per_s
+        copy, seconds = ctx.copy_rate(), ctx.copy_seconds()
         objects = ctx.profile.object_count
         return (
             f"Before the first batch each node copies the whole set, {data_size(ctx.total_bytes)} "
@@ -207,9 +206,11 @@ class PlanRestsOn(Rule):
             )
         storage = ctx.read_storage(state)
         if storage.measured:
+            local = ("read", "read of local files")
+            first, one = local if storage.local else ("byte", "connection")
             parts.append(
-                f"a first byte of {duration(storage.first_byte_s)} and "
-                f"{data_rate(storage.per_connection_mb_s * 1e6)} per connection"
+                f"a first {first} of {duration(storage.first_byte_s)} and "
+                f"{data_rate(storage.per_connection_mb_s * 1e6)} per {one}"
             )
         served = ctx.trial.server_s(w) if ctx.trial is not None else None
         if served:

@@ -21,6 +21,7 @@ from advisor.measure.trial.results import (
     TrialResult,
     TrialSetup,
 )
+from native_loader.local_copy import CopyReport
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,8 @@ class Reading:
     workload: Workload
     trial: TrialResult | None = None
     data_fs: str | None = None  # file system type of a local data path ("nfs4", "ext4", ...)
+    # the last sync of this set's local copy, as its prepare() ran (None: none ran)
+    local_copy: CopyReport | None = None
 
     # --- where the data is --------------------------------------------------------------------
 

@@ -138,8 +138,9 @@ class SmallSetCopyLocal(Rule):
 
     Condition: data on S3, total at most 100 GB, fits the local disk (free >= 1.1 x total), and not
     (1 epoch and median >= 50 MB)
-    Recommendation: `copy-local` (SageMaker File mode), with the copy's time at the rate the trial
-    measured copying a sample (else estimated from its read rate, else assumed, said so)
+    Recommendation: `copy-local` (SageMaker File mode), with the copy's time at the rate its
+    prepare() measured copying the set, else the trial copying a sample (else estimated from its
+    read rate, else assumed, said so)
     Source: [SRC] 3 step 2: small (< 50-100 GB) -> File mode; [IO] 2: File mode when read many times
     """
 
@@ -152,8 +153,7 @@ class SmallSetCopyLocal(Rule):
             return None
         if ctx.workload.epochs == 1 and ctx.p50_bytes >= LARGE_FILE_BYTES:
             return None  # one pass over large shards: streaming costs no start-up (SRC-5)
-        rate = ctx.copy_rate()
-        copy_s = ctx.total_bytes / rate.bytes_per_s
+        rate, copy_s = ctx.copy_rate(), ctx.copy_seconds()
         disk = ctx.hardware.disk
         return self.finding(
             "copy-local",

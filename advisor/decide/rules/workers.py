@@ -189,7 +189,7 @@ class WorkersFromSweep(Rule):
         choice = choose(counts, ctx.consumer_rate)
         w, top, reason = choice.count, choice.top, choice.reason
         chosen = counts[w]
-        predicted = ctx.model(state, w).trained_samples_per_s
+        predicted = ctx.predicted_rate(state, w)
         rationale = _measured_rationale(w, top, counts, reason, ctx.consumer_rate)
         rationale += f" {_spread(chosen)}; the model predicted {per_s(predicted)}."
         rationale += read_path_rationale(ctx, state)
@@ -250,7 +250,8 @@ class WorkersFromModel(Rule):
     Recommendation: smallest num_workers (from 1 when a whole core is free of the training thread's
     share) whose predicted loader rate >= 1.2 x consumer, else smallest within 5% of the best
     prediction, within NW-1's cap (the cores the training thread's share leaves); the rationale
-    says it is a prediction and why. For shards
+    says it is a prediction and why, with the rate training sees at that count (the throughput
+    card's: the loader through the consumer's step) beside the loader's own. For shards
     streamed from S3, the model takes the training thread's CPU per sample that the trial measured
     on a packed sample
     Source: model (below)
@@ -269,15 +270,20 @@ class WorkersFromModel(Rule):
         w = choose_workers(rates, ctx.consumer_rate, headroom=HEADROOM, tolerance=TOLERANCE)
         storage = ctx.read_storage(state)
         measured_inputs = storage.measured or ctx.cpu_measured
+        trained = {k: ctx.predicted_rate(state, k) for k in rates}  # the throughput card's
+        # local files (a copy) are read, not requested: not the S3 probe's one connection
+        local = ("local_first_read_s", "local_read_mb_s")
+        first, one = local if storage.local else ("first_byte_s", "per_connection_mb_s")
         return self.finding(
             w,
             f"A prediction of the throughput model ({why_model(ctx, state)}): "
-            + _workers_rationale(w, rates, ctx.consumer_rate),
+            + _workers_rationale(w, rates, trained[w], ctx.consumer_rate),
             evidence={
-                "predicted_samples_per_s": {str(k): round(v, 1) for k, v in rates.items()},
+                "predicted_samples_per_s": {str(k): round(v, 1) for k, v in trained.items()},
+                "loader_samples_per_s": {str(k): round(v, 1) for k, v in rates.items()},
                 "bottleneck": ctx.model(state, w).bottleneck,
-                "first_byte_s": storage.first_byte_s,
-                "per_connection_mb_s": storage.per_connection_mb_s,
+                first: storage.first_byte_s,
+                one: storage.per_connection_mb_s,
                 "cpu_s_per_sample": ctx.cpu_s_per_sample,
                 "training_core_share": round(ctx.training_share(state, max(w, 1)), 3),
                 "cap": cap,
@@ -323,20 +329,27 @@ def _spread(c: CountRate) -> str:
     )
 
 
-def _workers_rationale(w: int, rates: Mapping[int, float], consumer: float | None) -> str:
-    """NW-4's reasoning on the model's predicted rates."""
+def _workers_rationale(
+    w: int, rates: Mapping[int, float], trained: float, consumer: float | None
+) -> str:
+    """NW-4's reasoning: the loaders' own predicted `rates` (what the choice weighs) and, with a
+    consumer, what training sees at the chosen count (`trained`, the throughput card's)."""
     best = max(rates.values())
+    if consumer is None:
+        head = f"{workers(w)} deliver {rate(rates[w])} (predicted)"
+    else:
+        head = (
+            f"{workers(w)}: the model predicts {rate(trained)} as training sees it; their "
+            f"loader alone would deliver {rate(rates[w])}"
+        )
     if len(rates) == 1:
-        return f"{workers(w)}, the only count the cores and memory allow: {rate(rates[w])}."
+        return f"{head}, the only count the cores and memory allow."
     if consumer is not None and rates[w] >= consumer * HEADROOM:
         return (
-            f"{workers(w)} deliver {rate(rates[w])} (predicted), at least 1.2x the "
-            f"{rate(consumer)} the GPU consumes; more workers would only cost memory."
+            f"{head}, at least 1.2x the {rate(consumer)} the GPU consumes; more workers would "
+            "only cost memory."
         )
-    return (
-        f"{workers(w)} deliver {rate(rates[w])} (predicted), within 5% of the best "
-        f"{rate(best)} over {min(rates)} to {max(rates)} workers."
-    )
+    return f"{head}, within 5% of the best {rate(best)} over {min(rates)} to {max(rates)} workers."
 
 
 class WorkersBalanceShards(Rule):

@@ -135,6 +135,8 @@ class RecommendationStep:
                     session, Path(scratch),
                     lambda line: self.context.report(f"local copy: {line}", 0.0),
                 )  # fmt: skip
+                if self.copy is not None:  # the advice now has its copy's figure
+                    self.export.forget_bundle()
                 self.comparison = compare(
                     loader, exported,  # type: ignore[arg-type]
                     step if step is not None else None,  # type: ignore[arg-type]
