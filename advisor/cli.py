@@ -294,11 +294,14 @@ def _nvml_recorder() -> RecordingNvml:
 
 
 def _export(session: AdvisorSession, args: argparse.Namespace) -> ExportBundle:
+    from advisor.demo.server import takes_dummy_keys
+
     assert session.location is not None and session.recommendation is not None
     on_error = SamplePolicy(args.on_error, args.max_skipped_share)
     return build_export(
         session.location, session.recommendation, session.workload, session.profile, on_error,
         demo=session.demo_layout is not None,
+            demo_dummy_keys=takes_dummy_keys(session.credentials),
     )  # fmt: skip
 
 

@@ -63,19 +63,17 @@ def build_export(
     profile: DatasetProfile | None = None,
     on_error: SamplePolicy | None = None,
     demo: bool = False,
+    demo_dummy_keys: bool = True,
 ) -> ExportBundle:
     """The module and JSON for `recommendation`; `on_error` is what the loader does with a
     sample that fails (default: raise naming the object). A copy-local recommendation for data
     on S3 exports a `prepare()` step that makes the local copy every epoch reads; `demo`: the
-    data is the advisor's demo endpoint (the module says which credentials it takes)."""
+    data is the advisor's demo endpoint (the module says which credentials it takes: the
+    public dummy keys where `demo_dummy_keys`, and reads its complete local copy once the
+    demo is gone)."""
     policy = on_error if on_error is not None else SamplePolicy()
     fmt = recommendation.data_format or "binary"
-    # the folders are the source's: one URI on two endpoints is two data sets (AWS's own keeps
-    # the URI alone, the name exports made before the endpoint counted)
-    source = (
-        location.uri if not location.endpoint_url else f"{location.endpoint_url}\0{location.uri}"
-    )
-    digest = hashlib.sha256(source.encode()).hexdigest()[:12]
+    digest = hashlib.sha256(_source_identity(location, demo).encode()).hexdigest()[:12]
     cache_dir = cache_max = local_copy_dir = None
     if recommendation.data_source == "copy-local" and uri_scheme(location.uri) == "s3":
         local_copy_dir = f"{CACHE_ROOT}/{digest}/copy"
@@ -115,8 +113,21 @@ def build_export(
     )
     json_text = json.dumps(config.to_dict(), indent=2, sort_keys=True) + "\n"
     snippet = sagemaker_snippet(config)
-    module = render_module(config, recommendation, snippet, demo)
+    module = render_module(config, recommendation, snippet, demo, demo_dummy_keys)
     return ExportBundle(config, module, json_text, snippet)
+
+
+def _source_identity(location: DatasetLocation, demo: bool) -> str:
+    """What names the data set's folders in the home cache. One URI on two endpoints is two
+    data sets (AWS's own keeps the URI alone, the name exports made before the endpoint
+    counted); the demo's data is one data set on every kernel's port, named by its version
+    and spec: one copy however many kernels."""
+    if demo:
+        from advisor.demo.datasets import DemoSpec, data_identity
+
+        return f"loader-advisor-demo {data_identity(DemoSpec())}\0{location.uri}"
+    endpoint = location.endpoint_url
+    return location.uri if not endpoint else f"{endpoint}\0{location.uri}"
 
 
 SHUFFLE_BUFFER_BYTES = 64 * 2**20  # per DataLoader worker
@@ -280,25 +291,52 @@ def demo_serve_command(endpoint_url: str | None) -> str:
     return f"python -m advisor.demo serve --port {port}" if port else "python -m advisor.demo serve"
 
 
-def _demo_note(demo: bool, endpoint_url: str | None) -> str:
+def demo_keys(dummy: bool) -> str:
+    """The demo's keys as the module's error gives them: the local demo server's public dummy
+    keys (in the source, never a secret), else where to find the keys it was started with."""
+    if not dummy:
+        return "the keys the demo was started with, in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY"
+    from advisor.demo.server import DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY
+
+    return (
+        "its public dummy keys in AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY: "
+        f"AWS_ACCESS_KEY_ID={DUMMY_ACCESS_KEY} AWS_SECRET_ACCESS_KEY={DUMMY_SECRET_KEY}"
+    )
+
+
+def _demo_note(demo: bool, endpoint_url: str | None, dummy: bool) -> str:
     """How to run a module that reads the demo: its endpoint ends with the kernel (or `make
-    lab`) that started it; the same demo served on the same port reads the same again."""
+    lab`) that started it; the same demo served on the same port reads the same again, and a
+    complete local copy (copy-local) is read while it is gone."""
     if not demo:
         return ""
-    serve = demo_serve_command(endpoint_url)
+    from advisor.demo.server import DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY
+
+    keys = (DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY) if dummy else ("<access key>", "<secret key>")
+    run = f"AWS_ACCESS_KEY_ID={keys[0]} AWS_SECRET_ACCESS_KEY={keys[1]} python dataloader_config.py"
+    given = (
+        f"The data is on the Loader Advisor demo endpoint {endpoint_url}, which ends with the "
+        f"kernel (or `make lab`) that started it. Give this file its keys in AWS_ACCESS_KEY_ID "
+        "and AWS_SECRET_ACCESS_KEY, "
+        + ("the local server's public dummy keys:" if dummy else "the keys it was started with:")
+    )
+    gone = (
+        "After the demo has ended, a complete local copy (copy-local) is read as it was last "
+        "checked, saying so; without one, serve the demo again on the same port, in another "
+        "terminal:"
+    )
     return (
-        f"\nThe data is on the Loader Advisor demo endpoint {endpoint_url}, which ends with the "
-        "kernel (or `make lab`)\nthat started it. While it runs, give this file the demo's keys "
-        "in AWS_ACCESS_KEY_ID and\nAWS_SECRET_ACCESS_KEY. After it has ended, serve the demo "
-        f"again on the same port, in another terminal:\n    {serve}\nwhich prints its access "
-        "key and secret key; then, with those two in place of <...>:\n"
-        "    AWS_ACCESS_KEY_ID=<access key> AWS_SECRET_ACCESS_KEY=<secret key> "
-        "python dataloader_config.py\n"
+        f"\n{textwrap.fill(given, width=96)}\n    {run}\n{textwrap.fill(gone, width=96)}\n"
+        f"    {demo_serve_command(endpoint_url)}\n"
     )
 
 
 def render_module(
-    config: LoaderConfig, recommendation: Recommendation, snippet: str | None, demo: bool = False
+    config: LoaderConfig,
+    recommendation: Recommendation,
+    snippet: str | None,
+    demo: bool = False,
+    demo_dummy_keys: bool = True,
 ) -> str:
     data = pprint.pformat(config.to_dict(), indent=4, sort_dicts=True, width=96)
     stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -312,14 +350,9 @@ def render_module(
     reads = textwrap.fill(_reads_note(config), width=96)
     return MODULE_TEMPLATE.format(
         uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker,
-        reads=reads, demo=_demo_note(demo, config.endpoint_url),
+        reads=reads, demo=_demo_note(demo, config.endpoint_url, demo_dummy_keys),
         demo_serve=demo_serve_command(config.endpoint_url) if demo else None,
-        demo_keys=(
-            f"the ones `{demo_serve_command(config.endpoint_url)}` prints in AWS_ACCESS_KEY_ID "
-            "and AWS_SECRET_ACCESS_KEY"
-        )
-        if demo
-        else None,
+        demo_keys=demo_keys(demo_dummy_keys) if demo else None,
         credentials=_CREDENTIALS[config.unsigned],
         batch=_batch_note(config),
     )  # fmt: skip

@@ -52,6 +52,8 @@ CONFIG: dict[str, Any] = {config}
 # go (None: it is not the demo's data)
 DEMO_SERVE: str | None = {demo_serve!r}
 DEMO_KEYS: str | None = {demo_keys!r}
+# the demo's data never changes: once its endpoint is gone, read a complete local copy, saying so
+OFFLINE: bool = DEMO_SERVE is not None
 
 
 def make_dataloader(
@@ -65,21 +67,24 @@ def make_dataloader(
     collate_fn, ...) or dataset settings (transform, shuffle, seed, uri, endpoint_url, on_error,
     max_skipped_share, local_copy_dir, ...).
     """
-    return from_config(CONFIG, rank, world_size, credentials, **overrides)
+    return from_config(CONFIG, rank, world_size, credentials, copy_if_unreachable=OFFLINE,
+                       **overrides)
 
 
 def make_dataset(
     rank: int = 0, world_size: int = 1, credentials: Any = None, **overrides: Any
 ) -> Any:
     """The native_loader dataset of make_dataloader, sharded for `rank` of `world_size`."""
-    return dataset_from_config(CONFIG, rank, world_size, credentials, **overrides)
+    return dataset_from_config(CONFIG, rank, world_size, credentials,
+                               copy_if_unreachable=OFFLINE, **overrides)
 
 
 def prepare(progress: Any = say, credentials: Any = None, **overrides: Any) -> str | None:
     """Make the local copy every epoch reads (copy-local) before the first epoch, or bring it
     up to date with the data set's listing; None: this loader reads in place. Overrides
     (local_copy_dir=...) win over CONFIG, as in make_dataloader."""
-    return prepare_from_config(CONFIG, progress, credentials, **overrides)
+    return prepare_from_config(CONFIG, progress, credentials, copy_if_unreachable=OFFLINE,
+                               **overrides)
 
 
 if __name__ == "__main__":  # read 3 batches (or --prepare); an error is one line

@@ -308,12 +308,14 @@ class AdvisorSession:
 
     # --- step 6: export ----------------------------------------------------------------------
     def export(self) -> ExportBundle:
+        from advisor.demo.server import takes_dummy_keys
         from advisor.export import build_export
 
         recommendation = self.recommendation or self.run_recommend()
         return build_export(
             self._need_location(), recommendation, self.workload, self.profile,
             demo=self.demo_layout is not None,
+            demo_dummy_keys=takes_dummy_keys(self.credentials),
         )  # fmt: skip
 
     def save_export(self, directory: Path, stem: str = "dataloader_config") -> tuple[Path, Path]:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from native_loader.config import Credentials, ReaderConfig
+from native_loader.copy_offline import gone, offline_copy
 
 # Loader modules exported before copies were checked import these two from here (the `as`
 # names re-export them); copy_to_local and local_copy_state make and check the copy below.
@@ -207,6 +208,8 @@ def from_config(
     rank: int = 0,
     world_size: int = 1,
     credentials: Credentials | None = None,
+    *,
+    copy_if_unreachable: bool = False,
     **overrides: Any,
 ) -> torch.utils.data.DataLoader[Any]:
     """The DataLoader an exported module's CONFIG describes, its dataset sharded for `rank` of
@@ -218,13 +221,18 @@ def from_config(
     callable, shuffle, seed, uri, endpoint_url, on_error, max_skipped_share, local_copy_dir,
     cache_dir, ...), and any other DataLoader argument (collate_fn, timeout, ...). ValueError,
     naming what it does not understand, for a config of another schema version or with
-    settings this runtime does not know (`LoaderConfig.from_dict`)."""
+    settings this runtime does not know (`LoaderConfig.from_dict`). `copy_if_unreachable`:
+    where the endpoint does not answer, read a complete local copy as it was last checked,
+    saying so (`native_loader.copy_offline`; the demo's exports ask for it)."""
     exported = _read(config)
     loader = dataclasses.replace(
         exported.loader, **{k: overrides.pop(k) for k in list(overrides) if k in _LOADER_NAMES}
     )
     dataset_overrides = {k: overrides.pop(k) for k in list(overrides) if k in _DATASET_NAMES}
-    dataset = dataset_from_config(exported, rank, world_size, credentials, **dataset_overrides)
+    dataset = dataset_from_config(
+        exported, rank, world_size, credentials, copy_if_unreachable=copy_if_unreachable,
+        **dataset_overrides,
+    )  # fmt: skip
     return make_dataloader(dataset, loader, **overrides)
 
 
@@ -233,6 +241,8 @@ def dataset_from_config(
     rank: int = 0,
     world_size: int = 1,
     credentials: Credentials | None = None,
+    *,
+    copy_if_unreachable: bool = False,
     **overrides: Any,
 ) -> S3IterableDataset:
     """The dataset of `from_config` (an exported module's `make_dataset`), listed once here so
@@ -251,7 +261,7 @@ def dataset_from_config(
     elif isinstance(transform, str):
         transform = load_transform(transform)
     dataset = make_dataset(
-        _source(settings, exported, world_size, credentials),
+        _source(settings, exported, world_size, credentials, copy_if_unreachable),
         config=settings.reader_config(),
         credentials=credentials,
         transform=transform,
@@ -279,21 +289,28 @@ def prepare_from_config(
     config: Mapping[str, Any] | LoaderConfig,
     progress: Callable[[str], None] | None = say,
     credentials: Credentials | None = None,
+    *,
+    copy_if_unreachable: bool = False,
     **overrides: Any,
 ) -> str | None:
     """Make the local copy a copy-local config's epochs read, or bring it up to date with the
     listing (`copy_to_local`: objects with their listed size and ETag are kept, changed and new
     ones fetched, removed ones deleted; processes on one node take turns). Returns its folder;
     None when the config reads in place. Overrides (local_copy_dir=..., uri=...) as in
-    `dataset_from_config`."""
+    `dataset_from_config`, and `copy_if_unreachable` as in `from_config`."""
     overrides.pop("transform", None)
     settings = _overridden(_read(config), overrides)
     if not settings.local_copy_dir:
         return None
-    return copy_to_local(
-        settings.uri, settings.local_copy_dir, config=settings.reader_config(),
-        progress=progress, credentials=credentials,
-    )  # fmt: skip
+    try:
+        return copy_to_local(
+            settings.uri, settings.local_copy_dir, config=settings.reader_config(),
+            progress=progress, credentials=credentials,
+        )  # fmt: skip
+    except (ConnectionError, PermissionError) as exc:
+        if not copy_if_unreachable or not _offline(settings, exc, progress):
+            raise
+        return os.path.expanduser(settings.local_copy_dir)
 
 
 def loader_stats(loader: Any) -> dict[str, int]:
@@ -323,8 +340,24 @@ def _overridden(exported: LoaderConfig, overrides: dict[str, Any]) -> LoaderConf
     )
 
 
+def _offline(settings: LoaderConfig, exc: OSError, progress: Any) -> bool:
+    """True, having said so, when the endpoint is gone and its complete local copy is read."""
+    assert settings.local_copy_dir is not None
+    if not gone(settings.endpoint_url, exc):
+        return False
+    copy = offline_copy(settings.uri, settings.local_copy_dir)
+    if copy is not None and progress is not None:
+        where = settings.endpoint_url or "the endpoint"
+        progress(f"{where} cannot be reached: reading {copy}")
+    return copy is not None
+
+
 def _source(
-    settings: LoaderConfig, exported: LoaderConfig, world_size: int, credentials: Any
+    settings: LoaderConfig,
+    exported: LoaderConfig,
+    world_size: int,
+    credentials: Any,
+    copy_if_unreachable: bool = False,
 ) -> str:
     """Where the dataset reads: the local copy once it is the listing's (checked here, made or
     refreshed with one process), else the data set's URI. Another URI than the export's reads
@@ -337,7 +370,12 @@ def _source(
     if not copy_dir or settings.uri != exported.uri or moved:
         return settings.uri
     config = settings.reader_config()
-    stale = local_copy_state(settings.uri, copy_dir, config=config, credentials=credentials)
+    try:
+        stale = local_copy_state(settings.uri, copy_dir, config=config, credentials=credentials)
+    except (ConnectionError, PermissionError) as exc:
+        if not copy_if_unreachable or not _offline(settings, exc, say):
+            raise
+        stale = None
     if stale is not None:
         if world_size > 1:
             raise RuntimeError(

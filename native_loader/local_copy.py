@@ -4,7 +4,10 @@ A copy is the listing's, never something else's. Beside the files it keeps (name
 ``_`` or ``.`` are metadata: a listing of the copy leaves them out):
 
 - ``_source.json``: where it was copied from (endpoint, bucket and prefix). A copy of another
-  source is refused, never read or overwritten: two endpoints never share a folder.
+  source is refused, never read or overwritten, with one exception: the same bucket and prefix
+  on another endpoint whose listing is the copy's manifest exactly (every key, size and ETag:
+  the same data served elsewhere, as the Loader Advisor demo is on each kernel's port) is that
+  endpoint's copy too, and is recorded as its.
 - ``_manifest.json``: ``key -> [size, ETag]`` of every file copied, as the listing gave them.
 - ``_complete``: written once every listed object was checked or copied.
 - ``_last_copy.json``: the last sync that fetched anything, as it ran (`CopyReport`: objects
@@ -137,10 +140,11 @@ def local_copy_state(
         return "was made by an earlier version, which did not record its source"
     if recorded is None or not os.path.exists(os.path.join(root, COMPLETE)):
         return "is not made yet"
-    _check_source(root, recorded, source)
     with S3Reader(config, credentials=credentials) as reader:
         listed = _listed(reader, uri)
     manifest = _manifest(root)
+    if _check_source(root, recorded, source, listed, manifest):
+        return "was made from another endpoint serving the same data (to record as this one)"
     wanted = {o.key: [o.size, o.etag] for o in listed}
     new = sum(1 for key in wanted if key not in manifest)
     changed = sum(1 for key, entry in wanted.items() if key in manifest and manifest[key] != entry)
@@ -201,10 +205,10 @@ def _sync(
     """`copy_to_local`'s work, with the folder's lock held; `left`: what it has still to write."""
     started = time.monotonic()
     recorded = _read_json(os.path.join(root, SOURCE))
-    if recorded is not None:
-        _check_source(root, recorded, source)
     manifest = _manifest(root)
     listed = _listed(reader, uri)
+    if recorded is not None:
+        _check_source(root, recorded, source, listed, manifest)
     targets = copy_paths(root, source.prefix, listed)
     ours = set(targets.values()) | {copy_path(root, source.prefix, key) for key in manifest}
     foreign = sorted(
@@ -255,7 +259,8 @@ def _sync(
             _write_json(os.path.join(root, MANIFEST), manifest)
             next_report = done + step
             if progress is not None:
-                progress(f"copied {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB")
+                share = f"{done / total:.0%}" if total else "100%"
+                progress(f"copied {done / 2**20:,.1f} of {total / 2**20:,.1f} MiB ({share})")
     _write_json(os.path.join(root, MANIFEST), manifest)
     write_atomically(os.path.join(root, COMPLETE), (uri + "\n").encode())
     if todo:  # a check that fetched nothing keeps the record of the sync that made the copy
@@ -327,16 +332,25 @@ def _locked(root: str, wait_s: float, progress: Callable[[str], None] | None) ->
         os.close(fd)  # releases the lock
 
 
-def _check_source(root: str, recorded: Any, source: CopySource) -> None:
-    if recorded != asdict(source):
-        try:
-            other: Any = CopySource(**recorded)
-        except TypeError:
-            other = recorded
-        raise ValueError(
-            f"{root} holds the local copy of {other}, not of {source}: give this loader a "
-            "local_copy_dir of its own (or export it again)"
-        )
+def _check_source(
+    root: str, recorded: Any, source: CopySource, listed: list[ObjectInfo], manifest: Any
+) -> bool:
+    """Refuse a copy of another source (ValueError); True when it is the copy of the same
+    bucket and prefix on another endpoint whose listing is the manifest exactly (to record)."""
+    if recorded == asdict(source):
+        return False
+    place = {"bucket": source.bucket, "prefix": source.prefix}
+    same_place = isinstance(recorded, dict) and {k: recorded.get(k) for k in place} == place
+    if same_place and manifest and manifest == {o.key: [o.size, o.etag] for o in listed}:
+        return True
+    try:
+        other: Any = CopySource(**recorded)
+    except TypeError:
+        other = recorded
+    raise ValueError(
+        f"{root} holds the local copy of {other}, not of {source}: give this loader a "
+        "local_copy_dir of its own (or export it again)"
+    )
 
 
 def _listed(reader: Any, uri: str) -> list[ObjectInfo]:

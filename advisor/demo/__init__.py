@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from advisor.demo.datasets import (
+    COMPLETE,
     DEMO_BUCKET,
     LAYOUTS,
     DemoCache,
@@ -112,6 +113,21 @@ def ensure_demo(
             assert _demo.uploaded is not None
             _demo.uploaded.update(missing)
         return _demo
+
+
+def start_words(layout: str, cache: Path | None = None) -> str:
+    """What starting the demo for `layout` is about to do, for a status line: find the running
+    one, start on the store or the data an earlier start kept, or generate the data."""
+    if _demo is not None or os.environ.get(ENV_URL):
+        return "finding the demo endpoint ..."
+    kept = DemoCache(cache or default_cache_root(), DemoSpec())
+    try:
+        stored = StoreSnapshot(kept, (layout,)).stamp() is not None
+    except Exception:  # no `weed` binary: the start says so itself
+        stored = False
+    if stored or (kept.folder / layout / COMPLETE).is_file():
+        return "starting the demo endpoint on the data an earlier start kept ..."
+    return "starting the demo endpoint (first time: generating data) ..."
 
 
 def _start(spec: DemoSpec, progress: Progress | None, layouts: Sequence[str], cache: Path) -> Demo:

@@ -223,6 +223,12 @@ def default_cache_root() -> Path:
     return demo_root()
 
 
+def data_identity(spec: DemoSpec) -> str:
+    """What names the demo's data wherever a server serves it: its version and its spec
+    ("v1-<digest>"), the same bytes on every kernel's port (its cache folder's name)."""
+    return f"v{DEMO_DATA_VERSION}-{hashlib.sha256(repr(spec).encode()).hexdigest()[:12]}"
+
+
 class DemoCache:
     """Generated demo objects kept as files under `<root>/v<version>-<spec digest>/<layout>/`,
     so that a second kernel uploads them without generating them again. A layout's folder
@@ -231,8 +237,7 @@ class DemoCache:
     on disk (a zeroed JPEG) is removed and generated again."""
 
     def __init__(self, root: Path, spec: DemoSpec) -> None:
-        digest = hashlib.sha256(repr(spec).encode()).hexdigest()[:12]
-        self.folder = root / f"v{DEMO_DATA_VERSION}-{digest}"
+        self.folder = root / data_identity(spec)
         self.spec = spec
 
     def has(self, layout: str) -> bool:

@@ -84,6 +84,12 @@ class S3Credentials:
         return self.access_key == DUMMY_ACCESS_KEY
 
 
+def takes_dummy_keys(credentials: Any) -> bool:
+    """True when `credentials` (any object with an `access_key`) are the demo's public dummy
+    keys, which an export may print; False for keys taken from the AWS variables."""
+    return getattr(credentials, "access_key", None) == DUMMY_ACCESS_KEY
+
+
 @dataclass(frozen=True)
 class S3Endpoint:
     """Where a running local server answers, and the credentials it accepts."""

@@ -172,7 +172,7 @@ def before_after(
     limits: LoopLimits | None = None,
     rounds: int = 2,
     samples_of: Callable[[Any], int] = batch_samples,
-    progress: Callable[[str, float], None] | None = None,
+    progress: Callable[[str, float | None], None] | None = None,
     cancel: threading.Event | None = None,
 ) -> BeforeAfter:
     """Diagnose `loader`, advise on `uri` for the same step, and compare the two loaders.
@@ -212,7 +212,8 @@ def before_after(
     )
     recommendation = session.run_recommend()
     with tempfile.TemporaryDirectory(prefix="advisor-before-after-") as scratch:
-        say = (lambda line: progress(f"local copy: {line}", 0.0)) if progress else None
+        # the copy's lines carry their own share of the bytes: no fraction of the whole run
+        say = (lambda line: progress(f"local copy: {line}", None)) if progress else None
         exported, copy = advised_loader(session, Path(scratch), say)
         recommendation = session.recommendation or recommendation  # with the copy's figure
         comparison = compare(

@@ -110,11 +110,12 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
 
     last = [0.0]
 
-    def progress(message: str, fraction: float) -> None:
-        # a line a second at most: a loop reports every batch
+    def progress(message: str, fraction: float | None) -> None:
+        # a line a second at most: a loop reports every batch; None: the line says its share
         if not quiet and time.monotonic() - last[0] >= PROGRESS_EVERY_S:
             last[0] = time.monotonic()
-            print(f"... {message[:70]} ({fraction:.0%})", file=sys.stderr, flush=True)
+            share = "" if fraction is None else f" ({fraction:.0%})"
+            print(f"... {message[:70]}{share}", file=sys.stderr, flush=True)
 
     def on_event(event: LoopEvent) -> None:
         progress(f"{event.label}: {event.message}", event.fraction)

@@ -7,15 +7,20 @@ as package data, advisor/wizard/style.css), so light and dark themes work.
 
 from __future__ import annotations
 
-import html
-
 import ipywidgets as widgets
 import plotly.graph_objects as go
 
 from advisor.wizard.context import STEP_TITLES, STEPS, Topic
 from advisor.wizard.controller import WizardController
 from advisor.wizard.package_data import read_package_text
-from advisor.wizard.panels.base import StepPanel, button, html_area, output, set_outputs
+from advisor.wizard.panels.base import (
+    StepPanel,
+    button,
+    html_area,
+    output,
+    set_outputs,
+    words,
+)
 from advisor.wizard.panels.dataset import DatasetPanel
 from advisor.wizard.panels.export import ExportPanel
 from advisor.wizard.panels.hardware import HardwarePanel
@@ -171,10 +176,10 @@ class Wizard(widgets.VBox):
             pill.tooltip = f"open {STEP_TITLES[STEPS[index]]}" if c.can_visit(index) else ""
         message = c.errors.get(c.step_name)
         self.error.value = (
-            f"<div class='la-error' role='alert'>{html.escape(message)}</div>" if message else ""
+            f"<div class='la-error' role='alert'>{words(message)}</div>" if message else ""
         )
         self.progress.value = c.progress
-        self.status.value = f"<span class='la-hint'>{html.escape(c.message)}</span>"
+        self.status.value = f"<span class='la-hint'>{words(c.message)}</span>"
         busy = c.busy
         self._place_status(busy)
         self.cancel_button.disabled = not busy

@@ -509,7 +509,11 @@ def test_walk_at_1280x900_sees_every_step_and_leads_with_the_answer(
             trial.locator(".la-input-trial-seconds input").fill("10")
             trial.locator(".la-input-trial-seconds input").press("Tab")
             _click(page, "la-btn-run-trial")
-            trial.locator(".la-status-slot .la-status", has_text="left").wait_for()
+            status = trial.locator(".la-status-slot .la-status", has_text="left")
+            status.wait_for()
+            # a long status wraps onto a second line, never cut ("num_workers=0 (a blo")
+            cut = "e => [e, ...e.querySelectorAll('*')].some(c => c.scrollWidth > c.clientWidth)"
+            assert not status.evaluate(cut), status.inner_text()
             trial.locator(".la-status-slot .la-status", has_text="trial done").wait_for(
                 timeout=120_000
             )

@@ -178,3 +178,22 @@ def test_the_demo_reports_its_progress_a_hundred_times_not_per_object(tmp_path: 
     assert done.returncode == 0, done.stderr[-2000:]
     count, last = done.stdout.split()
     assert 10 <= int(count) <= 150 and float(last) == 1.0
+
+
+def test_the_start_says_first_time_only_the_first_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wizard's status as the demo starts: "first time: generating data" only where no
+    earlier start kept the layout's data (it said so on every start)."""
+    from advisor.demo import ENV_URL, start_words, stop_demo
+    from advisor.demo.datasets import COMPLETE, DemoCache
+
+    monkeypatch.delenv(ENV_URL, raising=False)
+    stop_demo()
+    assert "first time: generating data" in start_words("small-images", tmp_path)
+    layout = DemoCache(tmp_path, DemoSpec()).folder / "small-images"
+    layout.mkdir(parents=True)
+    (layout / COMPLETE).write_text("{}\n")
+    said = start_words("small-images", tmp_path)
+    assert "first time" not in said and "the data an earlier start kept" in said
+    assert "first time: generating data" in start_words("shards", tmp_path)

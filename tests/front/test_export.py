@@ -129,6 +129,7 @@ def test_copy_local_exports_a_resumable_prepare_step(
     line = prepared.stdout.strip().splitlines()[-1]
     assert line.startswith(f"{copy_dir}: {count} objects, "), line
     assert "; its last copy fetched " in line and " MiB/s)" in line, line
+    assert ", already local (nothing fetched now);" in line, line  # not "copied 0.0 MiB"
 
 
 def test_copy_local_overrides_reach_the_copy(session: AdvisorSession, tmp_path: Path) -> None:

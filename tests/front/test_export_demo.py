@@ -106,9 +106,36 @@ def test_a_demo_export_runs_after_the_demo_ended(
         assert keyless.returncode == 1 and "Traceback" not in keyless.stderr, keyless.stderr
         assert keyless.stderr.count("\n") == 1, keyless.stderr
         assert "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in keyless.stderr
+        # the keys themselves, the ones the demo prints (a second `serve` on its port is refused)
+        assert f"AWS_ACCESS_KEY_ID={again['access key']} " in keyless.stderr
+        assert f"AWS_SECRET_ACCESS_KEY={again['secret key']}" in keyless.stderr
         env = {**_no_aws(), "AWS_ACCESS_KEY_ID": again["access key"],
                "AWS_SECRET_ACCESS_KEY": again["secret key"]}  # fmt: skip
         done = _run(module, env)
         assert done.returncode == 0, done.stderr
         assert re.search(r"read 3 batches in", done.stdout), done.stdout
         assert again["secret key"] not in done.stdout + done.stderr
+
+
+def test_one_demo_copy_however_many_kernels() -> None:
+    """Each kernel serves the demo on a port of its own: a copy-local export of its data names
+    one copy folder on every port (the demo data's version and spec, not the endpoint), while
+    one URI on two endpoints of any other data is two data sets, two folders."""
+    import dataclasses
+
+    from advisor.core.location import DatasetLocation
+    from advisor.decide.recommend import recommend
+    from advisor.export import build_export
+    from tests.builders import hardware, s3_profile
+
+    profile, workload = s3_profile(200, 100_000), Workload(batch_size=8)
+    rec = dataclasses.replace(recommend(profile, hardware(), workload), data_source="copy-local")
+    uri = "s3://loader-advisor-demo/small-images/"
+
+    def folder(port: int, demo: bool) -> str | None:
+        location = DatasetLocation(uri, endpoint_url=f"http://127.0.0.1:{port}")
+        return build_export(location, rec, workload, profile, demo=demo).config.local_copy_dir
+
+    assert folder(41001, demo=True) == folder(41002, demo=True) is not None
+    assert folder(41001, demo=False) != folder(41002, demo=False)
+    assert folder(41001, demo=True) != folder(41001, demo=False)

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import fcntl
+import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -257,3 +259,59 @@ def test_a_copy_made_by_an_earlier_version_is_checked_and_kept(
     copy_to_local(uri, tmp_path, config=config, progress=lines.append)
     assert lines[0].startswith("copying 0 of 5 objects")
     assert local_copy_state(uri, tmp_path, config=config) is None
+
+
+def test_the_same_data_on_another_endpoint_shares_its_copy(
+    s3_endpoint: S3Endpoint,
+    second_s3_endpoint: S3Endpoint,
+    s3_client,  # type: ignore[no-untyped-def]
+    s3_bucket: str,
+    same_bucket_elsewhere,  # type: ignore[no-untyped-def]
+    tmp_path: Path,
+) -> None:
+    """The demo on a new kernel's port (issue 55): the same bucket, prefix and objects (keys,
+    sizes, ETags) on another endpoint. The copy is that endpoint's too: checked, recorded as
+    its, nothing fetched again. Once the data differs it is another's copy again: refused."""
+    uri = f"s3://{s3_bucket}/data/"
+    _put(s3_client, s3_bucket, "a", range(5))
+    _put(same_bucket_elsewhere, s3_bucket, "a", range(5))
+    first = ReaderConfig(endpoint_url=s3_endpoint.url)
+    other = ReaderConfig(endpoint_url=second_s3_endpoint.url)
+    copy_to_local(uri, tmp_path, config=first, progress=None)
+    made = last_copy(tmp_path)
+    state = local_copy_state(uri, tmp_path, config=other)
+    assert state == "was made from another endpoint serving the same data (to record as this one)"
+    lines: list[str] = []
+    copy_to_local(uri, tmp_path, config=other, progress=lines.append)
+    assert lines == [f"copying 0 of 5 objects ({5 * len('a/000|') * 300 / 2**20:,.1f} MiB in all)"]
+    assert last_copy(tmp_path) == made  # the record of the sync that fetched it stands
+    assert local_copy_state(uri, tmp_path, config=other) is None
+    source = json.loads((tmp_path / "_source.json").read_text())
+    assert source["endpoint"] == second_s3_endpoint.url
+    _put(s3_client, s3_bucket, "x", range(1))  # the first endpoint's data changes
+    for attempt in (local_copy_state, copy_to_local):
+        with pytest.raises(ValueError, match=r"holds the local copy of .* on http.*, not of"):
+            attempt(uri, tmp_path, config=first)  # type: ignore[operator]
+
+
+def test_the_copys_progress_gives_a_share_that_agrees(
+    s3_endpoint: S3Endpoint,
+    s3_client,  # type: ignore[no-untyped-def]
+    s3_bucket: str,
+    tmp_path: Path,
+) -> None:
+    """Each progress line gives the share of the bytes it names ("copied 1.0 of 4.0 MiB
+    (25%)"): a caller's own fraction had printed "copied 121.5 of 241.2 MiB (0%)"."""
+    for i in range(4):
+        s3_client.put_object(Bucket=s3_bucket, Key=f"data/{i}.bin", Body=bytes(2**20))
+    lines: list[str] = []
+    copy_to_local(
+        f"s3://{s3_bucket}/data/", tmp_path, config=ReaderConfig(endpoint_url=s3_endpoint.url),
+        progress=lines.append,
+    )  # fmt: skip
+    said = re.compile(r"copied ([\d.]+) of ([\d.]+) MiB \((\d+)%\)")
+    copied = [said.fullmatch(line) for line in lines[1:]]
+    assert copied and all(copied), lines
+    shares = [(float(m[1]), float(m[2]), int(m[3])) for m in copied if m]
+    assert all(round(100 * done / total) == share for done, total, share in shares), lines
+    assert shares[-1] == (4.0, 4.0, 100)

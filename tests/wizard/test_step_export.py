@@ -58,3 +58,47 @@ def test_the_export_step_says_what_next(wizard: Any) -> None:
     assert "from dataloader_config import make_dataloader" in said and "--prepare" not in said
     copy = what_next("my_loader", copy_local=True)
     assert "<code>python my_loader.py --prepare</code> once per node" in copy
+
+
+class _Advice(FakeSession):
+    """The scripted session whose export's JSON follows its recommendation's num_workers and
+    data source, as a real export's does."""
+
+    def export(self) -> Any:
+        bundle = super().export()
+        rec = self.recommendation
+        bundle.json_text = (
+            f'{{"data_source": "{rec.data_source}", "loader": {{"num_workers": '
+            f"{rec.num_workers}}}}}"
+        )
+        return bundle
+
+
+def test_export_says_when_the_saved_file_is_out_of_date(tmp_path: Path) -> None:
+    """Saved, then a newer recommendation no longer matching it: the Export step says "out of
+    date" and what differs, not "saved:", until it is saved again."""
+    from types import SimpleNamespace
+
+    from advisor.wizard.views import Wizard
+
+    w = Wizard(WizardController(_Advice()))  # type: ignore[arg-type]
+    c, panel = w.controller, w.export_panel
+    try:
+        c.session.run_recommend()
+        assert c.build_export()
+        panel.save_dir.value = str(tmp_path)
+        panel.save_button.click()
+        assert panel.saved.value.startswith("saved: ") and "out of date" not in panel.saved.value
+        c.session.recommendation = SimpleNamespace(
+            **{**vars(c.session.recommendation), "num_workers": 4, "data_source": "copy-local"}
+        )
+        c.export_step.forget_bundle()  # as a new recommendation does
+        assert c.build_export()
+        said = panel.saved.value
+        assert "out of date" in said and not said.startswith("saved: "), said
+        assert "data_source stream -&gt; copy-local, num_workers 2 -&gt; 4" in said, said
+        assert "Save again" in said
+        panel.save_button.click()
+        assert panel.saved.value.startswith("saved: ") and "out of date" not in panel.saved.value
+    finally:
+        c.close()

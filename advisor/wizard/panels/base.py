@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Callable
 from typing import Any, ClassVar
 
@@ -69,6 +70,15 @@ def output(css: str) -> widgets.Output:
 def on_value(field: widgets.Widget, apply: Callable[[Any], None]) -> None:
     """Call `apply(new value)` whenever the user (or code) changes `field`."""
     field.observe(lambda change: apply(change["new"]), names="value")
+
+
+_CODE = re.compile(r"`([^`]+)`")
+
+
+def words(text: str) -> str:
+    """`text` as HTML: escaped, and what it quotes in backticks (a command, a name to type) set
+    as code, as the text lines print it: the wizard showed the backticks as characters."""
+    return _CODE.sub(r"<code>\1</code>", html.escape(text))
 
 
 def table(rows: list[tuple[str, str]]) -> str:

@@ -9,7 +9,7 @@ import ipywidgets as widgets
 
 from advisor.core.units import data_size
 from advisor.wizard.context import Topic
-from advisor.wizard.panels.base import StepPanel, button, html_area, text
+from advisor.wizard.panels.base import StepPanel, button, html_area, text, words
 from advisor.wizard.steps.export import ExportStep
 
 
@@ -21,7 +21,8 @@ def run_hint(module: Path, demo: bool) -> str:
     )
     if demo:
         line += (
-            " The demo's endpoint ends with this kernel: the module's docstring says how to "
+            " The demo's endpoint ends with this kernel: then a copy-local module reads its "
+            "complete local copy, and the module's docstring gives the demo's keys and how to "
             "serve it again."
         )
     return line
@@ -114,13 +115,19 @@ class ExportPanel(StepPanel):
                 f"download {stem}.json</a>"
             )
         self._show_cache()
-        self.saved.value = (
-            "saved: "
-            + ", ".join(f"<code>{html.escape(str(p))}</code>" for p in step.saved_paths)
-            + f"<div class='la-hint'>{html.escape(run_hint(step.saved_paths[0], demo))}</div>"
-            if step.saved_paths
-            else ""
-        )
+        paths = ", ".join(f"<code>{html.escape(str(p))}</code>" for p in step.saved_paths)
+        aged = step.out_of_date()
+        if not step.saved_paths:
+            self.saved.value = ""
+        elif aged is not None:  # a newer recommendation: the file on disk is not this one
+            self.saved.value = (
+                f"<div class='la-error la-out-of-date'>out of date: {paths} was saved from an "
+                f"earlier recommendation ({html.escape(aged)}): Save again to write this one."
+                "</div>"
+            )
+        else:
+            hint = html.escape(run_hint(step.saved_paths[0], demo))
+            self.saved.value = f"saved: {paths}<div class='la-hint'>{hint}</div>"
 
     def _remove_picked(self) -> None:
         if self.cache_pick.value:
@@ -132,7 +139,7 @@ class ExportPanel(StepPanel):
         total = data_size(sum(e.bytes for e in held))
         rows = "".join(
             f"<tr><td><code>{html.escape(e.name)}</code></td><td>{data_size(e.bytes)}</td>"
-            f"<td>{html.escape(e.what)}</td></tr>"
+            f"<td>{words(e.what)}</td></tr>"
             for e in held
         )
         self.cache_list.value = (

@@ -14,17 +14,32 @@ from typing import TYPE_CHECKING
 
 from advisor.diagnosis.history import History
 from advisor.report.history import history_comparison_rows, history_trial_rows, repeat_words
-from advisor.wizard.panels.base import html_area
+from advisor.wizard.panels.base import html_area, words
 
 if TYPE_CHECKING:
     from advisor.session import AdvisorSession
+
+
+URI_CHARS = 32  # a data set's URI longer than this shows its start and end, whole in its title
+
+
+def cell_html(cell: str) -> str:
+    """One cell; a long URI (or path) on one line, its middle cut ("s3://loader-adv…images/"),
+    whole in the title people see on hover: a URI wrapped over four lines had made the table
+    tall."""
+    uri = "://" in cell or cell.startswith("/")
+    if not uri or len(cell) <= URI_CHARS or " " in cell:
+        return html.escape(cell)
+    keep = (URI_CHARS - 1) // 2
+    shown = f"{cell[:keep]}\u2026{cell[-keep:]}"
+    return f"<span class='la-uri' title='{html.escape(cell)}'>{html.escape(shown)}</span>"
 
 
 def rows_html(rows: Sequence[Sequence[str]], css: str) -> str:
     """A header row and body rows as an HTML table in the wizard's table style."""
     head = "".join(f"<th>{html.escape(cell)}</th>" for cell in rows[0])
     body = "".join(
-        "<tr>" + "".join(f"<td>{html.escape(cell)}</td>" for cell in row) + "</tr>"
+        "<tr>" + "".join(f"<td>{cell_html(cell)}</td>" for cell in row) + "</tr>"
         for row in rows[1:]
     )
     return f"<table class='la-table {css}'><tr>{head}</tr>{body}</table>"
@@ -51,7 +66,7 @@ def history_html(history: History) -> str:
             "and the slices' spread; the answer made from each trial.</div>"
         )
         parts.append(rows_html(history_trial_rows(history), "la-history-trials"))
-        parts += [f"<div>{html.escape(repeat_words(r))}</div>" for r in history.repeats()]
+        parts += [f"<div>{words(repeat_words(r))}</div>" for r in history.repeats()]
     if history.comparisons:
         parts.append(
             "<div class='la-hint'>Your loader against the recommended one: samples/s over "

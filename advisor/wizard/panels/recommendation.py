@@ -26,6 +26,7 @@ from advisor.wizard.panels.base import (
     output,
     set_outputs,
     status_slot,
+    words,
 )
 from advisor.wizard.panels.history import HistoryPanel
 from advisor.wizard.panels.reshard import ReshardPanel
@@ -65,7 +66,7 @@ def decision_card(decision: Decision) -> str:
         f"<div class='la-card'><div class='la-card-title'>{html.escape(decision_label(decision))}"
         f" <span class='la-value'>{html.escape(decision_value(decision))}</span>"
         f" <span class='la-meta'>({meta})</span></div>"
-        f"<div>{html.escape(decision.rationale)}</div>"
+        f"<div>{words(decision.rationale)}</div>"
         f"<details class='la-details'><summary>evidence</summary>{details}</details></div>"
     )
 
@@ -102,7 +103,7 @@ def headline(
     action = said.pop() if said[-1].startswith("To keep up") else None
     if copy_note is not None:
         said.append(copy_note)
-    lines = [html.escape(line) for line in said]
+    lines = [words(line) for line in said]
     lines[0] = f"<b>{lines[0]}</b>"
     kwargs = ", ".join(f"{k}={v!r}" for k, v in rec.dataloader_kwargs().items())
     code = f"<code>DataLoader(dataset, {html.escape(kwargs)})</code>"
@@ -116,8 +117,8 @@ def headline(
     if verdict is not None:  # in view: keeps up, short within the noise, or short (red)
         lines.insert(1, verdict_html(verdict))
     # the next step with its reasons, and the notes: the evidence behind the verdict
-    notes = [html.escape(note) for note in (*([action] if action else []), *rec.notes,
-                                            *rec.cost_notes)]  # fmt: skip
+    notes = [words(note) for note in (*([action] if action else []), *rec.notes,
+                                      *rec.cost_notes)]  # fmt: skip
     body = "".join(f"<div>{line}</div>" for line in lines)
     if notes:
         body += (

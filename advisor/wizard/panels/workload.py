@@ -10,7 +10,7 @@ import ipywidgets as widgets
 from advisor.core.units import counted, rate
 from advisor.core.workload import DATA_LOCATIONS, Workload
 from advisor.wizard.context import Topic
-from advisor.wizard.panels.base import LABEL, StepPanel, html_area, text
+from advisor.wizard.panels.base import LABEL, StepPanel, html_area, text, words
 from advisor.wizard.steps.workload import WorkloadStep
 
 
@@ -129,9 +129,9 @@ class WorkloadPanel(StepPanel):
         self.samples_per_s.layout.display = "none" if form.mode == "step" else ""
         self.step_time.layout.display = "" if form.mode == "step" else "none"
         note = step.demo_note
-        self.demo_note.value = f"<span class='la-hint'>{html.escape(note)}</span>" if note else ""
+        self.demo_note.value = f"<span class='la-hint'>{words(note)}</span>" if note else ""
         self.workload_errors.value = "".join(
-            f"<div class='la-error'>{html.escape(m)}</div>" for m in step.field_errors.values()
+            f"<div class='la-error'>{words(m)}</div>" for m in step.field_errors.values()
         )
         workload = step.parsed
         if not step.field_errors and workload is not None:

@@ -92,8 +92,9 @@ class DatasetStep:
 
         def work(cancel: threading.Event) -> None:
             from advisor.core import homecache
+            from advisor.demo import start_words
 
-            context.report("starting the demo endpoint (first time: generating data) ...", 0.0)
+            context.report(start_words(layout or "small-images"), 0.0)
             kept = homecache.size_of(homecache.demo_root())
             uri = context.session.use_demo(layout, progress=context.report)
             added = homecache.size_of(homecache.demo_root()) - kept

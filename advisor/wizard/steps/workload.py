@@ -130,8 +130,21 @@ class WorkloadStep:
         self.parse()
 
     def parse(self) -> Workload | None:
-        """The typed workload, or None with `field_errors` saying what is wrong, field by field."""
-        self.parsed, self.field_errors = parse_form(self.form)
+        """The typed workload, or None with `field_errors` saying what is wrong, field by field.
+        The user's loader and step are looked up as they are typed: a name that does not
+        import (or no notebook variable by that name) is its field's error here, not the
+        comparison's after the trial."""
+        self.parsed, errors = parse_form(self.form)
+        for name, label in (("loader", "loader"), ("loader_step", "step")):
+            spec = getattr(self.form, name).strip()
+            if spec and name not in errors:
+                try:
+                    _resolve(spec, label)
+                except Exception as exc:  # the user's module may raise anything at import
+                    errors[name] = describe(exc)
+        if errors:
+            self.parsed = None
+        self.field_errors = errors
         return self.parsed
 
     def apply(self) -> bool:
