@@ -171,7 +171,7 @@ def _short(bottleneck: str | None) -> str:
 def _spread(spread: Spread | None) -> str:
     if spread is None:
         return "-"
-    if spread.n > 1:
+    if spread.n > 1 and per_s(spread.low) != per_s(spread.high):
         return f"{per_s(spread.median)} ({per_s(spread.low)}-{per_s(spread.high)})"
     return per_s(spread.median)
 
