@@ -131,10 +131,9 @@ def compare_lines(first: Run, second: Run) -> list[str]:
         verdict = "apart beyond the measured spread" if pair.apart else "within the spread"
         if pair.first is None or pair.second is None:
             verdict = "measured in one run only"
-        lines.append(
-            f"  {pair.name}: {_figure(pair, pair.first)} against {_figure(pair, pair.second)}: "
-            f"{verdict}"
-        )
+        was = (">=" if pair.first_at_least else "") + _figure(pair, pair.first)
+        now = (">=" if pair.second_at_least else "") + _figure(pair, pair.second)
+        lines.append(f"  {pair.name}: {was} against {now}: {verdict}")
     return lines
 
 

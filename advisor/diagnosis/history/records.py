@@ -269,6 +269,9 @@ class FigurePair:
     unit: str
     first: Spread | None
     second: Spread | None
+    # a trial's count without a steady state: its figure is a lower bound ("at least")
+    first_at_least: bool = False
+    second_at_least: bool = False
 
     @property
     def apart(self) -> bool:
@@ -287,8 +290,12 @@ def compare_runs(first: Run, second: Run) -> tuple[FigurePair, ...]:
         )
     if isinstance(first, TrialRecord) and isinstance(second, TrialRecord):
         workers = sorted({c.num_workers for c in (*first.counts, *second.counts)})
-        pairs = [(n, _spread(first.count(n)), _spread(second.count(n))) for n in workers]
-        return tuple(FigurePair(f"num_workers={n}", "samples/s", a, b) for n, a, b in pairs)
+        pairs = [(n, first.count(n), second.count(n)) for n in workers]
+        return tuple(
+            FigurePair(f"num_workers={n}", "samples/s", _spread(a), _spread(b),
+                       a is not None and a.lower_bound, b is not None and b.lower_bound)
+            for n, a, b in pairs
+        )  # fmt: skip
     if isinstance(first, ComparisonRecord) and isinstance(second, ComparisonRecord):
         return (
             FigurePair("your loader", "samples/s", first.before, second.before),
