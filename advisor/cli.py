@@ -1,5 +1,5 @@
-"""`python -m advisor profile|hardware|trial|recommend|export|reshard|diagnose ...`: the headless
-advisor.
+"""`python -m advisor profile|hardware|trial|recommend|export|reshard|diagnose|cache|history ...`:
+the headless advisor.
 
 Human-readable tables by default, one JSON object with --json. Every failure is one line on
 stderr and a non-zero exit: 2 for bad input, 1 for what went wrong talking to the storage.
@@ -29,6 +29,7 @@ from advisor.core.errors import CommandErrors
 from advisor.core.location import check_answers, first_contact_s
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.diagnosis import cli as diagnose_cli
+from advisor.diagnosis.history import cli as history_cli
 from advisor.export import ExportBundle, build_export
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
 from advisor.measure.hardware.target import TargetMachine, target_arguments, target_from_args
@@ -171,6 +172,7 @@ def build_parser() -> argparse.ArgumentParser:
     reshard_cli.add_parser(sub, common)
     diagnose_cli.add_parser(sub, common)
     homecache.add_parser(sub, common)
+    history_cli.add_parser(sub, common)
     return parser
 
 
@@ -312,6 +314,8 @@ def run(args: argparse.Namespace) -> int:
         return diagnose_cli.run(args)
     if args.command == "cache":
         return homecache.run(args)
+    if args.command == "history":
+        return history_cli.run(args)
     session = AdvisorSession()
     progress = _Progress(enabled=not args.quiet)
     cancel = threading.Event()

@@ -1,8 +1,8 @@
 """`%load_ext advisor`, then `%advisor [URI] [--endpoint-url URL] [--profile NAME] [--demo]` for
 the wizard, `%advisor diagnose LOADER (--step STEP | --step-time S | --consumer-rate R)
 [--uri URI ...]` to measure a loader of the notebook (names of the notebook's variables),
-`%advisor cache [--remove NAME]` for the home cache, or `%advisor history` for the trials and
-comparisons of the wizard shown last."""
+`%advisor cache [--remove NAME]` for the home cache, or `%advisor history [--dataset URI]
+[--compare A B]` for the runs kept across sessions (trials, comparisons, watched epochs)."""
 
 from __future__ import annotations
 
@@ -24,8 +24,9 @@ EPILOG = """also:
   %advisor cache [--remove NAME | --remove-all]
                         what ~/.cache/loader-advisor holds (local copies, caches, the demo's
                         data), with sizes; --remove frees it
-  %advisor history      the trials and comparisons of the wizard shown last, side by side, and
-                        whether a repeated trial's answer held"""
+  %advisor history [--dataset URI] [--last N] [--compare A B]
+                        the runs kept across sessions (trials and their answers, comparisons,
+                        watched epochs), side by side; two of them compared with their spreads"""
 # the wizard `%advisor` showed last in this kernel (`%advisor history` reads its session)
 _shown: list[Any] = []
 
@@ -109,14 +110,24 @@ def _cache(words: list[str]) -> None:
     homecache.run(args)
 
 
-def _history() -> None:
-    """The runs of the wizard shown last, as a text table."""
+def _history(words: list[str]) -> None:
+    """The runs kept across sessions (`python -m advisor history`); where the history cannot
+    be read, the runs of the wizard shown last, kept in its memory."""
+    from advisor.diagnosis.history import cli
     from advisor.report.history import history_table
 
-    if not _shown:
-        print("%advisor history: no wizard shown with %advisor in this kernel yet")
+    parser = argparse.ArgumentParser(prog="%advisor history", add_help=False,
+                                     description="The runs kept across sessions.")  # fmt: skip
+    cli.add_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = _parsed(parser, words)
+    if args is None:
         return
-    print(history_table(_shown[0].controller.session.history()))
+    with contextlib.redirect_stderr(sys.stdout):  # the error as plain output, not a pink box
+        failed = cli.run(args) == 1
+    if failed and _shown:
+        print("the runs of the wizard shown last, in its memory:")
+        print(history_table(_shown[0].controller.session.history()))
 
 
 def advisor_magic(line: str) -> None:
@@ -138,7 +149,7 @@ def advisor_magic(line: str) -> None:
         _cache(words[1:])
         return
     if words[:1] == ["history"]:
-        _history()
+        _history(words[1:])
         return
     args = _parsed(parser, words)
     if args is None:

@@ -11,12 +11,12 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from advisor.core.bounds import ListingLimits, TrialBudget
 from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.workload import Workload
-from advisor.diagnosis.history import ComparisonRecord, History, TrialRecord
+from advisor.diagnosis.history import ComparisonRecord, History, TrialRecord, amend, keep
 from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.measure.profile import Progress as ProfileProgress
 from advisor.measure.trial.results import TrialResult, TrialSetup
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from native_loader.local_copy import CopyReport
 
 
+Rec = TypeVar("Rec", TrialRecord, ComparisonRecord)
 DEMO_PROGRESS_S = 0.25  # the demo's upload reports its progress at most this often
 
 
@@ -55,9 +56,11 @@ class AdvisorSession:
     # the last sync of the set's local copy, as the exported module's prepare() ran it here:
     # the copy's figure in the advice from then on (None: no prepare() ran)
     local_copy: CopyReport | None = None
-    # every finished trial and comparison while the session lives (`history()`), oldest first
+    # every finished trial and comparison of this session (`history()`), oldest first; each is
+    # also kept in the run history across processes (`advisor.diagnosis.history.store`)
     _trials: list[TrialRecord] = field(default_factory=list, init=False, repr=False)
     _comparisons: list[ComparisonRecord] = field(default_factory=list, init=False, repr=False)
+    _stored: set[int] = field(default_factory=set, init=False, repr=False)  # runs kept there
 
     # --- step 1: dataset ---------------------------------------------------------------------
     def set_location(
@@ -239,7 +242,7 @@ class AdvisorSession:
         )
         self.recommendation = None
         record = TrialRecord.of(self._next_run(), self.trial, self.workload.consumer_rate)
-        self._trials.append(record)
+        self._trials.append(self._kept(record))
         return self.trial
 
     # --- step 5: recommendation --------------------------------------------------------------
@@ -271,8 +274,9 @@ class AdvisorSession:
     # --- the runs so far ---------------------------------------------------------------------
     def history(self) -> History:
         """Every trial (with its recommendation's key facts) and comparison of this session,
-        oldest first; `advisor.report.history.history_table` puts them side by side and says
-        whether a repeated trial's answer held."""
+        oldest first, numbered as the run history numbers them (`RunStore().load()` gives
+        every process's); `advisor.report.history.history_table` puts them side by side and
+        says whether a repeated trial's answer held."""
         return History(tuple(self._trials), tuple(self._comparisons))
 
     def record_comparison(
@@ -284,17 +288,31 @@ class AdvisorSession:
         record = ComparisonRecord.of(
             self._next_run(), comparison, dataset, self.workload.consumer_rate, changed
         )
+        record = self._kept(record)
         self._comparisons.append(record)
         return record
 
     def _next_run(self) -> int:
+        """The session's own count: a run's number where the run history could not keep it."""
         return len(self._trials) + len(self._comparisons) + 1
+
+    def _kept(self, record: Rec) -> Rec:
+        """`record` kept in the run history and numbered there (best effort: as it was, with
+        a warning, where the history cannot be written)."""
+        stored = keep(record)
+        if stored is None:
+            return record
+        self._stored.add(stored.number)
+        return stored
 
     def _answer_trial(self, recommendation: Recommendation) -> None:
         """The trial's record gets the facts of the recommendation made from it (the latest)."""
         for index in range(len(self._trials) - 1, -1, -1):
             if self._trials[index].result is self.trial and self.trial is not None:
-                self._trials[index] = self._trials[index].answered(recommendation)
+                answered = self._trials[index].answered(recommendation)
+                self._trials[index] = answered
+                if answered.number in self._stored:
+                    amend(answered)
                 return
 
     @staticmethod

@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from advisor.decide.watching import Change, WatchReport, judge, proof
+from advisor.diagnosis.history import LoopRecord, keep
 from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
 from advisor.measure.loop.watch import WatchedLoop
@@ -198,8 +199,10 @@ class Watch:
         label: str = "your loader",
         min_steps: int = 20,
         samples_of: Callable[[Any], int] = batch_samples,
+        history: bool = True,
     ) -> None:
         self.make: Callable[..., Iterable[Any]] | None = None
+        self.history = history  # each pass's report kept in the run history
         self.loop_samples = samples_of
         if isinstance(loader, str):
             from advisor.diagnosis.cli import load_object
@@ -224,6 +227,8 @@ class Watch:
             yield from self.loop
         finally:
             self.reports.append(self.doctor.finish(self.loop))
+            if self.history:  # best effort: a history that cannot be written only warns
+                keep(LoopRecord.of_watch(self.reports[-1], len(self.reports), self.doctor.label))
             if self.make is not None and self.swapped is None and self.loop.ended == "epoch":
                 self._swap(self.make)
 
@@ -263,6 +268,7 @@ def watch(
     out: Callable[[str], None] | str | None = AUTO,
     label: str = "your loader",
     min_steps: int = 20,
+    history: bool = True,
 ) -> Watch:
     """Wrap the loader you train with: `for batch in advisor.watch(loader): ...`; or give the
     function that makes it (or its "module:function") to have the advised loader swapped in at
@@ -270,5 +276,6 @@ def watch(
 
     `every`: steps between summary lines (and live-view updates); `out`: where lines go (None:
     silent, read `.report()` instead; the default: printed, or in a notebook a live view of the
-    waiting share with the verdict and the report); `min_steps`: steps before a verdict."""
-    return Watch(loader, every=every, out=out, label=label, min_steps=min_steps)
+    waiting share with the verdict and the report); `min_steps`: steps before a verdict;
+    `history`: keep each epoch's report in the run history (`python -m advisor history`)."""
+    return Watch(loader, every=every, out=out, label=label, min_steps=min_steps, history=history)

@@ -3,8 +3,9 @@ local disk, listed with sizes and removable (`python -m advisor cache`).
 
 It holds, per data set an export read (a folder named by a digest of its source): the
 copy-local copy every epoch reads (`<digest>/copy`, with the record of its source and of its
-last sync) and the cache later epochs of a streamed set read (the files beside it); and the
-demo's generated data and server store (`demo/`, or where `LOADER_ADVISOR_DEMO_CACHE` puts it).
+last sync) and the cache later epochs of a streamed set read (the files beside it); the run
+history (`history/`, `advisor.diagnosis.history.store`); and the demo's generated data and
+server store (`demo/`, or where `LOADER_ADVISOR_DEMO_CACHE` puts it).
 Nothing here is removed on its own: a copy is the point of copy-local, and a later run reuses
 it. A folder a process is copying into (its lock held) is not removed.
 """
@@ -26,9 +27,13 @@ from native_loader.local_copy import LOCK, SOURCE, last_copy
 
 CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
 DEMO = "demo"
+HISTORY = "history"  # the run history's folder: its database and SQLite's files beside it
 ENV_DEMO_CACHE = "LOADER_ADVISOR_DEMO_CACHE"
 
-__all__ = ["CACHE_ROOT", "CacheEntry", "demo_root", "entries", "remove", "size_of", "summary"]
+__all__ = [
+    "CACHE_ROOT", "CacheEntry", "demo_root", "entries", "history_root", "remove", "size_of",
+    "summary",
+]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,11 @@ class CacheEntry:
 
 def root() -> Path:
     return Path(CACHE_ROOT).expanduser()
+
+
+def history_root() -> Path:
+    """The run history's folder: kept across processes, removed like any entry."""
+    return root() / HISTORY
 
 
 def demo_root() -> Path:
@@ -116,6 +126,10 @@ def remove(name: str, home: Path | None = None, demo: Path | None = None) -> Cac
 
 
 def _entry(path: Path) -> CacheEntry:
+    if path.name == HISTORY and path.is_dir():
+        return CacheEntry(HISTORY, path, _bytes(path), "the run history: trials, "
+                          "recommendations, comparisons and watched epochs (`python -m advisor "
+                          "history` lists them)")  # fmt: skip
     if not path.is_dir():
         return CacheEntry(path.name, path, _bytes(path), "a file the advisor did not describe")
     copy = path / "copy"

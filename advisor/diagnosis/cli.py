@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 import threading
@@ -13,6 +14,7 @@ from typing import Any
 from advisor.core.bounds import CompareRounds, LoopLimits, TrialBudget, arg_type, range_of
 from advisor.core.errors import CommandErrors, report_error
 from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.diagnosis.history import LoopRecord, keep
 from advisor.measure.loop.run import LoaderError, LoopEvent
 from native_loader.decoders import load_callable
 
@@ -133,6 +135,9 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
         else:
             diagnosis = diagnose(loader, **steps, limits=limits, progress=on_event, cancel=cancel)
             lines, data = diagnosis_lines(diagnosis), diagnosis.to_dict()
+            # kept in the run history (a before/after is kept by its session)
+            loop = LoopRecord.of_diagnosis(diagnosis)
+            keep(dataclasses.replace(loop, label=getattr(args, "loader", None) or loop.label))
     if failed.code is not None:
         return failed.code
     if args.json:

@@ -1,6 +1,7 @@
-"""The session's runs side by side (`advisor.diagnosis.history`), as people read them: one row
-per trial and per comparison, the header first (the wizard's tables and the text's), whether a
-repeated trial's answer held, and the whole history as text (`%advisor history`)."""
+"""The runs side by side (`advisor.diagnosis.history`), as people read them: one row per trial,
+per comparison and per judged loop, the header first (the wizard's tables and the text's),
+whether a repeated trial's answer held, the whole history as text (`python -m advisor history`,
+`%advisor history`), and two runs' figures side by side with their spreads."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from advisor.core.units import duration, per_s, rate
+from advisor.core.units import duration, per_s, rate, share
+from advisor.diagnosis.history.records import (
+    FigurePair,
+    LoopRecord,
+    Run,
+    TrialRecord,
+    compare_runs,
+    kind_of,
+    repeat_of,
+)
 
 if TYPE_CHECKING:
     from advisor.diagnosis.history import History, Repeat
@@ -18,6 +28,8 @@ TRIAL_HEADER = ("run", "time", "data set", "consumer", "trial", "measured", "num
                 "data source", "bottleneck", "confidence")  # fmt: skip
 COMPARISON_HEADER = ("run", "time", "data set", "consumer", "change", "before", "after",
                      "ratio")  # fmt: skip
+LOOP_HEADER = ("run", "time", "data set", "what", "steps", "samples/s", "waiting", "verdict")
+IN_SESSION = "no trial or comparison has run in this session yet"
 
 
 def repeat_words(repeat: Repeat) -> str:
@@ -71,10 +83,24 @@ def history_comparison_rows(history: History) -> list[tuple[str, ...]]:
     return rows
 
 
-def history_table(history: History) -> str:
-    """The history as text: the trials side by side, whether repeats held, the comparisons."""
+def history_loop_rows(history: History) -> list[tuple[str, ...]]:
+    """One row per judged loop (a watched epoch, a diagnose run), the header first."""
+    rows: list[tuple[str, ...]] = [LOOP_HEADER]
+    for loop in history.loops:
+        what = f"{loop.label}, through epoch {loop.epoch}" if loop.epoch is not None else loop.label
+        rows.append((
+            f"#{loop.number}", _clock(loop.at), loop.dataset, f"{loop.kind}: {what}",
+            str(loop.steps), _spread(loop.windows_samples_per_s),
+            _share(loop.windows_wait_share), _short(loop.verdict),
+        ))  # fmt: skip
+    return rows
+
+
+def history_table(history: History, empty: str = IN_SESSION) -> str:
+    """The history as text: the trials side by side, whether repeats held, the comparisons,
+    the judged loops; `empty` where there is none."""
     if not history:
-        return "no trial or comparison has run in this session yet"
+        return empty
     parts = []
     if history.trials:
         parts.append("trials (measured: num_workers: median samples/s (slices' spread))")
@@ -83,11 +109,52 @@ def history_table(history: History) -> str:
     if history.comparisons:
         parts.append("your loader against the recommended one (samples/s over the rounds)")
         parts.append(_columns(history_comparison_rows(history)))
+    if history.loops:
+        parts.append("loops judged (samples/s and waiting share per window: median (range))")
+        parts.append(_columns(history_loop_rows(history)))
     return "\n".join(parts)
 
 
+def compare_lines(first: Run, second: Run) -> list[str]:
+    """Two runs of a kind side by side: each figure's median (range) in both, and whether
+    the ranges part (a difference beyond what was measured). Raises ValueError for two runs of
+    different kinds."""
+    pairs = compare_runs(first, second)
+    lines = [f"#{first.number} ({_about(first)}) against #{second.number} ({_about(second)}):"]
+    if isinstance(first, TrialRecord) and isinstance(second, TrialRecord):
+        repeat = repeat_of(first, second)
+        if not repeat.answered:
+            lines.append("  the answer: not made from both trials")
+        else:
+            lines.append(f"  the answer: {'; '.join(repeat.changes) or 'the same'}")
+    for pair in pairs:
+        verdict = "apart beyond the measured spread" if pair.apart else "within the spread"
+        if pair.first is None or pair.second is None:
+            verdict = "measured in one run only"
+        was = (">=" if pair.first_at_least else "") + _figure(pair, pair.first)
+        now = (">=" if pair.second_at_least else "") + _figure(pair, pair.second)
+        lines.append(f"  {pair.name}: {was} against {now}: {verdict}")
+    return lines
+
+
+def _about(run: Run) -> str:
+    what = kind_of(run)
+    if isinstance(run, LoopRecord):
+        what = run.kind + (f" through epoch {run.epoch}" if run.epoch is not None else "")
+    return f"{what}, {_clock(run.at)}, {run.dataset}"
+
+
+def _figure(pair: FigurePair, spread: Spread | None) -> str:
+    if pair.unit == "share":
+        return _share(spread)
+    if pair.unit == "x":
+        return "-" if spread is None else spread.show("{:.2f}x")
+    return _spread(spread) + (" samples/s" if spread is not None else "")
+
+
 def _clock(at: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(at))
+    """The day and the minute: a history spans sessions and days."""
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(at))
 
 
 def _consumer(consumer_rate: float | None) -> str:
@@ -103,9 +170,17 @@ def _short(bottleneck: str | None) -> str:
 def _spread(spread: Spread | None) -> str:
     if spread is None:
         return "-"
-    if spread.n > 1:
+    if spread.n > 1 and per_s(spread.low) != per_s(spread.high):
         return f"{per_s(spread.median)} ({per_s(spread.low)}-{per_s(spread.high)})"
     return per_s(spread.median)
+
+
+def _share(spread: Spread | None) -> str:
+    if spread is None:
+        return "-"
+    if spread.n > 1 and share(spread.low) != share(spread.high):
+        return f"{share(spread.median)} ({share(spread.low)}-{share(spread.high)})"
+    return share(spread.median)
 
 
 def _columns(rows: Sequence[Sequence[str]]) -> str:

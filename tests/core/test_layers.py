@@ -45,6 +45,8 @@ EXCEPTIONS: dict[str, set[str]] = {
     # `python -m advisor diagnose` prints the diagnosis and the before/after as the report
     # words them
     "advisor.diagnosis.cli": {"advisor.report.before_after", "advisor.report.diagnosis"},
+    # `python -m advisor history` prints the runs and two runs compared as the report words them
+    "advisor.diagnosis.history.cli": {"advisor.report.history"},
 }
 
 

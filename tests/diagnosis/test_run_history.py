@@ -16,7 +16,15 @@ import pytest
 
 from advisor.core.bounds import LoopLimits
 from advisor.core.workload import Workload
-from advisor.diagnosis.history import CountFigure, History, TrialRecord, repeat_of
+from advisor.diagnosis.history import (
+    CountFigure,
+    History,
+    LoopRecord,
+    RunStore,
+    TrialRecord,
+    repeat_of,
+)
+from advisor.measure.loop.results import Spread
 from advisor.report.history import history_table, repeat_words
 from advisor.session import AdvisorSession
 
@@ -179,17 +187,102 @@ def test_the_wizard_shows_trials_repeats_and_a_comparison(folder: Path) -> None:
         wizard.close()
 
 
-def test_the_magic_prints_the_history_of_the_wizard_shown_last(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+def test_the_magic_lists_the_runs_kept_filters_and_compares_them(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], folder: Path
 ) -> None:
+    """`%advisor history` lists what the run history holds (an earlier kernel's runs too):
+    here two trials of a session gone, of the folder, and a watched epoch of another data
+    set; where the history cannot be read, the error and the shown wizard's own runs."""
     from advisor import magic
 
     monkeypatch.setattr(magic, "_shown", [])
     magic.advisor_magic("history")
-    assert "no wizard shown with %advisor in this kernel yet" in capsys.readouterr().out
+    assert "no run kept yet" in capsys.readouterr().out
+    earlier = AdvisorSession()
+    earlier.set_location(str(folder))
+    earlier.set_workload(Workload(consumer_rate=300, batch_size=16))
+    for _ in range(2):
+        earlier.run_trial(2)
+        earlier.run_recommend()
+    RunStore().add(
+        LoopRecord(0, time.time(), "watch", "ImageFolder", "your loader", 1, 60, 250.0, 0.3,
+                   Spread(250, 240, 260, 3), Spread(0.3, 0.25, 0.35, 3), "keeps up")
+    )  # fmt: skip
+    del earlier  # the session (a kernel) ends; its runs stay
+    magic.advisor_magic("history")
+    out = capsys.readouterr().out
+    assert "the last 3 runs" in out and "#2 repeats #1: the answer " in out
+    assert "watch: your loader, through epoch 1" in out and "250 (240-260)" in out
+    magic.advisor_magic("history --dataset ImageFolder")
+    out = capsys.readouterr().out
+    assert "the last 1 runs of ImageFolder" in out and str(folder) not in out
+    magic.advisor_magic("history --compare 1 2")
+    out = capsys.readouterr().out
+    assert out.startswith("#1 (trial, ") and "  num_workers=0: " in out
+    magic.advisor_magic("history --compare 1 3")
+    assert "error: run #1 is a trial and #3 a loop" in capsys.readouterr().out
+    magic.advisor_magic("--help")
+    assert "%advisor history" in capsys.readouterr().out
+
+    RunStore().path.write_bytes(b"garbage" * 100)  # unreadable: the wizard's session instead
     session = AdvisorSession()
     magic._shown[:] = [SimpleNamespace(controller=SimpleNamespace(session=session))]
     magic.advisor_magic("history")
-    assert capsys.readouterr().out.strip() == "no trial or comparison has run in this session yet"
-    magic.advisor_magic("--help")
-    assert "%advisor history" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "error: the run history " in out and "cache --remove history" in out
+    assert out.rstrip().endswith("no trial or comparison has run in this session yet")
+
+
+def test_each_watched_epoch_is_kept_unless_asked_not_to() -> None:
+    """At each epoch's end the loop as `watch` reported it then; none with history=False."""
+    import advisor
+
+    batches = [[bytes(100)] * 4 for _ in range(30)]
+    watched = advisor.watch(batches, out=None, min_steps=5)
+    for _ in range(2):
+        for _batch in watched:
+            time.sleep(0.001)
+    loops = RunStore().load().loops
+    assert [(r.kind, r.epoch, r.steps, r.dataset) for r in loops] == [
+        ("watch", 1, 30, "list"), ("watch", 2, 60, "list"),  # the loop so far, as reported
+    ]  # fmt: skip
+    report = watched.reports[-1].summary
+    assert loops[1].samples_per_s == report.overall_samples_per_s
+    assert loops[1].windows_wait_share == report.wait_share
+    for _batch in advisor.watch(batches, out=None, history=False):
+        pass
+    assert len(RunStore().load()) == 2
+
+
+def test_the_panel_filters_by_data_set_and_compares_two_runs(folder: Path) -> None:
+    """The History panel: runs of two data sets kept by earlier sessions; it opens on this
+    session's data set, lists every data set on asking, and compares the two runs picked."""
+    from advisor.wizard.panels.history import HistoryPanel
+
+    store = RunStore()
+    for median in (250.0, 400.0):
+        store.add(
+            LoopRecord(0, time.time(), "watch", "ImageFolder", "your loader", 1, 60, median,
+                       0.3, Spread(median, median - 10, median + 10, 3), None, "keeps up")
+        )  # fmt: skip
+    session = AdvisorSession()
+    session.set_location(str(folder))
+    session.set_workload(Workload(consumer_rate=300, batch_size=16))
+    session.run_trial(2)
+    panel = HistoryPanel(session)
+    panel.show()
+    assert panel.dataset.value == str(folder)
+    assert "History: 1 run in this session" in panel.box.value
+    assert "la-history-trials" in panel.box.value and "la-history-loops" not in panel.box.value
+    panel.dataset.value = ""  # every data set
+    assert "History: 1 run in this session, 2 from earlier ones" in panel.box.value
+    assert "la-history-loops" in panel.box.value
+    panel.first.value, panel.second.value = 1, 2
+    compared = panel.compared.value
+    assert compared.startswith("#1 (watch through epoch 1, ")
+    assert (
+        "samples/s per window: 250 (240-260) samples/s against 400 (390-410) samples/s: "
+        "apart beyond the measured spread" in compared
+    )
+    panel.second.value = 3
+    assert "run #1 is a loop and #3 a trial" in panel.compared.value

@@ -205,7 +205,7 @@ class RecommendationPanel(StepPanel):
         self.supply_chart = output("la-chart-supply")
         self.supply_figure: go.Figure | None = None  # the last one shown, for tests and users
         self.reshard = ReshardPanel(reshard)
-        self.history = HistoryPanel(step.context.session)  # the session's runs side by side
+        self.history = HistoryPanel(step.context.session)  # the runs kept, side by side
         self.status_slot = status_slot()
         self.run_again_button = button(
             "Run again", "la-btn-run-again", "warning",
@@ -230,7 +230,7 @@ class RecommendationPanel(StepPanel):
                 self.cards,
                 self.reshard.box,
                 self.supply_chart,
-                self.history.box,
+                self.history.widget,
                 self.details_button,
                 self.details,
             ]
