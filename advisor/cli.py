@@ -263,8 +263,9 @@ def _print_measured(session: AdvisorSession) -> None:
 def _print_recommendation(session: AdvisorSession) -> None:
     r = session.recommendation
     assert r is not None
-    # the answer first: what to change and its measured effect (advisor.report.headline)
-    for line in headline_lines(r, session.trial, session.workload.consumer_rate):
+    # the answer first: what to change, its measured effect and the verdict; the bottleneck
+    # with its reasons is the summary's (advisor.report.headline)
+    for line in headline_lines(r, session.trial, session.workload.consumer_rate, brief=True):
         print(line)
     print()
     print(recommendation_summary(r))

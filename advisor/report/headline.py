@@ -65,11 +65,20 @@ def headline_lines(
     diagnosis: Diagnosis | None = None,
     changed: tuple[str, ...] = (),
     comparison: Comparison | None = None,
+    brief: bool = False,
 ) -> list[str]:
     """A few lines: what to change, and its measured effect: the user's loader and the
     recommended one in the same loop where they were compared, else the trial's figures; the
     bottleneck; and where the loader still cannot keep up, one next step ("To keep up: ...",
-    `keep_up_action`), last."""
+    `keep_up_action`), last. `brief`: the verdict (`verdict_headline`, 25 words at most) in
+    place of the bottleneck and the step's reasons, for a front that prints the bottleneck
+    beside it (the command line's summary)."""
+    if brief:
+        full = headline_lines(rec, trial, consumer_rate, diagnosis, changed, comparison)
+        short = verdict_headline(rec, comparison)
+        kept = full[: len(full) - len(_bottleneck_line(rec, diagnosis, comparison))
+                    - len(_action(rec, comparison))]  # fmt: skip
+        return kept + ([short.text] if short is not None else [])
     lines = [*_job_line(rec), f"Change: {what_to_change(rec, changed)}."]
     if comparison is not None and comparison.speedup is not None:
         lines.append(
@@ -116,8 +125,8 @@ def headline_lines(
             f"Expected: {rate(rec.expected_samples_per_s)} (not measured: run the live trial)."
         )
     if mine is not None and (before_rate is None or after is None):
-        verdict = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
-        lines.append(f"Your loader: {verdict or 'measured, see below'}.")
+        judged = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
+        lines.append(f"Your loader: {judged or 'measured, see below'}.")
     return lines + _bottleneck_line(rec, diagnosis) + _action(rec, None)
 
 

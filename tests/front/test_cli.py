@@ -72,6 +72,25 @@ def test_recommend_without_trial_has_plain_fields(
     assert "loader-advisor-test-secret" not in out
 
 
+def test_recommend_reads_a_short_verdict_and_the_bottleneck_once(
+    capsys: pytest.CaptureFixture[str], s3_endpoint: S3Endpoint, demo_bucket: str
+) -> None:
+    """The answer leads with what to change and a verdict of 25 words at most; the bottleneck's
+    reasons are said once, in the summary (they were in the headline and the summary both)."""
+    code, out, _ = _run(
+        capsys, "recommend", f"s3://{demo_bucket}/small-images/", "--endpoint-url",
+        s3_endpoint.url, "--seconds", "4", "--consumer-rate", "100000", "--quiet",
+    )  # fmt: skip
+    assert code == 0, out
+    head = out[out.index("Change:") :].split("\n\n")[0].splitlines()
+    verdict = next(line for line in head if line.startswith("The loader"))
+    assert "cannot keep up" in verdict and len(verdict.split()) <= 25
+    bottleneck = next(line for line in out.splitlines() if line.startswith("bottleneck:"))
+    reasons = bottleneck.split(":", 1)[1].strip()
+    assert out.count(reasons) == 1
+    assert not any(line.startswith("To keep up") for line in head)
+
+
 def _error(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
     code, out, err = _run(capsys, *argv)
     assert out == ""
