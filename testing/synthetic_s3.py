@@ -8,7 +8,7 @@
 Key i is `{prefix}{i:08d}{suffix}` (wider where the count needs it, so that key order is index
 order), every object is `size` bytes, its body is the key and `SEPARATOR` repeated (a reader
 checks what it read with `Keyspace.body`; binary, as an encoded sample is) and its ETag the
-body's MD5, as S3 gives a single-part upload.
+key's MD5.
 The server answers ListObjectsV2 (prefix, delimiter, max-keys up to 1000, continuation-token,
 start-after, encoding-type), HEAD and GET of an object (one Range, If-Match) and HEAD of the
 bucket, over HTTP/1.1 with keep-alive on 127.0.0.1; it accepts any signature or none. It runs in
@@ -103,10 +103,13 @@ class Keyspace:
         return (seed * (self.size // len(seed) + 1))[: self.size]
 
     def md5(self, key: str) -> str:
-        return hashlib.md5(self.body(key)).hexdigest()
+        """The MD5 of the key: hashing each body would cost a page of 1,000 keys ~5 ms of the
+        server's CPU, a third of the native reader's time for it (S3's ETag is the body's MD5
+        only for single-part uploads; no client checks it against the body)."""
+        return hashlib.md5(key.encode()).hexdigest()
 
     def etag(self, key: str) -> str:
-        """The ETag header's value: the body's MD5 in double quotes."""
+        """The ETag header's value: `md5` in double quotes."""
         return f'"{self.md5(key)}"'
 
 
