@@ -43,6 +43,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("throttle", "bench.throttle", "emulated ranks vs a prefix's 503 SlowDown limit"),
     Benchmark("watch", "bench.watch_overhead", "what advisor.watch adds to each training step"),
     Benchmark("watch-check", "bench.watch_check", "advisor.watch on loops with a known cause"),
+    Benchmark("scale", "bench.scale", "1M single objects: listing, first batch, index memory"),
 )
 
 

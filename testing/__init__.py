@@ -1,7 +1,9 @@
 """Test infrastructure shared by `tests/` and `bench/`; not part of the installed package.
 
 `FaultProxy` injects faults between an S3 client and the local S3 server (see `faults`);
-`die_with_parent` keeps helper processes from outliving the test or benchmark that started them.
+`synthetic_s3.SyntheticS3` serves a bucket of computed keys (millions, no storage) for the
+scale benchmark; `die_with_parent` keeps helper processes from outliving the test or benchmark
+that started them.
 """
 
 from __future__ import annotations
