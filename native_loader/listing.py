@@ -64,8 +64,9 @@ def data_objects(source: str, reader: S3Reader, tar_only: bool = False) -> Itera
     """The objects of a listed prefix a dataset reads, page by page: no metadata (`is_metadata`:
     ``_SUCCESS``, ``.DS_Store``, ...) and no folder markers (`ObjectInfo.is_folder_marker`), as
     the profile does; a key ending in ``/`` that has bytes is read like any other. With
-    `tar_only`, only ``.tar`` objects: a shard folder also holds its index (``shards.json``)."""
-    for info in reader.list(source):
+    `tar_only`, only ``.tar`` objects: a shard folder also holds its index (``shards.json``).
+    Each page is asked for while the last one is taken (`ListPages.ahead`)."""
+    for info in reader.list(source, ahead=True):
         if info.is_folder_marker or is_metadata(info.uri, source):
             continue
         if not tar_only or info.uri.endswith(".tar"):

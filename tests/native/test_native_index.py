@@ -11,6 +11,7 @@ import hashlib
 import logging
 import os
 import pickle
+import time
 import tracemalloc
 from pathlib import Path
 from typing import Any
@@ -234,3 +235,22 @@ def test_a_shuffled_read_says_it_waits_for_the_listing(
     said = [r.getMessage() for r in caplog.records if "waits for the whole listing" in r.message]
     assert len(said) == 1 and "5 objects listed in" in said[0] and "index_dir" in said[0]
     assert isinstance(dataset._objects, ObjectIndex)
+
+
+def test_a_listing_that_asks_ahead_lists_the_same_keys_and_stops_when_left(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, small_pages: None
+) -> None:
+    _put(s3_client, s3_bucket, "a/", 30)
+    config, credentials = _setup(s3_endpoint)
+    source = f"s3://{s3_bucket}/a/"
+    with native_loader.reader.S3Reader(config, credentials=credentials) as reader:
+        assert list(reader.list(source, ahead=True)) == list(reader.list(source))
+        assert list(reader.list(source, ahead=True, max_keys=9)) == list(reader.list(source))[:9]
+        pages = reader.list(source, ahead=True)
+        first = [next(pages) for _ in range(8)]  # into page 2: page 3 is asked for already
+        pages.close()  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 10  # the engine's thread ends a cancelled request
+        while reader.stats()["open_tickets"] and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert reader.stats()["open_tickets"] == 0  # the page asked ahead was cancelled
+        assert first == list(reader.list(source))[:8]
