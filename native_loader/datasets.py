@@ -98,8 +98,9 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
     which forked DataLoader workers read without copying (`list_objects` lists it in the
     training process). Unshuffled, a prefix not yet listed is streamed: each process reads its
     share of every listing page as it arrives, so the first sample comes with the first page;
-    shuffled, the read waits for the whole listing, and says so once (a warning of the
-    ``native_loader`` logger). `listing` says where the objects came from and how old they are.
+    shuffled, the read waits for the whole listing, and says so once, where that took a
+    second or more (a warning of the ``native_loader`` logger). `listing` says where the
+    objects came from and how old they are.
     Streamed shards (``tar_samples`` or ``records``) hold at most ``config.read_ahead_bytes``
     of each worker's shards in memory, not whole shards; the next shard's first parts are
     fetched while the current one is read. With a cache, they are copied to it as they stream

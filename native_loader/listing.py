@@ -29,6 +29,7 @@ from native_loader.uri import is_metadata, parse_uri
 
 DEFAULT_INDEX_MAX_AGE_S = 24 * 3600.0
 LOCK_WAIT_S = 1800.0  # how long a process waits for another one listing the same prefix
+WAIT_SAID_AFTER_S = 1.0  # a listing this long before the first sample is worth a line
 _LOCK_POLL_S = 0.2
 log = logging.getLogger("native_loader")
 
@@ -162,8 +163,9 @@ def list_index(source: str, reader: S3Reader, tar_only: bool) -> tuple[ObjectInd
 
 
 def said_wait(source: str, why: str, info: ListingInfo, spec: IndexSpec) -> None:
-    """Tell the user, once, that a read waited for the whole listing, and how long it took."""
-    if info.origin != "listed":
+    """Tell the user, once, that a read waited for the whole listing, and how long it took,
+    where that was long enough to notice (`WAIT_SAID_AFTER_S`)."""
+    if info.origin != "listed" or info.seconds < WAIT_SAID_AFTER_S:
         return
     if info.path is not None:
         then = f"saved in {info.path} for later runs and ranks"

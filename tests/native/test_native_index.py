@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from torch.utils.data import Dataset
 
+import native_loader.listing
 import native_loader.reader
 from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3MapDataset
@@ -222,8 +223,14 @@ def test_an_unshuffled_read_yields_its_first_sample_before_the_listing_ends(
 
 
 def test_a_shuffled_read_says_it_waits_for_the_listing(
-    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, caplog: pytest.LogCaptureFixture
+    s3_endpoint: S3Endpoint,
+    s3_client: Any,
+    s3_bucket: str,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Once, where the listing took long enough to notice: here, any time at all."""
+    monkeypatch.setattr(native_loader.listing, "WAIT_SAID_AFTER_S", 0.0)
     _put(s3_client, s3_bucket, "w/", 5)
     config, credentials = _setup(s3_endpoint)
     dataset = S3IterableDataset(
