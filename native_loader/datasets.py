@@ -3,7 +3,7 @@
 `S3IterableDataset` streams objects (or WebDataset samples of tar shards), sharded across
 torch.distributed ranks and DataLoader workers so that every object is read exactly once per
 epoch; `S3MapDataset` (`native_loader.map_dataset`) gives random access by index, on the parts
-both share here (`OwnReader`, `resolve_source`). Both hand `transform` the object's bytes
+both share (`native_loader.dataset_parts`). Both hand `transform` the object's bytes
 (a `ReadResult`, buffer protocol) or, for tar shards, ``{"__key__": ..., "<ext>": bytes}``.
 A sample that fails to read or decode is raised naming the object, or skipped and counted, as
 their `SamplePolicy` says (`native_loader.sample_errors`).
@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import random
-from collections.abc import Callable, Iterable, Iterator
+import time
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import torch.utils.data
@@ -21,6 +22,30 @@ import torch.utils.data
 from native_loader._client import shared_rate_limiter
 from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through, stream_through
 from native_loader.config import Credentials, ReaderConfig
+from native_loader.dataset_parts import (
+    HandedObjects,
+    OwnReader,
+    Source,
+    Transform,
+    buffered_shuffle,
+    distributed,
+    index_spec,
+    object_uri,
+    resolve_source,
+    shuffled_share,
+)
+from native_loader.listing import (
+    DEFAULT_INDEX_MAX_AGE_S,
+    IndexBuilder,
+    ListingInfo,
+    data_objects,
+    given,
+    listed_index,
+    listing_head,
+    said_wait,
+    save_index,
+    saved_index,
+)
 from native_loader.reader import ObjectInfo, S3Reader
 from native_loader.records import RECORD_FORMATS, RecordFormat, record_blocks
 from native_loader.sample_errors import (
@@ -35,77 +60,10 @@ from native_loader.sample_errors import (
 )
 from native_loader.stream import parsed_stream
 from native_loader.tar import iter_samples_stream
-from native_loader.uri import is_metadata
 
-Transform = Callable[[Any], Any]
 # An iteration adds its samples to the shared counts this many at a time (and at its end).
 _COUNT_FLUSH = 256
-Source = str | Iterable[str] | Iterable[ObjectInfo]
-
-
-def resolve_source(
-    source: Source, reader: S3Reader, tar_only: bool = False
-) -> list[str | ObjectInfo]:
-    """The objects of a source; listed ones keep their size (it lets large reads start at once).
-    A listed prefix leaves out metadata (`is_metadata`: ``_SUCCESS``, ``.DS_Store``, ...) and
-    folder markers (`ObjectInfo.is_folder_marker`: a key ending in ``/`` with no bytes), as the
-    profile does; a key ending in ``/`` that has bytes is read like any other. With `tar_only`
-    it yields only ``.tar`` objects: a shard folder also holds its index (``shards.json``,
-    ``classes.json``)."""
-    if isinstance(source, str):
-        listed = (
-            info
-            for info in reader.list(source)
-            if not info.is_folder_marker and not is_metadata(info.uri, source)
-        )
-        return [i for i in listed if not tar_only or i.uri.endswith(".tar")]
-    return [item if isinstance(item, ObjectInfo) else str(item) for item in source]
-
-
-def object_uri(item: str | ObjectInfo) -> str:
-    return item.uri if isinstance(item, ObjectInfo) else item
-
-
-def _distributed() -> tuple[int, int]:
-    dist = torch.distributed
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-class OwnReader:
-    """What both datasets share: each process's reader, made on first use from the settings
-    and credentials, and the counts its DataLoader workers report."""
-
-    _config: ReaderConfig
-    _credentials: Credentials | None
-    _reader: S3Reader | None
-    counts: SampleCounts
-
-    def sample_stats(self) -> dict[str, int]:
-        """Samples seen and skipped so far, by every DataLoader worker of this dataset."""
-        return self.counts.totals()
-
-    def reader_stats(self) -> dict[str, int]:
-        """Throttling and retries met so far by the readers of every DataLoader worker of this
-        dataset: ``throttled`` answers, ``rate_cuts``, ``rate_limited_ms`` and ``retries``
-        (requests sent again: throttled, failed with a 5xx, reset or cut short; see
-        `S3Reader.stats`), as of each worker's last count of its samples."""
-        return self.counts.reader_totals()
-
-    def _own_reader_stats(self) -> dict[str, int]:
-        return self._reader.stats() if self._reader is not None else {}
-
-    @property
-    def config(self) -> ReaderConfig:
-        """The reader settings (requests in flight, part size, timeouts) of each process."""
-        return self._config
-
-    @property
-    def reader(self) -> S3Reader:
-        if self._reader is None:
-            self._reader = S3Reader(self._config, credentials=self._credentials)
-        return self._reader
+__all__ = ["OwnReader", "S3IterableDataset", "Source", "Transform", "object_uri", "resolve_source"]
 
 
 class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
@@ -131,7 +89,18 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         on_error: a `SamplePolicy` for samples that fail to read or decode. Default: raise
             `SampleError` naming the object; ``SamplePolicy("skip")`` skips and counts them
             (`sample_stats`), up to a share of the samples seen.
+        index_dir, index_max_age_s, refresh_index: save a prefix's listing in this folder
+            (default: ``cache_dir``) and load it, while younger than ``index_max_age_s``
+            seconds (default 24 h), instead of listing again: in later epochs, runs and the
+            other ranks of a node (`native_loader.listing`). ``refresh_index`` lists again.
 
+    A prefix's listing is a compact `ObjectIndex` (flat buffers, no Python object per key),
+    which forked DataLoader workers read without copying (`list_objects` lists it in the
+    training process). Unshuffled, a prefix not yet listed is streamed: each process reads its
+    share of every listing page as it arrives, so the first sample comes with the first page;
+    shuffled, the read waits for the whole listing, and says so once, where that took a
+    second or more (a warning of the ``native_loader`` logger). `listing` says where the
+    objects came from and how old they are.
     Streamed shards (``tar_samples`` or ``records``) hold at most ``config.read_ahead_bytes``
     of each worker's shards in memory, not whole shards; the next shard's first parts are
     fetched while the current one is read. With a cache, they are copied to it as they stream
@@ -158,6 +127,9 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int = DEFAULT_CACHE_BYTES,
         on_error: SamplePolicy | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
+        index_max_age_s: float = DEFAULT_INDEX_MAX_AGE_S,
+        refresh_index: bool = False,
     ) -> None:
         if shuffle_buffer < 0:
             raise ValueError(f"{shuffle_buffer=} must be >= 0")
@@ -182,7 +154,9 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         self._world_size = world_size
         self.epoch = 0
         self._reader: S3Reader | None = None
-        self._objects: list[str | ObjectInfo] | None = None
+        self._objects: Sequence[str | ObjectInfo] | None = None
+        self._index = index_spec(index_dir, cache_dir, index_max_age_s, refresh_index)
+        self.listing: ListingInfo | None = None
         self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()
         self.counts = SampleCounts()
@@ -194,16 +168,39 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         self.epoch = epoch
 
     def uris(self) -> list[str]:
-        """All object URIs of the data set (listed once, then cached).
-
-        A prefix is listed on first use, i.e. in each DataLoader worker; call `uris()` once
-        before creating the DataLoader to list in the parent and share the result with forked
-        workers."""
+        """All object URIs of the data set (listed once, then kept), as a list: one Python
+        string per object; `list_objects` lists without making them."""
         return [object_uri(item) for item in self._resolved()]
 
-    def _resolved(self) -> list[str | ObjectInfo]:
+    def list_objects(self) -> int | None:
+        """List the source now, in this process (or load its saved index), unless an
+        unshuffled read can stream the listing instead; the number of objects, or None when
+        the listing is left to stream. Call it before creating the DataLoader: forked workers
+        share what it listed."""
+        if self._objects is None and self._streams_listing():
+            found = self._saved()
+            if found is None:
+                return None
+            self._objects, self.listing = found
+        return len(self._resolved())
+
+    def _streams_listing(self) -> bool:
+        return isinstance(self._source, str) and not self.shuffle
+
+    def _saved(self) -> tuple[Sequence[str | ObjectInfo], ListingInfo] | None:
+        assert isinstance(self._source, str)
+        return saved_index(self._index, self._config, self._source, self.tar_samples)
+
+    def _resolved(self) -> Sequence[str | ObjectInfo]:
         if self._objects is None:
-            self._objects = resolve_source(self._source, self.reader, self.tar_samples)
+            if isinstance(self._source, str):
+                index, info = listed_index(self._source, self.reader, self.tar_samples, self._index)
+                if self.shuffle:
+                    said_wait(self._source, "a shuffled read", info, self._index)
+                self._objects, self.listing = index, info
+            else:
+                self._objects = given(self._source)
+                self.listing = ListingInfo("given", len(self._objects), 0.0)
         return self._objects
 
     def shard(self) -> tuple[int, int]:
@@ -211,7 +208,7 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         if self._rank is not None and self._world_size is not None:
             rank, world = self._rank, self._world_size
         else:
-            rank, world = _distributed()
+            rank, world = distributed()
         info = torch.utils.data.get_worker_info()
         worker, workers = (info.id, info.num_workers) if info is not None else (0, 1)
         return rank * workers + worker, world * workers
@@ -250,27 +247,55 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         items = self._items(self._share(guard), guard)
         if self.shuffle_buffer > 0:
             rng = random.Random(f"{self.seed}/{self.epoch}/{self.shard()[0]}")
-            items = _buffered_shuffle(items, self.shuffle_buffer, rng)
+            items = buffered_shuffle(items, self.shuffle_buffer, rng)
         yield from items
 
-    def _share(self, guard: SampleGuard) -> list[str | ObjectInfo]:
-        """This process's objects of the epoch, in order; names no reader can open go to
-        `guard`."""
-        objects = list(self._resolved())
-        if self.shuffle:
-            random.Random(f"{self.seed}/{self.epoch}").shuffle(objects)
+    def _share(self, guard: SampleGuard) -> Iterator[str | ObjectInfo]:
+        """This process's objects of the epoch, in order, each made as it is read; names no
+        reader can open go to `guard`."""
         index, count = self.shard()
-        mine = []
-        for item in objects[index::count]:
+        if self._objects is None and self._streams_listing():
+            found = self._saved()
+            if found is not None:
+                self._objects, self.listing = found
+        if self._objects is None and self._streams_listing():
+            items: Iterator[str | ObjectInfo] = self._listing_share(index, count)
+        else:
+            objects = self._resolved()
+            positions: Iterable[int] = (
+                shuffled_share(len(objects), f"{self.seed}/{self.epoch}", index, count)
+                if self.shuffle
+                else range(index, len(objects), count)
+            )
+            items = (objects[position] for position in positions)
+        for item in items:
             if readable_name(object_uri(item)):
-                mine.append(item)
+                yield item
             else:
                 error = unreadable_name(object_uri(item))
                 guard.failed(str(error), error)
-        return mine
+
+    def _listing_share(self, index: int, count: int) -> Iterator[ObjectInfo]:
+        """This process's share of the listing as its pages arrive: object i of the listing
+        goes to reader i mod count, as an unshuffled epoch deals them. The whole listing is
+        kept (compact) for the epochs after it; the first reader saves it where it may."""
+        assert isinstance(self._source, str)
+        source, started, asked = self._source, time.monotonic(), time.time()
+        builder = IndexBuilder(listing_head(source))
+        for number, info in enumerate(data_objects(source, self.reader, self.tar_samples)):
+            builder.add(info)
+            if number % count == index:
+                yield info
+        objects, seconds = builder.build(), time.monotonic() - started
+        path = None
+        if index == 0:
+            path = save_index(
+                objects, self._index, self._config, source, self.tar_samples, asked, seconds
+            )
+        self._objects, self.listing = objects, ListingInfo("listed", len(objects), seconds, 0, path)
 
     def _items(
-        self, objects: list[str | ObjectInfo], guard: SampleGuard
+        self, objects: Iterable[str | ObjectInfo], guard: SampleGuard
     ) -> Iterator[tuple[str, Any]]:
         """Read `objects` in order; a failed read is raised as it is (it names the object), or
         skipped, and the reads go on after it."""
@@ -283,22 +308,25 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
                 for record in block:
                     yield uri, record
             return
-        position = 0
-        while position < len(objects):
+        queue = HandedObjects(objects)
+        while True:
+            handed = queue.hand()
             stream = (
-                read_through(self.reader, objects[position:], cache)
+                read_through(self.reader, list(handed), cache)
                 if cache is not None
-                else self.reader.read_many(objects[position:])
+                else self.reader.read_many(handed)
             )
             try:
                 for result in stream:
-                    position += 1
+                    queue.done()
                     yield result.uri, result
                 return
             except SampleError:
                 raise
             except Exception as exc:
-                failed, position = object_uri(objects[position]), position + 1
+                if queue.failure is not None or not queue.taken:
+                    raise  # not a read's failure: the listing's, or nothing was handed
+                failed = object_uri(queue.done())
                 if self.on_error.on_error == "raise":
                     raise
                 guard.failed(failure("reading", failed, exc), exc)
@@ -306,12 +334,13 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
                 stream.close()  # type: ignore[attr-defined]
 
     def _streamed(
-        self, objects: list[str | ObjectInfo], guard: SampleGuard
+        self, shards: Iterable[str | ObjectInfo], guard: SampleGuard
     ) -> Iterator[tuple[str, Any]]:
         """Samples of each tar shard, or lists of records of each text shard, as its parts
         arrive (`S3Reader.open_many`, or the cache's `stream_through`). A shard that
         fails to read is raised as it is, or skipped and the reads go on after it; one that
         fails to parse goes to `guard`."""
+        objects = list(shards)  # shards: few, and each read for long
         cache = self._cache.get()
         # records: fewer, larger parts, two in flight (stream.parsed_stream)
         parts: dict[str, int] = {}
@@ -365,16 +394,3 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         state = dict(self.__dict__)
         state["_reader"] = None  # each process makes its own
         return state
-
-
-def _buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> Iterator[Any]:
-    buffer: list[Any] = []
-    for item in items:
-        if len(buffer) < size:
-            buffer.append(item)
-            continue
-        slot = rng.randrange(size)
-        yield buffer[slot]
-        buffer[slot] = item
-    rng.shuffle(buffer)
-    yield from buffer

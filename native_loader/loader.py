@@ -174,11 +174,15 @@ def make_dataloader(
     A worker that dies (the kernel's out-of-memory killer, a crash) is a `WorkerDied` error
     naming the worker, the signal and the likely cause (`native_loader.watched`); batches
     /dev/shm cannot hold raise `ShmTooSmallError`, one line saying what to change, at the first
-    batch, never a wait for a batch that cannot come (`native_loader.shm`)."""
+    batch, never a wait for a batch that cannot come (`native_loader.shm`). With workers, a
+    dataset's prefix is listed here first (`S3IterableDataset.list_objects`)."""
     from native_loader.decoders import collate_list
     from native_loader.watched import WatchedDataLoader
 
     kwargs = {"collate_fn": collate_list, **settings.dataloader_kwargs(), **overrides}
+    list_objects = getattr(dataset, "list_objects", None)
+    if kwargs.get("num_workers", 0) > 0 and list_objects is not None:
+        list_objects()  # here, once: the forked workers share it instead of each listing
     if kwargs.get("num_workers", 0) == 0:
         # torch refuses these without workers, whoever set them
         kwargs.pop("prefetch_factor", None)
@@ -246,11 +250,12 @@ def dataset_from_config(
     **overrides: Any,
 ) -> S3IterableDataset:
     """The dataset of `from_config` (an exported module's `make_dataset`), listed once here so
-    that forked DataLoader workers share the listing. A copy-local config reads its local copy,
-    checked against the listing at every start and brought up to date by this process when it
-    is alone (world_size 1); with ranks, a stale copy is an error that asks for `prepare`
-    first. Overrides are the config's settings (the DataLoader's are accepted and left to the
-    loader); TypeError names any other."""
+    that forked DataLoader workers share the listing (a compact index, saved in the config's
+    cache_dir where it has one; an unshuffled read streams it: `S3IterableDataset`). A
+    copy-local config reads its local copy, checked against the listing at every start and
+    brought up to date by this process when it is alone (world_size 1); with ranks, a stale
+    copy is an error that asks for `prepare` first. Overrides are the config's settings (the
+    DataLoader's are accepted and left to the loader); TypeError names any other."""
     from native_loader.decoders import default_decoder, load_transform
 
     exported = _read(config)
@@ -276,7 +281,9 @@ def dataset_from_config(
         cache_max_bytes=settings.cache_max_bytes or DEFAULT_CACHE_MAX_BYTES,
         on_error=settings.sample_policy(),
     )
-    dataset.uris()  # list the prefix once here; forked DataLoader workers share the listing
+    # list the prefix once here (or load its saved index): forked DataLoader workers share it;
+    # an unshuffled read streams the listing instead, its first batch with the first page
+    dataset.list_objects()
     return dataset
 
 

@@ -4,6 +4,7 @@ with the native reader (the streaming dataset and what both share: `native_loade
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from typing import Any
 
 import torch.utils.data
@@ -11,8 +12,15 @@ import torch.utils.data
 from native_loader._client import shared_rate_limiter
 from native_loader.cache import DEFAULT_CACHE_BYTES, CacheSpec, read_through
 from native_loader.config import Credentials, ReaderConfig
-from native_loader.datasets import OwnReader, Source, Transform, object_uri, resolve_source
-from native_loader.reader import S3Reader
+from native_loader.dataset_parts import OwnReader, Source, Transform, index_spec, object_uri
+from native_loader.listing import (
+    DEFAULT_INDEX_MAX_AGE_S,
+    ListingInfo,
+    given,
+    listed_index,
+    said_wait,
+)
+from native_loader.reader import ObjectInfo, S3Reader
 from native_loader.sample_errors import (
     SampleCounts,
     SampleGuard,
@@ -24,7 +32,10 @@ from native_loader.sample_errors import (
 
 
 class S3MapDataset(OwnReader, torch.utils.data.Dataset[Any]):
-    """Random access to the objects under a prefix (listed on creation) or of a URI list."""
+    """Random access to the objects under a prefix (listed on creation, or loaded from the
+    listing saved in ``index_dir``, by default ``cache_dir``: see `S3IterableDataset`) or of a
+    URI list. A prefix's objects are a compact `ObjectIndex` that forked DataLoader workers
+    read without copying; `listing` says where they came from and how old they are."""
 
     def __init__(
         self,
@@ -36,13 +47,22 @@ class S3MapDataset(OwnReader, torch.utils.data.Dataset[Any]):
         cache_dir: str | os.PathLike[str] | None = None,
         cache_max_bytes: int = DEFAULT_CACHE_BYTES,
         on_error: SamplePolicy | None = None,
+        index_dir: str | os.PathLike[str] | None = None,
+        index_max_age_s: float = DEFAULT_INDEX_MAX_AGE_S,
+        refresh_index: bool = False,
     ) -> None:
         self._config = config if config is not None else ReaderConfig()
         self._credentials = credentials
         self.transform = transform
         self._reader: S3Reader | None = None
-        self._objects = resolve_source(source, self.reader)
-        self.uris = [object_uri(item) for item in self._objects]
+        spec = index_spec(index_dir, cache_dir, index_max_age_s, refresh_index)
+        self._objects: Sequence[str | ObjectInfo]
+        if isinstance(source, str):
+            self._objects, self.listing = listed_index(source, self.reader, False, spec)
+            said_wait(source, "random access", self.listing, spec)
+        else:
+            self._objects = given(source)
+            self.listing = ListingInfo("given", len(self._objects), 0.0)
         self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()
         self.counts = SampleCounts()
@@ -50,8 +70,13 @@ class S3MapDataset(OwnReader, torch.utils.data.Dataset[Any]):
             shared_rate_limiter(self._config)  # made here, shared by the forked workers
         self._guard: SampleGuard | None = None
 
+    @property
+    def uris(self) -> list[str]:
+        """Every object's URI, as a list (one Python string per object)."""
+        return [object_uri(item) for item in self._objects]
+
     def __len__(self) -> int:
-        return len(self.uris)
+        return len(self._objects)
 
     def __getitem__(self, index: int) -> Any:
         """The item at `index`; None for a sample skipped by ``SamplePolicy("skip")``

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import itertools
 import os
 import stat as stat_module
 from collections.abc import Iterable, Iterator
@@ -16,7 +15,7 @@ from native_loader import _native
 from native_loader._client import EngineSession, resolve_endpoint, resolve_region
 from native_loader.clock import CLOCK_SKEWED, clock_offset_s
 from native_loader.config import MIN_PART_SIZE, Credentials, ReaderConfig
-from native_loader.errors import S3Error, error_from_outcome
+from native_loader.errors import error_from_outcome
 from native_loader.local import (
     LocalRead,
     file_etag,
@@ -26,6 +25,7 @@ from native_loader.local import (
     start_local_reads,
 )
 from native_loader.object_stream import ObjectStream, iter_streams
+from native_loader.pages import ListPages, list_pages
 from native_loader.results import ObjectInfo, ReadResult
 from native_loader.stream import PartPipeline, StreamSource, stream_budget
 from native_loader.uri import local_path, parse_uri
@@ -37,7 +37,7 @@ _WAIT_SLICE_S = 0.2
 # max_inflight_bytes); the extra tickets keep it busy while finished results wait behind a
 # slower one for their turn (in-order delivery), which otherwise idled most of the slots.
 READ_AHEAD_FACTOR = 4
-_LIST_PAGE = 1000
+_LIST_PAGE = 1000  # keys a listing page asks for (S3's most)
 # The engine's counters, as the native EngineStats binds them (read-only properties, in order).
 STAT_NAMES = tuple(
     name for name, value in vars(_native.EngineStats).items() if isinstance(value, property)
@@ -82,14 +82,15 @@ class S3Reader:
     # -- listing -----------------------------------------------------------------------------
 
     def list(
-        self, uri: str, *, delimiter: str | None = None, max_keys: int | None = None
-    ) -> Iterator[ObjectInfo]:
+        self, uri: str, *, delimiter: str | None = None, max_keys: int | None = None,
+        ahead: bool = False,
+    ) -> Iterator[ObjectInfo]:  # fmt: skip
         """Objects under a prefix (``s3://bucket/prefix``), in key order, paginated lazily.
 
         Local paths are prefixes too (``/data/`` lists inside ``data``, ``/data/tr`` matches
         ``tr*``), walked recursively in name order (one level with ``delimiter="/"``).
-        ``max_keys`` caps the total number yielded.
-        """
+        ``max_keys`` caps the total number yielded. With ``ahead``, an S3 listing asks for its
+        next page while this one is taken (`native_loader.pages`)."""
         if max_keys is not None and max_keys < 0:
             raise ValueError(f"{max_keys=} must be >= 0")
         if delimiter == "":
@@ -98,52 +99,8 @@ class S3Reader:
         if scheme == "file":
             return list_local(local_path(bucket, key), delimiter, max_keys)
         self._session.engine()  # fail early (closed reader, no credentials)
-        return self._list_s3(bucket, key, delimiter or "", max_keys)
-
-    def _list_s3(
-        self, bucket: str, prefix: str, delimiter: str, max_keys: int | None
-    ) -> Iterator[ObjectInfo]:
-        """Page by page. A page cut short, or truncated without a continuation token, is asked
-        again (the engine's retries) and then raised naming the page: never taken as the
-        listing's end. A key listed again (pages that overlap, or a server that moved back) is
-        yielded once: the keys yielded are remembered, since S3-compatible servers do not all
-        list in byte order (SeaweedFS lists ``a/b`` before ``a-c``)."""
-        token = ""
-        remaining = max_keys
-        uri = f"s3://{bucket}/{prefix}"
-        seen: set[str] = set()
-        for number in itertools.count(1):
-            if remaining is not None and remaining <= 0:
-                return
-            page = _LIST_PAGE if remaining is None else min(_LIST_PAGE, remaining)
-            engine = self._session.engine()
-            ticket = engine.submit_list(bucket, prefix, delimiter, token, page)
-            outcome = self._wait(engine, ticket, uri, what=f"listing page {number}")
-            items = [
-                ObjectInfo(f"s3://{bucket}/{k}", k, size, etag) for k, size, etag in outcome.entries
-            ]
-            items += [ObjectInfo(f"s3://{bucket}/{p}", p, 0, "") for p in outcome.prefixes]
-            items.sort(key=lambda info: info.key)
-            for info in items:
-                if info.key in seen:
-                    continue
-                if remaining is not None:
-                    if remaining <= 0:
-                        return
-                    remaining -= 1
-                seen.add(info.key)
-                yield info
-            if not outcome.truncated:
-                return
-            if not outcome.next_token or outcome.next_token == token:
-                # the engine refuses a truncated page without a token; a server that never
-                # advances would loop forever
-                raise S3Error(
-                    f"{uri}: listing page {number} did not advance past its continuation token",
-                    code="ProtocolError",
-                    uri=uri,
-                )
-            token = outcome.next_token
+        pages = ListPages(bucket, key, delimiter or "", max_keys, _LIST_PAGE, ahead)
+        return list_pages(self._session.engine(), self._wait, pages)
 
     def stat(self, uri: str) -> ObjectInfo:
         """Size and ETag of one object (a HEAD request) or file."""

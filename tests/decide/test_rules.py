@@ -347,3 +347,22 @@ def test_a_workers_measured_memory_is_read_in_the_unit_the_sweep_wrote() -> None
     assert ctx.trial is not None
     peak = max(p.peak_worker_rss_mb for p in ctx.trial.sweep)
     assert peak > 0 and ctx.worker_rss_bytes == peak * 2**20
+
+
+@pytest.mark.parametrize("cached", [False, True])
+def test_a_streamed_sets_listing_counts_its_list_requests_and_memory_per_rank(
+    cached: bool,
+) -> None:
+    """COST-2, streaming a million 1 MB objects with 2 nodes of 8 GPUs: 1,000 LIST requests per
+    listing, once per rank (16), or once per node (2) where the local cache keeps the listing;
+    each rank holds the listing's index, at most 100 B a key."""
+    case = {"profile": {"count": 1_000_000, "size": 1_000_000}, "workload": {"nodes": 2,
+            "gpus_per_node": 8}}  # fmt: skip
+    ctx = make_ctx(case)
+    state = dict(evaluate(ctx).state)
+    state[Key.CACHE_LOCALLY] = cached
+    found = rule_by_id("COST-2").evaluate(ctx, state)
+    assert found is not None
+    assert found.evidence["list_requests"] == 1000 * (2 if cached else 16)
+    assert found.evidence["index_bytes_per_rank"] == 100_000_000
+    assert ("once per node" if cached else "once per rank (16 ranks)") in found.rationale

@@ -16,6 +16,8 @@ from advisor.decide.rules.thresholds import (
     FSX_MIN_TB,
     FSX_USD_PER_TB_MONTH,
     GET_PRICE_PER_MILLION,
+    INDEX_BYTES_PER_KEY,
+    LIST_PAGE_KEYS,
     S3_USD_PER_TB_MONTH,
 )
 
@@ -66,8 +68,11 @@ class StartupTime(Rule):
     Condition: copy-local from S3, or streaming
     Recommendation: start-up delay: the copy at the rate its prepare() measured, else the trial
     copying a sample (else estimated from its read rate, else File mode's ~200 MB/s, said so),
-    or FastFile listing at ~5,500 objects/s
-    Source: the set's or the trial's timed copy; [SRC] 3 File mode ~200 MB/s; FastFile listing
+    or FastFile listing at ~5,500 objects/s; streaming, the listing's LIST requests (1,000 keys
+    each; once per node with a local cache, which keeps the listing, else once per rank) and its
+    index in each rank's memory (at most 100 B a key)
+    Source: the set's or the trial's timed copy; [SRC] 3 File mode ~200 MB/s; FastFile listing;
+    the native loader's index (tests/native/test_native_index.py)
     """
 
     id = "COST-2"
@@ -83,17 +88,37 @@ class StartupTime(Rule):
             copy, seconds = ctx.copy_rate(), ctx.copy_seconds()
             what = f"copying {data_size(ctx.total_bytes)} at {copy.words}"
         elif source == "stream":
-            seconds = objects / FASTFILE_LIST_OBJECTS_S
-            what = (
-                f"listing {counted(round(objects), 'object')} at about "
-                f"{per_s(FASTFILE_LIST_OBJECTS_S)} objects/s"
-            )
+            return self._listing(ctx, state, objects)
         else:
             return None
         return self.finding(
             round(seconds, 1),
             f"Start-up: {what} takes about {duration(seconds)} before the first batch.",
             evidence={"startup_s": round(seconds, 1)},
+        )
+
+    def _listing(self, ctx: Context, state: State, objects: float) -> Finding:
+        seconds = objects / FASTFILE_LIST_OBJECTS_S
+        saved = bool(state.get(Key.CACHE_LOCALLY))  # the loader saves its listing in the cache
+        listings = ctx.workload.nodes if saved else ctx.ranks
+        requests = math.ceil(objects / LIST_PAGE_KEYS) * listings
+        memory = objects * INDEX_BYTES_PER_KEY
+        who = (
+            f"once per node ({counted(listings, 'node')}: the local cache keeps the listing)"
+            if saved
+            else f"once per rank ({counted(listings, 'rank')})"
+        )
+        return self.finding(
+            round(seconds, 1),
+            f"Start-up: listing {counted(round(objects), 'object')} at about "
+            f"{per_s(FASTFILE_LIST_OBJECTS_S)} objects/s takes about {duration(seconds)} before "
+            f"the first batch, {who}: {requests:,} LIST requests; each rank holds the listing "
+            f"in about {data_size(memory)} of memory.",
+            evidence={
+                "startup_s": round(seconds, 1),
+                "list_requests": requests,
+                "index_bytes_per_rank": round(memory),
+            },
         )
 
 
