@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from advisor.core.bounds import check_module_name
 from advisor.core.homecache import CACHE_ROOT
 from advisor.core.location import DatasetLocation
-from advisor.core.units import data_size
+from advisor.core.units import data_size, duration
 from advisor.core.workload import Workload
 from advisor.export_template import MODULE_TEMPLATE
 from native_loader.cache import DEFAULT_CACHE_BYTES
@@ -242,6 +242,19 @@ def _reads_note(config: LoaderConfig) -> str:
     return f"Every epoch reads {config.uri} where it is."
 
 
+def _listing_note(config: LoaderConfig) -> str:
+    """Where the listing of a set read from S3 is saved, for the module's docstring (a
+    copy-local loader reads its local copy, checked against a fresh listing at every start)."""
+    if config.local_copy_dir or not config.index_dir or uri_scheme(config.uri) != "s3":
+        return ""
+    return (
+        f" Its listing is saved in {config.index_dir}: later runs and the other ranks of the "
+        f"node load it instead of listing again while it is younger than "
+        f"{duration(config.index_max_age_s)} (make_dataloader(index_max_age_s=0) lists again; "
+        "index_dir=None saves nothing; `python -m advisor cache` lists and removes it)."
+    )
+
+
 _RECORDS = {
     "lines": "a line of text (`str`, without its line end)",
     "jsonl": "a JSON line, parsed (`json.loads`)",
@@ -347,7 +360,7 @@ def render_module(
         if snippet
         else ""
     )
-    reads = textwrap.fill(_reads_note(config), width=96)
+    reads = textwrap.fill(_reads_note(config) + _listing_note(config), width=96)
     return MODULE_TEMPLATE.format(
         uri=config.uri, stamp=stamp, config=data, rationale=rationale, sagemaker=sagemaker,
         reads=reads, demo=_demo_note(demo, config.endpoint_url, demo_dummy_keys),

@@ -22,8 +22,8 @@ EPILOG = """also:
                         training waiting? with --uri, the recommended loader beside it
                         (%advisor diagnose --help)
   %advisor cache [--remove NAME | --remove-all]
-                        what ~/.cache/loader-advisor holds (local copies, caches, the demo's
-                        data), with sizes; --remove frees it
+                        what ~/.cache/loader-advisor holds (local copies, caches, saved
+                        listings, the demo's data), with sizes; --remove frees it
   %advisor history [--dataset URI] [--last N] [--compare A B]
                         the runs kept across sessions (trials and their answers, comparisons,
                         watched epochs), side by side; two of them compared with their spreads"""

@@ -124,9 +124,11 @@ def index_spec(
     cache_dir: str | os.PathLike[str] | None,
     max_age_s: float,
     refresh: bool,
+    save: bool = True,
 ) -> IndexSpec:
+    """Where a dataset saves its listing: `index_dir`, else `cache_dir`; nowhere unless `save`."""
     folder = index_dir if index_dir is not None else cache_dir
-    return IndexSpec(None if folder is None else os.fspath(folder), max_age_s, refresh)
+    return IndexSpec(None if folder is None or not save else os.fspath(folder), max_age_s, refresh)
 
 
 def buffered_shuffle(items: Iterator[Any], size: int, rng: random.Random) -> Iterator[Any]:

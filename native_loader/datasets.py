@@ -90,9 +90,10 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
             `SampleError` naming the object; ``SamplePolicy("skip")`` skips and counts them
             (`sample_stats`), up to a share of the samples seen.
         index_dir, index_max_age_s, refresh_index: save a prefix's listing in this folder
-            (default: ``cache_dir``) and load it, while younger than ``index_max_age_s``
-            seconds (default 24 h), instead of listing again: in later epochs, runs and the
-            other ranks of a node (`native_loader.listing`). ``refresh_index`` lists again.
+            (default: ``cache_dir``; ``save_index=False``: none) and load it, while younger
+            than ``index_max_age_s`` seconds (default 24 h), instead of listing again: in later
+            epochs, runs and other ranks of a node (`native_loader.listing`). ``refresh_index``
+            lists again.
 
     A prefix's listing is a compact `ObjectIndex` (flat buffers, no Python object per key),
     which forked DataLoader workers read without copying (`list_objects` lists it in the
@@ -130,6 +131,7 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         index_dir: str | os.PathLike[str] | None = None,
         index_max_age_s: float = DEFAULT_INDEX_MAX_AGE_S,
         refresh_index: bool = False,
+        save_index: bool = True,
     ) -> None:
         if shuffle_buffer < 0:
             raise ValueError(f"{shuffle_buffer=} must be >= 0")
@@ -155,7 +157,7 @@ class S3IterableDataset(OwnReader, torch.utils.data.IterableDataset[Any]):
         self.epoch = 0
         self._reader: S3Reader | None = None
         self._objects: Sequence[str | ObjectInfo] | None = None
-        self._index = index_spec(index_dir, cache_dir, index_max_age_s, refresh_index)
+        self._index = index_spec(index_dir, cache_dir, index_max_age_s, refresh_index, save_index)
         self.listing: ListingInfo | None = None
         self._cache = CacheSpec(cache_dir, cache_max_bytes, self._config.endpoint_url or "")
         self.on_error = on_error if on_error is not None else SamplePolicy()

@@ -2,13 +2,14 @@
 and saved, so that later epochs, later runs and the other ranks of a node load it instead of
 listing again.
 
-A saved index lives in the dataset's index folder (by default its ``cache_dir``) as
-``listing-<sha256>.index``, keyed by the endpoint, the prefix and whether only ``.tar`` objects
-count (never the credentials). It is used while it is younger than ``max_age_s`` (default 24 h)
-and listed again past that, or when asked (``refresh=True``): the local copy is checked
-against the listing at every start; an index cannot be, without listing, so it has an age. The
-processes of a node take turns (a lock file beside it): one lists and saves, the others wait
-and then load what it saved.
+A saved index lives in the dataset's index folder (by default its ``cache_dir``; an exported
+loader's is the home cache's, `DEFAULT_INDEX_DIR`) as ``listing-<sha256>.index``, keyed by the
+endpoint, the prefix and whether only ``.tar`` objects count (never the credentials; its header
+names the prefix and the endpoint without any user part, for `python -m advisor cache`). It is
+used while it is younger than ``max_age_s`` (default 24 h) and listed again past that, or when
+asked (``refresh=True``): the local copy is checked against the listing at every start; an index
+cannot be, without listing, so it has an age. The processes of a node take turns (a lock file
+beside it): one lists and saves, the others wait and then load what it saved.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import hashlib
 import logging
 import os
 import time
+import urllib.parse
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +30,12 @@ from native_loader.reader import ObjectInfo, S3Reader
 from native_loader.uri import is_metadata, parse_uri
 
 DEFAULT_INDEX_MAX_AGE_S = 24 * 3600.0
+# the home cache: what the advisor and its exported loaders keep on local disk (local copies,
+# caches, saved listings), listed and freed by `python -m advisor cache`; `~` is expanded where
+# it is used, so HOME decides where it is
+HOME_CACHE = "~/.cache/loader-advisor"
+DEFAULT_INDEX_DIR = f"{HOME_CACHE}/listings"  # where an exported loader saves its listings
+INDEX_SUFFIX = ".index"
 LOCK_WAIT_S = 1800.0  # how long a process waits for another one listing the same prefix
 WAIT_SAID_AFTER_S = 1.0  # a listing this long before the first sample is worth a line
 _LOCK_POLL_S = 0.2
@@ -86,12 +94,24 @@ def given(items: Iterable[Any]) -> list[str | ObjectInfo]:
 
 
 def index_path(directory: str, config: ReaderConfig, source: str, tar_only: bool) -> str:
+    key = f"{_endpoint(config)}\0{source}\0{'tar' if tar_only else 'all'}"
+    digest = hashlib.sha256(key.encode()).hexdigest()
+    return os.path.join(os.path.expanduser(directory), f"listing-{digest}{INDEX_SUFFIX}")
+
+
+def _endpoint(config: ReaderConfig) -> str:
+    """The endpoint the reader will use (the environment may name one); AWS's own is ""."""
     endpoint = config.endpoint_url or ""
     for name in ("AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT_URL"):
         endpoint = endpoint or os.environ.get(name, "")
-    key = f"{endpoint}\0{source}\0{'tar' if tar_only else 'all'}"
-    digest = hashlib.sha256(key.encode()).hexdigest()
-    return os.path.join(os.path.expanduser(directory), f"listing-{digest}.index")
+    return endpoint
+
+
+def public_endpoint(endpoint: str) -> str:
+    """`endpoint` without a user part (``http://user:secret@host`` is ``http://host``): what a
+    file may say of it."""
+    parts = urllib.parse.urlsplit(endpoint)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
 
 
 def saved_index(
@@ -127,7 +147,10 @@ def save_index(
         return None
     path = index_path(spec.directory, config, source, tar_only)
     try:
-        index.save(path, source=source, listed_at=listed_at, list_seconds=seconds)
+        index.save(
+            path, source=source, endpoint=public_endpoint(_endpoint(config)),
+            listed_at=listed_at, list_seconds=seconds,
+        )  # fmt: skip
     except OSError as exc:
         log.warning("%s: its listing could not be saved in %s (%s)", source, path, exc)
         return None

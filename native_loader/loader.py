@@ -251,7 +251,9 @@ def dataset_from_config(
 ) -> S3IterableDataset:
     """The dataset of `from_config` (an exported module's `make_dataset`), listed once here so
     that forked DataLoader workers share the listing (a compact index, saved in the config's
-    cache_dir where it has one; an unshuffled read streams it: `S3IterableDataset`). A
+    index_dir, by default the home cache's, so that later runs and the other ranks of the node
+    load it while it is younger than index_max_age_s; ``index_max_age_s=0`` lists again, and
+    ``index_dir=None`` saves nothing; an unshuffled read streams it: `S3IterableDataset`). A
     copy-local config reads its local copy, checked against the listing at every start and
     brought up to date by this process when it is alone (world_size 1); with ranks, a stale
     copy is an error that asks for `prepare` first. Overrides are the config's settings (the
@@ -280,6 +282,9 @@ def dataset_from_config(
         cache_dir=settings.cache_dir,
         cache_max_bytes=settings.cache_max_bytes or DEFAULT_CACHE_MAX_BYTES,
         on_error=settings.sample_policy(),
+        index_dir=settings.index_dir,
+        index_max_age_s=settings.index_max_age_s,
+        save_index=settings.index_dir is not None,
     )
     # list the prefix once here (or load its saved index): forked DataLoader workers share it;
     # an unshuffled read streams the listing instead, its first batch with the first page

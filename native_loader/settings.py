@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from native_loader.config import ReaderConfig
+from native_loader.listing import DEFAULT_INDEX_DIR, DEFAULT_INDEX_MAX_AGE_S
 from native_loader.sample_errors import SamplePolicy
 
 DEFAULT_PREFETCH = 2  # torch's own default: batches in flight per worker
@@ -22,8 +23,12 @@ DEFAULT_CACHE_MAX_BYTES = 100 * 2**30  # an exported cache without a cap of its 
 
 # 2: inflight bytes; 3: on_error, max_skipped_share; 4: local_copy_dir; 5: unsigned; 6: records;
 # 7: the DataLoader arguments nested as "loader" (a LoaderSettings), and the module a thin face
-# on native_loader.loader.from_config (modules of 1-6 carry their own code, and still run)
-SCHEMA_VERSION = 7
+# on native_loader.loader.from_config (modules of 1-6 carry their own code, and still run);
+# 8: index_dir, index_max_age_s (the listing saved in the home cache)
+SCHEMA_VERSION = 8
+# the earliest version this runtime reads: a thin module of 7 runs on it, the settings added
+# since taking their defaults (a runtime of 7 says that a config of 8 needs a later one)
+OLDEST_READ = 7
 
 
 @dataclass(frozen=True)
@@ -94,7 +99,17 @@ class LoaderConfig:
     # text shards read as records, streamed: "lines" (str), "jsonl" (parsed JSON), "csv" (a dict
     # per row); a sample is a record and `transform` applies to each. None: objects or tar samples
     records: str | None = None
+    # the prefix's listing saved in index_dir (`~` expanded) so that later runs and the other
+    # ranks of a node load it instead of listing again, while it is younger than
+    # index_max_age_s seconds (0: listed again at every start); None: never saved
+    index_dir: str | None = DEFAULT_INDEX_DIR
+    index_max_age_s: float = DEFAULT_INDEX_MAX_AGE_S
     schema_version: int = SCHEMA_VERSION
+
+    def __post_init__(self) -> None:
+        age = self.index_max_age_s
+        if isinstance(age, bool) or not isinstance(age, (int, float)) or not age >= 0:
+            raise ValueError(f"{self.index_max_age_s=} must be a number of seconds >= 0")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -114,7 +129,8 @@ class LoaderConfig:
                 f"this native_loader does not understand the loader config (schema version "
                 f"{SCHEMA_VERSION}): {'; '.join(problems)}"
             )
-        return cls(**{**data, "loader": LoaderSettings(**loader)})
+        # an earlier config is read as this version, its later settings at their defaults
+        return cls(**{**data, "loader": LoaderSettings(**loader), "schema_version": SCHEMA_VERSION})
 
     def reader_config(self) -> ReaderConfig:
         """The reader's settings: where the data is and how much is in flight per process."""
@@ -132,21 +148,22 @@ class LoaderConfig:
 
 
 def check_schema(data: Mapping[str, Any]) -> None:
-    """ValueError unless `data` is a loader config of the schema version this runtime reads,
-    saying what to do: an earlier one is exported again, a later one needs a later runtime."""
+    """ValueError unless `data` is a loader config of a schema version this runtime reads
+    (`OLDEST_READ` to `SCHEMA_VERSION`), saying what to do: an earlier one is exported again, a
+    later one needs a later runtime."""
     version = data.get("schema_version")
-    if version == SCHEMA_VERSION:
-        return
     if not isinstance(version, int) or isinstance(version, bool):
         raise ValueError(
             f"not a Loader Advisor loader config: its schema_version is {version!r} (this "
             f"native_loader reads version {SCHEMA_VERSION})"
         )
-    if version < SCHEMA_VERSION:
+    if OLDEST_READ <= version <= SCHEMA_VERSION:
+        return
+    if version < OLDEST_READ:
         raise ValueError(
             f"this loader config has schema version {version}, from an earlier Loader Advisor; "
-            f"this native_loader reads version {SCHEMA_VERSION}: export it again (python -m "
-            "advisor recommend ... --export, or the wizard's Export step)"
+            f"this native_loader reads versions {OLDEST_READ} to {SCHEMA_VERSION}: export it "
+            "again (python -m advisor recommend ... --export, or the wizard's Export step)"
         )
     raise ValueError(
         f"this loader config has schema version {version}, from a later Loader Advisor than "

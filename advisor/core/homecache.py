@@ -3,11 +3,13 @@ local disk, listed with sizes and removable (`python -m advisor cache`).
 
 It holds, per data set an export read (a folder named by a digest of its source): the
 copy-local copy every epoch reads (`<digest>/copy`, with the record of its source and of its
-last sync) and the cache later epochs of a streamed set read (the files beside it); the run
-history (`history/`, `advisor.diagnosis.history.store`); and the demo's generated data and
-server store (`demo/`, or where `LOADER_ADVISOR_DEMO_CACHE` puts it).
-Nothing here is removed on its own: a copy is the point of copy-local, and a later run reuses
-it. A folder a process is copying into (its lock held) is not removed.
+last sync) and the cache later epochs of a streamed set read (the files beside it); the
+listings exported loaders saved (`listings/listing-<digest>.index`, each its own entry,
+`native_loader.listing`); the run history (`history/`, `advisor.diagnosis.history.store`); and
+the demo's generated data and server store (`demo/`, or where `LOADER_ADVISOR_DEMO_CACHE` puts
+it). Nothing here is removed on its own: a copy is the point of copy-local, and a later run
+reuses it (a listing past its age is listed again and saved over). A folder a process is
+copying into (its lock held) is not removed.
 """
 
 from __future__ import annotations
@@ -18,14 +20,18 @@ import json
 import os
 import shutil
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from advisor.core.units import data_rate, data_size, duration
+from native_loader.index import load
+from native_loader.listing import DEFAULT_INDEX_DIR, HOME_CACHE, INDEX_SUFFIX
 from native_loader.local_copy import LOCK, SOURCE, last_copy
 
-CACHE_ROOT = "~/.cache/loader-advisor"  # local disk; point it at NVMe scratch where there is one
+CACHE_ROOT = HOME_CACHE  # local disk; point it at NVMe scratch where there is one
+LISTINGS = Path(DEFAULT_INDEX_DIR).name  # the exported loaders' saved listings: one entry each
 DEMO = "demo"
 HISTORY = "history"  # the run history's folder: its database and SQLite's files beside it
 ENV_DEMO_CACHE = "LOADER_ADVISOR_DEMO_CACHE"
@@ -83,6 +89,9 @@ def entries(home: Path | None = None, demo: Path | None = None) -> list[CacheEnt
     if home.is_dir():
         for path in sorted(home.iterdir()):
             if path.resolve() == demo.resolve():
+                continue
+            if path.name == LISTINGS and path.is_dir() and not path.is_symlink():
+                found += [_listing(index) for index in sorted(path.glob(f"*{INDEX_SUFFIX}"))]
                 continue
             found.append(_entry(path))
     if demo.is_dir():
@@ -146,6 +155,23 @@ def _entry(path: Path) -> CacheEntry:
         parts.append(f"{data_size(streamed)} cached by a streaming loader for its later epochs")
     what = "; ".join(parts) or "an empty folder"
     return CacheEntry(path.name, path, _bytes(path), what, busy)
+
+
+def _listing(path: Path) -> CacheEntry:
+    """A saved listing: what it lists, how many objects, how old (its header says)."""
+    name = path.name[:14]  # "listing-" and 6 hex digits of its key
+    try:
+        header = load(path).header
+        where = f"{header['source']} on {header.get('endpoint') or 'AWS S3'}"
+        age = duration(max(time.time() - float(header["listed_at"]), 0.0))
+        what = (
+            f"the saved listing of {where}: {int(header['count']):,} objects, listed {age} ago "
+            "(exported loaders load it instead of listing again until it is older than their "
+            "index_max_age_s)"
+        )
+    except (OSError, ValueError, KeyError, TypeError):
+        what = "a saved listing that cannot be read (listed again when next needed)"
+    return CacheEntry(name, path, _bytes(path), what)
 
 
 def _copy_words(copy: Path) -> str:
@@ -213,9 +239,11 @@ def add_parser(sub: Any, common: argparse.ArgumentParser) -> None:
     p = sub.add_parser(
         "cache",
         parents=[common],
-        help="list the home cache (local copies, caches, the demo's data) and remove from it",
+        help="list the home cache (local copies, caches, saved listings, the demo's data) and "
+        "remove from it",
         description=f"List what {CACHE_ROOT} holds, with sizes: the copy-local copies exported "
-        "loaders read, the caches of streamed epochs and the demo's data. --remove frees one.",
+        "loaders read, the listings they saved, the caches of streamed epochs and the demo's "
+        "data. --remove frees one.",
     )
     add_arguments(p)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from advisor.core.bounds import ListingLimits
 from advisor.core.location import DatasetLocation
@@ -61,7 +63,8 @@ class DatasetProfile:
     """What the listing (and a few sampled reads) says about a data set.
 
     When the listing stopped at its key or time limit, `sampled` is True and `object_count` and
-    `total_bytes` are extrapolated; `listed_objects` is what was actually seen.
+    `total_bytes` are extrapolated where the listing finished some first-level prefixes, else
+    lower bounds (`count_basis`, said in `objects_said`); `listed_objects` is what was seen.
     """
 
     uri: str
@@ -78,6 +81,44 @@ class DatasetProfile:
     list_seconds: float = 0.0
     endpoint_url: str | None = None
     notes: tuple[str, ...] = field(default=())
+
+    @property
+    def count_basis(self) -> str:
+        """How `object_count` (and `total_bytes`, `samples_estimate`) was found: "listed" (every
+        object: exact), "extrapolated" (a stopped listing scaled over its first-level prefixes:
+        an estimate) or "lower bound" (a stopped listing that could not be scaled: the set
+        holds at least that many)."""
+        if not self.sampled:
+            return "listed"
+        return "extrapolated" if self.object_count > self.listed_objects else "lower bound"
+
+    @property
+    def estimate_word(self) -> str:
+        """What goes before a count or total of the set: "", "about " or "at least "."""
+        return {"listed": "", "extrapolated": "about ", "lower bound": "at least "}[
+            self.count_basis
+        ]
+
+    @property
+    def objects_said(self) -> str:
+        """The set's size in words, with its basis: "1,234 objects (all listed)", "at least
+        200,000 objects (the listing was stopped at 200,000: a sample)", "about 1,000,000
+        objects (extrapolated from the 200,000 listed: a sample)"."""
+        listed = f"{self.listed_objects:,}"
+        basis = {
+            "listed": "all listed",
+            "lower bound": f"the listing was stopped at {listed}: a sample",
+            "extrapolated": f"extrapolated from the {listed} listed before the listing was "
+            "stopped: a sample",
+        }[self.count_basis]
+        return f"{self.estimate_word}{self.object_count:,} objects ({basis})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The profile as JSON: its fields, and its size's basis (`count_basis`) in words."""
+        return {
+            **dataclasses.asdict(self), "count_basis": self.count_basis,
+            "objects_said": self.objects_said,
+        }  # fmt: skip
 
     @property
     def mean_object_bytes(self) -> float:
@@ -179,6 +220,7 @@ def profile_dataset(
     started = time.monotonic()
     objects: list[ObjectInfo] = []
     truncated = False
+    stop = ""
     hidden = 0
     for info in reader.list(uri):
         if info.key.endswith("/") and info.size == 0:
@@ -190,11 +232,8 @@ def profile_dataset(
         objects.append(info)
         if len(objects) % 5000 == 0 and progress:
             progress(f"listed {len(objects):,} objects", min(0.8, len(objects) / max_keys))
-        if (
-            len(objects) >= max_keys
-            or time.monotonic() - started > max_seconds
-            or (cancel is not None and cancel.is_set())
-        ):
+        stop = _stopped_by(len(objects), max_keys, time.monotonic() - started, max_seconds, cancel)
+        if stop:
             truncated = True
             break
     list_seconds = time.monotonic() - started
@@ -207,7 +246,7 @@ def profile_dataset(
     first_levels = [_first_level(o.key if location.is_s3 else o.uri, prefix) for o in objects]
     distinct = len(set(first_levels))
     if truncated:
-        count, total, note = _extrapolate(objects, first_levels, reader, uri)
+        count, total, note = _extrapolate(objects, first_levels, reader, uri, stop)
         notes.append(note)
     if progress:
         progress("sniffing formats", 0.85)
@@ -230,10 +269,22 @@ def profile_dataset(
     )
 
 
+def _stopped_by(
+    listed: int, max_keys: int, seconds: float, max_seconds: float, cancel: threading.Event | None
+) -> str:
+    """What stops the listing now, in words ("" while nothing does)."""
+    if listed >= max_keys:
+        return f"its limit of {max_keys:,} keys (--max-keys)"
+    if seconds > max_seconds:
+        return f"its limit of {max_seconds:g} s"
+    return "a cancel" if cancel is not None and cancel.is_set() else ""
+
+
 def _extrapolate(
-    objects: list[ObjectInfo], first_levels: list[str], reader: S3Reader, uri: str
+    objects: list[ObjectInfo], first_levels: list[str], reader: S3Reader, uri: str, stop: str
 ) -> tuple[int, int, str]:
-    """Totals for a listing cut short: scale finished first-level prefixes to all of them."""
+    """Totals for a listing cut short (by `stop`, in words): scale finished first-level
+    prefixes to all of them, or else say that the totals are lower bounds."""
     seen = len(objects)
     seen_bytes = sum(o.size for o in objects)
     last = first_levels[-1]
@@ -250,13 +301,14 @@ def _extrapolate(
         bytes_per_object = sum(objects[i].size for i in finished) / len(finished)
         count = max(seen, round(per_level * len(all_levels)))
         note = (
-            f"sampled: listed {seen:,} objects in {done_levels} of {len(all_levels)} first-level "
-            f"prefixes; totals extrapolated to about {count:,} objects"
+            f"sampled: the listing was stopped at {seen:,} objects by {stop}, {done_levels} of "
+            f"{len(all_levels)} top-level folders listed whole; totals extrapolated to about "
+            f"{count:,} objects"
         )
         return count, max(seen_bytes, round(count * bytes_per_object)), note
     note = (
-        f"sampled: the listing stopped at {seen:,} objects; the data set has at least this many "
-        "(counts are lower bounds)"
+        f"sampled: the listing was stopped at {seen:,} objects by {stop}; the data set holds at "
+        "least this many (its counts and totals are lower bounds)"
     )
     return seen, seen_bytes, note
 

@@ -27,7 +27,7 @@ def text_table(rows: Sequence[Row]) -> str:
 def profile_rows(profile: DatasetProfile) -> list[Row]:
     """The data set as listed: its objects, sizes, formats and samples, and its notes."""
     sizes = profile.sizes
-    approx = "about " if profile.sampled else ""
+    approx = profile.estimate_word  # "", "about " or "at least ": the count's basis
     formats = ", ".join(
         f"{f.name} ({f.objects:,} objects, {binary_size(f.bytes)}"
         + (f", ~{f.samples_per_object:,.0f} samples each" if f.samples_per_object else "")
@@ -36,7 +36,7 @@ def profile_rows(profile: DatasetProfile) -> list[Row]:
     )
     rows = [
         ("data set", profile.uri),
-        ("objects", f"{approx}{profile.object_count:,} (listed {profile.listed_objects:,})"),
+        ("objects", profile.objects_said),
         ("total size", f"{approx}{binary_size(profile.total_bytes)}"),
         (
             "object size",
@@ -44,7 +44,7 @@ def profile_rows(profile: DatasetProfile) -> list[Row]:
             f"p99 {binary_size(sizes.p99)}, max {binary_size(sizes.max)}",
         ),
         ("formats", formats or "unknown"),
-        ("samples (estimate)", f"{profile.samples_estimate:,}"),
+        ("samples (estimate)", f"{approx}{profile.samples_estimate:,}"),
         ("top-level folders", f"{profile.distinct_prefixes:,}"),
         ("listing took", duration(profile.list_seconds)),
     ]

@@ -17,7 +17,9 @@ from advisor.cli import main
 from advisor.core import homecache
 from advisor.demo.server import S3Endpoint
 from native_loader import ReaderConfig
+from native_loader.loader import dataset_from_config
 from native_loader.local_copy import LOCK, copy_to_local
+from native_loader.settings import LoaderConfig, LoaderSettings
 
 
 @pytest.fixture
@@ -110,6 +112,37 @@ def test_a_copy_being_made_is_kept(home: Path, capsys: pytest.CaptureFixture[str
         assert "removed demo" in out
     finally:
         os.close(fd)
+
+
+def test_a_saved_listing_is_listed_and_removed(
+    home: Path, s3_bucket: str, s3_endpoint: S3Endpoint, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The listing an exported loader saved by default (`dataset_from_config`, no cache_dir) is
+    an entry of its own: what it lists, on which endpoint, its objects and age; --remove
+    removes it and the next loader lists again."""
+    config = LoaderConfig(
+        uri=f"s3://{s3_bucket}/data/", endpoint_url=s3_endpoint.url, region=s3_endpoint.region,
+        profile=None, tar_samples=False, data_format="binary", transform=None,
+        loader=LoaderSettings(batch_size=4), shuffle=True, seed=0, data_source="stream",
+        sagemaker_input_mode=None, shard_size_bytes=None, max_inflight_requests=8,
+        max_inflight_bytes=64 * 2**20, cache_dir=None, cache_max_bytes=None,
+    )  # fmt: skip
+    dataset = dataset_from_config(config)
+    assert dataset.listing is not None and dataset.listing.path is not None
+    saved = Path(dataset.listing.path)
+    name = saved.name[:14]
+    code, out, _ = _cache(capsys)
+    line = next(line for line in out.splitlines() if line.startswith(name))
+    assert saved.parent == home / "listings" and name.startswith("listing-")
+    assert f"the saved listing of s3://{s3_bucket}/data/ on {s3_endpoint.url}: 12 objects" in line
+    assert " ago (exported loaders load it instead of listing again" in line
+    assert s3_endpoint.credentials.secret_key not in out
+    code, out, _ = _cache(capsys, "--remove", name, "--json")
+    assert code == 0 and [e["name"] for e in json.loads(out)["removed"]] == [name]
+    assert not saved.exists()
+    assert name not in [e.name for e in homecache.entries()]
+    again = dataset_from_config(config)
+    assert again.listing is not None and again.listing.origin == "listed"
 
 
 def test_the_summary_gives_the_total_and_the_command(home: Path) -> None:

@@ -213,6 +213,14 @@ def test_multi_epoch_stream_exports_a_cache(session: AdvisorSession, tmp_path: P
     assert result.returncode == 0, result.stderr
     cache_files = list((tmp_path / ".cache" / "loader-advisor").rglob("*.obj"))
     assert len(cache_files) == session.profile.object_count  # type: ignore[union-attr]
+    # its listing is saved in the home cache, beside the cache, for later runs and ranks
+    assert bundle.config.index_dir == "~/.cache/loader-advisor/listings"
+    assert json.loads(bundle.json_text)["index_max_age_s"] == 24 * 3600
+    assert "Its listing is saved in ~/.cache/loader-advisor/listings" in " ".join(
+        bundle.module_source.split()
+    )
+    saved = list((tmp_path / ".cache" / "loader-advisor" / "listings").glob("listing-*.index"))
+    assert len(saved) == 1
 
 
 def test_recommended_reader_settings_reach_the_reader(

@@ -66,6 +66,24 @@ def test_a_config_is_json_and_reads_back_as_itself() -> None:
     assert LoaderConfig.from_dict(data) == config
 
 
+def test_the_listing_settings_read_back_and_a_config_of_7_takes_their_defaults() -> None:
+    """index_dir and index_max_age_s (schema 8) round-trip; a config of schema 7, a thin module
+    exported before them, is read with the listing saved in the home cache for 24 h; a
+    negative age is refused, naming it."""
+    config = _config("s3://bucket/train/", index_dir="/scratch/listings", index_max_age_s=600.0)
+    data = json.loads(json.dumps(config.to_dict()))
+    assert (data["index_dir"], data["index_max_age_s"]) == ("/scratch/listings", 600.0)
+    assert LoaderConfig.from_dict(data) == config
+    off = _config("s3://bucket/train/", index_dir=None)
+    assert LoaderConfig.from_dict(json.loads(json.dumps(off.to_dict()))) == off
+    seven = {k: v for k, v in data.items() if not k.startswith("index_")}
+    read = LoaderConfig.from_dict({**seven, "schema_version": 7})
+    assert read.index_dir == "~/.cache/loader-advisor/listings"
+    assert (read.index_max_age_s, read.schema_version) == (24 * 3600.0, SCHEMA_VERSION)
+    with pytest.raises(ValueError, match=r"index_max_age_s=-1 must be a number of seconds"):
+        LoaderConfig.from_dict({**data, "index_max_age_s": -1})
+
+
 def _legacy_json() -> dict[str, Any]:
     data: dict[str, Any] = json.loads((EXPORTS / "loader_schema6.json").read_text())
     return data

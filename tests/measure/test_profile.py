@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from advisor.cli import main
 from advisor.core.location import DatasetLocation
 from advisor.demo.datasets import DemoSpec, upload, write_folder
 from advisor.demo.server import S3Endpoint
 from advisor.measure.profile import EmptyDatasetError, profile_dataset, size_stats
+from advisor.report import profile_rows
 from native_loader import Credentials, S3Reader
 
 SPEC = DemoSpec(images=60, image_kb=(20, 40), classes=4, shard_mb=0.8, large_files=2, large_mb=1)
@@ -63,6 +66,34 @@ def test_sampled_listing_is_marked_and_extrapolated(
     assert profile.sampled and profile.listed_objects == 40
     assert "sampled" in profile.notes[0]
     assert 40 <= profile.object_count <= 90
+    assert profile.count_basis == "extrapolated" and profile.objects_said == (
+        f"about {profile.object_count:,} objects (extrapolated from the 40 listed before the "
+        "listing was stopped: a sample)"
+    )
+
+
+def test_a_stopped_listing_says_the_size_as_a_lower_bound_with_its_basis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Ten objects in one folder, the listing stopped at 4: nothing to extrapolate over, so the
+    profile, its rows and its JSON say "at least 4 objects" and why; listed whole, exact."""
+    for i in range(10):
+        (tmp_path / f"{i:02d}.bin").write_bytes(bytes(100 + i))
+    location = DatasetLocation(str(tmp_path))
+    with S3Reader(location.reader_config()) as reader:
+        stopped = profile_dataset(location, reader, max_keys=4)
+        whole = profile_dataset(location, reader)
+    said = "at least 4 objects (the listing was stopped at 4: a sample)"
+    assert (stopped.count_basis, stopped.objects_said) == ("lower bound", said)
+    rows = dict(profile_rows(stopped))
+    assert rows["objects"] == said
+    assert rows["total size"].startswith("at least ") and rows["samples (estimate)"] == "at least 4"
+    assert "stopped at 4 objects by its limit of 4 keys (--max-keys)" in rows["note"]
+    assert whole.objects_said == "10 objects (all listed)" and whole.count_basis == "listed"
+    assert dict(profile_rows(whole))["samples (estimate)"] == "10"
+    assert main(["profile", str(tmp_path), "--max-keys", "4", "--json"]) == 0
+    profile = json.loads(capsys.readouterr().out)["profile"]
+    assert (profile["count_basis"], profile["objects_said"]) == ("lower bound", said)
 
 
 def test_empty_prefix_and_missing_bucket(s3_endpoint: S3Endpoint, demo_bucket: str) -> None:

@@ -8,9 +8,12 @@ from __future__ import annotations
 import collections
 import gc
 import hashlib
+import json
 import logging
 import os
 import pickle
+import subprocess
+import sys
 import time
 import tracemalloc
 from pathlib import Path
@@ -24,7 +27,10 @@ import native_loader.reader
 from advisor.demo.server import S3Endpoint
 from native_loader import Credentials, ObjectInfo, ReaderConfig, S3IterableDataset, S3MapDataset
 from native_loader.index import IndexBuilder, ObjectIndex, load
+from native_loader.settings import LoaderConfig, LoaderSettings
 from tests.native.conftest import forked_loader
+
+ROOT = Path(__file__).resolve().parents[2]
 
 ENTRIES = 200_000
 
@@ -261,3 +267,54 @@ def test_a_listing_that_asks_ahead_lists_the_same_keys_and_stops_when_left(
             time.sleep(0.01)
         assert reader.stats()["open_tickets"] == 0  # the page asked ahead was cancelled
         assert first == list(reader.list(source))[:8]
+
+
+# An exported module's make_dataloader in a process of its own: where its objects came from, the
+# LIST requests of the training process (its workers only GET) and the samples of an epoch.
+FROM_CONFIG = """
+import json, sys
+from native_loader.loader import from_config
+loader = from_config(json.loads(sys.argv[1]), num_workers=2)
+samples = sum(len(batch) for batch in loader)
+listing = loader.dataset.listing
+print(json.dumps({"origin": listing.origin, "path": listing.path, "samples": samples,
+                  "requests": loader.dataset.reader.stats()["requests"]}))
+"""
+
+
+def test_an_exported_loader_lists_once_and_a_later_run_loads_the_listing(
+    s3_endpoint: S3Endpoint, s3_client: Any, s3_bucket: str, tmp_path: Path
+) -> None:
+    """The exported loader (`from_config`, a CONFIG with no cache_dir) saves its listing in the
+    home cache: a second run in a fresh process with the same HOME sends no LIST request and
+    reads every object; with index_dir None, nothing is saved and every run lists."""
+    _put(s3_client, s3_bucket, "x/", 30)
+    config = LoaderConfig(
+        uri=f"s3://{s3_bucket}/x/", endpoint_url=s3_endpoint.url, region=s3_endpoint.region,
+        profile=None, tar_samples=False, data_format="binary", transform=None,
+        loader=LoaderSettings(batch_size=4), shuffle=True, seed=0, data_source="stream",
+        sagemaker_input_mode=None, shard_size_bytes=None, max_inflight_requests=8,
+        max_inflight_bytes=64 * 2**20, cache_dir=None, cache_max_bytes=None,
+    )  # fmt: skip
+    home = tmp_path / "home"
+    secret = s3_endpoint.credentials.secret_key
+    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT)}  # the session's AWS keys
+
+    def run(data: dict[str, Any]) -> dict[str, Any]:
+        done = subprocess.run(
+            [sys.executable, "-c", FROM_CONFIG, json.dumps(data)], cwd=ROOT, env=env,
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        result: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+        return result
+
+    first, second = run(config.to_dict()), run(config.to_dict())
+    assert first["requests"] >= 1 and first["samples"] == 30
+    assert first["path"] is not None
+    saved = Path(first["path"])
+    assert saved.parent == home / ".cache" / "loader-advisor" / "listings" and saved.exists()
+    assert secret.encode() not in saved.read_bytes()
+    assert second == {"origin": "saved index", "path": str(saved), "samples": 30, "requests": 0}
+    unsaved = run({**config.to_dict(), "index_dir": None})
+    assert unsaved["origin"] == "listed" and unsaved["requests"] >= 1 and unsaved["path"] is None
