@@ -144,7 +144,7 @@ def measure_slice(
         if busy > 0:
             machine_cpu = max(busy - closed.steps_cpu_s(opened), 0.0) / window.samples
         if servers:
-            served_cpu = (closed.served_cpu_s - opened.served_cpu_s) / window.samples
+            served_cpu = max(closed.served_cpu_s - opened.served_cpu_s, 0.0) / window.samples
         if closed.wall_s > opened.wall_s:
             share = (closed.thread_cpu_s - opened.thread_cpu_s) / (closed.wall_s - opened.wall_s)
         if opened.tree is not None and end.tree is not None:
