@@ -14,15 +14,14 @@ that load it share one copy of its pages in the page cache.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import mmap
 import os
-import tempfile
 from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any, overload
 
+from native_loader.local_copy import write_atomically
 from native_loader.results import ObjectInfo
 
 _MAGIC = b"LAINDEX1"  # 8 bytes, then the header's length (8 bytes, little-endian), then it
@@ -116,23 +115,10 @@ class ObjectIndex(Sequence["str | ObjectInfo"]):
             offset += _aligned(length)
         encoded = json.dumps({**head, "sections": sections}).encode()
         start = _aligned(16 + len(encoded))
-        folder = os.path.dirname(path) or "."
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(_MAGIC + len(encoded).to_bytes(8, "little") + encoded)
-                out.write(b"\0" * (start - 16 - len(encoded)))
-                for buffer, length in zip(self._buffers(), lengths, strict=True):
-                    out.write(memoryview(buffer).cast("B"))
-                    out.write(b"\0" * (_aligned(length) - length))
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.remove(tmp)
-            raise
+        chunks: list[Any] = [b"\0" * (start - 16 - len(encoded))]
+        for buffer, length in zip(self._buffers(), lengths, strict=True):
+            chunks += [memoryview(buffer).cast("B"), b"\0" * (_aligned(length) - length)]
+        write_atomically(path, _MAGIC + len(encoded).to_bytes(8, "little") + encoded, *chunks)
 
 
 def load(path: str | os.PathLike[str]) -> ObjectIndex:

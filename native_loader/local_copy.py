@@ -270,17 +270,19 @@ def _sync(
         _write_json(os.path.join(root, LAST_COPY), asdict(report))
 
 
-def write_atomically(path: str, data: Any) -> None:
-    """Write `data` to `path` so that a crash leaves the old file or the whole new one: a hidden
-    temporary in the same folder (``.<name>.<pid>.tmp``), flushed to disk, then renamed over
-    `path`, and the folder flushed so that the rename survives a crash too. The local copy and
-    the reshard's local shards write this way."""
+def write_atomically(path: str, data: Any, *more: Any) -> None:
+    """Write `data` (then each of `more`, bytes-like, in order) to `path` so that a crash
+    leaves the old file or the whole new one: a hidden temporary in the same folder
+    (``.<name>.<pid>.tmp``), flushed to disk, then renamed over `path`, and the folder flushed
+    so that the rename survives a crash too. The local copy, the reshard's local shards and
+    the saved listings (`native_loader.index`) write this way."""
     folder, name = os.path.split(path)
     os.makedirs(folder, exist_ok=True)
     tmp = os.path.join(folder, f".{name}.{os.getpid()}{_TMP}")
     try:
         with open(tmp, "wb") as out:
-            out.write(data)
+            for chunk in (data, *more):
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, path)
