@@ -125,6 +125,7 @@ def predict(
     handover_s_per_sample: float | None = None,
     worker_s_per_sample: float | None = None,
     epoch_objects: float | None = None,
+    epoch_start_s: float | None = None,
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
     loop consuming `consumer_rate` samples/s sees of it (see module docstring).
@@ -151,7 +152,8 @@ def predict(
 
     `epoch_objects`: the objects one epoch deals to this rank's loader processes (None:
     unknown, or so many that whole epochs read as the steady rate): the rate is then taken
-    over whole epochs (`epoch_rate`).
+    over whole epochs (`epoch_rate`), each begun with `epoch_start_s`, the wait for an epoch's
+    first sample that the trial measured (None: a first byte).
 
     The training thread's share of a core (`Prediction.training_share`) is what it is at the
     rate the loop runs: a step that spins holds its core 1 / consumer_rate s per sample, and
@@ -165,7 +167,7 @@ def predict(
     loader = _Loader(
         num_workers, object_bytes, samples_per_object, cpu_s_per_sample, usable_cores, storage,
         consumer_rate, overhead_s_per_sample, main_s_per_sample, machine_s_per_sample,
-        handover_s_per_sample, worker_s_per_sample, epoch_objects,
+        handover_s_per_sample, worker_s_per_sample, epoch_objects, epoch_start_s,
     )  # fmt: skip
     return loader.at(_agreeing_rate(loader.trained))
 
@@ -187,6 +189,7 @@ class _Loader:
     handover_s: float | None = None
     worker_s: float | None = None
     epoch_objects: float | None = None
+    epoch_start_s: float | None = None
 
     @property
     def step_s(self) -> float:
@@ -220,7 +223,10 @@ class _Loader:
         # the loading thread's time per sample: measured in the training thread with 0 workers
         thread_s = None if self.overhead_s is None else self.overhead_s + self.cpu_s_per_sample
         if num_workers == 0 and self.main_s is not None:
-            thread_s = max(self.main_s, self.cpu_s_per_sample)
+            # the loop's own measure of all its loading, decode included: the decode probe's
+            # few samples, timed apart, can pay allocations (8 MB tensors' fresh pages) that a
+            # steady loop reuses, so they are no floor for it
+            thread_s = self.main_s
         elif num_workers > 0 and self.worker_s:
             thread_s = self.worker_s  # measured: all a worker process spends on a sample
         elif num_workers > 0 and self.handover_s:
@@ -249,7 +255,8 @@ class _Loader:
         steady = min(latency, cpu, bandwidth)
         # one process reads no faster than its own ceiling, nor decodes faster than one core
         alone = min(latency / processes, math.inf if loading_s <= 0 else 1 / loading_s)
-        rate = epoch_rate(steady, alone, processes, self.epoch_objects, spo, storage.first_byte_s)
+        start_s = storage.first_byte_s if self.epoch_start_s is None else self.epoch_start_s
+        rate = epoch_rate(steady, alone, processes, self.epoch_objects, spo, start_s)
         # on a tie name the CPU first (the ceiling users can act on offline); a serial process
         # that spends longer decoding than fetching is CPU-bound too
         bounds = {"cpu": cpu, "bandwidth": bandwidth, "latency": latency}
@@ -295,8 +302,9 @@ def epoch_rate(
     (`S3IterableDataset.shard`), so an epoch lasts at least its samples at the steady rate, and
     at least the samples of the process dealt the most (ceil(objects / processes) objects) at
     the rate one process reads alone; with fewer objects than processes, the processes above
-    the objects read nothing. Every epoch also starts with nothing in flight: `start_s` (a
-    first byte) before anything arrives."""
+    the objects read nothing. Every epoch also starts with nothing in flight: `start_s` (the
+    reader's start and its first reads, begun at once; a first byte where not measured) before
+    anything arrives."""
     if epoch_objects is None or epoch_objects < 1 or not 0 < steady < math.inf:
         return steady
     objects = round(epoch_objects)

@@ -420,3 +420,24 @@ def test_an_epoch_lasts_as_long_as_the_process_dealt_the_most_objects() -> None:
     twelve, sixteen = predict(12, **kw), predict(16, **kw)  # type: ignore[arg-type]
     assert sixteen.samples_per_s == pytest.approx(twelve.samples_per_s, rel=1e-6)
     assert sixteen.bottleneck == "objects" and twelve.bottleneck != "objects"
+
+
+def test_every_epoch_of_a_small_set_waits_its_measured_start() -> None:
+    """16 objects of 8 MB a epoch at 2.5 ms each, with 0 workers: an epoch that waits 5 ms
+    for its first sample (the reader's start and its first reads, as the trial measures it)
+    reads at 16 / (40 ms + 5 ms), not the steady 400/s nor the rate a first byte allows."""
+    kw = {
+        "object_bytes": 8e6,
+        "cpu_s_per_sample": 0.0025,
+        "storage": _storage(1e-5, 4, bw=10_000.0, cap=None, local=True),
+        "epoch_objects": 16,
+        "main_s_per_sample": 0.0025,
+    }
+    measured = predict(0, **kw, epoch_start_s=0.005)  # type: ignore[arg-type]
+    assert measured.samples_per_s == pytest.approx(16 / 0.045, rel=0.01)
+    first_byte = predict(0, **kw)  # type: ignore[arg-type]
+    assert first_byte.samples_per_s == pytest.approx(16 / (0.04 + 1e-5), rel=0.01)
+    endless = {**kw, "epoch_objects": None}
+    assert predict(0, **endless, epoch_start_s=0.005).samples_per_s == pytest.approx(
+        400.0, rel=0.01
+    )  # type: ignore[arg-type]

@@ -55,7 +55,8 @@ def test_the_hand_over_probe_prices_a_samples_bytes() -> None:
 def test_a_trial_of_large_local_objects_has_one_worker_slower_than_none(tmp_path: Path) -> None:
     """16 local files of 8 MB, decoded to 8 MB tensors, 32 a batch: the trial measures one
     worker slower than none (a worker hands 8 MB a sample over), and the model fed what it
-    measured predicts so, within 30% of the trial's medians at 0 and 1 workers."""
+    measured predicts so, within 30% of the trial's medians at 0 and 1 workers (its epochs of
+    16 objects each waiting the start the decode probe measured)."""
     body = os.urandom(8 * MB)
     for i in range(16):
         (tmp_path / f"{i:05d}.bin").write_bytes(body)
@@ -70,6 +71,10 @@ def test_a_trial_of_large_local_objects_has_one_worker_slower_than_none(tmp_path
     assert trial.handover is not None and trial.decode is not None, trial.notes
     assert trial.handover.bytes_per_sample == pytest.approx(8 * MB, rel=0.01)
     assert trial.handover.worker_s_per_sample > trial.decode.cpu_s_per_sample
+    # every epoch of 16 objects waits for its first: a whole 8 MB read, not a first byte
+    assert (
+        trial.decode.start_s is not None and trial.decode.start_s > trial.storage.first_byte_p50_s
+    )
     table = recommend(profile, hardware, workload, trial).decision("num_workers").evidence
     rows = {int(w): row for w, row in table["sweep_table"].items()}
     assert {0, 1} <= set(rows), rows

@@ -34,7 +34,7 @@ from advisor.decide.rules.thresholds import (
     SHARD_TARGET_BYTES,
 )
 from advisor.measure.trial.probe_results import StorageProbe
-from advisor.measure.trial.results import READ_LOCAL_COPY, READ_PACKED, CountRate
+from advisor.measure.trial.results import READ_LISTED, READ_LOCAL_COPY, READ_PACKED, CountRate
 
 
 @dataclass(frozen=True)
@@ -284,8 +284,19 @@ class Context(Reading):
             storage=storage,
             consumer_rate=self.consumer_rate,
             epoch_objects=math.ceil(self.objects_read(state) / max(self.ranks, 1)),
+            epoch_start_s=self.epoch_start_s(state),
             **self.measured_costs(state, num_workers),
         )
+
+    def epoch_start_s(self, state: State) -> float | None:
+        """The wait for an epoch's first sample that the trial's decode probe measured, where
+        training reads what it read, the listed objects (None: a first byte of the storage the
+        model reads, such as a local copy the sweep read but the probe did not)."""
+        decode = self.trial.decode if self.trial is not None else None
+        listed = self.read_path(state) == READ_LISTED
+        if decode is None or not listed or not self.reads_as_trialled(state):
+            return None
+        return decode.start_s
 
     def measured_costs(self, state: State, num_workers: int) -> dict[str, float | None]:
         """The CPU costs per sample the trial measured, for `predict`: the loader process's

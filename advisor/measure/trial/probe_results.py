@@ -97,6 +97,10 @@ class DecodeCost:
     # bytes of what the transform returns per sample (its tensors: a decoded image's pixels x
     # channels), what a batch holds in memory and crosses to the GPU; None: not measured
     output_bytes_per_sample: float | None = None
+    # wall seconds from a fresh iterator over the listed objects to its first sample (the
+    # reader's start and its first reads, all begun at once): what every epoch waits before its
+    # first sample, which a set of few objects a process repeats often. None: not measured.
+    start_s: float | None = None
 
     @property
     def overhead_s(self) -> float | None:

@@ -49,6 +49,7 @@ CONCURRENCY_LEVELS = (1, 2, 4, 8, 16, 32)
 # It times batches after the first (the worker's start) until its budget is spent, one at least:
 # /proc counts CPU in hundredths of a second, which small samples need many batches to fill.
 HANDOVER_BATCH_BYTES = 64 * 2**20
+START_TIMINGS = 3  # fresh iterators the decode probe times to their first sample
 HANDOVER_TIMEOUT_S = 60.0  # a worker batch slower than this: no measurement
 
 
@@ -180,11 +181,15 @@ def measure_decode(
     started = time.monotonic()
     first_arrival = last_arrival = 0.0  # this thread's CPU time as samples arrive
     guard = SampleGuard(SamplePolicy())  # a failure is raised naming its object
-    for name, sample in cast(S3IterableDataset, sample_data.dataset()).named_items(guard):
+    dataset = cast(S3IterableDataset, sample_data.dataset())
+    start_s = None
+    begun = time.perf_counter()
+    for name, sample in dataset.named_items(guard):
         clock.check()
         last_arrival = time.thread_time()
         if samples == 0:
             first_arrival = last_arrival  # the first includes the dataset's set-up
+            start_s = time.perf_counter() - begun
         sample_bytes += _sample_bytes(sample)
         before = time.thread_time()
         _, output = guard.apply(data.transform, name, sample)
@@ -195,6 +200,8 @@ def measure_decode(
             break
     if samples == 0:
         raise FileNotFoundError("no samples could be read for the decode measurement")
+    if start_s is not None:
+        start_s = _epoch_start_s(sample_data, start_s, clock)
     per_sample_ms = cpu / samples / data.samples_per_item * 1000
     clock.report("decode", f"{transform_name}: {per_sample_ms:.3g} ms CPU per sample")
     loop = (last_arrival - first_arrival) / (samples - 1) if samples > 1 else None
@@ -206,7 +213,26 @@ def measure_decode(
         sample_bytes / samples / per_item,
         None if loop is None else loop / per_item,
         output_bytes / samples / per_item if output_bytes else None,
+        start_s,
     )
+
+
+def _epoch_start_s(data: TrialData, first_s: float, clock: TrialClock) -> float:
+    """The median wait for a fresh iterator's first sample over `START_TIMINGS` starts, the
+    decode's `first_s` one of them: one start varies several-fold on a busy machine (the first
+    reads share the cores with everything else). Starts cost a first read each; none is
+    repeated that would take more than a tenth of the trial's time left."""
+    starts = [first_s]
+    while len(starts) < START_TIMINGS and first_s < (clock.seconds - clock.used()) / 10:
+        clock.check()
+        begun = time.perf_counter()
+        items = iter(data.dataset())
+        next(items, None)
+        starts.append(time.perf_counter() - begun)
+        close = getattr(items, "close", None)
+        if close is not None:
+            close()  # its reader's threads and requests end here, not at collection
+    return statistics.median(starts)
 
 
 class _InTurn(torch.utils.data.Dataset[Any]):
