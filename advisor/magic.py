@@ -53,7 +53,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _diagnose_parser() -> argparse.ArgumentParser:
-    from advisor.diagnosis.cli import add_arguments
+    from advisor.cli.diagnose import add_arguments
 
     parser = argparse.ArgumentParser(
         prog="%advisor diagnose", add_help=False,
@@ -81,7 +81,7 @@ def _parsed(parser: argparse.ArgumentParser, words: list[str]) -> argparse.Names
 
 
 def _diagnose(words: list[str], namespace: dict[str, Any]) -> None:
-    from advisor.diagnosis.cli import execute
+    from advisor.cli.diagnose import execute
 
     parser = _diagnose_parser()
     args = _parsed(parser, words)
@@ -113,7 +113,7 @@ def _cache(words: list[str]) -> None:
 def _history(words: list[str]) -> None:
     """The runs kept across sessions (`python -m advisor history`); where the history cannot
     be read, the runs of the wizard shown last, kept in its memory."""
-    from advisor.diagnosis.history import cli
+    from advisor.cli import history as cli
     from advisor.report.history import history_table
 
     parser = argparse.ArgumentParser(prog="%advisor history", add_help=False,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 from advisor.core.bounds import ListingLimits, TrialBudget
 from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.workload import Workload
-from advisor.diagnosis.history import ComparisonRecord, History, TrialRecord, amend, keep
+from advisor.decide.history import ComparisonRecord, History, TrialRecord, amend, keep
 from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.measure.profile import Progress as ProfileProgress
 from advisor.measure.trial.results import TrialResult, TrialSetup
@@ -57,7 +57,7 @@ class AdvisorSession:
     # the copy's figure in the advice from then on (None: no prepare() ran)
     local_copy: CopyReport | None = None
     # every finished trial and comparison of this session (`history()`), oldest first; each is
-    # also kept in the run history across processes (`advisor.diagnosis.history.store`)
+    # also kept in the run history across processes (`advisor.decide.history.store`)
     _trials: list[TrialRecord] = field(default_factory=list, init=False, repr=False)
     _comparisons: list[ComparisonRecord] = field(default_factory=list, init=False, repr=False)
     _stored: set[int] = field(default_factory=set, init=False, repr=False)  # runs kept there

@@ -30,8 +30,8 @@ import inspect
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from advisor.decide.history import LoopRecord, keep
 from advisor.decide.watching import Change, WatchReport, judge, proof
-from advisor.diagnosis.history import LoopRecord, keep
 from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
 from advisor.measure.loop.watch import WatchedLoop
@@ -205,7 +205,7 @@ class Watch:
         self.history = history  # each pass's report kept in the run history
         self.loop_samples = samples_of
         if isinstance(loader, str):
-            from advisor.diagnosis.cli import load_object
+            from advisor.cli.diagnose import load_object
 
             loader = load_object(loader, "loader")
         if callable(loader) and not isinstance(loader, Iterable):

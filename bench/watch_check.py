@@ -11,7 +11,7 @@ the cause named, and the predicted gain within 20% of the measured one.
 The causes: latency on S3 (boto3 in `__getitem__`, through the project's latency proxy, in
 front of SeaweedFS), latency with a worker (a sleep), a transform that holds the GIL, 100
 tensors a batch, fewer shards than workers, and workers started anew every epoch with a slow
-start. A small /dev/shm cannot be made here without a container (tests/diagnosis/test_watch.py
+start. A small /dev/shm cannot be made here without a container (tests/front/test_watch.py
 feeds the report a small one instead). A table on stdout, JSON in --out.
 
     python -m bench watch-check [--rounds 3] [--only NAME ...] [--out PATH]

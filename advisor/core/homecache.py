@@ -5,7 +5,7 @@ It holds, per data set an export read (a folder named by a digest of its source)
 copy-local copy every epoch reads (`<digest>/copy`, with the record of its source and of its
 last sync) and the cache later epochs of a streamed set read (the files beside it); the
 listings exported loaders saved (`listings/listing-<digest>.index`, each its own entry,
-`native_loader.listing`); the run history (`history/`, `advisor.diagnosis.history.store`); and
+`native_loader.listing`); the run history (`history/`, `advisor.decide.history.store`); and
 the demo's generated data and server store (`demo/`, or where `LOADER_ADVISOR_DEMO_CACHE` puts
 it). Nothing here is removed on its own: a copy is the point of copy-local, and a later run
 reuses it (a listing past its age is listed again and saved over). A folder a process is

@@ -13,6 +13,7 @@ is named for the stage, not `diagnose`: `advisor.diagnose` is the public functio
 
 from __future__ import annotations
 
-from advisor.diagnosis.loop import Comparison, Diagnosis, as_step, compare, diagnose
+from advisor.decide.judged import Comparison, Diagnosis
+from advisor.diagnosis.loop import as_step, compare, diagnose
 
 __all__ = ["Comparison", "Diagnosis", "as_step", "compare", "diagnose"]

@@ -16,19 +16,17 @@ headline.
 
 from __future__ import annotations
 
-import dataclasses
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, range_of
-from advisor.core.readable import Readable
 from advisor.core.workload import STEP_TIME_S, Workload
-from advisor.decide.rules.bottleneck import Bottleneck, of_loop
-from advisor.decide.verdict import Verdict, input_bound
+from advisor.decide.judged import Comparison, Diagnosis
+from advisor.decide.rules.bottleneck import of_loop
+from advisor.decide.verdict import input_bound
 from advisor.measure.hardware.host import MachineBusy, usable_cores
-from advisor.measure.loop.results import LoopRun, LoopSummary, Spread
+from advisor.measure.loop.results import LoopRun, LoopSummary
 from advisor.measure.loop.run import (
     LoaderSource,
     LoopEvent,
@@ -72,20 +70,6 @@ def as_step(
     return rate_step(consumer_rate, samples_of)
 
 
-@dataclass(frozen=True)
-class Diagnosis(Readable):
-    """One loader in one loop: the measured summary, the verdict and the bottleneck named from
-    the measurements (None: a loop of a single batch has no waits to judge). Its `str` and
-    notebook display are `advisor.report.diagnosis.diagnosis_lines`."""
-
-    summary: LoopSummary
-    verdict: Verdict | None
-    bottleneck: Bottleneck | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
 def diagnose(
     loader: LoaderSource,
     step: Step | None = None,
@@ -124,52 +108,6 @@ def _judged(run: LoopRun, machine_busy: float | None) -> Diagnosis:
     verdict = None if share is None else input_bound(share, summary.wait_share)
     limit = of_loop(summary, usable_cores(), run.loader_workers, machine_busy)
     return Diagnosis(summary, verdict, limit)
-
-
-@dataclass(frozen=True)
-class Comparison(Readable):
-    """Two loaders through the same step, interleaved: one Diagnosis per loader and round (its
-    `str` and notebook display: `advisor.report.diagnosis.comparison_lines`)."""
-
-    before: tuple[Diagnosis, ...]
-    after: tuple[Diagnosis, ...]
-
-    def ratios(self) -> list[float]:
-        """After over before, samples/s, per round (the rounds' medians)."""
-        out = []
-        for b, a in zip(self.before, self.after, strict=True):
-            rb, ra = b.summary.overall_samples_per_s, a.summary.overall_samples_per_s
-            if rb is not None and ra is not None and rb > 0:
-                out.append(ra / rb)
-        return out
-
-    @property
-    def speedup(self) -> Spread | None:
-        return Spread.of(self.ratios())
-
-    def pooled(self, which: str, name: str) -> Spread | None:
-        """A whole-run figure (`overall_wait_share` or `overall_samples_per_s`) of `which`
-        loader ("before" or "after") over its rounds: their median, lowest and highest."""
-        runs: tuple[Diagnosis, ...] = getattr(self, which)
-        return Spread.of([v for d in runs if (v := getattr(d.summary, name)) is not None])
-
-    def verdicts(self) -> tuple[Verdict | None, Verdict | None]:
-        """The verdict on each loader's waiting share, the median of its rounds' (their range
-        beside it)."""
-        before = self.pooled("before", "overall_wait_share")
-        after = self.pooled("after", "overall_wait_share")
-        return (
-            input_bound(before.median, before) if before is not None else None,
-            input_bound(after.median, after) if after is not None else None,
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The facts; `advisor.report.diagnosis.comparison_dict` adds the headline."""
-        return {
-            "before": [d.to_dict() for d in self.before],
-            "after": [d.to_dict() for d in self.after],
-            "ratios": self.ratios(),
-        }
 
 
 def compare(

@@ -1,4 +1,4 @@
-"""The user's loader against the advised one (`advisor.diagnosis.before_after`), as people read
+"""The user's loader against the advised one (`advisor.before_after`), as people read
 it: the headline, the lines `python -m advisor diagnose --uri` prints, and its JSON with the
 headlines in it."""
 
@@ -11,10 +11,10 @@ from advisor.report.diagnosis import comparison_dict, comparison_lines, diagnosi
 from advisor.report.headline import keep_up_action
 
 if TYPE_CHECKING:
-    from advisor.diagnosis.before_after import BeforeAfter, LocalCopyStep
+    from advisor.decide.judged import BeforeAfter, LocalCopyStep
 
 
-@lines_for("advisor.diagnosis.before_after.BeforeAfter")
+@lines_for("advisor.decide.judged.BeforeAfter")
 def before_after_headline(result: BeforeAfter) -> list[str]:
     """A few lines: what to change and its measured effect; the verdicts; the local copy; the
     user's loader's bottleneck; one next step where the advised loader cannot keep up."""

@@ -10,11 +10,11 @@ from advisor.core.readable import lines_for
 from advisor.core.units import binary_size, per_s
 
 if TYPE_CHECKING:
-    from advisor.diagnosis.loop import Comparison, Diagnosis
+    from advisor.decide.judged import Comparison, Diagnosis
     from advisor.measure.loop.results import Spread
 
 
-@lines_for("advisor.diagnosis.loop.Diagnosis")
+@lines_for("advisor.decide.judged.Diagnosis")
 def diagnosis_lines(diagnosis: Diagnosis) -> list[str]:
     """The diagnosis as a person reads it, one figure a line, spreads in brackets."""
     s = diagnosis.summary
@@ -69,7 +69,7 @@ def comparison_headline(comparison: Comparison, change: str = "") -> str:
     return f"{change}: {text}" if change else text
 
 
-@lines_for("advisor.diagnosis.loop.Comparison")
+@lines_for("advisor.decide.judged.Comparison")
 def comparison_lines(comparison: Comparison, change: str = "") -> list[str]:
     """The comparison's headline (`comparison_headline`), then each loader's verdict on the
     median of its rounds."""

@@ -18,8 +18,8 @@ from advisor.decide.verdict import INPUT_BOUND
 from advisor.report.diagnosis import comparison_headline
 
 if TYPE_CHECKING:
+    from advisor.decide.judged import Comparison, Diagnosis
     from advisor.decide.recommend import Recommendation
-    from advisor.diagnosis.loop import Comparison, Diagnosis
     from advisor.measure.loop.results import LoopSummary, Spread
     from advisor.measure.trial.results import CountRate, TrialResult
 

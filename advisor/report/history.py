@@ -1,4 +1,4 @@
-"""The runs side by side (`advisor.diagnosis.history`), as people read them: one row per trial,
+"""The runs side by side (`advisor.decide.history`), as people read them: one row per trial,
 per comparison and per judged loop, the header first (the wizard's tables and the text's),
 whether a repeated trial's answer held, the whole history as text (`python -m advisor history`,
 `%advisor history`), and two runs' figures side by side with their spreads."""
@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.core.units import duration, per_s, rate, share
-from advisor.diagnosis.history.records import (
+from advisor.decide.history.records import (
     FigurePair,
     LoopRecord,
     Run,
@@ -21,7 +21,7 @@ from advisor.diagnosis.history.records import (
 )
 
 if TYPE_CHECKING:
-    from advisor.diagnosis.history import History, Repeat
+    from advisor.decide.history import History, Repeat
     from advisor.measure.loop.results import Spread
 
 TRIAL_HEADER = ("run", "time", "data set", "consumer", "trial", "measured", "num_workers",

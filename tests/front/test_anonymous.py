@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
+from advisor import before_after as before_after_module
 from advisor import cli
 from advisor.core.location import DatasetLocation
 from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
-from advisor.diagnosis import before_after as before_after_module
 from advisor.session import AdvisorSession
 from native_loader import ReaderConfig, S3Reader
 from native_loader.settings import LoaderConfig

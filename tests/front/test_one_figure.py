@@ -23,13 +23,14 @@ from collections.abc import Iterator
 import pytest
 
 from advisor import cli
+from advisor.before_after import advised_loader, changes
 from advisor.core.bounds import LoopLimits
 from advisor.core.units import data_rate, duration, mb_per_s, rate
 from advisor.core.workload import Workload
+from advisor.decide.judged import BeforeAfter
 from advisor.decide.recommend import Recommendation, recommend
 from advisor.demo.server import S3Endpoint
 from advisor.diagnosis import compare
-from advisor.diagnosis.before_after import BeforeAfter, advised_loader, changes
 from advisor.report.before_after import before_after_dict, before_after_lines
 from advisor.report.headline import headline_lines
 from advisor.report.measured import measured_lines

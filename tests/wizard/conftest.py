@@ -82,7 +82,7 @@ class FakeSession:
         self.saved: list[tuple[Path, str]] = []
 
     def history(self) -> Any:  # AdvisorSession's runs so far: none are scripted
-        from advisor.diagnosis.history import History
+        from advisor.decide.history import History
 
         return History()
 

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
 
-from advisor.diagnosis.history import History, HistoryError, RunStore
-from advisor.diagnosis.history.records import kind_of
+from advisor.decide.history import History, HistoryError, RunStore
+from advisor.decide.history.records import kind_of
 from advisor.report.history import (
     compare_lines,
     history_comparison_rows,

@@ -36,7 +36,7 @@ from advisor.wizard.steps.trial import TrialStep
 from advisor.wizard.steps.workload import WorkloadStep
 
 if TYPE_CHECKING:
-    from advisor.diagnosis import Comparison, Diagnosis
+    from advisor.decide.judged import Comparison, Diagnosis
     from advisor.measure.trial.results import TrialResult
 
 

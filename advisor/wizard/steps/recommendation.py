@@ -15,9 +15,8 @@ from advisor.wizard.steps.export import ExportStep
 from advisor.wizard.steps.workload import WorkloadStep
 
 if TYPE_CHECKING:
+    from advisor.decide.judged import Comparison, Diagnosis, LocalCopyStep
     from advisor.decide.recommend import Recommendation
-    from advisor.diagnosis import Comparison, Diagnosis
-    from advisor.diagnosis.before_after import LocalCopyStep
     from advisor.measure.loop.run import LoopEvent
 
 STEP = "recommendation"
@@ -120,8 +119,8 @@ class RecommendationStep:
                 raise
 
         def compare_loaders(cancel: threading.Event) -> None:
+            from advisor.before_after import advised_loader, changes
             from advisor.diagnosis import compare
-            from advisor.diagnosis.before_after import advised_loader, changes
             from advisor.measure.loop.run import fresh
 
             def progress(event: LoopEvent) -> None:

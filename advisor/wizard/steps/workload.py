@@ -204,6 +204,6 @@ def _resolve(spec: str, what: str) -> object:
         if spec not in namespace:
             raise ValueError(f"{what}: no variable named {spec!r} in this notebook")
         return namespace[spec]
-    from advisor.diagnosis.cli import load_object
+    from advisor.cli.diagnose import load_object
 
     return load_object(spec, what)

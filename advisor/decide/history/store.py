@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from advisor.core.errors import redact
 from advisor.core.homecache import history_root
-from advisor.diagnosis.history.records import (
+from advisor.decide.history.records import (
     ComparisonRecord,
     History,
     LoopRecord,

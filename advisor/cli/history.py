@@ -10,8 +10,8 @@ import json
 import sys
 from typing import Any
 
-from advisor.diagnosis.history.records import kind_of, record_to_dict
-from advisor.diagnosis.history.store import REMOVE, HistoryError, RunStore
+from advisor.decide.history.records import kind_of, record_to_dict
+from advisor.decide.history.store import REMOVE, HistoryError, RunStore
 from advisor.report.history import compare_lines, history_table
 
 LAST = 50  # runs listed by default: a watched run keeps one an epoch

@@ -1,4 +1,4 @@
-"""The run history that lasts (`advisor.diagnosis.history.store`): runs a real `python -m
+"""The run history that lasts (`advisor.decide.history.store`): runs a real `python -m
 advisor` process kept, listed, filtered and compared by a fresh one; no credential in the file;
 writers in several processes at once; a database of another schema version, a corrupt one and
 a locked one refused with what to do, while the trial itself stands."""
@@ -20,15 +20,15 @@ import pytest
 from advisor.core.homecache import history_root
 from advisor.core.units import per_s
 from advisor.core.workload import Workload
-from advisor.demo.datasets import DemoSpec, upload
-from advisor.demo.server import S3Endpoint
-from advisor.diagnosis.history import (
+from advisor.decide.history import (
     HistoryError,
     HistoryWarning,
     LoopRecord,
     RunStore,
     keep,
 )
+from advisor.demo.datasets import DemoSpec, upload
+from advisor.demo.server import S3Endpoint
 from advisor.measure.loop.results import Spread
 from advisor.session import AdvisorSession
 
@@ -121,7 +121,7 @@ def test_a_signed_url_in_a_record_is_redacted_before_it_is_written() -> None:
 
 WRITER = textwrap.dedent("""
     import sys, time
-    from advisor.diagnosis.history import LoopRecord, RunStore
+    from advisor.decide.history import LoopRecord, RunStore
     from advisor.measure.loop.results import Spread
     start = float(sys.argv[2])
     while time.time() < start:  # every writer starts at once

@@ -14,7 +14,7 @@ from typing import Any
 from advisor.core.bounds import CompareRounds, LoopLimits, TrialBudget, arg_type, range_of
 from advisor.core.errors import CommandErrors, report_error
 from advisor.core.workload import STEP_TIME_S, Workload
-from advisor.diagnosis.history import LoopRecord, keep
+from advisor.decide.history import LoopRecord, keep
 from advisor.measure.loop.run import LoaderError, LoopEvent
 from native_loader.decoders import load_callable
 
@@ -98,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
 def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
     """Diagnose `loader` (an iterable or a function that makes one) with `step` or the step the
     arguments give; print the result; the exit status."""
+    from advisor.before_after import before_after
     from advisor.diagnosis import diagnose
-    from advisor.diagnosis.before_after import before_after
     from advisor.report.before_after import before_after_dict, before_after_lines
     from advisor.report.diagnosis import diagnosis_lines
 

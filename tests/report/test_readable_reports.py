@@ -1,5 +1,5 @@
 """What `print(result)` and a notebook show of each result a user holds: a diagnosis, a
-comparison, a watched loop's report (the before/after's: tests/diagnosis/test_before_after.py).
+comparison, a watched loop's report (the before/after's: tests/front/test_before_after.py).
 Each is its report module's lines, a few of them, never the dataclass's repr; the notebook shows
 the same lines, escaped."""
 

@@ -11,91 +11,28 @@ and what it measured.
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 from advisor.core import homecache
 from advisor.core.bounds import LoopLimits, TrialBudget
-from advisor.core.readable import Readable
-from advisor.core.units import data_rate, data_size, duration
 from advisor.core.workload import Workload
+from advisor.decide.judged import BeforeAfter, LocalCopyStep
 from advisor.decide.recommend import Recommendation
-from advisor.diagnosis.loop import Comparison, Diagnosis, as_step, compare, diagnose
+from advisor.diagnosis.loop import as_step, compare, diagnose
 from advisor.measure.loop.run import LoaderSource, LoopEvent, Step, batch_samples, fresh
 from advisor.session import AdvisorSession
 from native_loader import Credentials
-from native_loader.local_copy import CopyReport, last_copy
+from native_loader.local_copy import last_copy
 
 __all__ = ["BeforeAfter", "LocalCopyStep", "advised_loader", "before_after", "changes",
            "exported_loader"]  # fmt: skip
-
-
-@dataclass(frozen=True)
-class LocalCopyStep:
-    """The advised loader's first step where it copies the set to local disk (copy-local), as
-    its `prepare()` ran here: the folder, the record of the sync that fetched the copy
-    (measured, not assumed: `native_loader.local_copy.CopyReport`), whether that sync was this
-    run's (`fresh`; else the copy was made earlier and this run only checked it), the prepare's
-    own time, and what the home cache holds after it."""
-
-    folder: str
-    report: CopyReport | None
-    seconds: float
-    home: str  # `homecache.summary()`: its size, and how to list and free it
-    fresh: bool = True
-
-    def change(self) -> str:
-        """The step, as the first of the changes: "copy 241 MiB to local disk first (7.0 s at
-        the measured 33 MiB/s)"."""
-        r, checked = self.report, duration(self.seconds)
-        if r is None:  # made before copies recorded their syncs, and kept
-            return f"read the local copy made earlier (checked in {checked})"
-        measured = f"{duration(r.seconds)} at the measured {data_rate(r.bytes_per_s)}"
-        if not self.fresh:
-            how = f"made earlier in {measured}; up to date, checked in {checked}"
-        elif r.copied_bytes == r.bytes:
-            how = measured
-        else:
-            how = f"this run fetched {data_size(r.copied_bytes)} in {measured} and kept the rest"
-        return f"copy {data_size(r.bytes)} to local disk first ({how})"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "folder": self.folder,
-            "seconds": round(self.seconds, 3),
-            "fresh": self.fresh,
-            "report": None if self.report is None else dataclasses.asdict(self.report),
-            "bytes_per_s": None if self.report is None else round(self.report.bytes_per_s),
-        }
-
-
-@dataclass(frozen=True)
-class BeforeAfter(Readable):
-    """The advice for the data and the comparison that measured it (the headline people read,
-    also its `str` and notebook display: `advisor.report.before_after.before_after_headline`)."""
-
-    first_look: Diagnosis
-    recommendation: Recommendation
-    comparison: Comparison
-    changed: tuple[str, ...]
-    copy: LocalCopyStep | None = None  # the advised loader copies the set first (copy-local)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The facts; `advisor.report.before_after.before_after_dict` puts the headline first."""
-        return {
-            "changed": list(self.changed),
-            "local_copy": None if self.copy is None else self.copy.to_dict(),
-            "first_look": self.first_look.to_dict(),
-            "comparison": self.comparison.to_dict(),
-        }
 
 
 def changes(

@@ -8,7 +8,7 @@ No record holds a credential: data set URIs, endpoint-free words and measured fi
 rest of the trial's setup) were trialled more than once, whether the answer held: the same
 num_workers, data source and bottleneck, and rates within the measured spread, or what changed.
 `compare_runs` puts two runs' figures side by side with their spreads. The records are kept
-across processes by `advisor.diagnosis.history.store`; people read them through
+across processes by `advisor.decide.history.store`; people read them through
 `advisor.report.history`.
 """
 
@@ -25,9 +25,9 @@ from advisor.measure.loop.results import Spread
 from advisor.measure.trial.results import TrialResult, TrialSetup
 
 if TYPE_CHECKING:
+    from advisor.decide.judged import Comparison, Diagnosis
     from advisor.decide.recommend import Recommendation
     from advisor.decide.watching import WatchReport
-    from advisor.diagnosis.loop import Comparison, Diagnosis
 
 __all__ = [
     "ComparisonRecord", "CountFigure", "FigurePair", "History", "LoopRecord", "Repeat", "Run",

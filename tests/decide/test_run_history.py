@@ -1,4 +1,4 @@
-"""The session's history of runs (`advisor.diagnosis.history`): every trial with its answer and
+"""The session's history of runs (`advisor.decide.history`): every trial with its answer and
 every comparison kept side by side, and whether a repeated trial's answer held. The comparison
 of answers from hand-built records; the session and the wizard on a real local folder with short
 trials."""
@@ -16,7 +16,7 @@ import pytest
 
 from advisor.core.bounds import LoopLimits
 from advisor.core.workload import Workload
-from advisor.diagnosis.history import (
+from advisor.decide.history import (
     CountFigure,
     History,
     LoopRecord,

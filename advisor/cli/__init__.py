@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from advisor.cli import diagnose as diagnose_cli
+from advisor.cli import history as history_cli
 from advisor.core import homecache
 from advisor.core.bounds import (
     ListingLimits,
@@ -28,8 +30,6 @@ from advisor.core.bounds import (
 from advisor.core.errors import CommandErrors
 from advisor.core.location import check_answers, first_contact_s
 from advisor.core.workload import STEP_TIME_S, Workload
-from advisor.diagnosis import cli as diagnose_cli
-from advisor.diagnosis.history import cli as history_cli
 from advisor.export import ExportBundle, build_export
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
 from advisor.measure.hardware.target import TargetMachine, target_arguments, target_from_args

@@ -9,7 +9,7 @@ figures side by side); `store`: where (an SQLite database in the home cache, bes
 
 from __future__ import annotations
 
-from advisor.diagnosis.history.records import (
+from advisor.decide.history.records import (
     ComparisonRecord,
     CountFigure,
     FigurePair,
@@ -21,7 +21,7 @@ from advisor.diagnosis.history.records import (
     compare_runs,
     repeat_of,
 )
-from advisor.diagnosis.history.store import HistoryError, HistoryWarning, RunStore, amend, keep
+from advisor.decide.history.store import HistoryError, HistoryWarning, RunStore, amend, keep
 
 __all__ = [
     "ComparisonRecord", "CountFigure", "FigurePair", "History", "HistoryError", "HistoryWarning",

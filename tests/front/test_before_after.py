@@ -1,4 +1,4 @@
-"""advisor.diagnosis.before_after against the real SeaweedFS with no AWS variables in the
+"""advisor.before_after against the real SeaweedFS with no AWS variables in the
 the session's credentials reach the exported loader in this process, never its file."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from advisor.before_after import before_after, exported_loader
 from advisor.core.bounds import LoopLimits
 from advisor.core.units import data_rate, duration
 from advisor.core.workload import Workload
 from advisor.demo.server import S3Endpoint
-from advisor.diagnosis.before_after import before_after, exported_loader
 from advisor.report.before_after import before_after_dict, before_after_headline
 from native_loader import Credentials
 from tests.export_helpers import advised_session
