@@ -17,7 +17,7 @@ prefixes of the local SeaweedFS through the demo proxy. Per case and repeat, int
 3. the same with `adaptive_rate=False` (retries with backoff, no send-rate limiter).
 
 Beside each limited run stands the plan's prediction for it
-(`advisor.decide.rules.request_plan`, the arithmetic of COST-6 with the limit given as the
+(`advisor.decide.facts.request_plan`, the arithmetic of COST-6 with the limit given as the
 user's figure and the calibration's samples/s as the ranks' rate, which it turns into GETs by
 the samples per object): whether the job is throttled and the successful GET/s it holds (the
 middle of its range), and the measurement's ratio to it. `--listing-order` reads the prefixes
@@ -45,7 +45,7 @@ from typing import Any
 
 from torch.utils.data import DataLoader
 
-from advisor.decide.rules.request_plan import StorageLimit, plan_requests
+from advisor.decide.facts.request_plan import StorageLimit, plan_requests
 from advisor.demo.proxy import Proxy, RateLimit
 from advisor.demo.server import S3Endpoint, S3Server
 from bench.record import begin

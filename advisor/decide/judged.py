@@ -13,8 +13,8 @@ from typing import Any
 
 from advisor.core.readable import Readable
 from advisor.core.units import data_rate, data_size, duration
+from advisor.decide.bottleneck import Bottleneck
 from advisor.decide.recommend import Recommendation
-from advisor.decide.rules.bottleneck import Bottleneck
 from advisor.decide.verdict import Verdict, input_bound
 from advisor.measure.loop.results import LoopSummary, Spread
 from native_loader.local_copy import CopyReport

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.core.reader_budget import READER_BUDGET_BYTES, READER_INFLIGHT
 from advisor.core.workload import Workload
+from advisor.decide.bottleneck import Bottleneck, of_trial
 from advisor.decide.rules import (
     RULES,
     Confidence,
@@ -27,7 +28,6 @@ from advisor.decide.rules import (
     Key,
     evaluate,
 )
-from advisor.decide.rules.bottleneck import Bottleneck, of_trial
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.results import READ_LISTED, READ_LOCAL_COPY, READ_PACKED

@@ -26,8 +26,8 @@ from advisor.core.model import predict
 from advisor.core.readable import Readable
 from advisor.core.storage import StorageParams
 from advisor.core.units import counted, duration, rate, share
-from advisor.decide.rules.bottleneck import Bottleneck, of_loop
-from advisor.decide.rules.thresholds import NOISE_CAP
+from advisor.decide.bottleneck import Bottleneck, of_loop
+from advisor.decide.thresholds import NOISE_CAP
 from advisor.decide.trips import Trip, find_trips
 from advisor.decide.verdict import INPUT_BOUND, Verdict, input_bound
 from advisor.measure.loop.handover import Handover

@@ -22,8 +22,8 @@ from typing import Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, range_of
 from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.decide.bottleneck import of_loop
 from advisor.decide.judged import Comparison, Diagnosis
-from advisor.decide.rules.bottleneck import of_loop
 from advisor.decide.verdict import input_bound
 from advisor.measure.hardware.host import MachineBusy, usable_cores
 from advisor.measure.loop.results import LoopRun, LoopSummary

@@ -5,7 +5,7 @@ rate and data-wait share beside what the trial measured at the recommended setti
 one, it gives the trial's measured waiting share at the recommended settings: at the chosen
 num_workers the loop waits for data 1 - measured rate / consumer rate of each step. The last
 line names the bottleneck from the measurements (the user's loop's, else the trial's at the
-recommended count: `advisor.decide.rules.bottleneck`).
+recommended count: `advisor.decide.bottleneck`).
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
     """One next step, in one line, where the recommended loader still cannot keep up with the
     consumer (`rec.input_bound`, unless the recommended loader measured in the user's loop
     waits under 5%): what to change to reach the consumer's rate, from the stage that limits
-    it at the recommended count (`advisor.decide.rules.bottleneck`). None: it keeps up."""
+    it at the recommended count (`advisor.decide.bottleneck`). None: it keeps up."""
     if comparison is not None:
         after = comparison.verdicts()[1]
         if after is not None and after.level == "not input-bound":

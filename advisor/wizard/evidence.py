@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from advisor.core.units import GB, counted, data_rate, data_size, duration, mb_per_s, per_s, share
-from advisor.decide.rules.words import ceiling_words, storage_words
+from advisor.decide.words import ceiling_words, storage_words
 
 # (key suffix, how the value reads): the first that ends the key wins; the rest is the label
 _UNITS: tuple[tuple[str, Callable[[float], str]], ...] = (

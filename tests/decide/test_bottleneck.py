@@ -1,4 +1,4 @@
-"""The bottleneck named from measurements (advisor/decide/rules/bottleneck.py): from a trial at
+"""The bottleneck named from measurements (advisor/decide/bottleneck.py): from a trial at
 the recommended count, and from the user's own loop; and MEAS-4 heeding it."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from advisor.decide.bottleneck import Bottleneck, of_loop, of_trial
 from advisor.decide.recommend import Recommendation, recommend
 from advisor.decide.rules import Context, Key, evaluate
-from advisor.decide.rules.bottleneck import Bottleneck, of_loop, of_trial
 from advisor.measure.loop.results import LoopSummary, Spread
 from advisor.measure.trial.probe_results import StorageProbe
 from advisor.report.recommendation import recommendation_summary

@@ -1,4 +1,4 @@
-"""Shards dealt unevenly to the loader processes (advisor/decide/rules/dealing.py, issue 56):
+"""Shards dealt unevenly to the loader processes (advisor/decide/facts/dealing.py, issue 56):
 the bottleneck names the dealing where it limits the measured rate, NW-5 gives the count that
 deals the shards evenly (or a re-shard), and the datasets deal as `Dealing` says they do."""
 
@@ -12,10 +12,10 @@ import pytest
 import torch
 
 from advisor.core.model import epoch_rate
+from advisor.decide.bottleneck import of_trial
+from advisor.decide.facts.dealing import Dealing
 from advisor.decide.recommend import recommend
 from advisor.decide.rules import Context, Key, evaluate
-from advisor.decide.rules.bottleneck import of_trial
-from advisor.decide.rules.dealing import Dealing
 from advisor.measure.trial.probe_results import DecodeCost, StorageProbe
 from advisor.measure.trial.results import LoaderPoint, summarise
 from native_loader.loader import LoaderSettings, make_dataloader, make_dataset

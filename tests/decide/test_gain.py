@@ -1,4 +1,4 @@
-"""Advice only where it gains (advisor/decide/rules/gain.py, DEC-1, MEAS-4): a preprocessing or
+"""Advice only where it gains (advisor/decide/facts/gain.py, DEC-1, MEAS-4): a preprocessing or
 placement change is offered only where its predicted rate clears the noise the trial measured
 at the chosen count; no GPU decode without a GPU here or planned; a figure recorded on another
 GPU is a prediction, named as such."""

@@ -174,7 +174,7 @@ def test_the_wizard_shows_trials_repeats_and_a_comparison(folder: Path) -> None:
         box = wizard.recommendation_panel.history.box.value
         assert "History: 2 runs in this session; #2 repeats #1: the answer" in box
         assert "la-history-trials" in box and "the folder, read in place" in box
-        c.workload_step.form.loader = "tests.diagnosis.test_run_history:user_loader"
+        c.workload_step.form.loader = "tests.decide.test_run_history:user_loader"
         assert c.recommendation_step.diagnose_user_loader(limits=QUICK, rounds=1)
         assert c.wait(60) and not c.recommendation_step.failed, c.errors
         (compared,) = c.session.history().comparisons

@@ -14,7 +14,7 @@ import pytest
 
 from advisor.core.model import choose_workers, predict
 from advisor.core.storage import StorageParams
-from advisor.decide.rules.measured import choose_measured
+from advisor.decide.facts.measured import choose_measured
 from advisor.measure.trial.counts import SLICES_PER_MODE
 from advisor.measure.trial.probe_results import StorageProbe
 from advisor.measure.trial.results import STEP_NONE, STEP_SLEEP, STEP_SPIN, LoaderPoint, summarise

@@ -7,7 +7,7 @@ import dataclasses
 
 import pytest
 
-from advisor.decide.rules.bottleneck import trial_ceilings
+from advisor.decide.bottleneck import trial_ceilings
 from advisor.decide.rules.registry import evaluate
 from advisor.measure.trial.cpu_parts import REST, busy_parts
 from advisor.measure.trial.probe_results import DecodeCost

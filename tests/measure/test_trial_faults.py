@@ -26,8 +26,8 @@ from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.measure.hardware import probe_hardware
 from advisor.measure.trial.data import TrialEvent
+from advisor.measure.trial.deadline import HEARTBEAT_S, overrun_s
 from advisor.measure.trial.run import run_trial
-from advisor.measure.trial.watch import HEARTBEAT_S, overrun_s
 from native_loader import Credentials, ReaderConfig, S3IterableDataset
 from native_loader.decoders import collate_list
 from native_loader.sample_errors import SampleError

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from advisor.core.workload import Workload
+from advisor.decide.bottleneck import Bottleneck, Stage
 from advisor.decide.recommend import Recommendation, recommend
-from advisor.decide.rules.bottleneck import Bottleneck, Stage
 from advisor.report.headline import headline_lines, keep_up_action
 from tests.builders import hardware, profile
 

@@ -170,7 +170,7 @@ def test_headline_with_the_users_loader_measured() -> None:
 def test_headline_leads_with_both_loaders_in_the_same_loop() -> None:
     """Compared (the user's loader and the exported one, interleaved), the headline gives
     their before, after and ratio, not the trial's figure; then the user's bottleneck."""
-    from advisor.decide.rules.bottleneck import Bottleneck
+    from advisor.decide.bottleneck import Bottleneck
     from advisor.diagnosis import Comparison
     from advisor.report.headline import headline_lines
 

@@ -11,8 +11,8 @@ import inspect
 import re
 from typing import Any, ClassVar
 
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Confidence, DecisionKind, Finding, Key, State
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import Confidence, DecisionKind, Finding, Key, State
 
 FIELDS = ("Condition", "Recommendation", "Source")
 

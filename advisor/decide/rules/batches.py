@@ -8,11 +8,11 @@ import dataclasses
 from typing import Any
 
 from advisor.core.units import GB, counted, data_rate, data_size, duration, rate
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.thresholds import PINNED_GAIN, SHM_FRACTION
-from advisor.decide.rules.words import workers
+from advisor.decide.thresholds import PINNED_GAIN, SHM_FRACTION
+from advisor.decide.words import workers
 from native_loader.loader import prefetch_for
 from native_loader.shm_plan import prefetch_within_shm, shm_size_gib
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 
 from advisor.core.units import TB, counted, data_rate, data_size, duration, per_s, rate
+from advisor.decide.facts.context import Context
+from advisor.decide.facts.request_plan import plan_requests, storage_get_limit
+from advisor.decide.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.request_plan import plan_requests, storage_get_limit
-from advisor.decide.rules.thresholds import (
+from advisor.decide.thresholds import (
     FASTFILE_LIST_OBJECTS_S,
     FSX_INDEX_OBJECTS_PER_HOUR,
     FSX_MIN_TB,

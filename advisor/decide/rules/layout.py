@@ -7,10 +7,10 @@ import math
 
 from advisor.core.reader_budget import READER_READ_AHEAD_BYTES
 from advisor.core.units import counted, data_size
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.thresholds import (
+from advisor.decide.thresholds import (
     MANY_RANKS,
     PREFIX_GET_RATE,
     S3_PREFIX_GET_LIMIT,

@@ -2,7 +2,7 @@
 or once, offline, into stored pixels. Weighed from the trial's CPU decode and the GPU's batched
 decode (measured on this machine's GPU, else predicted from the figures recorded on a named
 one), where training has a GPU; a place other than the CPU only where it gains beyond the noise
-the trial measured (`advisor.decide.rules.gain`)."""
+the trial measured (`advisor.decide.facts.gain`)."""
 
 from __future__ import annotations
 
@@ -11,17 +11,17 @@ from dataclasses import dataclass
 
 from advisor.core.model import loading_cores
 from advisor.core.units import data_size, duration, per_s, rate, share
-from advisor.decide.rules.base import Rule
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.gain import (
+from advisor.decide.facts.context import Context
+from advisor.decide.facts.gain import (
     CHANNELS,
     gain_line,
     image_pixels,
     measured_gpu_here,
     weighs_decode_placement,
 )
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.words import workers
+from advisor.decide.keys import DecisionKind, Finding, Key, State
+from advisor.decide.rules.base import Rule
+from advisor.decide.words import workers
 from advisor.measure.hardware.gpu_decode import GpuDecode, recorded_gpu_decode
 
 PLACES = ("cpu", "gpu", "pre-decoded")  # in order of preference where rates are equal

@@ -9,10 +9,10 @@ import math
 
 from advisor.core.reader_budget import first_batch_s
 from advisor.core.units import counted, data_rate, data_size, duration, rate, share
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.words import workers
+from advisor.decide.words import workers
 from native_loader.loader import DEFAULT_PREFETCH
 
 # a node's network past this share of its bandwidth leaves no room for the job's other traffic

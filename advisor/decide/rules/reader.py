@@ -12,10 +12,10 @@ from advisor.core.reader_budget import (
     requests_in_flight,
 )
 from advisor.core.units import MB, data_size, duration
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.thresholds import HEADROOM
+from advisor.decide.thresholds import HEADROOM
 
 
 class ReaderRequestsInFlight(Rule):

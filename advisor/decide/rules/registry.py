@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import Finding, Key
 from advisor.decide.rules import (
     batches,
     cost,
@@ -22,8 +24,6 @@ from advisor.decide.rules import (
     workers,
 )
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Finding, Key
 
 FAMILIES = (source, reader, workers, batches, layout, throughput, placement, cost, plan)
 

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from advisor.core.units import MB, TB, counted, data_rate, data_size, duration
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.thresholds import (
+from advisor.decide.thresholds import (
     EFS_BASELINE_MB_S_PER_TB,
     FASTFILE_LIST_OBJECTS_S,
     LARGE_FILE_BYTES,
@@ -16,7 +16,7 @@ from advisor.decide.rules.thresholds import (
     SMALL_FILE_BYTES,
     SMALL_SET_BYTES,
 )
-from advisor.decide.rules.words import disk_words
+from advisor.decide.words import disk_words
 
 
 class DataAlreadyOnSharedFs(Rule):

@@ -8,13 +8,13 @@ from typing import Any
 from advisor.core.model import loading_cores
 from advisor.core.reader_budget import READER_BUDGET_BYTES, first_batch_s, worker_memory_bytes
 from advisor.core.units import duration, per_s, rate, share
+from advisor.decide.bottleneck import Bottleneck, of_trial
+from advisor.decide.facts.context import Context
+from advisor.decide.facts.gain import gain_line, gains, weighs_decode_placement
+from advisor.decide.keys import DecisionKind, Finding, Key, State
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.bottleneck import Bottleneck, of_trial
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.gain import gain_line, gains, weighs_decode_placement
-from advisor.decide.rules.keys import DecisionKind, Finding, Key, State
-from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
-from advisor.decide.rules.words import ceiling_words, storage_words, workers
+from advisor.decide.thresholds import BOTTLENECK_SHARE, NOISE_CAP
+from advisor.decide.words import ceiling_words, storage_words, workers
 from native_loader.loader import DEFAULT_PREFETCH
 
 

@@ -12,20 +12,20 @@ from collections.abc import Mapping
 
 from advisor.core.model import choose_workers
 from advisor.core.units import counted, data_size, per_s, rate
+from advisor.decide.bottleneck import measured_steady, unmeasured_room
+from advisor.decide.facts.context import Context
+from advisor.decide.facts.dealing import balance, balance_words
+from advisor.decide.facts.measured import choose, choose_measured, sweep_table
+from advisor.decide.facts.readpath import first_epoch_rates, read_path_rationale, why_model
+from advisor.decide.keys import Confidence, DecisionKind, Finding, Key, State
 from advisor.decide.rules.base import Rule
-from advisor.decide.rules.bottleneck import measured_steady, unmeasured_room
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.dealing import balance, balance_words
-from advisor.decide.rules.keys import Confidence, DecisionKind, Finding, Key, State
-from advisor.decide.rules.measured import choose, choose_measured, sweep_table
-from advisor.decide.rules.readpath import first_epoch_rates, read_path_rationale, why_model
-from advisor.decide.rules.thresholds import (
+from advisor.decide.thresholds import (
     HEADROOM,
     MAX_SEARCH_WORKERS,
     RAM_FRACTION_FOR_WORKERS,
     TOLERANCE,
 )
-from advisor.decide.rules.words import workers
+from advisor.decide.words import workers
 from advisor.measure.trial.results import STEP_NONE, STEP_WORDS, CountRate
 
 

@@ -14,6 +14,7 @@ from advisor.core.model import HEADROOM, predict
 from advisor.core.workload import Workload
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.trial.data import TrialClock, TrialData
+from advisor.measure.trial.deadline import overrun_s
 from advisor.measure.trial.live import CYCLE_OBJECTS
 from advisor.measure.trial.probe_results import DecodeCost, StorageProbe
 from advisor.measure.trial.results import (
@@ -26,7 +27,6 @@ from advisor.measure.trial.results import (
 )
 from advisor.measure.trial.search import CountSearch, measured_ceiling, step_modes
 from advisor.measure.trial.sweep import MIN_SLICE_SECONDS, measure_counts
-from advisor.measure.trial.watch import overrun_s
 from native_loader.loader import prefetch_for
 from native_loader.shm_plan import SHM_SHARE, prefetch_within_shm
 

@@ -20,6 +20,7 @@ from advisor.measure.hardware.gpu_decode import GpuDecode
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.counts import sweep_counts
 from advisor.measure.trial.data import TrialCancelled, TrialClock, TrialData, TrialProgress
+from advisor.measure.trial.deadline import TrialDeadline
 from advisor.measure.trial.localcopy import CopyUnavailable, copy_sample
 from advisor.measure.trial.packed import pack_sample
 from advisor.measure.trial.probe_results import DecodeCost, SampleCopy, StorageProbe
@@ -42,7 +43,6 @@ from advisor.measure.trial.results import (
     TrialResult,
     TrialSetup,
 )
-from advisor.measure.trial.watch import TrialWatch
 from native_loader import Credentials
 from native_loader.decoders import default_decoder, load_transform
 
@@ -99,7 +99,7 @@ def run_trial(
     byte and bandwidth, not the listed objects'. One that cannot be made (no room, no
     permission, no time) is named in the notes, and the sweep reads the listed objects only.
     Returns what was measured before the budget ran out or `cancel` was set (`cancelled` then).
-    The measurements run in a thread of their own, watched from the caller's (`TrialWatch`): a
+    The measurements run in a thread of their own, watched from the caller's (`TrialDeadline`): a
     transform that never returns ends the trial with a TimeoutError naming the sample, at most
     `overrun_s(seconds)` past the budget, with progress reported every few seconds meanwhile.
     """
@@ -109,10 +109,10 @@ def run_trial(
         records_as_they_are if profile.record_format else default_decoder(profile.dominant_format)
     )
     transform = WatchedTransform(raw or default)
-    stop = threading.Event()  # the caller's cancel, or the watch calling time
-    watch = TrialWatch(seconds, transform, progress)
-    clock = TrialClock(seconds, stop, watch.report)
-    return watch.run(
+    stop = threading.Event()  # the caller's cancel, or the deadline calling time
+    deadline = TrialDeadline(seconds, transform, progress)
+    clock = TrialClock(seconds, stop, deadline.report)
+    return deadline.run(
         lambda: _measure(
             location,
             profile,

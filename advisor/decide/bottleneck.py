@@ -14,7 +14,7 @@ nearest the measured rate is named; where none does, that is said rather than gu
   with every worker busy; where an epoch's shards are dealt unevenly, each epoch ends with the
   busiest workers reading alone: the lowest of them over whole epochs (`epoch_rate`, from one
   worker's rate alone as the model has it from the measured costs) is the dealing's ceiling
-  (`advisor.decide.rules.dealing`).
+  (`advisor.decide.facts.dealing`).
 - With the user's own loop (`of_loop`, no trial): the loader's CPU per sample times the rate
   the loop ran at is the cores its processes kept busy. Over the usable cores, or over the
   processes that load (the workers, or with none the main process while it waits), that is the
@@ -37,17 +37,17 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from advisor.core.model import loading_cores
 from advisor.core.units import counted, duration, rate, share
-from advisor.decide.rules.dealing import dealt_ceiling
-from advisor.decide.rules.keys import Key, State
-from advisor.decide.rules.thresholds import BOTTLENECK_SHARE, NOISE_CAP
-from advisor.decide.rules.words import workers as workers_words
+from advisor.decide.facts.dealing import dealt_ceiling
+from advisor.decide.keys import Key, State
+from advisor.decide.thresholds import BOTTLENECK_SHARE, NOISE_CAP
 from advisor.decide.verdict import INPUT_BOUND
+from advisor.decide.words import workers as workers_words
 from advisor.measure.trial.cpu_parts import busy_parts, parts_words
 from advisor.measure.trial.results import READ_LISTED
 from advisor.measure.trial.search import measured_ceiling
 
 if TYPE_CHECKING:
-    from advisor.decide.rules.context import Context
+    from advisor.decide.facts.context import Context
     from advisor.measure.loop.results import LoopSummary
 
 # NVML's utilisation is the share of time a kernel ran. A loop that does not wait for data

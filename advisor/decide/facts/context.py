@@ -23,11 +23,11 @@ from advisor.core.storage import (
     StorageParams,
 )
 from advisor.core.units import MIB
-from advisor.decide.rules.copy_rate import CopyRate, copy_rate
-from advisor.decide.rules.evidence import SweepEvidence
-from advisor.decide.rules.keys import Key, State
-from advisor.decide.rules.reading import Reading
-from advisor.decide.rules.thresholds import (
+from advisor.decide.facts.copy_rate import CopyRate, copy_rate
+from advisor.decide.facts.evidence import SweepEvidence
+from advisor.decide.facts.reading import Reading
+from advisor.decide.keys import Key, State
+from advisor.decide.thresholds import (
     DEFAULT_CPU_S,
     DEFAULT_CPU_S_PER_SAMPLE,
     DEFAULT_WORKER_RSS_BYTES,

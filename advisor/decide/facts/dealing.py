@@ -20,9 +20,9 @@ from dataclasses import dataclass
 
 from advisor.core.model import epoch_rate
 from advisor.core.units import counted, data_size, duration, rate
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Key, State
-from advisor.decide.rules.thresholds import MAX_SEARCH_WORKERS, NOISE_CAP
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import Key, State
+from advisor.decide.thresholds import MAX_SEARCH_WORKERS, NOISE_CAP
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from advisor.decide.rules.thresholds import (
+from advisor.decide.thresholds import (
     S3_EXPRESS_BUCKET_GET_LIMIT,
     S3_PREFIX_GET_LIMIT,
     THROTTLED_SHARE,

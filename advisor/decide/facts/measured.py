@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import State
-from advisor.decide.rules.thresholds import HEADROOM, NOISE_CAP
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import State
+from advisor.decide.thresholds import HEADROOM, NOISE_CAP
 from advisor.measure.trial.results import CountRate, StepRate
 
 

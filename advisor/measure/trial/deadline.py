@@ -1,4 +1,4 @@
-"""The trial's watch: its measurements run in a thread of their own while the caller's thread
+"""The trial's deadline: its measurements run in a thread of their own while the caller's thread
 keeps the budget, whatever the user's transform does.
 
 A transform runs in this process in the decode probe and in the 0-worker slices, and nothing
@@ -29,12 +29,12 @@ T = TypeVar("T")
 
 
 def overrun_s(seconds: float) -> float:
-    """How far past its budget a trial may run before the watch stops it: the sweep's last
+    """How far past its budget a trial may run before the deadline stops it: the sweep's last
     slice and the loaders' shutdown fit in it (5 s, or a fifth of a long budget)."""
     return max(5.0, 0.2 * seconds)
 
 
-class TrialWatch:
+class TrialDeadline:
     """Runs a trial's measurements in a thread and keeps its budget from the caller's."""
 
     def __init__(
@@ -49,7 +49,7 @@ class TrialWatch:
         self._lock = threading.Lock()
 
     def report(self, event: TrialEvent) -> None:
-        """The measurements' progress callback (also the watch's own heartbeat)."""
+        """The measurements' progress callback (also the deadline's own heartbeat)."""
         with self._lock:
             self.last_event, self.last = time.monotonic(), event
         if self.progress is not None:

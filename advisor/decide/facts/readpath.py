@@ -5,9 +5,9 @@ copy, a packed sample, the first epoch and the steady state), or why the model d
 from __future__ import annotations
 
 from advisor.core.units import rate
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import State
-from advisor.decide.rules.words import workers
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import State
+from advisor.decide.words import workers
 from advisor.measure.trial.results import READ_LOCAL_COPY, READ_PACKED
 
 

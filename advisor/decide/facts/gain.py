@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import math
 
-from advisor.decide.rules.context import Context
-from advisor.decide.rules.keys import Key, State
-from advisor.decide.rules.thresholds import NOISE_CAP
+from advisor.decide.facts.context import Context
+from advisor.decide.keys import Key, State
+from advisor.decide.thresholds import NOISE_CAP
 
 CHANNELS = 3  # the default decoder's RGB output: bytes per pixel
 

@@ -1,6 +1,6 @@
 """Where training reads, and whether the trial read it: the inputs every rule sees, the data's
 place (S3, a network or shared file system), the read path of the job's steady state, and
-whether the trial's measurements hold for it. `Context` (advisor/decide/rules/context.py) adds
+whether the trial's measurements hold for it. `Context` (advisor/decide/facts/context.py) adds
 the quantities derived from them.
 """
 
@@ -11,7 +11,7 @@ from functools import cached_property
 
 from advisor.core.location import NETWORK_FILESYSTEMS
 from advisor.core.workload import Workload
-from advisor.decide.rules.keys import Key, State
+from advisor.decide.keys import Key, State
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.results import (

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from advisor.core.units import MB, data_rate, data_size, duration
-from advisor.decide.rules.thresholds import FILE_MODE_MB_S
+from advisor.decide.thresholds import FILE_MODE_MB_S
 from advisor.measure.trial.results import TrialResult
 from native_loader.local_copy import CopyReport
 
