@@ -114,7 +114,7 @@ class Doctor:
         """The loader changed by `change` (advised by `report`) reads from the next step on."""
         self.before = (change, report)
         if self.view is not None:
-            self.view.swap(self.steps(), f"{change.setting} {change.now} -> {change.to}")
+            self.view.swap(self.steps(), change)
 
     def step(self, loop: WatchedLoop) -> None:
         if self.out is None and self.view is None:
