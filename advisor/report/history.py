@@ -21,7 +21,7 @@ from advisor.decide.history.records import (
 )
 
 if TYPE_CHECKING:
-    from advisor.decide.history import History, Repeat
+    from advisor.decide.history import AnswerChange, CountFigure, History, Repeat
     from advisor.measure.loop.results import Spread
 
 TRIAL_HEADER = ("run", "time", "data set", "consumer", "trial", "measured", "num_workers",
@@ -39,13 +39,33 @@ def repeat_words(repeat: Repeat) -> str:
     elif repeat.held:
         answer = "the answer held (the same num_workers, data source and bottleneck)"
     else:
-        answer = f"the answer changed: {'; '.join(repeat.changes)}"
+        answer = f"the answer changed: {_changes(repeat)}"
+    moved = "; ".join(_moved(was, now) for was, now in repeat.moved)
     rates = (
-        f"rates differed beyond the measured spread at {'; '.join(repeat.moved)}"
+        f"rates differed beyond the measured spread at {moved}"
         if repeat.moved
         else "the rates were within the measured spread"
     )
     return f"#{repeat.later} repeats #{repeat.earlier}: {answer}; {rates}"
+
+
+def answer_change_words(change: AnswerChange) -> str:
+    """ "num workers 1 -> 2", "bottleneck storage -> cores (within the noise, as the trial
+    said)"."""
+    words = f"{change.name.replace('_', ' ')} {change.was or 'none'} -> {change.now or 'none'}"
+    return words + (" (within the noise, as the trial said)" if change.within_noise else "")
+
+
+def _changes(repeat: Repeat) -> str:
+    return "; ".join(answer_change_words(change) for change in repeat.changes)
+
+
+def _moved(was: CountFigure, now: CountFigure) -> str:
+    """ "num_workers=2: 410 -> 290 samples/s (slices 380-440, then 270-300)"."""
+    return (
+        f"num_workers={now.num_workers}: {per_s(was.median)} -> {rate(now.median)} "
+        f"(slices {per_s(was.low)}-{per_s(was.high)}, then {per_s(now.low)}-{per_s(now.high)})"
+    )
 
 
 def history_trial_rows(history: History) -> list[tuple[str, ...]]:
@@ -126,7 +146,7 @@ def compare_lines(first: Run, second: Run) -> list[str]:
         if not repeat.answered:
             lines.append("  the answer: not made from both trials")
         else:
-            lines.append(f"  the answer: {'; '.join(repeat.changes) or 'the same'}")
+            lines.append(f"  the answer: {_changes(repeat) or 'the same'}")
     for pair in pairs:
         verdict = "apart beyond the measured spread" if pair.apart else "within the spread"
         if pair.first is None or pair.second is None:
