@@ -6,7 +6,6 @@ whether a repeated trial's answer held, the whole history as text (`python -m ad
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.core.units import duration, per_s, rate, share
@@ -19,6 +18,7 @@ from advisor.decide.history.records import (
     kind_of,
     repeat_of,
 )
+from advisor.report.rows import text_columns
 
 if TYPE_CHECKING:
     from advisor.decide.history import AnswerChange, CountFigure, History, Repeat
@@ -124,14 +124,14 @@ def history_table(history: History, empty: str = IN_SESSION) -> str:
     parts = []
     if history.trials:
         parts.append("trials (measured: num_workers: median samples/s (slices' spread))")
-        parts.append(_columns(history_trial_rows(history)))
+        parts.append(text_columns(history_trial_rows(history)))
         parts += [repeat_words(repeat) for repeat in history.repeats()]
     if history.comparisons:
         parts.append("your loader against the recommended one (samples/s over the rounds)")
-        parts.append(_columns(history_comparison_rows(history)))
+        parts.append(text_columns(history_comparison_rows(history)))
     if history.loops:
         parts.append("loops judged (samples/s and waiting share per window: median (range))")
-        parts.append(_columns(history_loop_rows(history)))
+        parts.append(text_columns(history_loop_rows(history)))
     return "\n".join(parts)
 
 
@@ -201,12 +201,3 @@ def _share(spread: Spread | None) -> str:
     if spread.n > 1 and share(spread.low) != share(spread.high):
         return f"{share(spread.median)} ({share(spread.low)}-{share(spread.high)})"
     return share(spread.median)
-
-
-def _columns(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as left-aligned text columns, two spaces apart."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )

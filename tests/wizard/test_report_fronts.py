@@ -12,7 +12,9 @@ import pytest
 from advisor import cli
 from advisor.measure.hardware import probe_hardware
 from advisor.report import Row, gpu_facts, gpu_rows, hardware_rows, profile_rows, trial_rows
-from advisor.wizard.panels.base import table
+from advisor.report.measured import count_rows
+from advisor.report.rows import text_columns
+from advisor.wizard.panels.base import rows_html
 from tests.builders import make_trial
 from tests.wizard.conftest import profiled
 
@@ -54,11 +56,22 @@ def test_the_profile_and_the_machine_read_the_same_in_the_cli_and_the_wizard(
 
 
 def test_a_trial_reads_the_same_in_the_cli_and_the_wizard(
-    capsys: pytest.CaptureFixture[str],
+    wizard: Any, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    trial = make_trial({0: (190.0, 200.0), 1: (280.0, 300.0), 2: (285.0, 295.0)})
+    trial = make_trial({0: (190.0, 200.0), 1: (280.0, 300.0), 2: (285.0, 295.0)}, unsteady=(2,))
     session = SimpleNamespace(trial=trial, location=None, profile=None)
     cli._print_trial(session)  # type: ignore[arg-type]
+    printed = capsys.readouterr().out
     rows = trial_rows(trial)
     assert {"time used", "best measured", "decode"} <= {label for label, _ in rows}
-    _shown_in_both(rows, capsys.readouterr().out, table(rows))
+    wizard.controller.session.trial = trial
+    wizard.trial_panel.show()
+    shown = wizard.trial_panel.trial_summary.value
+    _shown_in_both(rows, printed, shown)
+    # what training saw per count: one table, printed as text columns and shown as HTML
+    counts = count_rows(trial, records=False)
+    assert counts[0][:2] == ("num_workers", "samples/s (median, spread)")
+    assert [row[0] for row in counts[1:]] == ["0", "1", "2"]
+    assert counts[3][1].startswith(">=")  # count 2 found no steady state: at least
+    assert text_columns(counts) in printed
+    assert rows_html(counts, "la-trial-counts") in shown
