@@ -52,9 +52,31 @@ def start_line(label: str) -> str:
     return f"{label}, first steps…"
 
 
+def _setting(change: Change) -> str:
+    """ "num_workers 0 -> 2"."""
+    return f"{change.setting} {change.now} -> {change.to}"
+
+
 def swap_mark(change: Change) -> str:
     """The words beside the live chart's mark where the changed loader starts reading."""
-    return f"swapped: {change.setting} {change.now} -> {change.to}"
+    return f"swapped: {_setting(change)}"
+
+
+def swap_line(function: str, change: Change) -> str:
+    """The line said when the loader's function (`function`, its name) makes the advised loader
+    for the next epoch."""
+    return (
+        f"from the next epoch on, {function}({change.setting}={change.to!r}): "
+        f"{_setting(change)}, the advised loader"
+    )
+
+
+def no_swap_line(function: str, change: Change) -> str:
+    """The line said when the loader's function cannot take the advised setting."""
+    return (
+        f"{function}() takes no {change.setting} argument: give it one to have the advised "
+        "loader swapped in at the next epoch"
+    )
 
 
 def live_line(step: int, wait_share: float, samples_per_s: float, judged: bool) -> str:
