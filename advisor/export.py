@@ -22,9 +22,10 @@ from urllib.parse import urlsplit
 from advisor.core.bounds import check_module_name
 from advisor.core.homecache import CACHE_ROOT
 from advisor.core.location import DatasetLocation
-from advisor.core.units import data_size, duration
+from advisor.core.units import duration
 from advisor.core.workload import Workload
 from advisor.export_template import MODULE_TEMPLATE
+from advisor.report.recommendation import decision_label, decision_value
 from native_loader.cache import DEFAULT_CACHE_BYTES
 from native_loader.sample_errors import SamplePolicy
 from native_loader.settings import SCHEMA_VERSION as SCHEMA_VERSION
@@ -32,7 +33,7 @@ from native_loader.settings import LoaderConfig, LoaderSettings
 from native_loader.uri import uri_scheme
 
 if TYPE_CHECKING:
-    from advisor.decide.recommend import Decision, Recommendation
+    from advisor.decide.recommend import Recommendation
     from advisor.measure.profile import DatasetProfile
 
 
@@ -169,41 +170,6 @@ def sagemaker_snippet(config: LoaderConfig) -> str | None:
         f"    file_system_type={fs_type!r},\n    directory_path='/REPLACE-ME',\n"
         "    file_system_access_mode='ro',\n)\n"
     )
-
-
-# How people read a decision's name; DataLoader arguments keep theirs (they are what to type).
-_DECISION_LABELS = {
-    "data_source": "read from", "requests_in_flight": "requests in flight",
-    "inflight_bytes": "bytes in flight", "shard_size": "shard size",
-    "prefix_layout": "key prefixes", "throughput": "expected throughput",
-    "preprocess": "preprocessing", "cost": "cost",
-}  # fmt: skip
-_BYTE_DECISIONS = frozenset({"shard_size", "inflight_bytes"})
-
-
-def decision_label(decision: Decision) -> str:
-    return _DECISION_LABELS.get(decision.name, decision.name)
-
-
-def decision_value(decision: Decision) -> str:
-    """The decided value for people, its size in the one unit system (advisor.core.units)."""
-    value = decision.value
-    if decision.name == "data_source" and "SRC-2" in decision.rules:  # a folder on this machine
-        return "the folder, in place"
-    whole = isinstance(value, int) and not isinstance(value, bool)
-    if decision.name in _BYTE_DECISIONS and whole:
-        return data_size(value) + (" per process" if decision.name == "inflight_bytes" else "")
-    if decision.name == "num_workers" and whole:
-        return (
-            f"{value} (loading in the training process)"
-            if value == 0
-            else (f"{value} worker process{'es' if value != 1 else ''}")
-        )
-    if decision.name == "prefetch_factor" and whole:
-        return f"{value} batches per worker"
-    if decision.name == "preprocess" and value == "cpu":  # DEC-1: nothing else gains
-        return "decode on the CPU, as now (no change)"
-    return decision.display
 
 
 def _rationale_lines(recommendation: Recommendation) -> list[str]:

@@ -17,6 +17,7 @@ from advisor.core.bounds import ListingLimits, TrialBudget
 from advisor.core.location import DatasetLocation, check_answers
 from advisor.core.workload import Workload
 from advisor.decide.history import ComparisonRecord, History, TrialRecord, amend, keep
+from advisor.decide.words import stale_trial_note
 from advisor.measure.profile import DEFAULT_MAX_KEYS, DatasetProfile
 from advisor.measure.profile import Progress as ProfileProgress
 from advisor.measure.trial.results import TrialResult, TrialSetup
@@ -202,10 +203,7 @@ class AdvisorSession:
         changes = setup.differences(now, machine=self.hardware.target is None)
         if changes:
             self.trial = None
-            self.trial_dropped = (
-                f"the trial's results were dropped: {'; '.join(changes)} since it ran. "
-                "Run the trial again to measure this setup."
-            )
+            self.trial_dropped = stale_trial_note(changes, "were dropped")
 
     # --- step 4: live trial ------------------------------------------------------------------
     def run_trial(

@@ -35,7 +35,13 @@ from advisor.decide.watching import Change, WatchReport, judge, proof
 from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
 from advisor.measure.loop.watch import WatchedLoop
-from advisor.report.watch import epoch_line, watch_lines, window_line
+from advisor.report.watch import (
+    epoch_line,
+    no_swap_line,
+    swap_line,
+    watch_lines,
+    window_line,
+)
 
 __all__ = ["Doctor", "Watch", "watch"]
 
@@ -114,7 +120,7 @@ class Doctor:
         """The loader changed by `change` (advised by `report`) reads from the next step on."""
         self.before = (change, report)
         if self.view is not None:
-            self.view.swap(self.steps(), f"{change.setting} {change.now} -> {change.to}")
+            self.view.swap(self.steps(), change)
 
     def step(self, loop: WatchedLoop) -> None:
         if self.out is None and self.view is None:
@@ -243,18 +249,12 @@ class Watch:
             inspect.signature(make).bind_partial(**{change.setting: change.to})
         except (TypeError, ValueError):
             self.make = None  # asked once
-            self.doctor.say(
-                f"{name}() takes no {change.setting} argument: give it one to have the advised "
-                "loader swapped in at the next epoch"
-            )
+            self.doctor.say(no_swap_line(name, change))
             return
         self.loop = self._watched(make(**{change.setting: change.to}))
         self.swapped = change
         self.doctor.swapped(change, report)
-        self.doctor.say(
-            f"from the next epoch on, {name}({change.setting}={change.to!r}): "
-            f"{change.setting} {change.now} -> {change.to}, the advised loader"
-        )
+        self.doctor.say(swap_line(name, change))
 
     def report(self) -> WatchReport:
         """The loop so far, judged."""

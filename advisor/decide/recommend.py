@@ -28,6 +28,7 @@ from advisor.decide.rules import (
     Key,
     evaluate,
 )
+from advisor.decide.words import stale_trial_note
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.results import READ_LISTED, READ_LOCAL_COPY, READ_PACKED
@@ -252,11 +253,7 @@ def recommend(
 
     notes = list(hardware.notes if hardware.planned else ())
     if ctx.trial_setup_changes:
-        notes.append(
-            "The trial was measured under another setup ("
-            + "; ".join(ctx.trial_setup_changes)
-            + "): its measured rates are not used; run the trial again to measure this one."
-        )
+        notes.append(stale_trial_note(ctx.trial_setup_changes, "are not used"))
     notes += [f.rationale for f in evaluation.advisories if by_rule[f.rule_id].shown_in_notes]
     return Recommendation(
         data_source=data_source,

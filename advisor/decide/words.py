@@ -1,7 +1,10 @@
 """How the rules name things in their rationales: plain words for the model's storage and
-ceilings and for a local disk's kind, so a card never reads "local-nvme" or "unknown storage"."""
+ceilings and for a local disk's kind, so a card never reads "local-nvme" or "unknown storage";
+and the one wording of a trial measured under another setup than the one advised now."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from advisor.core.units import counted
 
@@ -40,3 +43,19 @@ def disk_words(kind: str | None) -> str:
 def workers(n: int) -> str:
     """A worker count: "1 worker", "4 workers", "no workers (loading in the training process)"."""
     return "no workers (loading in the training process)" if n == 0 else counted(n, "worker")
+
+
+def another_setup(changes: Sequence[str]) -> str:
+    """Why a trial's rates do not hold now: "the trial was measured under another setup
+    (batch_size 64 -> 32)"; `changes` as `TrialSetup.differences` names them."""
+    return f"the trial was measured under another setup ({'; '.join(changes)})"
+
+
+def stale_trial_note(changes: Sequence[str], fate: str) -> str:
+    """The note where a trial under another setup is set aside; `fate`: what became of its
+    rates ("are not used", "were dropped")."""
+    why = another_setup(changes)
+    return (
+        f"{why[0].upper()}{why[1:]}: its measured rates {fate}; run the trial again to measure "
+        "this setup."
+    )

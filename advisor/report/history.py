@@ -6,7 +6,6 @@ whether a repeated trial's answer held, the whole history as text (`python -m ad
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from advisor.core.units import duration, per_s, rate, share
@@ -19,9 +18,10 @@ from advisor.decide.history.records import (
     kind_of,
     repeat_of,
 )
+from advisor.report.rows import text_columns
 
 if TYPE_CHECKING:
-    from advisor.decide.history import History, Repeat
+    from advisor.decide.history import AnswerChange, CountFigure, History, Repeat
     from advisor.measure.loop.results import Spread
 
 TRIAL_HEADER = ("run", "time", "data set", "consumer", "trial", "measured", "num_workers",
@@ -39,13 +39,33 @@ def repeat_words(repeat: Repeat) -> str:
     elif repeat.held:
         answer = "the answer held (the same num_workers, data source and bottleneck)"
     else:
-        answer = f"the answer changed: {'; '.join(repeat.changes)}"
+        answer = f"the answer changed: {_changes(repeat)}"
+    moved = "; ".join(_moved(was, now) for was, now in repeat.moved)
     rates = (
-        f"rates differed beyond the measured spread at {'; '.join(repeat.moved)}"
+        f"rates differed beyond the measured spread at {moved}"
         if repeat.moved
         else "the rates were within the measured spread"
     )
     return f"#{repeat.later} repeats #{repeat.earlier}: {answer}; {rates}"
+
+
+def answer_change_words(change: AnswerChange) -> str:
+    """ "num workers 1 -> 2", "bottleneck storage -> cores (within the noise, as the trial
+    said)"."""
+    words = f"{change.name.replace('_', ' ')} {change.was or 'none'} -> {change.now or 'none'}"
+    return words + (" (within the noise, as the trial said)" if change.within_noise else "")
+
+
+def _changes(repeat: Repeat) -> str:
+    return "; ".join(answer_change_words(change) for change in repeat.changes)
+
+
+def _moved(was: CountFigure, now: CountFigure) -> str:
+    """ "num_workers=2: 410 -> 290 samples/s (slices 380-440, then 270-300)"."""
+    return (
+        f"num_workers={now.num_workers}: {per_s(was.median)} -> {rate(now.median)} "
+        f"(slices {per_s(was.low)}-{per_s(was.high)}, then {per_s(now.low)}-{per_s(now.high)})"
+    )
 
 
 def history_trial_rows(history: History) -> list[tuple[str, ...]]:
@@ -104,14 +124,14 @@ def history_table(history: History, empty: str = IN_SESSION) -> str:
     parts = []
     if history.trials:
         parts.append("trials (measured: num_workers: median samples/s (slices' spread))")
-        parts.append(_columns(history_trial_rows(history)))
+        parts.append(text_columns(history_trial_rows(history)))
         parts += [repeat_words(repeat) for repeat in history.repeats()]
     if history.comparisons:
         parts.append("your loader against the recommended one (samples/s over the rounds)")
-        parts.append(_columns(history_comparison_rows(history)))
+        parts.append(text_columns(history_comparison_rows(history)))
     if history.loops:
         parts.append("loops judged (samples/s and waiting share per window: median (range))")
-        parts.append(_columns(history_loop_rows(history)))
+        parts.append(text_columns(history_loop_rows(history)))
     return "\n".join(parts)
 
 
@@ -126,7 +146,7 @@ def compare_lines(first: Run, second: Run) -> list[str]:
         if not repeat.answered:
             lines.append("  the answer: not made from both trials")
         else:
-            lines.append(f"  the answer: {'; '.join(repeat.changes) or 'the same'}")
+            lines.append(f"  the answer: {_changes(repeat) or 'the same'}")
     for pair in pairs:
         verdict = "apart beyond the measured spread" if pair.apart else "within the spread"
         if pair.first is None or pair.second is None:
@@ -181,12 +201,3 @@ def _share(spread: Spread | None) -> str:
     if spread.n > 1 and share(spread.low) != share(spread.high):
         return f"{share(spread.median)} ({share(spread.low)}-{share(spread.high)})"
     return share(spread.median)
-
-
-def _columns(rows: Sequence[Sequence[str]]) -> str:
-    """Rows as left-aligned text columns, two spaces apart."""
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    return "\n".join(
-        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
-        for row in rows
-    )

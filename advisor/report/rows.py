@@ -24,6 +24,16 @@ def text_table(rows: Sequence[Row]) -> str:
     return "\n".join(f"{label:<{width}}  {value}" for label, value in rows)
 
 
+def text_columns(rows: Sequence[Sequence[str]]) -> str:
+    """A header row and body rows as left-aligned text columns, two spaces apart: the text
+    twin of the wizard's HTML tables."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    )
+
+
 def profile_rows(profile: DatasetProfile) -> list[Row]:
     """The data set as listed: its objects, sizes, formats and samples, and its notes."""
     sizes = profile.sizes

@@ -1,7 +1,9 @@
 """The user's own training loop as `advisor.watch` judged it (`advisor.decide.watching`), as
 people read it: the verdict, the bottleneck, one change, what was found, the proof, the run;
 and the lines it prints as the loop runs (`window_line` every few steps until the first report,
-then `epoch_line`, one an epoch)."""
+then `epoch_line`, one an epoch); the notebook's live view shows `start_line`, then `live_line`
+as its headline and `watch_lines` when the loop ends, and `LEVEL_MARKS` and `swap_mark` on its
+chart."""
 
 from __future__ import annotations
 
@@ -9,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from advisor.core.readable import lines_for
 from advisor.core.units import counted, duration, rate, share
-from advisor.decide.verdict import input_bound
+from advisor.decide.verdict import HIGHLY_INPUT_BOUND, INPUT_BOUND, input_bound
 
 if TYPE_CHECKING:
-    from advisor.decide.watching import Proof, WatchReport
+    from advisor.decide.watching import Change, Proof, WatchReport
 
 
 @lines_for("advisor.decide.watching.WatchReport")
@@ -36,6 +38,52 @@ def watch_lines(report: WatchReport) -> list[str]:
             f"{duration(s.time_to_first_batch_s)}"
         )
     return out
+
+
+# the verdict's levels as the live chart marks them: (waiting share, the words beside its line)
+LEVEL_MARKS = (
+    (INPUT_BOUND, f"{share(INPUT_BOUND)}: input-bound above"),
+    (HIGHLY_INPUT_BOUND, f"{share(HIGHLY_INPUT_BOUND)}: highly input-bound above"),
+)
+
+
+def start_line(label: str) -> str:
+    """The live view's headline before the first step is measured."""
+    return f"{label}, first steps…"
+
+
+def _setting(change: Change) -> str:
+    """ "num_workers 0 -> 2"."""
+    return f"{change.setting} {change.now} -> {change.to}"
+
+
+def swap_mark(change: Change) -> str:
+    """The words beside the live chart's mark where the changed loader starts reading."""
+    return f"swapped: {_setting(change)}"
+
+
+def swap_line(function: str, change: Change) -> str:
+    """The line said when the loader's function (`function`, its name) makes the advised loader
+    for the next epoch."""
+    return (
+        f"from the next epoch on, {function}({change.setting}={change.to!r}): "
+        f"{_setting(change)}, the advised loader"
+    )
+
+
+def no_swap_line(function: str, change: Change) -> str:
+    """The line said when the loader's function cannot take the advised setting."""
+    return (
+        f"{function}() takes no {change.setting} argument: give it one to have the advised "
+        "loader swapped in at the next epoch"
+    )
+
+
+def live_line(step: int, wait_share: float, samples_per_s: float, judged: bool) -> str:
+    """The live view's headline at `step`: the verdict's level once there are enough steps to
+    judge (`judged`), "watching" before, the waiting share and the rate."""
+    level = input_bound(wait_share).level if judged else "watching"
+    return f"step {step}: {level}, waiting {share(wait_share)} of each step, {rate(samples_per_s)}"
 
 
 def window_line(step: int, wait_share: float, samples_per_s: float, steps: int) -> str:

@@ -16,14 +16,12 @@ import ipywidgets as widgets
 import plotly.graph_objects as go
 from IPython.display import display
 
-from advisor.core.units import rate, share
-from advisor.decide.verdict import HIGHLY_INPUT_BOUND, INPUT_BOUND, input_bound
-from advisor.report.watch import watch_lines
+from advisor.report.watch import LEVEL_MARKS, live_line, start_line, swap_mark, watch_lines
 from advisor.wizard.charts import figure_bundle
 from advisor.wizard.panels.base import set_outputs
 
 if TYPE_CHECKING:
-    from advisor.decide.watching import WatchReport
+    from advisor.decide.watching import Change, WatchReport
 
 UPDATE_S = 0.5
 
@@ -35,9 +33,9 @@ class WatchView:
         self.min_steps = min_steps
         self.steps: list[int] = []
         self.shares: list[float] = []
-        self.swaps: list[tuple[float, str]] = []  # (where on the step axis, the change)
+        self.swaps: list[tuple[float, str]] = []  # (where on the step axis, its mark's words)
         self._drawn = 0.0
-        self.headline = widgets.HTML(f"<b>advisor.watch</b>: {html.escape(label)}, first steps…")
+        self.headline = widgets.HTML(f"<b>advisor.watch</b>: {html.escape(start_line(label))}")
         self.headline.add_class("la-watch-headline")
         self.chart = widgets.Output()
         self.chart.add_class("la-watch-chart")
@@ -50,19 +48,14 @@ class WatchView:
     def step(self, done: int, wait_share: float, samples_per_s: float) -> None:
         self.steps.append(done)
         self.shares.append(wait_share)
-        verdict = (
-            input_bound(wait_share).line.split(":")[0] if done >= self.min_steps else "watching"
-        )
-        self.headline.value = (
-            f"<b>advisor.watch</b>: step {done}: <b>{html.escape(verdict)}</b>, waiting "
-            f"{share(wait_share)} of each step, {rate(samples_per_s)}"
-        )
+        line = live_line(done, wait_share, samples_per_s, judged=done >= self.min_steps)
+        self.headline.value = f"<b>advisor.watch</b>: {html.escape(line)}"
         if time.monotonic() - self._drawn >= UPDATE_S:
             self._draw()
 
-    def swap(self, after_step: int, change: str) -> None:
+    def swap(self, after_step: int, change: Change) -> None:
         """The changed loader reads from the step after `after_step` on: a mark between them."""
-        self.swaps.append((after_step + 0.5, change))
+        self.swaps.append((after_step + 0.5, swap_mark(change)))
         self._draw()
 
     def done(self, report: WatchReport) -> None:
@@ -96,14 +89,9 @@ class WatchView:
                 "showlegend": False,
             },
         )
-        for x, change in self.swaps:
-            figure.add_vline(
-                x=x, line_dash="dash", line_color="#2ca02c", annotation_text=f"swapped: {change}"
-            )
-        for level, words in (
-            (INPUT_BOUND, "5%: input-bound above"),
-            (HIGHLY_INPUT_BOUND, "20%: highly input-bound above"),
-        ):
+        for x, words in self.swaps:
+            figure.add_vline(x=x, line_dash="dash", line_color="#2ca02c", annotation_text=words)
+        for level, words in LEVEL_MARKS:
             figure.add_hline(
                 y=100 * level, line_dash="dot", annotation_text=words, line_color="#d62728"
             )

@@ -9,9 +9,9 @@ from typing import Any
 
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation, recommend
-from advisor.export import decision_value
 from advisor.measure.hardware import gpu_decode_recorded as recorded
 from advisor.report.headline import headline_lines
+from advisor.report.recommendation import decision_value
 from tests.builders import make_hardware, make_profile, make_trial
 
 # 7.5 GB of 150 KB JPEGs on S3, streamed (no local disk to copy to), on 2 cores: one worker

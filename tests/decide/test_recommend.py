@@ -17,6 +17,7 @@ from advisor.core.workload import Workload
 from advisor.decide.recommend import DATA_SOURCES, Recommendation, read_paths, recommend
 from advisor.decide.rules import RULES, Context, DecisionKind, Key, evaluate, rule_by_id
 from advisor.decide.rules.workers import core_cap
+from advisor.decide.words import another_setup, stale_trial_note
 from advisor.measure.trial.probe_results import DecodeCost, StorageProbe
 from advisor.measure.trial.results import (
     READ_LISTED,
@@ -465,6 +466,9 @@ def test_a_trial_under_another_setup_is_not_used_and_says_so() -> None:
     assert "NW-3" not in rec.path() and rec.measured_samples_per_s is None
     assert any("batch_size 32 -> 64" in n for n in rec.notes)
     assert "another setup" in rec.decision("num_workers").rationale
+    # one wording: the rule's reason, the note and the session's (below) say it alike
+    assert another_setup(["batch_size 32 -> 64"]) in rec.decision("num_workers").rationale
+    assert stale_trial_note(["batch_size 32 -> 64"], "are not used") in rec.notes
 
 
 def test_the_session_drops_a_trial_whose_setup_changed() -> None:
@@ -479,6 +483,9 @@ def test_the_session_drops_a_trial_whose_setup_changed() -> None:
     assert session.trial is None
     assert session.trial_dropped is not None and "consumer_rate 500.0 -> 300.0" in (
         session.trial_dropped
+    )
+    assert session.trial_dropped == stale_trial_note(
+        ["consumer_rate 500.0 -> 300.0"], "were dropped"
     )
     rec = session.run_recommend()
     assert any("dropped" in n for n in rec.notes)

@@ -17,6 +17,7 @@ import pytest
 from advisor.core.bounds import LoopLimits
 from advisor.core.workload import Workload
 from advisor.decide.history import (
+    AnswerChange,
     CountFigure,
     History,
     LoopRecord,
@@ -25,7 +26,7 @@ from advisor.decide.history import (
     repeat_of,
 )
 from advisor.measure.loop.results import Spread
-from advisor.report.history import history_table, repeat_words
+from advisor.report.history import answer_change_words, history_table, repeat_words
 from advisor.session import AdvisorSession
 
 QUICK = LoopLimits(max_batches=20, max_seconds=0.5, batch_timeout_s=20, first_batch_timeout_s=30)
@@ -57,26 +58,29 @@ def test_a_changed_answer_names_what_changed_and_the_rates_that_moved() -> None:
     )  # fmt: skip
     repeat = repeat_of(_record(1), later)
     assert not repeat.held
-    assert repeat.changes == ("num workers 2 -> 3", "bottleneck storage -> decode or transform")
-    # count 0 overlapped (70-78 and 71-77); count 2 did not (260-280, then 190-210)
-    assert repeat.moved == ("num_workers=2: 270 -> 200 samples/s (slices 260-280, then 190-210)",)
-    assert "the answer changed: num workers 2 -> 3; bottleneck storage -> decode" in (
-        repeat_words(repeat)
+    assert repeat.changes == (
+        AnswerChange("num_workers", 2, 3),
+        AnswerChange("bottleneck", "storage", "decode or transform"),
     )
-    assert "rates differed beyond the measured spread at num_workers=2" in repeat_words(repeat)
+    # count 0 overlapped (70-78 and 71-77); count 2 did not (260-280, then 190-210)
+    assert repeat.moved == ((CountFigure(2, 270.0, 260.0, 280.0), later.counts[1]),)
+    assert (
+        "the answer changed: num workers 2 -> 3; bottleneck storage -> decode or transform; "
+        "rates differed beyond the measured spread at num_workers=2: 270 -> 200 samples/s "
+        "(slices 260-280, then 190-210)"
+    ) in repeat_words(repeat)
 
 
 def test_a_bottleneck_named_within_the_noise_says_so_when_a_repeat_names_another() -> None:
     earlier = _record(1, bottleneck="the training step (not input-bound)",
                       bottleneck_within_noise=True)  # fmt: skip
     repeat = repeat_of(earlier, _record(2, bottleneck="no measured stage"))
-    assert repeat.changes == (
+    assert [answer_change_words(c) for c in repeat.changes] == [
         "bottleneck the training step (not input-bound) -> no measured stage (within the noise, "
         "as the trial said)",
-    )
-    assert repeat_of(_record(1), _record(2, bottleneck="cores")).changes == (
-        "bottleneck storage -> cores",
-    )
+    ]
+    firm = repeat_of(_record(1), _record(2, bottleneck="cores")).changes
+    assert [answer_change_words(c) for c in firm] == ["bottleneck storage -> cores"]
 
 
 def test_without_a_recommendation_only_the_rates_compare() -> None:

@@ -42,7 +42,7 @@ def test_reshard_progress_and_plan_read_with_units() -> None:
 def test_a_long_uri_in_the_history_is_one_line_whole_in_its_title() -> None:
     """The history table wrapped a long URI over four lines: its middle is cut, the whole URI
     in the title; short cells and words are as they were."""
-    from advisor.wizard.panels.history import URI_CHARS, cell_html, rows_html
+    from advisor.wizard.panels.base import URI_CHARS, cell_html, rows_html
 
     uri = "s3://loader-advisor-demo-bucket/small-images/train/"
     shown = cell_html(uri)

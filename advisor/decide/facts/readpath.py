@@ -7,7 +7,7 @@ from __future__ import annotations
 from advisor.core.units import rate
 from advisor.decide.facts.context import Context
 from advisor.decide.keys import State
-from advisor.decide.words import workers
+from advisor.decide.words import another_setup, workers
 from advisor.measure.trial.results import READ_LOCAL_COPY, READ_PACKED
 
 
@@ -25,11 +25,7 @@ def why_model(ctx: Context, state: State) -> str:
     if ctx.hardware.planned:
         return "the job runs on a planned machine (--target-gpu), not this one"
     if ctx.trial_setup_changes:
-        return (
-            "the trial was measured under another setup ("
-            + "; ".join(ctx.trial_setup_changes)
-            + ")"
-        )
+        return another_setup(ctx.trial_setup_changes)
     if ctx.packed_cpu_measured(state):
         return (
             "training streams packed shards from where the trial cannot make them; the model "

@@ -10,6 +10,7 @@ figures side by side); `store`: where (an SQLite database in the home cache, bes
 from __future__ import annotations
 
 from advisor.decide.history.records import (
+    AnswerChange,
     ComparisonRecord,
     CountFigure,
     FigurePair,
@@ -24,7 +25,7 @@ from advisor.decide.history.records import (
 from advisor.decide.history.store import HistoryError, HistoryWarning, RunStore, amend, keep
 
 __all__ = [
-    "ComparisonRecord", "CountFigure", "FigurePair", "History", "HistoryError", "HistoryWarning",
-    "LoopRecord", "Repeat", "Run", "RunStore", "TrialRecord", "amend", "compare_runs", "keep",
-    "repeat_of",
+    "AnswerChange", "ComparisonRecord", "CountFigure", "FigurePair", "History", "HistoryError",
+    "HistoryWarning", "LoopRecord", "Repeat", "Run", "RunStore", "TrialRecord", "amend",
+    "compare_runs", "keep", "repeat_of",
 ]  # fmt: skip

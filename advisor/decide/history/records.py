@@ -20,7 +20,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from advisor.core.units import per_s, rate
 from advisor.measure.loop.results import Spread
 from advisor.measure.trial.results import TrialResult, TrialSetup
 
@@ -30,8 +29,9 @@ if TYPE_CHECKING:
     from advisor.decide.watching import WatchReport
 
 __all__ = [
-    "ComparisonRecord", "CountFigure", "FigurePair", "History", "LoopRecord", "Repeat", "Run",
-    "TrialRecord", "compare_runs", "record_from_dict", "record_to_dict", "repeat_of",
+    "AnswerChange", "ComparisonRecord", "CountFigure", "FigurePair", "History", "LoopRecord",
+    "Repeat", "Run", "TrialRecord", "compare_runs", "record_from_dict", "record_to_dict",
+    "repeat_of",
 ]  # fmt: skip
 
 
@@ -137,14 +137,27 @@ class ComparisonRecord:
 
 
 @dataclass(frozen=True)
+class AnswerChange:
+    """One part of the answer (`name`: "num_workers", "data_source" or "bottleneck") that
+    differs between two trials of the same inputs; `within_noise`: a bottleneck the trial named
+    within the noise (either run's), where another stage may be named the next time."""
+
+    name: str
+    was: Any
+    now: Any
+    within_noise: bool = False
+
+
+@dataclass(frozen=True)
 class Repeat:
     """A trial run again with the same inputs (`later`), against the run before it (`earlier`):
-    what of the answer changed, and which counts' rates moved beyond their measured spreads."""
+    what of the answer changed, and which counts' rates moved beyond their measured spreads
+    (each as the earlier count and the later one). Its words are `advisor.report.history`'s."""
 
     earlier: int
     later: int
-    changes: tuple[str, ...]  # "num_workers 1 -> 2", "bottleneck storage -> decode or transform"
-    moved: tuple[str, ...]  # "num_workers=2: 410 -> 290 samples/s (slices 380-440, 270-300)"
+    changes: tuple[AnswerChange, ...]
+    moved: tuple[tuple[CountFigure, CountFigure], ...]
     answered: bool  # both runs have a recommendation to compare
 
     @property
@@ -158,24 +171,16 @@ def repeat_of(earlier: TrialRecord, later: TrialRecord) -> Repeat:
     answered = earlier.num_workers is not None and later.num_workers is not None
     changes = []
     if answered:
+        noisy = earlier.bottleneck_within_noise or later.bottleneck_within_noise
         for name in ("num_workers", "data_source", "bottleneck"):
             was, now = getattr(earlier, name), getattr(later, name)
             if was != now:
-                change = f"{name.replace('_', ' ')} {was or 'none'} -> {now or 'none'}"
-                if name == "bottleneck" and (
-                    earlier.bottleneck_within_noise or later.bottleneck_within_noise
-                ):
-                    change += " (within the noise, as the trial said)"
-                changes.append(change)
+                changes.append(AnswerChange(name, was, now, name == "bottleneck" and noisy))
     moved = []
     for now in later.counts:
         was = earlier.count(now.num_workers)
         if was is not None and not was.overlaps(now):
-            moved.append(
-                f"num_workers={now.num_workers}: {per_s(was.median)} -> {rate(now.median)} "
-                f"(slices {per_s(was.low)}-{per_s(was.high)}, then "
-                f"{per_s(now.low)}-{per_s(now.high)})"
-            )
+            moved.append((was, now))
     return Repeat(earlier.number, later.number, tuple(changes), tuple(moved), answered)
 
 

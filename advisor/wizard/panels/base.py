@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import ipywidgets as widgets
@@ -79,6 +79,31 @@ def words(text: str) -> str:
     """`text` as HTML: escaped, and what it quotes in backticks (a command, a name to type) set
     as code, as the text lines print it: the wizard showed the backticks as characters."""
     return _CODE.sub(r"<code>\1</code>", html.escape(text))
+
+
+URI_CHARS = 32  # a data set's URI longer than this shows its start and end, whole in its title
+
+
+def cell_html(cell: str) -> str:
+    """One cell; a long URI (or path) on one line, its middle cut ("s3://loader-adv…images/"),
+    whole in the title people see on hover: a URI wrapped over four lines had made the table
+    tall."""
+    uri = "://" in cell or cell.startswith("/")
+    if not uri or len(cell) <= URI_CHARS or " " in cell:
+        return html.escape(cell)
+    keep = (URI_CHARS - 1) // 2
+    shown = f"{cell[:keep]}\u2026{cell[-keep:]}"
+    return f"<span class='la-uri' title='{html.escape(cell)}'>{html.escape(shown)}</span>"
+
+
+def rows_html(rows: Sequence[Sequence[str]], css: str) -> str:
+    """A header row and body rows as an HTML table in the wizard's table style."""
+    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in rows[0])
+    body = "".join(
+        "<tr>" + "".join(f"<td>{cell_html(cell)}</td>" for cell in row) + "</tr>"
+        for row in rows[1:]
+    )
+    return f"<table class='la-table {css}'><tr>{head}</tr>{body}</table>"
 
 
 def table(rows: list[tuple[str, str]]) -> str:

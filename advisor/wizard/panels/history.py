@@ -11,7 +11,6 @@ print. Where the run history cannot be read, the session's own runs and the reas
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import ipywidgets as widgets
@@ -25,36 +24,13 @@ from advisor.report.history import (
     history_trial_rows,
     repeat_words,
 )
-from advisor.wizard.panels.base import html_area, words
+from advisor.wizard.panels.base import html_area, rows_html, words
 
 if TYPE_CHECKING:
     from advisor.session import AdvisorSession
 
 SHOWN = 200  # the runs the panel reads at most, newest kept
 ALL = ""  # the data-set filter's value for every data set
-URI_CHARS = 32  # a data set's URI longer than this shows its start and end, whole in its title
-
-
-def cell_html(cell: str) -> str:
-    """One cell; a long URI (or path) on one line, its middle cut ("s3://loader-adv…images/"),
-    whole in the title people see on hover: a URI wrapped over four lines had made the table
-    tall."""
-    uri = "://" in cell or cell.startswith("/")
-    if not uri or len(cell) <= URI_CHARS or " " in cell:
-        return html.escape(cell)
-    keep = (URI_CHARS - 1) // 2
-    shown = f"{cell[:keep]}\u2026{cell[-keep:]}"
-    return f"<span class='la-uri' title='{html.escape(cell)}'>{html.escape(shown)}</span>"
-
-
-def rows_html(rows: Sequence[Sequence[str]], css: str) -> str:
-    """A header row and body rows as an HTML table in the wizard's table style."""
-    head = "".join(f"<th>{html.escape(cell)}</th>" for cell in rows[0])
-    body = "".join(
-        "<tr>" + "".join(f"<td>{cell_html(cell)}</td>" for cell in row) + "</tr>"
-        for row in rows[1:]
-    )
-    return f"<table class='la-table {css}'><tr>{head}</tr>{body}</table>"
 
 
 def summary_line(history: History, in_session: int | None = None) -> str:

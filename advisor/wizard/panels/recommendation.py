@@ -11,10 +11,10 @@ import plotly.graph_objects as go
 
 from advisor.core.units import per_s, rate
 from advisor.decide.recommend import S3_ONLY, Decision, Recommendation
-from advisor.export import decision_label, decision_value
 from advisor.measure.trial.results import READ_LISTED, READ_PATH_WORDS
 from advisor.report.before_after import copy_note
 from advisor.report.headline import Headline, headline_lines, verdict_headline
+from advisor.report.recommendation import decision_label, decision_value
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.evidence import evidence_rows

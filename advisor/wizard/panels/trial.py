@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 from advisor.core.bounds import TrialBudget, range_of
 from advisor.measure.trial.results import CountRate, summarise
 from advisor.report import trial_rows
+from advisor.report.measured import count_rows
 from advisor.wizard import charts
 from advisor.wizard.context import Topic
 from advisor.wizard.panels.base import (
@@ -19,6 +20,7 @@ from advisor.wizard.panels.base import (
     html_area,
     on_value,
     output,
+    rows_html,
     set_outputs,
     status_slot,
     table,
@@ -86,7 +88,14 @@ class TrialPanel(StepPanel):
         self.figure = charts.trial_chart(chart_counts(self.step), consumer_rate)
         set_outputs(self.trial_chart, charts.figure_bundle(self.figure))
         trial = self.step.result
-        self.trial_summary.value = table(trial_rows(trial)) if trial is not None else ""
+        if trial is None:
+            self.trial_summary.value = ""
+            return
+        # the rows, then what training saw per count: the same table the CLI prints
+        profile = self.step.context.session.profile
+        counts = count_rows(trial, records=bool(profile and profile.record_format))
+        per_count = rows_html(counts, "la-trial-counts") if counts else ""
+        self.trial_summary.value = table(trial_rows(trial)) + per_count
 
     def show_busy(self, busy: bool) -> None:
         self.run_trial_button.disabled = busy
