@@ -3,7 +3,7 @@ the storage probe by requests at once, and what training saw per num_workers."""
 
 from __future__ import annotations
 
-from advisor.core.units import MIB, counted, data_size, duration, mb_per_s, per_s, rate
+from advisor.core.units import counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.measure.trial.results import TrialResult
 
 # the step model a count's figures come from, in a word for the table
@@ -28,11 +28,11 @@ def measured_lines(trial: TrialResult, *, on_s3: bool, records: bool) -> list[st
         lines.append(
             f"num_workers  {unit} (median, spread)    the step  slices  worker RSS  first batch"
         )
-        rss = {p.num_workers: p.peak_worker_rss_mb for p in trial.sweep}
+        rss = {p.num_workers: p.peak_worker_rss_bytes for p in trial.sweep}
         for c in trial.counts:
             bound = ">=" if c.lower_bound else ""  # no steady state: a lower bound (see notes)
             spread = f"({per_s(c.low)}-{per_s(c.high)})"
-            memory = data_size(rss.get(c.num_workers, 0.0) * MIB)  # the sweep's MiB
+            memory = data_size(rss.get(c.num_workers, 0))
             first = trial.first_batch_s(c.num_workers)
             lines.append(
                 f"{c.num_workers:>11}  {bound:>2}{per_s(c.median):>7} {spread:<19}  "

@@ -82,7 +82,7 @@ def measure_slice(
     step's spin) out too. The DataLoader workers are the process tree less `ignore_pids` (by
     default the children that predate the slice), read by the loop's `TreeMeter`: their CPU
     from the window's opening to the slice's end, over the window's samples; their memory
-    (`peak_worker_rss_mb`) the largest single worker's resident set at any of the readings.
+    (`peak_worker_rss_bytes`) the largest single worker's resident set at any of the readings.
     """
     step_rate = consumer_rate if step != STEP_NONE else None
     hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
@@ -161,7 +161,7 @@ def measure_slice(
         samples_per_s=rate,
         mb_per_s=rate * bytes_per_sample / 1e6,
         time_to_first_batch_s=first_batch_s,
-        peak_worker_rss_mb=loop.meter.peak_child_rss_bytes / 2**20,
+        peak_worker_rss_bytes=loop.meter.peak_child_rss_bytes,
         main_cpu_s_per_sample=main_cpu,
         machine_cpu_s_per_sample=machine_cpu,
         steady=steady_rate is not None,
