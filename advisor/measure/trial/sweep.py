@@ -263,6 +263,9 @@ def measure_counts(
         order = [(w, modes[r % len(modes)]) for r in range(per_count) for w in group]
         later = per_count * max(planned - len(measured_counts) - len(group), 0)
         loaders: dict[int, LiveLoader] = {}
+        # each open loader's workers, seen starting in its slices: the other counts' loaders
+        # stay open between their slices, and their idle workers are not this count's memory
+        owned: dict[int, set[int]] = {}
         try:
             for index, (workers, mode) in enumerate(order):
                 if workers in refused:
@@ -280,17 +283,20 @@ def measure_counts(
                         data, batch_size, workers, pin, batch_timeout_s,
                         prefetch=(prefetch or {}).get(workers),
                     )  # fmt: skip
+                others = set().union(*(pids for w, pids in owned.items() if w != workers))
+                before = child_pids()
                 try:
                     point = measure_slice(
                         loaders[workers], target, consumer_rate=consumer_rate, step=mode,
                         check=check, max_seconds=stop, min_samples=min_samples,
-                        ignore_pids=ignore, servers=servers,
+                        ignore_pids=ignore | others, servers=servers,
                     )  # fmt: skip
                 except ShmTooSmallError as exc:
                     refused.add(workers)
                     if on_refused is not None:
                         on_refused(workers, str(exc))
                     continue
+                owned.setdefault(workers, set()).update(child_pids() - before)
                 points.append(point)
                 if on_slice is not None:
                     on_slice(point)
