@@ -271,8 +271,8 @@ def _no_room_to_copy(hardware: Any) -> Any:
 def _memory_ok(workers: int, trial: Any, hardware: Any) -> bool:
     if not hardware.ram_available_bytes:
         return True
-    rss_mb = max((p.peak_worker_rss_mb for p in trial.sweep), default=0.0)
-    return workers * rss_mb * 2**20 <= hardware.ram_available_bytes  # the sweep reads MiB
+    rss = max((p.peak_worker_rss_bytes for p in trial.sweep), default=0)
+    return workers * rss <= hardware.ram_available_bytes
 
 
 def _rate(samples_per_s: float) -> str:

@@ -90,7 +90,7 @@ def make_trial(
     rates: dict[int, float | tuple[float, ...]] | None = None,
     pinned: float = 24.0,
     pageable: float = 10.0,
-    rss_mb: float = 300.0,
+    rss_bytes: int = 300 * 2**20,
     inflight: int | None = None,
     budget: int | None = None,
     unsteady: tuple[int, ...] = (),
@@ -121,7 +121,7 @@ def make_trial(
                 r,
                 r * 0.15,
                 0.5,
-                rss_mb,
+                rss_bytes,
                 steady=w not in unsteady,
                 step=step,
             )

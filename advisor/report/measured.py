@@ -5,7 +5,7 @@ table."""
 
 from __future__ import annotations
 
-from advisor.core.units import MIB, counted, data_size, duration, mb_per_s, per_s, rate
+from advisor.core.units import counted, data_size, duration, mb_per_s, per_s, rate
 from advisor.measure.trial.results import TrialResult
 from advisor.report.rows import text_columns
 
@@ -24,7 +24,7 @@ def count_rows(trial: TrialResult, *, records: bool) -> list[tuple[str, ...]]:
         ("num_workers", f"{unit} (median, spread)", "the step", "slices", "worker RSS",
          "first batch"),
     ]  # fmt: skip
-    rss = {p.num_workers: p.peak_worker_rss_mb for p in trial.sweep}
+    rss = {p.num_workers: p.peak_worker_rss_bytes for p in trial.sweep}
     for c in trial.counts:
         bound = ">=" if c.lower_bound else ""  # no steady state: a lower bound (see notes)
         first = trial.first_batch_s(c.num_workers)
@@ -34,7 +34,7 @@ def count_rows(trial: TrialResult, *, records: bool) -> list[tuple[str, ...]]:
                 f"{bound}{per_s(c.median)} ({per_s(c.low)}-{per_s(c.high)})",
                 STEP_KINDS.get(c.step, c.step),
                 str(c.slower.slices),
-                data_size(rss.get(c.num_workers, 0.0) * MIB),  # the sweep's MiB
+                data_size(rss.get(c.num_workers, 0)),
                 duration(first) if first is not None else "-",
             )
         )

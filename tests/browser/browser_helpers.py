@@ -14,7 +14,6 @@ import os
 import secrets
 import subprocess
 import sys
-import textwrap
 import time
 import urllib.error
 import urllib.request
@@ -29,6 +28,7 @@ from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from testing.kernels import ipc_kernels
 from testing.ports import held_port
+from tests.export_helpers import run_exported
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "advisor.ipynb"
@@ -54,33 +54,16 @@ def small_demo_env(endpoint: S3Endpoint) -> dict[str, str]:
 def check_export_yields_batch(module_path: Path, endpoint: S3Endpoint, timeout: float = 90) -> str:
     """Import the saved module in a fresh interpreter with the demo credentials and take one
     batch from `make_dataloader()`; returns the child's report line."""
-    script = textwrap.dedent(
-        f"""
-        import importlib.util, sys
-        spec = importlib.util.spec_from_file_location("exported", {str(module_path)!r})
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        loader = module.make_dataloader()
-        batch = next(iter(loader))
-        print("BATCH", type(batch).__name__, len(batch))
-        """
-    )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(
-        AWS_ACCESS_KEY_ID=endpoint.credentials.access_key,
-        AWS_SECRET_ACCESS_KEY=endpoint.credentials.secret_key,
-        AWS_ENDPOINT_URL=endpoint.url,
-        AWS_DEFAULT_REGION="us-east-1",
-        AWS_EC2_METADATA_DISABLED="true",
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        cwd=module_path.parent,
-    )
+    name = module_path.stem
+    code = f"import {name}\nbatch = next(iter({name}.make_dataloader()))\n"
+    code += 'print("BATCH", type(batch).__name__, len(batch))\n'
+    aws = {
+        "AWS_ACCESS_KEY_ID": endpoint.credentials.access_key,
+        "AWS_SECRET_ACCESS_KEY": endpoint.credentials.secret_key,
+        "AWS_ENDPOINT_URL": endpoint.url,
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    done = run_exported(module_path, code=code, aws=aws, timeout=timeout)
     assert done.returncode == 0, done.stderr[-3000:]
     line = [x for x in done.stdout.splitlines() if x.startswith("BATCH")]
     assert line, done.stdout

@@ -49,7 +49,7 @@ def three_shards(count: int = 3) -> Context:
     assert ctx.trial is not None
     sweep = tuple(
         LoaderPoint(
-            w, False, 2 if w else None, 1800, 1800 / r, r, r * 0.4, 0.1, 600.0 if w else 0.0,
+            w, False, 2 if w else None, 1800, 1800 / r, r, r * 0.4, 0.1, 600 * 2**20 if w else 0,
             main_cpu_s_per_sample=main, machine_cpu_s_per_sample=machine,
             worker_cpu_s_per_sample=worker,
         )

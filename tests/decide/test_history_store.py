@@ -212,3 +212,32 @@ def test_a_history_of_another_version_or_corrupt_is_refused_and_the_trial_stands
     assert trial.counts and session.run_recommend().num_workers is not None
     (record,) = session.history().trials  # the session still has it, numbered by itself
     assert record.number == 1 and record.num_workers is not None
+
+
+# A trial as schema version 1 wrote it (record_to_dict's JSON): the history keeps no sweep slice
+# (`result` is null), so no memory figure of any unit is stored, and the row loads as written.
+TRIAL_V1 = """{"number": 0, "at": 1764400000.0, "dataset": "s3://bucket/train/",
+"consumer_rate": 400.0, "trial_seconds": 60, "seconds_used": 55.0,
+"counts": [{"num_workers": 0, "median": 200.0, "low": 190.0, "high": 210.0, "lower_bound": false},
+{"num_workers": 2, "median": 470.0, "low": 450.0, "high": 480.0, "lower_bound": true}],
+"cancelled": false, "setup": {"batch_size": 32, "consumer_rate": 400.0, "gpus_per_node": 1,
+"transform": null, "usable_cores": 2.0, "read_path": "listed"}, "num_workers": 2,
+"data_source": "stream", "bottleneck": "storage", "bottleneck_within_noise": false,
+"confidence": "high", "result": null}"""
+
+
+def test_a_trial_kept_by_an_earlier_version_loads_with_its_figures(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "runs.sqlite")
+    store.add(_loop())  # the database, made at this schema version
+    with sqlite3.connect(store.path) as db:
+        db.execute("INSERT INTO runs (kind, at, dataset, record) VALUES (?, ?, ?, ?)",
+                   ("trial", 1764400000.0, "s3://bucket/train/", TRIAL_V1))  # fmt: skip
+    (trial,) = store.load().trials
+    assert trial.number == 2 and trial.result is None
+    assert [(c.num_workers, c.median, c.lower_bound) for c in trial.counts] == [
+        (0, 200.0, False), (2, 470.0, True),
+    ]  # fmt: skip
+    assert trial.setup is not None and trial.setup.usable_cores == 2.0
+    assert trial.setup.read_path == "listed"
+    assert (trial.num_workers, trial.data_source, trial.bottleneck) == (2, "stream", "storage")
+    assert trial.inputs == ("s3://bucket/train/", 400.0, 60, trial.setup)

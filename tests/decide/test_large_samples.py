@@ -33,7 +33,8 @@ def _slice(
     steady: bool = True,
 ) -> LoaderPoint:  # fmt: skip
     return LoaderPoint(
-        workers, False, 2 if workers else None, round(rate * 3), 3.0, rate, rate * 8, 0.2, 790.0,
+        workers, False, 2 if workers else None, round(rate * 3), 3.0, rate, rate * 8, 0.2,
+        790 * 2**20,
         main_cpu_s_per_sample=main_ms * MS, machine_cpu_s_per_sample=machine_ms * MS,
         steady=steady, worker_cpu_s_per_sample=None if worker_ms is None else worker_ms * MS,
     )  # fmt: skip

@@ -422,7 +422,7 @@ def test_the_model_of_a_local_copy_predicts_what_the_trial_measured_on_it(
             "s3://check/fit/", 30, 28, storage=s3, decode=decode,
             sweep=tuple(
                 LoaderPoint(w, False, 2 if w else None, 1000, 1000 / r, r, r * object_bytes / MB,
-                            0.1, 300, main * 1e-6, machine * 1e-6)
+                            0.1, 300 * 2**20, main * 1e-6, machine * 1e-6)
                 for w, r, main, machine in slices
             ),
             setup=TrialSetup.of(wl, 2, READ_LOCAL_COPY), copy_storage=copy,

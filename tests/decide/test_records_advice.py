@@ -19,7 +19,7 @@ from advisor.measure.hardware import probe_hardware
 from advisor.measure.profile import profile_dataset
 from advisor.measure.trial.run import run_trial
 from native_loader import ReaderConfig, S3Reader
-from tests.export_helpers import run_module_code
+from tests.export_helpers import run_exported
 
 SHARDS, LINES = 4, 3000
 
@@ -51,7 +51,7 @@ def _run_module(module_dir: Path, name: str, home: Path) -> list[list[object]]:
         f"loader = {name}.make_dataloader(num_workers=2, batch_size=64)\n"
         "print(json.dumps([list(batch) for batch in loader]))\n"
     )
-    result = run_module_code(module_dir, code, home)
+    result = run_exported(module_dir / f"{name}.py", code=code, home=home)
     assert result.returncode == 0, result.stderr
     batches: list[list[object]] = json.loads(result.stdout.strip().splitlines()[-1])
     return batches

@@ -342,11 +342,12 @@ def test_the_copy_is_timed_at_its_prepare_where_one_ran(
 
 
 def test_a_workers_measured_memory_is_read_in_the_unit_the_sweep_wrote() -> None:
-    """The sweep writes a worker's resident set in MiB; read as MB it lost 4.6% of it."""
+    """The sweep writes a worker's resident set in bytes, and the RAM cap reads those bytes
+    (once written in MiB, read as MB it lost 4.6% of it)."""
     ctx = make_ctx({"trial": {}})
     assert ctx.trial is not None
-    peak = max(p.peak_worker_rss_mb for p in ctx.trial.sweep)
-    assert peak > 0 and ctx.worker_rss_bytes == peak * 2**20
+    peak = max(p.peak_worker_rss_bytes for p in ctx.trial.sweep)
+    assert peak == 300 * 2**20 and ctx.worker_rss_bytes == peak
 
 
 @pytest.mark.parametrize("cached", [False, True])

@@ -4,12 +4,10 @@ the export builds its reader unsigned and says so in its JSON, with no credentia
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import pytest
@@ -22,6 +20,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.session import AdvisorSession
 from native_loader import ReaderConfig, S3Reader
 from native_loader.settings import LoaderConfig
+from tests.export_helpers import import_exported
 
 SPEC = DemoSpec(images=12, image_kb=(4, 8), classes=2, shard_mb=0.2, large_files=1, large_mb=1)
 AWS_VARIABLES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
@@ -67,15 +66,6 @@ def locations(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[DatasetLocation]
     yield seen
 
 
-def _import(path: Path) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.mark.usefixtures("no_credentials")
 def test_an_anonymous_recommend_reads_unsigned_and_exports_an_unsigned_reader(
     capsys: pytest.CaptureFixture[str],
@@ -98,7 +88,7 @@ def test_an_anonymous_recommend_reads_unsigned_and_exports_an_unsigned_reader(
     assert exported["unsigned"] is True
     source = output.read_text()
     assert "unsigned" in source and "secret" not in (source + json.dumps(exported)).lower()
-    module = _import(output)
+    module = import_exported(output)
     try:
         assert LoaderConfig.from_dict(module.CONFIG).reader_config().unsigned is True
         dataset = module.make_dataset()

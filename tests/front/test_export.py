@@ -7,8 +7,6 @@ import dataclasses
 import json
 import os
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,10 +17,9 @@ from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
 from advisor.session import AdvisorSession
 from native_loader.sample_errors import SamplePolicy
-from tests.export_helpers import advised_session, run_module_code, run_module_main
+from tests.export_helpers import advised_session, import_exported, run_exported
 
 SPEC = DemoSpec(images=24, image_kb=(10, 20), classes=2, shard_mb=0.1, large_files=1, large_mb=1)
-ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -55,7 +52,7 @@ def test_the_module_run_as_a_script_counts_the_samples_it_read(
     rec = dataclasses.replace(session.recommendation, num_workers=workers)
     bundle = build_export(session.location, rec, session.workload, session.profile)
     module, _ = bundle.save(tmp_path, "script_cfg")
-    ran = run_module_main(module, tmp_path)
+    ran = run_exported(module, home=tmp_path)
     assert ran.returncode == 0, ran.stderr
     read, stats = ran.stdout.splitlines()
     assert re.fullmatch(r"read 3 batches in \d+\.\d\d s", read), read
@@ -79,16 +76,12 @@ def test_exported_module_yields_batches(session: AdvisorSession, tmp_path: Path)
         "half = [s for b in loader_cfg.make_dataloader(rank=1, world_size=2) for s in b]\n"
         "print(len(samples), len(half))\n"
     )
-    result = run_module_code(tmp_path, code, tmp_path)
+    result = run_exported(tmp_path / "loader_cfg.py", code=code, home=tmp_path)
     assert result.returncode == 0, result.stderr
     total, half = map(int, result.stdout.split())
     assert total == SPEC.images
     assert 0 < half < total
-    main = subprocess.run(
-        [sys.executable, "loader_cfg.py"], cwd=tmp_path, capture_output=True, text=True,
-        timeout=120, check=False,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "HOME": str(tmp_path)},
-    )  # fmt: skip
+    main = run_exported(tmp_path / "loader_cfg.py", home=tmp_path)
     assert main.returncode == 0, main.stderr
     assert "read" in main.stdout and "batches" in main.stdout
 
@@ -111,7 +104,7 @@ def test_copy_local_exports_a_resumable_prepare_step(
         "batches = list(copy_cfg.make_dataloader(num_workers=0))\n"
         "print('samples', sum(len(b) for b in batches))\n"
     )
-    result = run_module_code(tmp_path, code, tmp_path)
+    result = run_exported(module, code=code, home=tmp_path)
     assert result.returncode == 0, result.stderr
     count = session.profile.object_count  # type: ignore[union-attr]
     assert f"copying {count} of {count} objects" in result.stdout
@@ -121,10 +114,7 @@ def test_copy_local_exports_a_resumable_prepare_step(
     assert len(manifest) == count and all(len(v) == 2 and v[1] for v in manifest.values())
     assert f"samples {SPEC.images}" in result.stdout
     # `python copy_cfg.py --prepare` names the copy, its size and its last fetch, measured
-    prepared = run_module_code(
-        tmp_path, "import runpy, sys\nsys.argv = ['copy_cfg.py', '--prepare']\n"
-        "runpy.run_path('copy_cfg.py', run_name='__main__')\n", tmp_path,
-    )  # fmt: skip
+    prepared = run_exported(module, "--prepare", home=tmp_path)
     assert prepared.returncode == 0, prepared.stderr
     line = prepared.stdout.strip().splitlines()[-1]
     assert line.startswith(f"{copy_dir}: {count} objects, "), line
@@ -145,7 +135,7 @@ def test_copy_local_overrides_reach_the_copy(session: AdvisorSession, tmp_path: 
         "default = os.path.expanduser(override_cfg.CONFIG['local_copy_dir'])\n"
         "print('default', os.path.exists(default))\n"
     )
-    result = run_module_code(tmp_path, code, tmp_path)
+    result = run_exported(tmp_path / "override_cfg.py", code=code, home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert f"samples {SPEC.images}" in result.stdout
     assert "default False" in result.stdout
@@ -159,8 +149,6 @@ def test_the_loader_is_built_one_way(
     """The trial's sweep, Recommendation.dataloader_kwargs() and the exported module build the
     same DataLoader (native_loader.loader): workers, prefetch, persistence, pinning, batching,
     collation and the reader's settings."""
-    import importlib
-
     from advisor.measure.trial.data import TrialData
     from advisor.measure.trial.live import LiveLoader
     from native_loader.decoders import default_decoder
@@ -174,8 +162,7 @@ def test_the_loader_is_built_one_way(
     bundle = build_export(session.location, rec, session.workload, session.profile)
     bundle.save(tmp_path, "one_way_cfg")
     monkeypatch.setenv("HOME", str(tmp_path))
-    monkeypatch.syspath_prepend(str(tmp_path))
-    exported = importlib.import_module("one_way_cfg").make_dataloader()
+    exported = import_exported(tmp_path / "one_way_cfg.py").make_dataloader()
 
     data = TrialData.sample(session.location, "tar", default_decoder("tar"))
     data = data.with_inflight(rec.requests_in_flight, rec.inflight_bytes)
@@ -207,9 +194,8 @@ def test_multi_epoch_stream_exports_a_cache(session: AdvisorSession, tmp_path: P
     bundle = build_export(session.location, streaming, session.workload, session.profile)
     assert bundle.config.cache_dir is not None and bundle.config.cache_dir.startswith("~")
     bundle.save(tmp_path, "cached_cfg")
-    result = run_module_code(
-        tmp_path, "import cached_cfg\nlist(cached_cfg.make_dataloader())\n", tmp_path
-    )
+    code = "import cached_cfg\nlist(cached_cfg.make_dataloader())\n"
+    result = run_exported(tmp_path / "cached_cfg.py", code=code, home=tmp_path)
     assert result.returncode == 0, result.stderr
     cache_files = list((tmp_path / ".cache" / "loader-advisor").rglob("*.obj"))
     assert len(cache_files) == session.profile.object_count  # type: ignore[union-attr]
@@ -239,7 +225,7 @@ def test_recommended_reader_settings_reach_the_reader(
         "import tuned_cfg\nloader = tuned_cfg.make_dataloader()\nconfig = loader.dataset.config\n"
     )
     code += "print(config.max_inflight_requests, config.max_inflight_bytes)\n"
-    result = run_module_code(tmp_path, code, tmp_path)
+    result = run_exported(tmp_path / "tuned_cfg.py", code=code, home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["77", str(768 * 2**20)]
 
@@ -273,9 +259,8 @@ def test_the_failure_policy_is_exported_and_counts_in_the_loader_stats(
     args = (session.location, session.recommendation, session.workload, session.profile)
     build_export(*args).save(tmp_path, "strict_cfg")
     assert json.loads((tmp_path / "strict_cfg.json").read_text())["on_error"] == "raise"
-    strict = run_module_code(
-        tmp_path, "import strict_cfg\nlist(strict_cfg.make_dataloader(num_workers=0))\n", tmp_path
-    )
+    code = "import strict_cfg\nlist(strict_cfg.make_dataloader(num_workers=0))\n"
+    strict = run_exported(tmp_path / "strict_cfg.py", code=code, home=tmp_path)
     assert strict.returncode != 0
     # a copy-local export reads its local copy: the error names the copied file
     assert (
@@ -289,7 +274,7 @@ def test_the_failure_policy_is_exported_and_counts_in_the_loader_stats(
         "import skip_cfg\nloader = skip_cfg.make_dataloader(num_workers=2)\n"
         "print(sum(len(batch) for batch in loader), skip_cfg.loader_stats(loader))\n"
     )
-    result = run_module_code(tmp_path, code, tmp_path)
+    result = run_exported(tmp_path / "skip_cfg.py", code=code, home=tmp_path)
     assert result.returncode == 0, result.stderr
     images = SPEC.images
     assert result.stdout.strip() == (

@@ -8,7 +8,6 @@ the test adds size flags to the docstring's command only to keep the generated d
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -25,17 +24,10 @@ from advisor.core.workload import Workload
 from advisor.demo import ENV_ACCESS_KEY, ENV_SECRET_KEY, ENV_URL
 from advisor.demo.server import answers
 from advisor.session import AdvisorSession
+from tests.export_helpers import run_exported, terminal_env
 
 SMALL = ["--images", "24", "--shard-mb", "0.1", "--large-files", "1", "--large-mb", "1"]
 READY_S = 180.0
-
-
-def _no_aws() -> dict[str, str]:
-    """This environment without AWS keys or endpoint: a fresh terminal's."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=os.devnull,
-               AWS_SHARED_CREDENTIALS_FILE=os.devnull)  # fmt: skip
-    return env
 
 
 @contextmanager
@@ -43,7 +35,7 @@ def _serve(command: str, port: int) -> Iterator[dict[str, str]]:
     """Run the docstring's serve `command` (plus SMALL) until it prints its keys; yields them."""
     args = [sys.executable, *command.removeprefix("python ").split(), *SMALL]
     assert f"--port {port}" in command, command
-    process = subprocess.Popen(args, env=_no_aws(), stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(args, env=terminal_env({}), stdout=subprocess.PIPE, text=True)
     printed: dict[str, str] = {}
     try:
         assert process.stdout is not None
@@ -61,11 +53,6 @@ def _serve(command: str, port: int) -> Iterator[dict[str, str]]:
         process.wait(timeout=30)
         if process.stdout is not None:
             process.stdout.close()
-
-
-def _run(module: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(module)], env=env, capture_output=True, text=True,
-                          timeout=180, cwd=module.parent)  # fmt: skip
 
 
 @pytest.mark.slow
@@ -94,7 +81,7 @@ def test_a_demo_export_runs_after_the_demo_ended(
     source = module.read_text()
     assert command in source and "python demo_loader.py" in source  # its docstring says how
     assert "from demo_loader import" in source
-    gone = _run(module, _no_aws())
+    gone = run_exported(module, aws={}, timeout=180)
     assert gone.returncode == 1, gone.stderr
     assert gone.stderr.count("\n") == 1 and "Traceback" not in gone.stderr, gone.stderr
     assert gone.stderr.startswith(f"error: cannot reach the demo endpoint http://127.0.0.1:{port}")
@@ -102,16 +89,16 @@ def test_a_demo_export_runs_after_the_demo_ended(
 
     with _serve(command, port) as again:
         assert again["S3 endpoint"] == first["S3 endpoint"]  # the same port, as exported
-        keyless = _run(module, _no_aws())
+        keyless = run_exported(module, aws={}, timeout=180)
         assert keyless.returncode == 1 and "Traceback" not in keyless.stderr, keyless.stderr
         assert keyless.stderr.count("\n") == 1, keyless.stderr
         assert "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY" in keyless.stderr
         # the keys themselves, the ones the demo prints (a second `serve` on its port is refused)
         assert f"AWS_ACCESS_KEY_ID={again['access key']} " in keyless.stderr
         assert f"AWS_SECRET_ACCESS_KEY={again['secret key']}" in keyless.stderr
-        env = {**_no_aws(), "AWS_ACCESS_KEY_ID": again["access key"],
-               "AWS_SECRET_ACCESS_KEY": again["secret key"]}  # fmt: skip
-        done = _run(module, env)
+        keys = {"AWS_ACCESS_KEY_ID": again["access key"],
+                "AWS_SECRET_ACCESS_KEY": again["secret key"]}  # fmt: skip
+        done = run_exported(module, aws=keys, timeout=180)
         assert done.returncode == 0, done.stderr
         assert re.search(r"read 3 batches in", done.stdout), done.stdout
         assert again["secret key"] not in done.stdout + done.stderr

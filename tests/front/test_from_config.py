@@ -10,10 +10,7 @@ import ast
 import dataclasses
 import io
 import json
-import os
 import shutil
-import subprocess
-import sys
 import tokenize
 from pathlib import Path
 from typing import Any
@@ -29,7 +26,7 @@ from native_loader.loader import dataset_from_config, from_config, prepare_from_
 from native_loader.settings import SCHEMA_VERSION, LoaderConfig, LoaderSettings
 from tests.builders import hardware as _hardware
 from tests.builders import s3_profile
-from tests.export_helpers import advised_session, run_module_code
+from tests.export_helpers import advised_session, run_exported
 
 SPEC = DemoSpec(images=12, image_kb=(5, 10), classes=2, shard_mb=0.1, large_files=0)
 ROOT = Path(__file__).resolve().parents[2]
@@ -239,27 +236,19 @@ def test_a_generated_module_runs_with_only_the_runtime(folder: Path, tmp_path: P
     data = shutil.copytree(folder, tmp_path / "data")
     session = advised_session(str(data), Workload(batch_size=4))
     module, _ = session.save_export(tmp_path, "face_cfg")
-    result = run_module_code(tmp_path, RUN_FACE.format(stem="face_cfg"), tmp_path)
+    result = run_exported(module, code=RUN_FACE.format(stem="face_cfg"), home=tmp_path)
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines()[0] == f"{SPEC.images} {SPEC.images} None"
     assert "'samples_seen': 0" in result.stdout
 
-    ran = _run_main(module, tmp_path)
+    ran = run_exported(module, home=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert "read 3 batches in" in ran.stdout and "'samples_seen'" in ran.stdout
     corrupt = sorted(data.rglob("*.jpg"))[0]
     corrupt.write_bytes(b"no jpeg")  # the 3 batches of 4 read every sample
-    failed = _run_main(module, tmp_path)
+    failed = run_exported(module, home=tmp_path)
     assert failed.returncode == 1 and failed.stderr.count("\n") == 1, failed.stderr
     assert failed.stderr.startswith("error: SampleError: ") and corrupt.name in failed.stderr
-
-
-def _run_main(module: Path, home: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HOME": str(home), "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, module.name], cwd=module.parent, env=env, capture_output=True,
-        text=True, timeout=120, check=False,
-    )  # fmt: skip
 
 
 RUN_LEGACY = """
@@ -284,8 +273,8 @@ def test_a_module_exported_before_still_runs(folder: Path, tmp_path: Path) -> No
     this runtime with only the runtime; its CONFIG given to from_config is refused with a line
     that says to export again."""
     shutil.copy(EXPORTS / "loader_schema6.py.txt", tmp_path / "loader_schema6.py")
-    code = RUN_LEGACY.replace("sys.argv[1]", repr(str(folder)))
-    result = run_module_code(tmp_path, code, tmp_path)
+    module = tmp_path / "loader_schema6.py"
+    result = run_exported(module, str(folder), code=RUN_LEGACY, home=tmp_path)
     assert result.returncode == 0, result.stderr
     first, said = result.stdout.splitlines()
     assert first == f"{SPEC.images} 4 {SPEC.images}"

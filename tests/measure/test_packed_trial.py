@@ -209,7 +209,7 @@ def test_a_sample_that_cannot_be_packed_is_named_and_the_model_decides(
 def _packed_trial(workload: Workload, cores: int) -> TrialResult:
     """A trial that swept a packed sample (the training thread's CPU measured per slice)."""
     sweep = tuple(
-        LoaderPoint(w, False, 2 if w else None, 1000, 1000 / r, r, r * 0.05, 0.2, 300,
+        LoaderPoint(w, False, 2 if w else None, 1000, 1000 / r, r, r * 0.05, 0.2, 300 * 2**20,
                     main, 0.9 / r)
         for w, r, main in ((0, 400.0, 2.4e-3), (1, 600.0, 4e-4), (2, 1100.0, 4e-4))
     )  # fmt: skip

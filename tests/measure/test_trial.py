@@ -105,6 +105,11 @@ def test_trial_measures_everything_within_budget(
         for p in with_workers
     )
     assert all(p.worker_cpu_s_per_sample is None for p in result.sweep if p.num_workers == 0)
+    # a worker's memory in bytes: a Python process with torch holds more than 16 MiB; none at 0
+    assert all(p.peak_worker_rss_bytes >= 16 * 2**20 for p in with_workers)
+    assert all(p.peak_worker_rss_bytes == 0 for p in result.sweep if p.num_workers == 0), [
+        (p.num_workers, p.peak_worker_rss_bytes) for p in result.sweep
+    ]
     assert not any(p.pin_memory for p in result.sweep)  # no CUDA here
     assert any(p.point is not None for p in events) and events[-1].phase == "done"
     assert json.loads(json.dumps(dataclasses.asdict(result)))["uri"] == location.uri

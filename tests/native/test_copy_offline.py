@@ -9,14 +9,13 @@ from __future__ import annotations
 import dataclasses
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 from advisor.core.workload import Workload
 from advisor.demo.server import DUMMY_ACCESS_KEY, DUMMY_SECRET_KEY, S3Endpoint
 from advisor.export import build_export
 from native_loader.exported import one_line
-from tests.export_helpers import ROOT, advised_session
+from tests.export_helpers import advised_session, run_exported
 
 # the module's command line, with its CONFIG's endpoint replaced by `gone` when given
 RUN = (
@@ -49,18 +48,12 @@ def _export(endpoint: S3Endpoint, bucket: str, folder: Path, stem: str, demo: bo
 def _run(
     folder: Path, stem: str, home: Path, *args: str, gone: str | None = None, keys: bool = False
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env.update(HOME=str(home), PYTHONPATH=f"{folder}{os.pathsep}{ROOT}",
-               AWS_EC2_METADATA_DISABLED="true", AWS_CONFIG_FILE=os.devnull,
-               AWS_SHARED_CREDENTIALS_FILE=os.devnull)  # fmt: skip
-    if keys:  # the test endpoint's keys, as the kernel's variables gave them
-        for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-            env[name] = os.environ[name]
+    """The module's command line in a fresh terminal: no AWS settings, or with `keys` the test
+    endpoint's keys, as the kernel's variables gave them."""
+    names = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY") if keys else ()
     code = RUN.format(stem=stem, gone=gone)
-    return subprocess.run(
-        [sys.executable, "-c", code, *args], cwd=folder, env=env, capture_output=True,
-        text=True, timeout=120, check=False,
-    )  # fmt: skip
+    aws = {name: os.environ[name] for name in names}
+    return run_exported(folder / f"{stem}.py", *args, code=code, home=home, aws=aws)
 
 
 def test_a_demo_export_reads_its_complete_copy_once_the_demo_is_gone(

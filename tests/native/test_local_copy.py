@@ -7,10 +7,8 @@ from __future__ import annotations
 import dataclasses
 import fcntl
 import json
-import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,9 +19,8 @@ from advisor.demo.server import S3Endpoint
 from advisor.export import build_export
 from native_loader import ReaderConfig
 from native_loader.local_copy import LOCK, copy_to_local, last_copy, local_copy_state
-from tests.export_helpers import advised_session, run_module_code
+from tests.export_helpers import advised_session, exported_command, run_exported
 
-ROOT = Path(__file__).resolve().parents[2]
 READ_EPOCH = (
     "import {stem}\n"
     "name = lambda data: bytes(data).split(b'|')[0].decode()  # the object's own name\n"
@@ -58,7 +55,8 @@ def _export(endpoint: S3Endpoint, bucket: str, folder: Path, stem: str) -> None:
 
 
 def _epoch(folder: Path, stem: str, home: Path, extra: str = "") -> set[str]:
-    result = run_module_code(folder, READ_EPOCH.format(stem=stem, extra=extra), home)
+    code = READ_EPOCH.format(stem=stem, extra=extra)
+    result = run_exported(folder / f"{stem}.py", code=code, home=home)
     assert result.returncode == 0, result.stderr
     count, *names = result.stdout.split()
     assert int(count) == len(names) == len(set(names))
@@ -204,12 +202,10 @@ def test_three_processes_copy_once_and_all_read(
     another had renamed before)."""
     names = _put(s3_client, s3_bucket, "a", range(40))
     _export(s3_endpoint, s3_bucket, tmp_path, "shared_cfg")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_ENDPOINT")}
-    env.update(HOME=str(tmp_path / "home"), PYTHONPATH=f"{tmp_path}{os.pathsep}{ROOT}")
     code = "import shared_cfg\nshared_cfg.prepare()\n" + READ_EPOCH.format(
         stem="shared_cfg", extra=""
     )
-    command = [sys.executable, "-c", code]
+    command, env = exported_command(tmp_path / "shared_cfg.py", code=code, home=tmp_path / "home")
     pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
     runs = [subprocess.Popen(command, cwd=tmp_path, env=env, text=True, **pipes) for _ in range(3)]
     outputs = [run.communicate(timeout=180) for run in runs]

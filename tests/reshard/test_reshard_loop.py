@@ -16,7 +16,7 @@ from advisor.demo.datasets import DemoSpec, upload
 from advisor.demo.server import S3Endpoint
 from advisor.reshard.advice import default_destination, reshard_command
 from advisor.session import AdvisorSession
-from tests.export_helpers import run_module_code
+from tests.export_helpers import run_exported
 from tests.reshard.conftest import environ
 
 SPEC = DemoSpec(images=40, image_kb=(10, 20), classes=4, shard_mb=0.1, large_files=1, large_mb=1)
@@ -101,6 +101,6 @@ def test_reshard_then_advise_and_export_the_shards(
         "assert all(isinstance(s['jpg'], torch.Tensor) for s in samples)\n"
         "print(len(samples), len({int(s['cls']) for s in samples}))\n"
     )
-    run = run_module_code(tmp_path, code_text, tmp_path)
+    run = run_exported(tmp_path / "loader_cfg.py", code=code_text, home=tmp_path)
     assert run.returncode == 0, run.stderr
     assert run.stdout.split() == [str(SPEC.images), str(SPEC.classes)]

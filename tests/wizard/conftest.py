@@ -219,7 +219,7 @@ def loader_slice(
     workers: int, rate: float, steady: bool = True, step: str = "sleep"
 ) -> LoaderPoint:
     return LoaderPoint(workers, True, 2 if workers else None, 100, 100 / rate, rate, 1.0, 0.1,
-                       10.0, steady=steady, step=step)  # fmt: skip
+                       10 * 2**20, steady=steady, step=step)  # fmt: skip
 
 
 @pytest.fixture

@@ -22,7 +22,6 @@ from advisor.core.storage import (
     SHARED_FS_DEFAULTS,
     StorageParams,
 )
-from advisor.core.units import MIB
 from advisor.decide.facts.copy_rate import CopyRate, copy_rate
 from advisor.decide.facts.evidence import SweepEvidence
 from advisor.decide.facts.reading import Reading
@@ -131,9 +130,9 @@ class Context(Reading):
     @property
     def worker_rss_bytes(self) -> float:
         if self.trial is not None and self.trial.sweep:
-            peak = max(p.peak_worker_rss_mb for p in self.trial.sweep)
+            peak = max(p.peak_worker_rss_bytes for p in self.trial.sweep)
             if peak > 0:
-                return peak * MIB  # the sweep reads it in MiB
+                return peak
         return DEFAULT_WORKER_RSS_BYTES
 
     @property

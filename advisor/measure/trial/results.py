@@ -47,10 +47,10 @@ class LoaderPoint:
     samples_per_s: float
     mb_per_s: float
     time_to_first_batch_s: float  # from the slice's start (a fresh loader's: its start-up)
-    # MiB (the JSON's name says MB): the largest single worker's resident set at the slice's
-    # readings of the tree, at most every 0.25 s (`TreeMeter.peak_child_rss_bytes`); 0 with no
-    # workers
-    peak_worker_rss_mb: float
+    # the largest resident set in bytes of one of this count's workers at the slice's readings
+    # of the tree, at most every 0.25 s (`TreeMeter.peak_child_rss_bytes`; the other counts'
+    # loaders, open between their slices, left out); 0 with no workers
+    peak_worker_rss_bytes: int
     # CPU seconds the main (training) thread spent per sample on loading, over the window's
     # counted rounds (also where they were too few for a steady rate, `steady` False: a cost
     # per sample needs no long window): with 0 workers all of the loader's Python work, with

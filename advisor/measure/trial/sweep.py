@@ -82,7 +82,7 @@ def measure_slice(
     step's spin) out too. The DataLoader workers are the process tree less `ignore_pids` (by
     default the children that predate the slice), read by the loop's `TreeMeter`: their CPU
     from the window's opening to the slice's end, over the window's samples; their memory
-    (`peak_worker_rss_mb`) the largest single worker's resident set at any of the readings.
+    (`peak_worker_rss_bytes`) the largest single worker's resident set at any of the readings.
     """
     step_rate = consumer_rate if step != STEP_NONE else None
     hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
@@ -161,7 +161,7 @@ def measure_slice(
         samples_per_s=rate,
         mb_per_s=rate * bytes_per_sample / 1e6,
         time_to_first_batch_s=first_batch_s,
-        peak_worker_rss_mb=loop.meter.peak_child_rss_bytes / 2**20,
+        peak_worker_rss_bytes=loop.meter.peak_child_rss_bytes,
         main_cpu_s_per_sample=main_cpu,
         machine_cpu_s_per_sample=machine_cpu,
         steady=steady_rate is not None,
@@ -263,6 +263,9 @@ def measure_counts(
         order = [(w, modes[r % len(modes)]) for r in range(per_count) for w in group]
         later = per_count * max(planned - len(measured_counts) - len(group), 0)
         loaders: dict[int, LiveLoader] = {}
+        # each open loader's workers, seen starting in its slices: the other counts' loaders
+        # stay open between their slices, and their idle workers are not this count's memory
+        owned: dict[int, set[int]] = {}
         try:
             for index, (workers, mode) in enumerate(order):
                 if workers in refused:
@@ -280,17 +283,20 @@ def measure_counts(
                         data, batch_size, workers, pin, batch_timeout_s,
                         prefetch=(prefetch or {}).get(workers),
                     )  # fmt: skip
+                others = set().union(*(pids for w, pids in owned.items() if w != workers))
+                before = child_pids()
                 try:
                     point = measure_slice(
                         loaders[workers], target, consumer_rate=consumer_rate, step=mode,
                         check=check, max_seconds=stop, min_samples=min_samples,
-                        ignore_pids=ignore, servers=servers,
+                        ignore_pids=ignore | others, servers=servers,
                     )  # fmt: skip
                 except ShmTooSmallError as exc:
                     refused.add(workers)
                     if on_refused is not None:
                         on_refused(workers, str(exc))
                     continue
+                owned.setdefault(workers, set()).update(child_pids() - before)
                 points.append(point)
                 if on_slice is not None:
                     on_slice(point)
