@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from advisor.decide.watching import WatchReport
+from advisor.decide.judge import JudgedLoop
 from advisor.measure.loop.watch import WatchedLoop
 from advisor.watcher import AUTO, Doctor
 
@@ -47,7 +47,7 @@ class WatchCallback(TrainerCallback):
             every=every, out=out, label="the trainer's train loader", min_steps=min_steps
         )
         self.loop: WatchedLoop | None = None
-        self.reports: list[WatchReport] = []
+        self.reports: list[JudgedLoop] = []
         self._hook: torch.utils.hooks.RemovableHandle | None = None
         self._in_step = False
         self._seen = 0

@@ -7,26 +7,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.core.readable import lines_for
 from advisor.core.units import counted, duration, rate, share
 from advisor.decide.verdict import input_bound
 
 if TYPE_CHECKING:
-    from advisor.decide.watching import Proof, WatchReport
+    from advisor.decide.judge import JudgedLoop
+    from advisor.decide.watching import Proof
 
 
-@lines_for("advisor.decide.watching.WatchReport")
-def watch_lines(report: WatchReport) -> list[str]:
-    """The report, one finding a line: what `advisor.watch` prints at the end of the loop."""
+def watch_lines(report: JudgedLoop) -> list[str]:
+    """The report, one finding a line: what `advisor.watch` prints at the end of the loop (the
+    judged loop's full lines, its figures included: `advisor.report.diagnosis`)."""
     s = report.summary
     out = [report.verdict.line if report.verdict else "too few steps to judge yet"]
     if report.bottleneck is not None:
         out.append(report.bottleneck.line)
-    if report.change is not None:
-        out.append(f"change: {report.change.line}")
-    out += [f"found: {trip.line}" for trip in report.trips]
-    if report.proof is not None:
-        out.append(f"proof: {report.proof.line}")
+    out += findings(report)
     if s.overall_samples_per_s is not None:
         out.append(
             # the whole run (or since the swap), each epoch's start included: not the proof's
@@ -35,6 +31,16 @@ def watch_lines(report: WatchReport) -> list[str]:
             f"{'them' if report.proof else 'the whole run'}; first batch after "
             f"{duration(s.time_to_first_batch_s)}"
         )
+    return out
+
+
+def findings(report: JudgedLoop) -> list[str]:
+    """What the judge found beyond the verdict and the bottleneck, a line each: the change,
+    what the loader trips over, the proof of a change swapped in."""
+    out = [f"change: {report.change.line}"] if report.change is not None else []
+    out += [f"found: {trip.line}" for trip in report.trips]
+    if report.proof is not None:
+        out.append(f"proof: {report.proof.line}")
     return out
 
 

@@ -23,7 +23,7 @@ from advisor.wizard.charts import figure_bundle
 from advisor.wizard.panels.base import set_outputs
 
 if TYPE_CHECKING:
-    from advisor.decide.watching import WatchReport
+    from advisor.decide.judge import JudgedLoop
 
 UPDATE_S = 0.5
 
@@ -65,7 +65,7 @@ class WatchView:
         self.swaps.append((after_step + 0.5, change))
         self._draw()
 
-    def done(self, report: WatchReport) -> None:
+    def done(self, report: JudgedLoop) -> None:
         lines = watch_lines(report)  # its verdict as the headline, the rest below
         self.headline.value = f"<b>advisor.watch</b>: {html.escape(lines[0])}"
         rows = lines[1:]

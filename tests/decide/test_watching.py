@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from advisor.decide.watching import judge, proof, steady_rate
+from advisor.decide.judge import judge
+from advisor.decide.watching import proof, steady_rate
 from advisor.measure.loop.handover import Handover
 from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.watch import LoaderFacts
