@@ -1,4 +1,4 @@
-"""The user's own training loop as `advisor.watch` judged it (`advisor.decide.watching`), as
+"""The user's own training loop as `advisor.watch` judged it (`advisor.decide.judge`), as
 people read it: the verdict, the bottleneck, one change, what was found, the proof, the run;
 and the lines it prints as the loop runs (`window_line` every few steps until the first report,
 then `epoch_line`, one an epoch)."""
