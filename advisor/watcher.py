@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from advisor.decide.history import LoopRecord, keep
-from advisor.decide.judge import JudgedLoop, judge
+from advisor.decide.judge import MIN_STEPS, JudgedLoop, judge
 from advisor.decide.watching import Change, proof
 from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
@@ -71,7 +71,7 @@ class Doctor:
         every: int = 50,
         out: Callable[[str], None] | str | None = AUTO,
         label: str = "your loader",
-        min_steps: int = 20,
+        min_steps: int = MIN_STEPS,
     ) -> None:
         if every < 1 or min_steps < 1:
             raise ValueError(f"every={every} and min_steps={min_steps} must be at least 1")
@@ -198,7 +198,7 @@ class Watch:
         every: int = 50,
         out: Callable[[str], None] | str | None = AUTO,
         label: str = "your loader",
-        min_steps: int = 20,
+        min_steps: int = MIN_STEPS,
         samples_of: Callable[[Any], int] = batch_samples,
         history: bool = True,
     ) -> None:
@@ -268,7 +268,7 @@ def watch(
     every: int = 50,
     out: Callable[[str], None] | str | None = AUTO,
     label: str = "your loader",
-    min_steps: int = 20,
+    min_steps: int = MIN_STEPS,
     history: bool = True,
 ) -> Watch:
     """Wrap the loader you train with: `for batch in advisor.watch(loader): ...`; or give the

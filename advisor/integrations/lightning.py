@@ -17,7 +17,7 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback
 
-from advisor.decide.judge import JudgedLoop
+from advisor.decide.judge import MIN_STEPS, JudgedLoop
 from advisor.measure.loop.watch import WatchedLoop
 from advisor.watcher import AUTO, Doctor
 
@@ -29,7 +29,7 @@ class WatchCallback(Callback):
         self,
         every: int = 50,
         out: Callable[[str], None] | str | None = AUTO,
-        min_steps: int = 20,
+        min_steps: int = MIN_STEPS,
     ) -> None:
         self.doctor = Doctor(
             every=every, out=out, label="the trainer's train loader", min_steps=min_steps
