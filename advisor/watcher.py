@@ -6,7 +6,8 @@
 Training runs unchanged: the same batches in the same order. Every `every` steps one line says
 how much of each step waited for data over those steps; when the loop ends (the epoch, a
 `break`, an exception) the report says the verdict, the bottleneck, one change with its
-predicted effect, and what the loader's settings will trip over (`advisor.decide.watching`).
+predicted effect, and what the loader's settings will trip over, as every front judges a loop
+(`advisor.decide.judge`).
 `Watch.report()` gives the same at any time.
 
 Proof after: given the function that makes the loader instead (a callable, or its
@@ -31,7 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from advisor.decide.history import LoopRecord, keep
-from advisor.decide.watching import Change, WatchReport, judge, proof
+from advisor.decide.judge import MIN_STEPS, JudgedLoop, judge
+from advisor.decide.watching import Change, proof
 from advisor.measure.hardware.host import usable_cores
 from advisor.measure.loop.run import batch_samples
 from advisor.measure.loop.watch import WatchedLoop
@@ -75,7 +77,7 @@ class Doctor:
         every: int = 50,
         out: Callable[[str], None] | str | None = AUTO,
         label: str = "your loader",
-        min_steps: int = 20,
+        min_steps: int = MIN_STEPS,
     ) -> None:
         if every < 1 or min_steps < 1:
             raise ValueError(f"every={every} and min_steps={min_steps} must be at least 1")
@@ -87,7 +89,7 @@ class Doctor:
             self.view, out = WatchView(label, min_steps), None
         self.out: Callable[[str], None] | None = print if out == AUTO else out  # type: ignore[assignment]
         self.cores = usable_cores()
-        self.before: tuple[Change, WatchReport] | None = None  # the change swapped in, and why
+        self.before: tuple[Change, JudgedLoop] | None = None  # the change swapped in, and why
         self.epochs = 0  # the passes finished
         self.reported = False  # a report with a verdict was printed: one line an epoch on
         self._proved = False  # the proof was printed
@@ -96,12 +98,11 @@ class Doctor:
         self._shown_to = 0  # its steps up to the last point or line
         self._epoch_from = 0  # its steps before this epoch
 
-    def report(self, loop: WatchedLoop) -> WatchReport:
+    def report(self, loop: WatchedLoop) -> JudgedLoop:
         run = loop.run()
         report = judge(
-            run, loop.facts, self.cores, min_steps=self.min_steps,
-            others_cores=loop.others_cores(), handover=loop.handover(),
-        )  # fmt: skip
+            run, loop.facts, self.cores, min_steps=self.min_steps, handover=loop.handover()
+        )
         if self.before is None:
             return report
         change, _ = self.before
@@ -116,7 +117,7 @@ class Doctor:
         """The run's steps so far, across the loops it was given."""
         return self._steps_before + (self._loop.steps_done if self._loop is not None else 0)
 
-    def swapped(self, change: Change, report: WatchReport) -> None:
+    def swapped(self, change: Change, report: JudgedLoop) -> None:
         """The loader changed by `change` (advised by `report`) reads from the next step on."""
         self.before = (change, report)
         if self.view is not None:
@@ -133,7 +134,7 @@ class Doctor:
         if first or (self._steps_before + done) % self.every == 0:
             self._show(loop, done)
 
-    def finish(self, loop: WatchedLoop) -> WatchReport:
+    def finish(self, loop: WatchedLoop) -> JudgedLoop:
         report = self.report(loop)
         self.epochs += 1
         if self.out is None and self.view is None:
@@ -203,7 +204,7 @@ class Watch:
         every: int = 50,
         out: Callable[[str], None] | str | None = AUTO,
         label: str = "your loader",
-        min_steps: int = 20,
+        min_steps: int = MIN_STEPS,
         samples_of: Callable[[Any], int] = batch_samples,
         history: bool = True,
     ) -> None:
@@ -221,7 +222,7 @@ class Watch:
         self.doctor = Doctor(every=every, out=out, label=label, min_steps=min_steps)
         self.loop = self._watched(loader)
         self.swapped: Change | None = None  # the change swapped in, once
-        self.reports: list[WatchReport] = []  # one at the end of each pass over the loader
+        self.reports: list[JudgedLoop] = []  # one at the end of each pass over the loader
 
     def _watched(self, loader: Iterable[Any]) -> WatchedLoop:
         return WatchedLoop(
@@ -256,7 +257,7 @@ class Watch:
         self.doctor.swapped(change, report)
         self.doctor.say(swap_line(name, change))
 
-    def report(self) -> WatchReport:
+    def report(self) -> JudgedLoop:
         """The loop so far, judged."""
         return self.doctor.report(self.loop)
 
@@ -267,7 +268,7 @@ def watch(
     every: int = 50,
     out: Callable[[str], None] | str | None = AUTO,
     label: str = "your loader",
-    min_steps: int = 20,
+    min_steps: int = MIN_STEPS,
     history: bool = True,
 ) -> Watch:
     """Wrap the loader you train with: `for batch in advisor.watch(loader): ...`; or give the

@@ -24,7 +24,7 @@ load_report: Callable[[], None] | None = None
 
 
 def class_name(kind: type) -> str:
-    """A class by its module and name: "advisor.decide.watching.WatchReport"."""
+    """A class by its module and name: "advisor.decide.judge.JudgedLoop"."""
     return f"{kind.__module__}.{kind.__qualname__}"
 
 

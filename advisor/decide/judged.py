@@ -1,5 +1,6 @@
-"""What a measured loop was judged to be: one loader in one loop (`Diagnosis`), two loaders
-through the same step (`Comparison`), and the advice put beside the loader a user has
+"""What measured loops were judged to be: one loader in one loop (`Diagnosis`, the one judged
+loop `advisor.decide.judge.JudgedLoop`), two loaders through the same step (`Comparison`), and
+the advice put beside the loader a user has
 (`BeforeAfter`, with the advised loader's copy to local disk, `LocalCopyStep`). The flows that
 run the loops (`advisor.diagnosis`, `advisor.before_after`) make them; `advisor.report` words
 them; the run history (`advisor.decide.history`) keeps them.
@@ -13,36 +14,26 @@ from typing import Any
 
 from advisor.core.readable import Readable
 from advisor.core.units import data_rate, data_size, duration
-from advisor.decide.bottleneck import Bottleneck
+from advisor.decide.judge import JudgedLoop
 from advisor.decide.recommend import Recommendation
 from advisor.decide.verdict import Verdict, input_bound
-from advisor.measure.loop.results import LoopSummary, Spread
+from advisor.measure.loop.results import Spread
 from native_loader.local_copy import CopyReport
 
 __all__ = ["BeforeAfter", "Comparison", "Diagnosis", "LocalCopyStep"]
 
 
-@dataclass(frozen=True)
-class Diagnosis(Readable):
-    """One loader in one loop: the measured summary, the verdict and the bottleneck named from
-    the measurements (None: a loop of a single batch has no waits to judge). Its `str` and
-    notebook display are `advisor.report.diagnosis.diagnosis_lines`."""
-
-    summary: LoopSummary
-    verdict: Verdict | None
-    bottleneck: Bottleneck | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+# the name `advisor.diagnose`'s users know for the loop it judged: the one judged loop
+Diagnosis = JudgedLoop
 
 
 @dataclass(frozen=True)
 class Comparison(Readable):
-    """Two loaders through the same step, interleaved: one Diagnosis per loader and round (its
+    """Two loaders through the same step, interleaved: one judged loop per loader and round (its
     `str` and notebook display: `advisor.report.diagnosis.comparison_lines`)."""
 
-    before: tuple[Diagnosis, ...]
-    after: tuple[Diagnosis, ...]
+    before: tuple[JudgedLoop, ...]
+    after: tuple[JudgedLoop, ...]
 
     def ratios(self) -> list[float]:
         """After over before, samples/s, per round (the rounds' medians)."""
@@ -60,7 +51,7 @@ class Comparison(Readable):
     def pooled(self, which: str, name: str) -> Spread | None:
         """A whole-run figure (`overall_wait_share` or `overall_samples_per_s`) of `which`
         loader ("before" or "after") over its rounds: their median, lowest and highest."""
-        runs: tuple[Diagnosis, ...] = getattr(self, which)
+        runs: tuple[JudgedLoop, ...] = getattr(self, which)
         return Spread.of([v for d in runs if (v := getattr(d.summary, name)) is not None])
 
     def verdicts(self) -> tuple[Verdict | None, Verdict | None]:
@@ -126,7 +117,7 @@ class BeforeAfter(Readable):
     """The advice for the data and the comparison that measured it (the headline people read,
     also its `str` and notebook display: `advisor.report.before_after.before_after_headline`)."""
 
-    first_look: Diagnosis
+    first_look: JudgedLoop
     recommendation: Recommendation
     comparison: Comparison
     changed: tuple[str, ...]

@@ -1,7 +1,6 @@
-"""The user's own training loop, judged (`advisor.watch`): the verdict and the bottleneck as
-`diagnose` names them, what users trip over (`advisor.decide.trips`), and one change with the
-rate predicted for it: of more workers and persistent workers, the one with the larger
-predicted gain.
+"""The change a measured loop is advised (`advisor.decide.judge` picks, of more workers and
+persistent workers, the one with the larger predicted gain), and its proof where the changed
+loader was swapped in during the run (`advisor.watch`).
 
 More workers are predicted by the throughput model (`advisor.core.model.predict`, the one
 `recommend` uses), fed with what the loop measured: the loader's CPU per sample (the process
@@ -23,13 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from advisor.core.model import predict
-from advisor.core.readable import Readable
 from advisor.core.storage import StorageParams
 from advisor.core.units import counted, duration, rate, share
-from advisor.decide.bottleneck import Bottleneck, of_loop
+from advisor.decide.bottleneck import Bottleneck
 from advisor.decide.thresholds import NOISE_CAP
-from advisor.decide.trips import Trip, find_trips
-from advisor.decide.verdict import INPUT_BOUND, Verdict, input_bound
+from advisor.decide.verdict import INPUT_BOUND
 from advisor.measure.loop.handover import Handover
 from advisor.measure.loop.results import LoopRun, LoopSummary
 from advisor.measure.loop.watch import LoaderFacts
@@ -90,53 +87,6 @@ def proof(change: Change, after: LoopRun, workers: int | None) -> Proof:
             f"{change.predicted_samples_per_s / was:.2f}x predicted"
         )
     return Proof(change, was, waited, now or None, waits, said)
-
-
-@dataclass(frozen=True)
-class WatchReport(Readable):
-    """The loop judged so far (`advisor.report.watch.watch_lines` words it for people: its
-    `str` and its notebook display)."""
-
-    summary: LoopSummary
-    verdict: Verdict | None
-    bottleneck: Bottleneck | None
-    trips: tuple[Trip, ...]
-    change: Change | None
-    facts: LoaderFacts | None
-    proof: Proof | None = None  # where the advised loader was swapped in (`advisor.watch`)
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
-
-
-def judge(
-    run: LoopRun,
-    facts: LoaderFacts | None,
-    usable_cores: float,
-    machine_busy: float | None = None,
-    min_steps: int = 20,
-    others_cores: float | None = None,
-    handover: Handover | None = None,
-) -> WatchReport:
-    """The loop so far, judged; the verdict, bottleneck and change wait for `min_steps`.
-    `others_cores`: cores that other work kept busy meanwhile (the change is predicted on the
-    cores it left). `handover`: what a batch like the loader's costs to cross from a worker
-    (`measure_handover`; None: not measured, left out of the prediction)."""
-    summary = LoopSummary.of(run)
-    trips = tuple(find_trips(summary, run, facts))
-    if len(run.wait_s) < min_steps or summary.overall_wait_share is None:
-        return WatchReport(summary, None, None, trips, None, facts)
-    verdict = input_bound(summary.overall_wait_share, summary.wait_share)
-    workers = facts.num_workers if facts is not None else None
-    found = of_loop(summary, usable_cores, workers, machine_busy)
-    free = max(usable_cores - (others_cores or 0.0), 1.0)
-    changes = [
-        _more_workers(run, summary, found, facts, usable_cores, free, handover),
-        _persistent_workers(run, summary, facts),
-    ]
-    offered = [c for c in changes if c is not None]
-    change = max(offered, key=_gain, default=None)
-    return WatchReport(summary, verdict, found, trips, change, facts)
 
 
 def step_rate(run: LoopRun) -> float | None:

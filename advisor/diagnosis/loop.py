@@ -4,7 +4,9 @@
 DataLoader, never modified) in a training loop for a bounded number of batches or seconds and
 reports how long each step waited for data, the time to the first batch, the headspace (the
 loop's rate with loading free), the loader's CPU per sample, the peak memory of its processes and
-GPU utilisation where there is a GPU, each figure with its spread, and a one-line verdict.
+GPU utilisation where there is a GPU, each figure with its spread, and the loop judged as every
+front judges it (`advisor.decide.judge`): the verdict, the bottleneck, what the loader trips
+over and one change with its predicted rate.
 
 `advisor.compare(before, after, step=...)` runs two loaders through the same step, interleaved
 round by round (before, after, then after, before, ...), so drift on a shared machine falls on
@@ -22,22 +24,21 @@ from typing import Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, range_of
 from advisor.core.workload import STEP_TIME_S, Workload
-from advisor.decide.bottleneck import of_loop
+from advisor.decide.judge import JudgedLoop, judge
 from advisor.decide.judged import Comparison, Diagnosis
-from advisor.decide.verdict import input_bound
-from advisor.measure.hardware.host import MachineBusy, usable_cores
-from advisor.measure.loop.results import LoopRun, LoopSummary
+from advisor.measure.hardware.host import usable_cores
+from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.run import (
     LoaderSource,
     LoopEvent,
+    PacedStep,
     Step,
     batch_samples,
-    rate_step,
     run_loop,
-    sleep_step,
 )
+from advisor.measure.loop.watch import LoaderFacts
 
-__all__ = ["Comparison", "Diagnosis", "as_step", "compare", "diagnose"]
+__all__ = ["Comparison", "Diagnosis", "as_step", "compare", "diagnose", "judged"]
 
 
 def as_step(
@@ -46,9 +47,12 @@ def as_step(
     seconds_per_batch: float | None = None,
     consumer_rate: float | None = None,
     samples_of: Callable[[Any], int] = batch_samples,
+    spins: bool = False,
 ) -> Step:
     """The loop's step from exactly one of: the user's callable (called with each batch), a fixed
-    number of seconds per batch, or a consumer rate in samples/s (a GPU step that blocks)."""
+    number of seconds per batch, or a consumer rate in samples/s; the last two as a GPU step
+    that blocks, or that spins as CUDA's default synchronisation does (`spins`: its core kept
+    busy, `PacedStep`)."""
     given = [v for v in (step, seconds_per_batch, consumer_rate) if v is not None]
     if len(given) != 1:
         raise ValueError(
@@ -62,12 +66,11 @@ def as_step(
     if seconds_per_batch is not None:
         if seconds_per_batch not in STEP_TIME_S:
             raise ValueError(f"{seconds_per_batch=} must be {STEP_TIME_S}")
-        return sleep_step(seconds_per_batch)
+        return PacedStep(seconds=seconds_per_batch, spins=spins)
     rate = range_of(Workload, "consumer_rate")
     if consumer_rate not in rate:
         raise ValueError(f"{consumer_rate=} must be {rate}")
-    assert consumer_rate is not None
-    return rate_step(consumer_rate, samples_of)
+    return PacedStep(samples_per_s=consumer_rate, spins=spins, samples_of=samples_of)
 
 
 def diagnose(
@@ -92,22 +95,18 @@ def diagnose(
         step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
         samples_of=samples_of,
     )  # fmt: skip
-    with MachineBusy() as machine:
-        run = run_loop(
-            loader, chosen, limits, label=label, samples_of=samples_of, progress=progress,
-            cancel=cancel,
-        )  # fmt: skip
-    return _judged(run, machine.share)
+    return judged(*run_loop(
+        loader, chosen, limits, label=label, samples_of=samples_of, progress=progress,
+        cancel=cancel,
+    ))  # fmt: skip
 
 
-def _judged(run: LoopRun, machine_busy: float | None) -> Diagnosis:
-    """The run's summary with its verdict and its bottleneck. The loader's processes are read
-    from what the loop iterated: a loader given as a function is known by what it made."""
-    summary = LoopSummary.of(run)
-    share = summary.overall_wait_share
-    verdict = None if share is None else input_bound(share, summary.wait_share)
-    limit = of_loop(summary, usable_cores(), run.loader_workers, machine_busy)
-    return Diagnosis(summary, verdict, limit)
+def judged(run: LoopRun, facts: LoaderFacts | None) -> JudgedLoop:
+    """The loop as every front judges it (`advisor.decide.judge`), every step of it: the loop
+    ran to its limits, so there is no later step to wait for. The loader is what the loop
+    iterated: a loader given as a function is known by what it made."""
+    handover = facts.handover() if facts is not None else None
+    return judge(run, facts, usable_cores(), min_steps=1, handover=handover)
 
 
 def compare(
@@ -132,14 +131,13 @@ def compare(
         step, seconds_per_batch=seconds_per_batch, consumer_rate=consumer_rate,
         samples_of=samples_of,
     )  # fmt: skip
-    results: dict[int, list[Diagnosis]] = {0: [], 1: []}
+    results: dict[int, list[JudgedLoop]] = {0: [], 1: []}
     loaders = (before, after)
     for r in range(rounds):
         for which in (0, 1) if r % 2 == 0 else (1, 0):
-            with MachineBusy() as machine:
-                run = run_loop(
-                    loaders[which], chosen, limits, label=labels[which], samples_of=samples_of,
-                    progress=progress, cancel=cancel,
-                )  # fmt: skip
-            results[which].append(_judged(run, machine.share))
+            measured = run_loop(
+                loaders[which], chosen, limits, label=labels[which], samples_of=samples_of,
+                progress=progress, cancel=cancel,
+            )  # fmt: skip
+            results[which].append(judged(*measured))
     return Comparison(tuple(results[0]), tuple(results[1]))

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from transformers import TrainerCallback
 
-from advisor.decide.watching import WatchReport
+from advisor.decide.judge import MIN_STEPS, JudgedLoop
 from advisor.measure.loop.watch import WatchedLoop
 from advisor.watcher import AUTO, Doctor
 
@@ -41,13 +41,13 @@ class WatchCallback(TrainerCallback):
         self,
         every: int = 50,
         out: Callable[[str], None] | str | None = AUTO,
-        min_steps: int = 20,
+        min_steps: int = MIN_STEPS,
     ) -> None:
         self.doctor = Doctor(
             every=every, out=out, label="the trainer's train loader", min_steps=min_steps
         )
         self.loop: WatchedLoop | None = None
-        self.reports: list[WatchReport] = []
+        self.reports: list[JudgedLoop] = []
         self._hook: torch.utils.hooks.RemovableHandle | None = None
         self._in_step = False
         self._seen = 0

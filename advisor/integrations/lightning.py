@@ -17,7 +17,7 @@ try:
 except ImportError:  # the older package name
     from pytorch_lightning import Callback
 
-from advisor.decide.watching import WatchReport
+from advisor.decide.judge import MIN_STEPS, JudgedLoop
 from advisor.measure.loop.watch import WatchedLoop
 from advisor.watcher import AUTO, Doctor
 
@@ -29,13 +29,13 @@ class WatchCallback(Callback):
         self,
         every: int = 50,
         out: Callable[[str], None] | str | None = AUTO,
-        min_steps: int = 20,
+        min_steps: int = MIN_STEPS,
     ) -> None:
         self.doctor = Doctor(
             every=every, out=out, label="the trainer's train loader", min_steps=min_steps
         )
         self.loop: WatchedLoop | None = None
-        self.reports: list[WatchReport] = []
+        self.reports: list[JudgedLoop] = []
 
     def on_train_epoch_start(self, trainer: Any, pl_module: Any) -> None:
         self.loop = WatchedLoop(

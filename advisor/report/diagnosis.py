@@ -8,19 +8,24 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.core.readable import lines_for
 from advisor.core.units import binary_size, per_s
+from advisor.report.watch import findings
 
 if TYPE_CHECKING:
-    from advisor.decide.judged import Comparison, Diagnosis
+    from advisor.decide.judge import JudgedLoop
+    from advisor.decide.judged import Comparison
     from advisor.measure.loop.results import Spread
 
 
-@lines_for("advisor.decide.judged.Diagnosis")
-def diagnosis_lines(diagnosis: Diagnosis) -> list[str]:
-    """The diagnosis as a person reads it, one figure a line, spreads in brackets."""
+@lines_for("advisor.decide.judge.JudgedLoop")
+def diagnosis_lines(diagnosis: JudgedLoop) -> list[str]:
+    """A judged loop as a person reads it: the verdict, the bottleneck, the change and what
+    else was found, then one figure a line, spreads in brackets."""
     s = diagnosis.summary
-    out = [diagnosis.verdict.line if diagnosis.verdict else "one batch only: nothing to judge"]
+    unjudged = "too few steps to judge yet" if s.batches > 1 else "one batch only: nothing to judge"
+    out = [diagnosis.verdict.line if diagnosis.verdict else unjudged]
     if diagnosis.bottleneck is not None:
         out.append(diagnosis.bottleneck.line)
+    out += findings(diagnosis)
     rate = s.overall_samples_per_s
     windows = f" (windows {_spread(s.samples_per_s, per_s)})" if s.samples_per_s else ""
     out.append(
@@ -29,9 +34,10 @@ def diagnosis_lines(diagnosis: Diagnosis) -> list[str]:
     out.append(f"wait per batch: {_spread(s.wait_per_batch_s, _seconds)}")
     out.append(f"step per batch: {_spread(s.step_s, _seconds)}")
     out.append(f"first batch after: {_seconds(s.time_to_first_batch_s)}")
-    out.append(
-        f"with loading free (headspace): {_spread(s.headspace_samples_per_s, per_s)} samples/s"
-    )
+    if s.headspace_samples_per_s is not None:  # replayed by `diagnose`, not by `watch`
+        out.append(
+            f"with loading free (headspace): {_spread(s.headspace_samples_per_s, per_s)} samples/s"
+        )
     cpu = s.loader_cpu_s_per_sample
     out.append("loader CPU per sample: " + ("not measured" if cpu is None else _seconds(cpu)))
     out.append(f"peak memory of the loader's processes: {binary_size(s.peak_rss_bytes)}")
@@ -91,6 +97,9 @@ _ENDED = {
     "seconds": "time limit",
     "epoch": "the loader ran out",
     "cancelled": "cancelled",
+    "running": "still running",
+    "stopped": "the loop stopped",
+    "error": "the loop raised",
 }
 
 

@@ -1,4 +1,4 @@
-"""The user's own training loop as `advisor.watch` judged it (`advisor.decide.watching`), as
+"""The user's own training loop as `advisor.watch` judged it (`advisor.decide.judge`), as
 people read it: the verdict, the bottleneck, one change, what was found, the proof, the run;
 and the lines it prints as the loop runs (`window_line` every few steps until the first report,
 then `epoch_line`, one an epoch); the notebook's live view shows `start_line`, then `live_line`
@@ -9,26 +9,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.core.readable import lines_for
 from advisor.core.units import counted, duration, rate, share
 from advisor.decide.verdict import HIGHLY_INPUT_BOUND, INPUT_BOUND, input_bound
 
 if TYPE_CHECKING:
-    from advisor.decide.watching import Change, Proof, WatchReport
+    from advisor.decide.judge import JudgedLoop
+    from advisor.decide.watching import Change, Proof
 
 
-@lines_for("advisor.decide.watching.WatchReport")
-def watch_lines(report: WatchReport) -> list[str]:
-    """The report, one finding a line: what `advisor.watch` prints at the end of the loop."""
+def watch_lines(report: JudgedLoop) -> list[str]:
+    """The report, one finding a line: what `advisor.watch` prints at the end of the loop (the
+    judged loop's full lines, its figures included: `advisor.report.diagnosis`)."""
     s = report.summary
     out = [report.verdict.line if report.verdict else "too few steps to judge yet"]
     if report.bottleneck is not None:
         out.append(report.bottleneck.line)
-    if report.change is not None:
-        out.append(f"change: {report.change.line}")
-    out += [f"found: {trip.line}" for trip in report.trips]
-    if report.proof is not None:
-        out.append(f"proof: {report.proof.line}")
+    out += findings(report)
     if s.overall_samples_per_s is not None:
         out.append(
             # the whole run (or since the swap), each epoch's start included: not the proof's
@@ -84,6 +80,16 @@ def live_line(step: int, wait_share: float, samples_per_s: float, judged: bool) 
     judge (`judged`), "watching" before, the waiting share and the rate."""
     level = input_bound(wait_share).level if judged else "watching"
     return f"step {step}: {level}, waiting {share(wait_share)} of each step, {rate(samples_per_s)}"
+
+
+def findings(report: JudgedLoop) -> list[str]:
+    """What the judge found beyond the verdict and the bottleneck, a line each: the change,
+    what the loader trips over, the proof of a change swapped in."""
+    out = [f"change: {report.change.line}"] if report.change is not None else []
+    out += [f"found: {trip.line}" for trip in report.trips]
+    if report.proof is not None:
+        out.append(f"proof: {report.proof.line}")
+    return out
 
 
 def window_line(step: int, wait_share: float, samples_per_s: float, steps: int) -> str:

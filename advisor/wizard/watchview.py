@@ -21,7 +21,8 @@ from advisor.wizard.charts import figure_bundle
 from advisor.wizard.panels.base import set_outputs
 
 if TYPE_CHECKING:
-    from advisor.decide.watching import Change, WatchReport
+    from advisor.decide.judge import JudgedLoop
+    from advisor.decide.watching import Change
 
 UPDATE_S = 0.5
 
@@ -58,7 +59,7 @@ class WatchView:
         self.swaps.append((after_step + 0.5, swap_mark(change)))
         self._draw()
 
-    def done(self, report: WatchReport) -> None:
+    def done(self, report: JudgedLoop) -> None:
         lines = watch_lines(report)  # its verdict as the headline, the rest below
         self.headline.value = f"<b>advisor.watch</b>: {html.escape(lines[0])}"
         rows = lines[1:]

@@ -7,7 +7,8 @@ import dataclasses
 
 import pytest
 
-from advisor.decide.watching import judge, proof, steady_rate
+from advisor.decide.judge import judge
+from advisor.decide.watching import proof, steady_rate
 from advisor.measure.loop.handover import Handover
 from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.watch import LoaderFacts
@@ -170,3 +171,21 @@ def test_a_dip_at_every_epochs_start_is_named_and_not_taken_for_a_slow_loader() 
         restarting(3, stall_s=0.0003, wait_s=0.0003, second_s=0.0003), kept, usable_cores=4
     )
     assert "epoch-start" not in {t.cause for t in flat.trips}
+
+
+def test_the_machines_other_work_is_the_loops_own_figure() -> None:
+    """One figure for other work, the instrument's (`LoopRun.others_cores`): a loader that
+    idles while other work keeps the cores busy is not said to wait on storage (waiting on it
+    and being starved of CPU read the same), and the change is predicted on the cores it left;
+    on a quiet machine the same loop waits on storage."""
+    quiet = judge(dataclasses.replace(waiting_on_storage(), others_cores=0.1), FACTS, 4)
+    busy = judge(dataclasses.replace(waiting_on_storage(), others_cores=3.9), FACTS, 4)
+    unread = judge(waiting_on_storage(), FACTS, 4)
+    assert quiet.bottleneck is not None and quiet.bottleneck.stage == "storage"
+    assert unread.bottleneck == quiet.bottleneck  # not measured: nothing said of other work
+    assert busy.bottleneck is not None and busy.bottleneck.stage == "unexplained"
+    # the tree's 0.02 s of CPU over the loop's 3.02 s, and the other work's 3.9 cores, of 4
+    assert "cores were 98% busy" in busy.bottleneck.reason
+    assert quiet.change is not None and busy.change is not None
+    assert "on the 3.9 of 4 cores other work left" in quiet.change.line
+    assert "on the 1.0 of 4 cores other work left" in busy.change.line

@@ -20,7 +20,7 @@ from torch.utils.data import DataLoader, Dataset, IterableDataset, TensorDataset
 
 import advisor
 from advisor import watcher
-from advisor.decide.watching import judge
+from advisor.decide.judge import judge
 from advisor.measure.hardware.host import child_pids
 from advisor.report.watch import watch_lines
 from bench.watch_check import Burning, Sleepy

@@ -24,9 +24,9 @@ from advisor.measure.loop.results import Spread
 from advisor.measure.trial.results import TrialResult, TrialSetup
 
 if TYPE_CHECKING:
+    from advisor.decide.judge import JudgedLoop
     from advisor.decide.judged import Comparison, Diagnosis
     from advisor.decide.recommend import Recommendation
-    from advisor.decide.watching import WatchReport
 
 __all__ = [
     "AnswerChange", "ComparisonRecord", "CountFigure", "FigurePair", "History", "LoopRecord",
@@ -208,7 +208,7 @@ class LoopRecord:
     proof: str | None = None  # where an advised loader was swapped in: predicted vs measured
 
     @classmethod
-    def of_watch(cls, report: WatchReport, epoch: int, label: str) -> LoopRecord:
+    def of_watch(cls, report: JudgedLoop, epoch: int, label: str) -> LoopRecord:
         s = report.summary
         return cls(
             number=0, at=time.time(), kind="watch",

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 from advisor.measure.hardware.machine import DiskInfo
@@ -241,28 +240,6 @@ def busy_cpu_s(cpus: frozenset[int], root: Path = Path("/")) -> float:
     except (OSError, ValueError):
         return 0.0
     return busy / os.sysconf("SC_CLK_TCK")
-
-
-class MachineBusy:
-    """`with MachineBusy() as m: ...`, then `m.share`: the share of this process's cores busy
-    with anything (`/proc/stat`) over the block; None where it could not be read."""
-
-    def __init__(self, root: Path = Path("/")) -> None:
-        self.cpus = frozenset(os.sched_getaffinity(0))
-        self.root = root
-        self.share: float | None = None
-
-    def __enter__(self) -> MachineBusy:
-        self._busy, self._started = busy_cpu_s(self.cpus, self.root), time.monotonic()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        elapsed = time.monotonic() - self._started
-        busy = busy_cpu_s(self.cpus, self.root) - self._busy
-        quota = cgroup_cpu_limit(self.root)
-        cores = len(self.cpus) if quota is None else min(len(self.cpus), quota)
-        if elapsed > 0 and busy > 0 and cores > 0:
-            self.share = min(busy / (elapsed * cores), 1.0)
 
 
 def child_pids(root: Path = Path("/"), pid: int | None = None) -> set[int]:

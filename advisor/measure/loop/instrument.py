@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,24 @@ from advisor.measure.hardware.host import busy_cpu_s, cpu_seconds
 from advisor.measure.hardware.nvml import GpuUtilization
 from advisor.measure.hardware.processes import READ_PERIOD_S, TreeMeter, TreeSample
 from advisor.measure.loop.results import LoopRun
+
+
+def batch_samples(batch: Any) -> int:
+    """Samples in one batch: a tensor's (or array's) first dimension; a dict's first value's; a
+    tuple or list whose first item is a batched tensor (images, labels) counts that tensor's
+    rows; any other list or tuple (a list of samples) its length; anything else one sample."""
+    shape = getattr(batch, "shape", None)
+    if shape is not None:
+        return int(shape[0]) if len(shape) > 0 else 1
+    if isinstance(batch, Mapping):
+        return batch_samples(next(iter(batch.values()))) if batch else 0
+    if isinstance(batch, (list, tuple)) and batch:
+        first = getattr(batch[0], "shape", None)
+        leading = [getattr(item, "shape", (None,))[:1] for item in batch]
+        if first is not None and len(first) > 0 and all(lead == first[:1] for lead in leading):
+            return int(first[0]) if len(batch) <= 4 else len(batch)
+        return len(batch)
+    return 1
 
 
 @dataclass(frozen=True)
@@ -222,4 +240,5 @@ class InstrumentedLoop:
             step_cpu_s=self.step_cpu_s,
             fetch_cpu_s=self.fetch_cpu_s,
             epoch_starts=tuple(i for i in self.epoch_starts if i < done),
+            others_cores=self.others_cores(),
         )

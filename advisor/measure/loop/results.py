@@ -62,7 +62,8 @@ class LoopRun:
         loop, the step's included. peak_rss_bytes: the largest total resident set of that tree
         at one reading (its processes' summed; `TreeMeter`).
     gpu_utilization: NVML samples (percent) during the loop; empty without a GPU.
-    loader_workers: the loader's num_workers (a DataLoader), 0 for any other iterable.
+    others_cores: cores that other work (not this process tree) kept busy over the loop, on
+        the cores this process may use (`InstrumentedLoop.others_cores`); None: not measured.
     """
 
     label: str
@@ -79,12 +80,10 @@ class LoopRun:
     replay_samples: tuple[int, ...] = ()
     replay_cpu_s: float = 0.0
     notes: tuple[str, ...] = field(default=())
-    # the training thread's CPU in its steps, where the loop timed it itself (`watch`: the
-    # user's own steps, which are not replayed)
+    # the CPU of the loop's steps: the training thread's, timed in the loop (`watch`: the
+    # user's own steps, which are not replayed), or the replay's per batch (`diagnose`)
     step_cpu_s: float | None = None
-    # the processes that loaded besides the main one, in the loader iterated (what a loader
-    # function made included): a DataLoader's num_workers, else 0; None: not known
-    loader_workers: int | None = None
+    others_cores: float | None = None
     # the training thread's CPU getting its batches (from a step's end to the next arrival):
     # with workers, taking their batches over
     fetch_cpu_s: float | None = None

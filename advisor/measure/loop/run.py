@@ -17,14 +17,16 @@ import dataclasses
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from advisor.core.bounds import LoopLimits
 from advisor.measure.hardware.processes import TreeMeter
-from advisor.measure.loop.instrument import InstrumentedLoop
+from advisor.measure.loop.instrument import InstrumentedLoop, batch_samples
 from advisor.measure.loop.results import LoopRun
+from advisor.measure.loop.watch import LoaderFacts
+from advisor.measure.trial.live import spin_step
 from native_loader.worker_death import deaths_in, explain, loop_memory, oom_kills
 
 Step = Callable[[Any], object]
@@ -60,40 +62,36 @@ class LoopEvent:
     message: str
 
 
-def batch_samples(batch: Any) -> int:
-    """Samples in one batch: a tensor's (or array's) first dimension; a dict's first value's; a
-    tuple or list whose first item is a batched tensor (images, labels) counts that tensor's
-    rows; any other list or tuple (a list of samples) its length; anything else one sample."""
-    shape = getattr(batch, "shape", None)
-    if shape is not None:
-        return int(shape[0]) if len(shape) > 0 else 1
-    if isinstance(batch, Mapping):
-        return batch_samples(next(iter(batch.values()))) if batch else 0
-    if isinstance(batch, (list, tuple)) and batch:
-        first = getattr(batch[0], "shape", None)
-        leading = [getattr(item, "shape", (None,))[:1] for item in batch]
-        if first is not None and len(first) > 0 and all(lead == first[:1] for lead in leading):
-            return int(first[0]) if len(batch) <= 4 else len(batch)
-        return len(batch)
-    return 1
+@dataclass(frozen=True)
+class PacedStep:
+    """A step of a set time, in the two ways a GPU step costs the host: it blocks (`spins`
+    False: the thread sleeps) or it spins as CUDA's default synchronisation does (`spin_step`:
+    the training thread keeps its core busy). Its time per batch is `seconds`, or the batch's
+    samples over `samples_per_s` (exactly one of them). A callable taking a batch, as any
+    `Step`; it says its kind, so that every front models the step the same way."""
 
+    seconds: float | None = None
+    samples_per_s: float | None = None
+    spins: bool = False
+    samples_of: Callable[[Any], int] = batch_samples
 
-def sleep_step(seconds: float) -> Step:
-    """A step that blocks for `seconds` per batch, as a GPU step does once it is queued."""
+    def __post_init__(self) -> None:
+        if (self.seconds is None) == (self.samples_per_s is None):
+            raise ValueError(
+                f"a paced step takes seconds or samples_per_s, exactly one ({self.seconds=}, "
+                f"{self.samples_per_s=})"
+            )
 
-    def step(batch: Any) -> None:
-        time.sleep(seconds)
-
-    return step
-
-
-def rate_step(samples_per_s: float, samples_of: Callable[[Any], int] = batch_samples) -> Step:
-    """A step that consumes `samples_per_s`: it blocks for the batch's samples over the rate."""
-
-    def step(batch: Any) -> None:
-        time.sleep(samples_of(batch) / samples_per_s)
-
-    return step
+    def __call__(self, batch: Any) -> None:
+        if self.seconds is not None:
+            seconds = self.seconds
+        else:
+            assert self.samples_per_s is not None
+            seconds = self.samples_of(batch) / self.samples_per_s
+        if self.spins:
+            spin_step(seconds)
+        else:
+            time.sleep(seconds)
 
 
 class _Fetcher:
@@ -186,8 +184,9 @@ def run_loop(
     samples_of: Callable[[Any], int] = batch_samples,
     progress: Callable[[LoopEvent], None] | None = None,
     cancel: threading.Event | None = None,
-) -> LoopRun:
-    """Run `for batch in loader: step(batch)` within `limits`, timing every wait and step."""
+) -> tuple[LoopRun, LoaderFacts | None]:
+    """Run `for batch in loader: step(batch)` within `limits`, timing every wait and step; with
+    what the loader iterated and its first batch say about it (`LoaderFacts`)."""
     limits = limits or LoopLimits()
     fetcher = _Fetcher(loader)
     loop = InstrumentedLoop(samples_of)
@@ -243,6 +242,7 @@ def run_loop(
         if kind == "cancelled":
             raise LoaderError("cancelled before the first batch")
         loop.arrived(first)
+        facts = LoaderFacts.of(fetcher.made, first)
         kept.append(first)
         step(first)
         loop.stepped()
@@ -279,25 +279,15 @@ def run_loop(
     replay_steps, replay_samples, replay_cpu = _replay(
         kept, step, loop.steps_done, samples_of, cancel
     )
-    return dataclasses.replace(
-        loop.record(label, ended),
-        replay_step_s=tuple(replay_steps),
-        replay_samples=tuple(replay_samples),
-        replay_cpu_s=replay_cpu,
-        notes=notes,
-        loader_workers=workers_of(fetcher.made),
-        step_cpu_s=None,  # this loop takes the step's CPU from its replay (`replay_cpu_s`)
-    )
-
-
-def workers_of(loader: Iterable[Any] | None) -> int | None:
-    """The processes that load besides the main one: a DataLoader's num_workers; any other
-    iterable is read in the main process, as a DataLoader with 0 workers is. None: nothing
-    was made (the loader function never returned)."""
-    if loader is None:
-        return None
-    workers = getattr(loader, "num_workers", 0)
-    return workers if isinstance(workers, int) and workers >= 0 else 0
+    run = loop.record(label, ended)
+    # the steps' CPU is the replay's (the process tree's: the step's own threads included,
+    # which the training thread's clock misses), per batch, over every batch's step
+    step_cpu = replay_cpu / len(replay_steps) * run.batches if replay_steps else None
+    run = dataclasses.replace(
+        run, replay_step_s=tuple(replay_steps), replay_samples=tuple(replay_samples),
+        replay_cpu_s=replay_cpu, notes=notes, step_cpu_s=step_cpu,
+    )  # fmt: skip
+    return run, facts
 
 
 def _skipped_note(loader: Iterable[Any] | None) -> tuple[str, ...]:

@@ -12,6 +12,7 @@ the data set's shards) and what the machine allows (`/dev/shm`, the open-file li
 
 from __future__ import annotations
 
+import functools
 import resource
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -20,9 +21,8 @@ from typing import Any
 import torch
 
 from advisor.measure.loop.handover import Handover, measure_handover
-from advisor.measure.loop.instrument import InstrumentedLoop
+from advisor.measure.loop.instrument import InstrumentedLoop, batch_samples
 from advisor.measure.loop.results import LoopRun
-from advisor.measure.loop.run import batch_samples
 from native_loader.shm_plan import shm_free_bytes
 
 
@@ -30,7 +30,8 @@ from native_loader.shm_plan import shm_free_bytes
 class LoaderFacts:
     """What the loader's settings and first batch say, and what the machine allows.
 
-    num_workers: None where the loader is no DataLoader (read in the training process).
+    num_workers: None where the loader is no DataLoader (read in the training process; it has
+        no workers to change).
     shards: the data set's own count of shards (`n_shards`, `num_shards`), where it has one.
     tensors_per_batch / batch_bytes: what one batch holds (each tensor crosses from a worker
         in its own shared-memory segment and file descriptor, unless packed).
@@ -68,6 +69,24 @@ class LoaderFacts:
             shm_free_bytes=shm_free_bytes(shm_path),
             open_files_limit=None if soft == resource.RLIM_INFINITY else int(soft),
         )
+
+    @property
+    def loading_workers(self) -> int:
+        """The processes that load besides the training process: a DataLoader's workers; any
+        other iterable is read in the training process, as a DataLoader with 0 workers is."""
+        return self.num_workers or 0
+
+    def handover(self) -> Handover | None:
+        """What a batch of the loader's tensors costs to cross from a worker (`measure_handover`,
+        a few hundredths of a second for 100 tensors), measured once in this process for each
+        count of tensors, so that every front judges a loop by the same figure; None for a
+        loader that is no DataLoader (it has no workers to hand over from)."""
+        return None if self.num_workers is None else _handover(self.tensors_per_batch)
+
+
+@functools.cache
+def _handover(tensors: int) -> Handover | None:
+    return measure_handover(tensors)
 
 
 def _tensors(value: Any) -> Iterator[torch.Tensor]:
@@ -161,12 +180,11 @@ class WatchedLoop(InstrumentedLoop):
             super().stop()
 
     def handover(self) -> Handover | None:
-        """What a batch of the loader's tensors costs to cross from a worker, measured once
-        (`measure_handover`, a few hundredths of a second for 100 tensors) when first asked:
-        at a report, not in the loop; None before the first batch, and for a loader that is
-        no DataLoader (it has no workers to hand over from)."""
-        if self._handover is None and self.facts is not None and self.facts.num_workers is not None:
-            self._handover = measure_handover(self.facts.tensors_per_batch)
+        """What a batch of the loader's tensors costs to cross from a worker
+        (`LoaderFacts.handover`), measured once when first asked: at a report, not in the
+        loop; None before the first batch, and for a loader that is no DataLoader."""
+        if self._handover is None and self.facts is not None:
+            self._handover = self.facts.handover()
         return self._handover
 
     def run(self) -> LoopRun:
