@@ -24,7 +24,7 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.core.model import predict
+from advisor.core.model import choose_workers, predict
 from advisor.core.readable import Readable
 from advisor.core.units import counted, duration, rate, share
 from advisor.decide.bottleneck import Bottleneck, of_loop
@@ -213,9 +213,12 @@ def _more_workers(
         ).trained_samples_per_s  # fmt: skip
 
     options = {w: predicted(w) for w in range(now + 1, max(math.ceil(cores - 1e-9), 1) + 1)}
-    reaching = [w for w, r in options.items() if r >= consumer * (1 - NOISE_CAP)]
-    best = reaching[0] if reaching else max(options, key=lambda w: options[w], default=None)
-    if best is None or options[best] <= measured * (1 + NOISE_CAP):
+    if not options:
+        return None
+    # the fewest workers that keep up with the step, else the fewest within the noise of the
+    # most the model predicts (workers above the shards it deals nothing read no faster)
+    best = choose_workers(options, consumer * (1 - NOISE_CAP), headroom=1.0, tolerance=NOISE_CAP)
+    if options[best] <= measured * (1 + NOISE_CAP):
         return None
     to_rate = options[best]
     wait_after = max(0.0, 1 - to_rate / consumer)
