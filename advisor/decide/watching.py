@@ -206,20 +206,20 @@ def _more_workers(
     per_process = 1 / costs.process_s if costs.process_s else math.inf
 
     def predicted(count: int) -> float:
-        # the shards are the epoch's objects: the model deals them whole to the workers
+        # the shards are the epoch's objects: the model deals them whole to the workers; the
+        # loop knows no object sizes, and its processes' measured time stands for the storage
         return predict(
             count, object_bytes=0.0, cpu_s_per_sample=cpu, usable_cores=free,
             consumer_rate=consumer, epoch_objects=facts.shards, costs=costs,
         ).trained_samples_per_s  # fmt: skip
 
-    options = {w: predicted(w) for w in range(now + 1, max(math.ceil(cores - 1e-9), 1) + 1)}
+    counts = range(now + 1, max(math.ceil(cores - 1e-9), 1) + 1)
+    options = {w: r for w in counts if (r := predicted(w)) > measured * (1 + NOISE_CAP)}
     if not options:
         return None
-    # the fewest workers that keep up with the step, else the fewest within the noise of the
-    # most the model predicts (workers above the shards it deals nothing read no faster)
+    # of the counts faster beyond the noise, the fewest that keep up with the step, else the
+    # fewest within the noise of the most (workers above the shards read no faster)
     best = choose_workers(options, consumer * (1 - NOISE_CAP), headroom=1.0, tolerance=NOISE_CAP)
-    if options[best] <= measured * (1 + NOISE_CAP):
-        return None
     to_rate = options[best]
     wait_after = max(0.0, 1 - to_rate / consumer)
     return Change(
