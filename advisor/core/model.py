@@ -41,19 +41,18 @@ on one core a worker reads no faster than the training process itself).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
-from advisor.core.storage import (
-    S3_DEFAULTS,
-    StorageParams,
-)
+from advisor.core.storage import S3_DEFAULTS, StorageParams
 from advisor.core.units import MB
 
 __all__ = [
     "HEADROOM",
     "NOISE_CAP",
+    "MeasuredCosts",
     "Prediction",
     "choose_workers",
     "epoch_rate",
@@ -110,6 +109,75 @@ def loading_cores(num_workers: int, usable_cores: float, training_share: float =
     return min(num_workers, max(usable_cores - training_share, 0.0))
 
 
+@dataclass(frozen=True)
+class MeasuredCosts:
+    """What a trial or a training loop measured of the loading, for `predict`: CPU seconds per
+    sample unless said, each None where not measured (the model's own estimate stands). The
+    constructors are the measurers' (`advisor.decide.costs`: `trial_costs`, `loop_costs`).
+
+    overhead_s: a loader process's Python work beyond the transform (it bounds one process at
+        1 / (overhead + CPU), in place of `process_objects_per_s`'s object ceiling).
+    main_s: the training thread's, with this kind of count: with 0 workers all of the loading,
+        with workers taking their batches (which takes turns with the step).
+    machine_s: the usable cores' busy CPU with this kind of count (the readers' threads, the
+        network stack, a storage server here, the hand-over): the loader reads at most the
+        cores the step's spin leaves over it.
+    handover_s: a worker's handing its batches over, which 0 workers never pay (it copies the
+        transform's output into fresh shared memory, faulting each page in: 8 MB tensors on
+        the 2-core machine, 8.4 ms a sample, four times their decode).
+    worker_s: a worker process's own (its reader's threads, the decode, the hand-over).
+    process_s: wall seconds one loader process took per sample in a loop, its reads' waits and
+        its loading in turn: in place of the storage's fetch.
+    step_cpu_share: the share of the step's time it holds its core (a CPU step or a GPU step
+        that spin-waits, CUDA's default: 1; one that blocks: little).
+    epoch_start_s: wall seconds from an epoch's start to its first sample (None: a first byte
+        of the storage)."""
+
+    overhead_s: float | None = None
+    main_s: float | None = None
+    machine_s: float | None = None
+    handover_s: float | None = None
+    worker_s: float | None = None
+    process_s: float | None = None
+    step_cpu_share: float = 1.0
+    epoch_start_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.step_cpu_share <= 1:
+            raise ValueError(f"step_cpu_share={self.step_cpu_share} must be in [0, 1]")
+
+    def on_cores(self, speed: float) -> MeasuredCosts:
+        """The CPU costs on cores `speed` times as fast as the ones they were measured on (the
+        wall times stay)."""
+        cpu = ("overhead_s", "main_s", "machine_s", "handover_s", "worker_s")
+        measured = {name: getattr(self, name) for name in cpu if getattr(self, name) is not None}
+        return dataclasses.replace(self, **{name: s / speed for name, s in measured.items()})
+
+    def thread_s(self, num_workers: int, cpu_s_per_sample: float) -> float | None:
+        """Seconds per sample of a loader process's one loading thread, from what was measured
+        (None: nothing; the transform's CPU and the reader's ceilings stand). The most direct
+        measure wins: with 0 workers, the training thread's own (the decode probe's few
+        samples, timed apart, can pay allocations, 8 MB tensors' fresh pages, that a steady
+        loop reuses, so they are no floor for it); with workers, a worker's own CPU, else the
+        decode loop (or the transform) plus the hand-over."""
+        loop_s = None if self.overhead_s is None else self.overhead_s + cpu_s_per_sample
+        if num_workers == 0 and self.main_s is not None:
+            return self.main_s
+        if num_workers > 0 and self.worker_s:
+            return self.worker_s
+        if num_workers > 0 and self.handover_s:
+            return (loop_s if loop_s is not None else cpu_s_per_sample) + self.handover_s
+        return loop_s
+
+    def training_s(self, num_workers: int, cpu_s_per_sample: float) -> float:
+        """The training thread's CPU per sample beside its step: with workers taking their
+        batches (the model's hand-over where not measured); with none, all of the loading."""
+        if num_workers > 0:
+            return self.main_s if self.main_s is not None else 1 / PROCESS_OBJECTS_S
+        thread_s = self.thread_s(0, cpu_s_per_sample)
+        return thread_s if thread_s is not None else cpu_s_per_sample
+
+
 def predict(
     num_workers: int,
     *,
@@ -119,55 +187,29 @@ def predict(
     usable_cores: float = 1,
     storage: StorageParams = S3_DEFAULTS,
     consumer_rate: float | None = None,
-    overhead_s_per_sample: float | None = None,
-    main_s_per_sample: float | None = None,
-    machine_s_per_sample: float | None = None,
-    handover_s_per_sample: float | None = None,
-    worker_s_per_sample: float | None = None,
     epoch_objects: float | None = None,
-    epoch_start_s: float | None = None,
+    costs: MeasuredCosts = MeasuredCosts(),
 ) -> Prediction:
     """Predicted loader samples/s with `num_workers` DataLoader workers, and what a training
-    loop consuming `consumer_rate` samples/s sees of it (see module docstring).
-
-    The trial measures three CPU costs per sample beyond the transform's; None leaves each out:
-    `overhead_s_per_sample`, a loader process's Python work (it bounds one process at
-    1 / (overhead + CPU), in place of `process_objects_per_s`'s object ceiling);
-    `main_s_per_sample`, the training thread's CPU that the sweep measured with this kind of
-    count: with 0 workers all of the loading (in place of transform + overhead), with workers
-    taking their batches, which takes turns with the step; `machine_s_per_sample`, the busy CPU
-    of the usable cores per sample with this kind of count (the readers' threads, the network
-    stack, a storage server on the same machine, the hand-over between processes), which bounds
-    the loader at the usable cores less the step's spin over machine_s;
-    `handover_s_per_sample`, what a worker spends per sample handing its batches over, which the
-    main process with 0 workers never pays: the worker copies every byte the transform returned
-    into fresh shared memory, faulting each page in, so the cost grows with the sample's bytes
-    (8 MB tensors on the 2-core machine: 8.4 ms a sample, four times their decode). The trial's
-    hand-over probe measures it on the set's own transformed samples (`TrialResult.handover`,
-    whatever the read path), and a worker's one thread adds it to the loading it shares with 0
-    workers, the decode loop's where that was measured, else the transform's;
-    `worker_s_per_sample`, a worker process's own CPU per sample as the sweep measured it with
-    this count (its reader's threads, the decode and the hand-over): where given, a worker's
-    time per sample, in place of the decode loop plus the hand-over.
+    loop consuming `consumer_rate` samples/s sees of it (see module docstring), given what was
+    measured of the loading beyond the transform's CPU (`costs`).
 
     `epoch_objects`: the objects one epoch deals to this rank's loader processes (None:
-    unknown, or so many that whole epochs read as the steady rate): the rate is then taken
-    over whole epochs (`epoch_rate`), each begun with `epoch_start_s`, the wait for an epoch's
-    first sample that the trial measured (None: a first byte).
+    unknown, or so many that whole epochs read as the steady rate): the rate is then over
+    whole epochs (`epoch_rate`; workers above the objects are dealt none).
 
     The training thread's share of a core (`Prediction.training_share`) is what it is at the
-    rate the loop runs: a step that spins holds its core 1 / consumer_rate s per sample, and
-    taking the workers' batches costs main_s per sample (the model's hand-over where the sweep
-    did not measure it). The loop's rate depends on that share and the share on the rate, so
-    the rate is the one at which they agree (`_agreeing_rate`)."""
+    rate the loop runs: a step holds its core `costs.step_cpu_share` of 1 / consumer_rate s
+    per sample, and taking the workers' batches costs `costs.training_s` per sample. The
+    loop's rate depends on that share and the share on the rate, so the rate is the one at
+    which they agree (`_agreeing_rate`)."""
     if num_workers < 0:
         raise ValueError(f"num_workers={num_workers} must be >= 0")
     if object_bytes < 0 or samples_per_object <= 0 or cpu_s_per_sample < 0:
         raise ValueError(f"{object_bytes=}, {samples_per_object=}, {cpu_s_per_sample=}")
     loader = _Loader(
         num_workers, object_bytes, samples_per_object, cpu_s_per_sample, usable_cores, storage,
-        consumer_rate, overhead_s_per_sample, main_s_per_sample, machine_s_per_sample,
-        handover_s_per_sample, worker_s_per_sample, epoch_objects, epoch_start_s,
+        consumer_rate, epoch_objects, costs,
     )  # fmt: skip
     return loader.at(_agreeing_rate(loader.trained))
 
@@ -183,31 +225,26 @@ class _Loader:
     usable_cores: float  # fractional where other work holds part of the cores
     storage: StorageParams
     consumer_rate: float | None
-    overhead_s: float | None
-    main_s: float | None
-    machine_s: float | None
-    handover_s: float | None = None
-    worker_s: float | None = None
-    epoch_objects: float | None = None
-    epoch_start_s: float | None = None
+    epoch_objects: float | None
+    costs: MeasuredCosts
 
     @property
     def step_s(self) -> float:
-        """Seconds per sample a spinning step holds the training thread's core."""
+        """Wall seconds per sample of the consumer's step (0: no consumer rate given)."""
         rate = self.consumer_rate
         return 1 / rate if rate is not None and rate > 0 else 0.0
+
+    @property
+    def spin_s(self) -> float:
+        """Seconds per sample the step holds the training thread's core."""
+        return self.step_s * self.costs.step_cpu_share
 
     def training_share(self, trained: float) -> float:
         """The training thread's share of a core at a loop rate of `trained` samples/s: the
         step's spin and, with workers, taking their batches; with none, all of the loading
         (which `loading_cores` gives the main process a core for)."""
-        if self.num_workers > 0:
-            own = self.main_s if self.main_s is not None else 1 / PROCESS_OBJECTS_S
-        elif self.main_s is not None:
-            own = self.main_s
-        else:
-            own = (self.overhead_s or 0.0) + self.cpu_s_per_sample
-        return min(1.0, max(trained, 0.0) * (self.step_s + own))
+        own = self.costs.training_s(self.num_workers, self.cpu_s_per_sample)
+        return min(1.0, max(trained, 0.0) * (self.spin_s + own))
 
     def trained(self, trained: float) -> float:
         """The loop's rate when its training thread holds the share of a core it holds at
@@ -215,24 +252,15 @@ class _Loader:
         return self.at(trained).trained_samples_per_s
 
     def at(self, trained: float) -> Prediction:
-        num_workers, spo, storage = self.num_workers, self.spo, self.storage
+        num_workers, spo, storage, costs = self.num_workers, self.spo, self.storage, self.costs
         processes = max(num_workers, 1)
         fetch_s = storage.first_byte_s + self.object_bytes / (storage.per_connection_mb_s * MB)
         cpu_obj = spo * self.cpu_s_per_sample
         k = storage.concurrent_reads
-        # the loading thread's time per sample: measured in the training thread with 0 workers
-        thread_s = None if self.overhead_s is None else self.overhead_s + self.cpu_s_per_sample
-        if num_workers == 0 and self.main_s is not None:
-            # the loop's own measure of all its loading, decode included: the decode probe's
-            # few samples, timed apart, can pay allocations (8 MB tensors' fresh pages) that a
-            # steady loop reuses, so they are no floor for it
-            thread_s = self.main_s
-        elif num_workers > 0 and self.worker_s:
-            thread_s = self.worker_s  # measured: all a worker process spends on a sample
-        elif num_workers > 0 and self.handover_s:
-            # a worker's thread also hands its batches over
-            loop_s = thread_s if thread_s is not None else self.cpu_s_per_sample
-            thread_s = loop_s + self.handover_s
+        if costs.process_s is not None:
+            # measured in a loop: one process's reads' waits and its loading, in turn
+            fetch_s, k = max(spo * costs.process_s - cpu_obj, 0.0), 1
+        thread_s = costs.thread_s(num_workers, self.cpu_s_per_sample)
         # one request in flight: fetch and decode alternate; several: the reader fetches ahead
         per_process_s = fetch_s + cpu_obj if k == 1 else fetch_s / k
         if thread_s is not None:  # measured: one thread per process does it all
@@ -244,10 +272,10 @@ class _Loader:
         cores = loading_cores(num_workers, self.usable_cores, share)
         loading_s = thread_s if thread_s is not None else self.cpu_s_per_sample
         cpu = math.inf if loading_s <= 0 else cores / loading_s
-        if self.machine_s is not None and self.machine_s > 0:
+        if costs.machine_s is not None and costs.machine_s > 0:
             # the sweep measured busy CPU without the spin: the spin holds its share beside it
-            spin = min(max(trained, 0.0) * self.step_s, 1.0)
-            cpu = min(cpu, max(self.usable_cores - spin, 1e-9) / self.machine_s)
+            spin = min(max(trained, 0.0) * self.spin_s, 1.0)
+            cpu = min(cpu, max(self.usable_cores - spin, 1e-9) / costs.machine_s)
         if storage.aggregate_mb_s is None or self.object_bytes <= 0:
             bandwidth = math.inf
         else:
@@ -255,7 +283,7 @@ class _Loader:
         steady = min(latency, cpu, bandwidth)
         # one process reads no faster than its own ceiling, nor decodes faster than one core
         alone = min(latency / processes, math.inf if loading_s <= 0 else 1 / loading_s)
-        start_s = storage.first_byte_s if self.epoch_start_s is None else self.epoch_start_s
+        start_s = storage.first_byte_s if costs.epoch_start_s is None else costs.epoch_start_s
         rate = epoch_rate(steady, alone, processes, self.epoch_objects, spo, start_s)
         # on a tie name the CPU first (the ceiling users can act on offline); a serial process
         # that spends longer decoding than fetching is CPU-bound too
@@ -270,8 +298,9 @@ class _Loader:
         loop = rate
         consumer = self.consumer_rate
         if num_workers > 0:
-            # the training thread takes each batch from the workers, then steps: they take turns
-            receive = self.main_s or 0.0
+            # the training thread takes each batch from the workers between its steps, whether
+            # the step holds the core or blocks: they take turns over the step's wall time
+            receive = costs.main_s or 0.0
             if receive + self.step_s > 0:
                 loop = min(rate, 1 / (receive + self.step_s))
         elif consumer is not None and consumer > 0:

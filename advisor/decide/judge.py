@@ -20,7 +20,13 @@ from advisor.core.readable import Readable
 from advisor.decide.bottleneck import Bottleneck, of_loop
 from advisor.decide.trips import Trip, find_trips
 from advisor.decide.verdict import Verdict, input_bound
-from advisor.decide.watching import Change, Proof, _gain, _more_workers, _persistent_workers
+from advisor.decide.watching import (
+    Change,
+    Proof,
+    more_workers_change,
+    persistent_workers_change,
+    predicted_gain,
+)
 from advisor.measure.loop.handover import Handover
 from advisor.measure.loop.results import LoopRun, LoopSummary
 from advisor.measure.loop.watch import LoaderFacts
@@ -73,11 +79,11 @@ def judge(
     found = of_loop(summary, usable_cores, workers, machine_busy(run, summary, usable_cores))
     free = max(usable_cores - (run.others_cores or 0.0), 1.0)
     changes = [
-        _more_workers(run, summary, found, facts, usable_cores, free, handover),
-        _persistent_workers(run, summary, facts),
+        more_workers_change(run, summary, found, facts, usable_cores, free, handover),
+        persistent_workers_change(run, summary, facts),
     ]
     offered = [c for c in changes if c is not None]
-    change = max(offered, key=_gain, default=None)
+    change = max(offered, key=predicted_gain, default=None)
     return JudgedLoop(summary, verdict, found, trips, change, facts)
 
 

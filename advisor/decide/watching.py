@@ -3,14 +3,16 @@ persistent workers, the one with the larger predicted gain), and its proof where
 loader was swapped in during the run (`advisor.watch`).
 
 More workers are predicted by the throughput model (`advisor.core.model.predict`, the one
-`recommend` uses), fed with what the loop measured: the loader's CPU per sample (the process
-tree's CPU less the training thread's in its steps), each loading process's rate (the loop's
-rate over its loading processes; with no workers, over the share of the time the training
-process spent loading), the step's own rate (samples per step time: the rate with loading
-free), and what a batch costs to cross from a worker (the training thread's CPU taking the
-workers' batches over, and the timed wait for a ready batch of as many tensors). Persistent
-workers are predicted over whole epochs, as the model's `epoch_rate` takes an epoch: a start,
-then its samples at the steady rate; the start measured in the loop becomes one batch.
+`recommend` uses), fed with what the loop measured (`advisor.decide.facts.costs.loop_costs`):
+the loader's CPU per sample (the process tree's CPU less the training thread's in its steps),
+each loading process's time per sample (its loading processes share the loop's rate; with no
+workers, the training process loads while it waits), the step's own rate (samples per step
+time: the rate with loading free) and the share of it on the CPU, what a batch costs to cross
+from a worker (the training thread's CPU taking the workers' batches over, and the timed wait
+for a ready batch of as many tensors), and the data set's shards as the epoch's objects.
+Persistent workers are predicted over whole epochs, as the model's `epoch_rate` takes an
+epoch: a start, then its samples at the steady rate; the start measured in the loop becomes
+one batch.
 """
 
 from __future__ import annotations
@@ -21,10 +23,10 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from advisor.core.model import predict
-from advisor.core.storage import StorageParams
+from advisor.core.model import choose_workers, predict
 from advisor.core.units import counted, duration, rate, share
 from advisor.decide.bottleneck import Bottleneck
+from advisor.decide.facts.costs import loop_costs
 from advisor.decide.thresholds import NOISE_CAP
 from advisor.decide.verdict import INPUT_BOUND
 from advisor.measure.loop.handover import Handover
@@ -111,11 +113,11 @@ def steady_rate(run: LoopRun, skip: int = 0) -> tuple[float | None, float | None
     return sum(run.samples[i] for i in kept) / looped, waited / looped
 
 
-def _gain(change: Change) -> float:
+def predicted_gain(change: Change) -> float:
     return change.predicted_samples_per_s / change.measured_samples_per_s
 
 
-def _more_workers(
+def more_workers_change(
     run: LoopRun,
     summary: LoopSummary,
     found: Bottleneck | None,
@@ -131,7 +133,6 @@ def _more_workers(
     epoch's start (nothing in flight then, and without persistent workers their start),
     whatever the count."""
     measured, waits = steady_rate(run)
-    cpu = summary.loader_cpu_s_per_sample
     consumer = step_rate(run)
     if (
         facts is None
@@ -139,7 +140,6 @@ def _more_workers(
         or measured is None
         or waits is None
         or waits <= INPUT_BOUND
-        or cpu is None
         or consumer is None
         or found is None
         or found.stage == "cores"
@@ -147,54 +147,30 @@ def _more_workers(
         return None
     now = facts.num_workers
     # a data set of fewer shards than workers gives the workers above its shards nothing to
-    # read, now and after the change
-    shards = facts.shards or math.inf
-    loading = min(now, shards)
-    # each loading process's rate: the loading workers share the loop's rate; with none, the
-    # training process loads only while it waits
-    per_process = measured / loading if loading > 0 else measured / max(waits, 1e-6)
-    # With workers, the training thread takes their batches over one after another between
-    # its steps: at least its CPU measured doing so, and the hand-over's measured unpickling
-    # (which also waits on the worker's reply for each tensor). The rest of the loader's CPU
-    # is the workers'. With none, a worker would also pickle each batch it makes.
-    per_batch = statistics.fmean(run.samples) if run.samples else 1.0
-    send = take = None
-    if handover is not None and per_batch > 0:
-        send, take = handover.send_s / per_batch, handover.take_s / per_batch
-    receive, worker = take, None
-    if now > 0 and run.fetch_cpu_s is not None and run.total_samples > 0:
-        fetched = min(run.fetch_cpu_s / run.total_samples, cpu)
-        receive, cpu = max(fetched, take or 0.0), cpu - fetched
-    elif now == 0 and send is not None:
-        worker = cpu + send
-    storage = StorageParams(
-        "measured in the loop", first_byte_s=min(max(1 / per_process - cpu, 0.0), 60.0),
-        per_connection_mb_s=1e6, measured=True,
-    )  # fmt: skip
-
-    # the step holds the training thread's core for the share of its time it ran on the CPU
-    # (a GPU step that spins in a synchronisation: all of it; one that blocks: little): the
-    # model's step is one that holds its core, so it gets the step's CPU time per sample
-    held = min((run.step_cpu_s or 0.0) / sum(run.step_s), 1.0) if sum(run.step_s) > 0 else 1.0
-    holding_rate = consumer / held if held > 0.01 else None
+    # read: the loop measured the ones that read
+    loading = min(now, facts.shards) if facts.shards is not None else now
+    measured_loading = loop_costs(run, summary, now, loading, measured, waits, handover)
+    if measured_loading is None:
+        return None
+    cpu, costs = measured_loading.cpu_s_per_sample, measured_loading.costs
+    per_process = 1 / costs.process_s if costs.process_s else math.inf
 
     def predicted(count: int) -> float:
-        model = predict(
-            int(min(count, shards)), object_bytes=0.0, cpu_s_per_sample=cpu, usable_cores=free,
-            storage=storage, consumer_rate=holding_rate, main_s_per_sample=receive,
-            worker_s_per_sample=worker,
-        )  # fmt: skip
-        # the training thread takes each batch over between its steps, whether the step holds
-        # the CPU or waits (the model's turn-taking, with the step's wall time)
-        serial = 1 / (1 / consumer + receive) if receive else consumer
-        return min(model.trained_samples_per_s, serial)
+        # the shards are the epoch's objects: the model deals them whole to the workers; the
+        # loop knows no object sizes, and its processes' measured time stands for the storage
+        return predict(
+            count, object_bytes=0.0, cpu_s_per_sample=cpu, usable_cores=free,
+            consumer_rate=consumer, epoch_objects=facts.shards, costs=costs,
+        ).trained_samples_per_s  # fmt: skip
 
-    options = {w: predicted(w) for w in range(now + 1, max(math.ceil(cores - 1e-9), 1) + 1)}
-    reaching = [w for w, r in options.items() if r >= consumer * (1 - NOISE_CAP)]
-    best = reaching[0] if reaching else max(options, key=lambda w: options[w], default=None)
-    if best is None or options[best] <= measured * (1 + NOISE_CAP):
+    counts = range(now + 1, max(math.ceil(cores - 1e-9), 1) + 1)
+    options = {w: r for w in counts if (r := predicted(w)) > measured * (1 + NOISE_CAP)}
+    if not options:
         return None
-    to_rate = min(options[best], consumer)
+    # of the counts faster beyond the noise, the fewest that keep up with the step, else the
+    # fewest within the noise of the most (workers above the shards read no faster)
+    best = choose_workers(options, consumer * (1 - NOISE_CAP), headroom=1.0, tolerance=NOISE_CAP)
+    to_rate = options[best]
     wait_after = max(0.0, 1 - to_rate / consumer)
     return Change(
         "num_workers", now, best, measured, waits, to_rate, wait_after,
@@ -207,7 +183,7 @@ def _more_workers(
     )  # fmt: skip
 
 
-def _persistent_workers(
+def persistent_workers_change(
     run: LoopRun, summary: LoopSummary, facts: LoaderFacts | None
 ) -> Change | None:
     """persistent_workers=True, where the workers start anew every epoch and their start is

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -9,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from advisor.core.model import (
+    MeasuredCosts,
     choose_workers,
     epoch_rate,
     loading_cores,
@@ -322,19 +324,19 @@ def test_the_measured_cpu_costs_of_loading() -> None:
     turns with the step."""
     storage = _storage(0.020, k=256, bw=100.0, cap=None)
     kw = dict(object_bytes=20e3, cpu_s_per_sample=0.0003, usable_cores=2, storage=storage)
-    plain = predict(0, overhead_s_per_sample=0.00002, **kw)  # type: ignore[arg-type]
+    plain = predict(0, costs=MeasuredCosts(overhead_s=0.00002), **kw)  # type: ignore[arg-type]
     assert plain.samples_per_s == pytest.approx(1 / 0.00032, rel=1e-6)
     # the reader's threads, a local server and the network stack: 1.5 ms of the 2 cores a sample
-    busy = predict(0, overhead_s_per_sample=0.00002, machine_s_per_sample=0.0015, **kw)  # type: ignore[arg-type]
+    busy = predict(0, costs=MeasuredCosts(overhead_s=0.00002, machine_s=0.0015), **kw)  # type: ignore[arg-type]
     assert busy.samples_per_s == pytest.approx(2 / 0.0015, rel=1e-6)
     assert busy.bottleneck == "cpu"
-    main = predict(0, overhead_s_per_sample=0.00002, main_s_per_sample=0.0004, **kw)  # type: ignore[arg-type]
+    main = predict(0, costs=MeasuredCosts(overhead_s=0.00002, main_s=0.0004), **kw)  # type: ignore[arg-type]
     assert main.samples_per_s == pytest.approx(1 / 0.0004, rel=1e-6)
     # with workers and an 800/s consumer: 0.25 ms to take each sample, then 1.25 ms of step
-    one = predict(1, consumer_rate=800.0, main_s_per_sample=0.00025, **kw)  # type: ignore[arg-type]
+    one = predict(1, consumer_rate=800.0, costs=MeasuredCosts(main_s=0.00025), **kw)  # type: ignore[arg-type]
     assert one.trained_samples_per_s == pytest.approx(1 / 0.0015, rel=1e-6)
     # ... and without a consumer the training thread's share still bounds what it takes
-    fast = predict(1, main_s_per_sample=0.001, **kw)  # type: ignore[arg-type]
+    fast = predict(1, costs=MeasuredCosts(main_s=0.001), **kw)  # type: ignore[arg-type]
     assert fast.trained_samples_per_s == pytest.approx(1000.0, rel=1e-6)
     assert fast.trained_samples_per_s < fast.samples_per_s
 
@@ -345,15 +347,16 @@ def test_a_workers_measured_cpu_is_its_time_per_sample() -> None:
     (58 us) had said 98 us. Where the worker's own CPU is measured, that is its time."""
     local = StorageParams("local", 0.00001, 1500.0, requests_in_flight=4, local=True)
     kw = dict(object_bytes=20e3, cpu_s_per_sample=0.00002, usable_cores=2, storage=local)
-    guessed = predict(1, overhead_s_per_sample=0.00002, handover_s_per_sample=0.000058, **kw)  # type: ignore[arg-type]
+    guessed_costs = MeasuredCosts(overhead_s=0.00002, handover_s=0.000058)
+    guessed = predict(1, costs=guessed_costs, **kw)  # type: ignore[arg-type]
     assert guessed.samples_per_s == pytest.approx(1 / 0.000098, rel=1e-6)
-    measured = predict(1, overhead_s_per_sample=0.00002, handover_s_per_sample=0.000058,
-                       worker_s_per_sample=0.000122, **kw)  # type: ignore[arg-type]  # fmt: skip
+    measured_costs = MeasuredCosts(overhead_s=0.00002, handover_s=0.000058, worker_s=0.000122)
+    measured = predict(1, costs=measured_costs, **kw)  # type: ignore[arg-type]
     assert measured.samples_per_s == pytest.approx(1 / 0.000122, rel=1e-6)
     # two workers each take as long per sample, on the 2 cores less the training thread's
     # share (33 us a sample taking their batches): R = (2 - 33 us x R) / 122 us
-    two = predict(2, overhead_s_per_sample=0.00002, worker_s_per_sample=0.000122,
-                  main_s_per_sample=0.000033, **kw)  # type: ignore[arg-type]  # fmt: skip
+    two_costs = MeasuredCosts(overhead_s=0.00002, worker_s=0.000122, main_s=0.000033)
+    two = predict(2, costs=two_costs, **kw)  # type: ignore[arg-type]
     assert two.trained_samples_per_s == pytest.approx(2 / 0.000155, rel=0.01)
 
 
@@ -365,16 +368,19 @@ def test_a_worker_handing_large_samples_over_is_slower_than_no_worker() -> None:
     and 61 with one: a worker pays the hand-over of every byte, which 0 workers never do."""
     local = StorageParams("measured-local", 17e-6, 3967.7, requests_in_flight=32, local=True)
     kw = dict(object_bytes=8 * MB, cpu_s_per_sample=0.001585, usable_cores=2, storage=local,
-              overhead_s_per_sample=0.000117, epoch_objects=40)  # fmt: skip
-    none = predict(0, main_s_per_sample=0.0022, machine_s_per_sample=0.0035, **kw)  # type: ignore[arg-type]
-    one = predict(1, main_s_per_sample=0.00166, handover_s_per_sample=0.009375, **kw)  # type: ignore[arg-type]
-    blind = predict(1, **kw)  # type: ignore[arg-type]  # the decode loop alone: no hand-over
+              epoch_objects=40)  # fmt: skip
+    loop = MeasuredCosts(overhead_s=0.000117)  # the decode loop
+    none_costs = MeasuredCosts(overhead_s=0.000117, main_s=0.0022, machine_s=0.0035)
+    none = predict(0, costs=none_costs, **kw)  # type: ignore[arg-type]
+    one_costs = MeasuredCosts(overhead_s=0.000117, main_s=0.00166, handover_s=0.009375)
+    one = predict(1, costs=one_costs, **kw)  # type: ignore[arg-type]
+    blind = predict(1, costs=loop, **kw)  # type: ignore[arg-type]  # the decode loop alone: no hand-over
     assert one.samples_per_s < none.samples_per_s < blind.samples_per_s
     # a worker's one thread: the decode loop and the hand-over
     assert one.samples_per_s == pytest.approx(1 / (0.001702 + 0.009375), rel=0.05)
     # without a measured decode loop, the transform and the hand-over
     bare = predict(1, object_bytes=8 * MB, cpu_s_per_sample=0.001585, usable_cores=2,
-                   storage=local, handover_s_per_sample=0.009375)  # fmt: skip
+                   storage=local, costs=MeasuredCosts(handover_s=0.009375))  # fmt: skip
     assert bare.samples_per_s == pytest.approx(1 / (0.001585 + 0.009375), rel=0.05)
 
 
@@ -384,7 +390,8 @@ def test_a_spinning_step_holds_its_core_for_its_duty_cycle_not_the_whole_of_it()
     cores. Counting a whole core for it predicted no gain from the second worker."""
     kw = {
         "object_bytes": 400e3, "cpu_s_per_sample": 0.006, "usable_cores": 2,
-        "storage": _storage(0.002, 32), "consumer_rate": 5000.0, "main_s_per_sample": 1e-4,
+        "storage": _storage(0.002, 32), "consumer_rate": 5000.0,
+        "costs": MeasuredCosts(main_s=1e-4),
     }  # fmt: skip
     one, two = predict(1, **kw), predict(2, **kw)  # type: ignore[arg-type]
     assert one.trained_samples_per_s == pytest.approx(1 / 0.006, rel=0.01)
@@ -431,13 +438,78 @@ def test_every_epoch_of_a_small_set_waits_its_measured_start() -> None:
         "cpu_s_per_sample": 0.0025,
         "storage": _storage(1e-5, 4, bw=10_000.0, cap=None, local=True),
         "epoch_objects": 16,
-        "main_s_per_sample": 0.0025,
     }
-    measured = predict(0, **kw, epoch_start_s=0.005)  # type: ignore[arg-type]
+    started = MeasuredCosts(main_s=0.0025, epoch_start_s=0.005)
+    measured = predict(0, **kw, costs=started)  # type: ignore[arg-type]
     assert measured.samples_per_s == pytest.approx(16 / 0.045, rel=0.01)
-    first_byte = predict(0, **kw)  # type: ignore[arg-type]
+    first_byte = predict(0, **kw, costs=MeasuredCosts(main_s=0.0025))  # type: ignore[arg-type]
     assert first_byte.samples_per_s == pytest.approx(16 / (0.04 + 1e-5), rel=0.01)
     endless = {**kw, "epoch_objects": None}
-    assert predict(0, **endless, epoch_start_s=0.005).samples_per_s == pytest.approx(
-        400.0, rel=0.01
-    )  # type: ignore[arg-type]
+    assert predict(0, **endless, costs=started).samples_per_s == pytest.approx(400.0, rel=0.01)  # type: ignore[arg-type]
+
+
+def test_a_blocking_step_takes_turns_with_taking_batches_but_leaves_its_core() -> None:
+    """A 10 ms step of 8 samples and 0.5 ms of the training thread's CPU a sample to take the
+    workers' batches: whatever the step does with its core, a sample every 1.25 + 0.5 ms at
+    most. A step that spins holds its core meanwhile, so the one worker on 1 core loads on
+    what is left; one that blocks (its CPU share 0) leaves the worker the core."""
+    kw = {
+        "object_bytes": 0.0, "cpu_s_per_sample": 0.001, "usable_cores": 1,
+        "storage": _storage(0.0, 32, cap=None), "consumer_rate": 800.0,
+    }  # fmt: skip
+    spinning = predict(1, costs=MeasuredCosts(main_s=0.0005), **kw)  # type: ignore[arg-type]
+    blocking = predict(1, costs=MeasuredCosts(main_s=0.0005, step_cpu_share=0.0), **kw)  # type: ignore[arg-type]
+    assert blocking.trained_samples_per_s == pytest.approx(1 / (0.00125 + 0.0005), rel=1e-3)
+    assert spinning.trained_samples_per_s < 0.7 * blocking.trained_samples_per_s
+    assert blocking.training_share == pytest.approx(blocking.trained_samples_per_s * 0.0005)
+    with pytest.raises(ValueError, match="step_cpu_share"):
+        MeasuredCosts(step_cpu_share=1.5)
+
+
+def test_a_loops_measured_process_time_stands_in_for_the_storage() -> None:
+    """A loop's loading process took 5 ms a sample (4 of them waiting on its reads, 1 ms of
+    CPU): each worker reads 200 samples/s whatever the storage's defaults say, so 3 workers on
+    4 cores read 600; its CPU floors the time (a process never loads faster than it decodes)."""
+    kw = {"object_bytes": 0.0, "cpu_s_per_sample": 0.001, "usable_cores": 4}
+    measured = MeasuredCosts(process_s=0.005, epoch_start_s=0.0)
+    for storage in (S3_DEFAULTS, LOCAL_NVME_DEFAULTS):
+        three = predict(3, storage=storage, costs=measured, **kw)  # type: ignore[arg-type]
+        assert three.samples_per_s == pytest.approx(600.0, rel=1e-6)
+        assert three.bottleneck == "latency"
+    quick = MeasuredCosts(process_s=0.0001)
+    assert predict(1, costs=quick, **kw).samples_per_s == pytest.approx(1000.0)  # type: ignore[arg-type]
+
+
+def test_the_shards_dealt_whole_cap_a_loops_workers() -> None:
+    """A loop's data set of 3 shards: 3 workers read them at once, a fourth gets none, and 2
+    workers take two shards' time an epoch (the model's own dealing, `epoch_rate`)."""
+    kw = {"object_bytes": 0.0, "usable_cores": 8, "epoch_objects": 3}
+    costs = MeasuredCosts(process_s=0.01, epoch_start_s=0.0)
+    rates = {w: predict(w, costs=costs, **kw).samples_per_s for w in (2, 3, 4)}  # type: ignore[arg-type]
+    assert rates[3] == pytest.approx(300.0) == pytest.approx(rates[4])
+    assert rates[2] == pytest.approx(150.0)
+
+
+def test_measured_cpu_costs_run_faster_on_faster_cores_and_wall_times_do_not() -> None:
+    costs = MeasuredCosts(
+        overhead_s=0.002, main_s=0.004, machine_s=None, handover_s=0.001, worker_s=0.006,
+        process_s=0.01, step_cpu_share=0.5, epoch_start_s=0.2,
+    )  # fmt: skip
+    assert costs.on_cores(2.0) == MeasuredCosts(
+        overhead_s=0.001, main_s=0.002, machine_s=None, handover_s=0.0005, worker_s=0.003,
+        process_s=0.01, step_cpu_share=0.5, epoch_start_s=0.2,
+    )  # fmt: skip
+
+
+def test_the_most_direct_measure_of_a_loading_thread_wins() -> None:
+    """With 0 workers the training thread's own loading; with workers a worker's own CPU, else
+    the decode loop (or the transform) and the hand-over; nothing measured: None."""
+    all_of_them = MeasuredCosts(overhead_s=0.001, main_s=0.004, handover_s=0.002, worker_s=0.005)
+    assert all_of_them.thread_s(0, 0.003) == 0.004
+    assert all_of_them.thread_s(2, 0.003) == 0.005
+    no_worker = dataclasses.replace(all_of_them, worker_s=None)
+    assert no_worker.thread_s(2, 0.003) == pytest.approx(0.001 + 0.003 + 0.002)
+    assert MeasuredCosts(handover_s=0.002).thread_s(1, 0.003) == pytest.approx(0.005)
+    assert MeasuredCosts().thread_s(1, 0.003) is None
+    assert MeasuredCosts().training_s(0, 0.003) == 0.003
+    assert MeasuredCosts().training_s(1, 0.003) == pytest.approx(1 / 3000)

@@ -7,10 +7,12 @@ import dataclasses
 
 import pytest
 
+from advisor.core.model import predict
+from advisor.decide.facts.costs import loop_costs
 from advisor.decide.judge import judge
-from advisor.decide.watching import proof, steady_rate
+from advisor.decide.watching import proof, steady_rate, step_rate
 from advisor.measure.loop.handover import Handover
-from advisor.measure.loop.results import LoopRun
+from advisor.measure.loop.results import LoopRun, LoopSummary
 from advisor.measure.loop.watch import LoaderFacts
 
 FACTS = LoaderFacts(
@@ -189,3 +191,52 @@ def test_the_machines_other_work_is_the_loops_own_figure() -> None:
     assert quiet.change is not None and busy.change is not None
     assert "on the 3.9 of 4 cores other work left" in quiet.change.line
     assert "on the 1.0 of 4 cores other work left" in busy.change.line
+
+
+def test_a_loops_costs_are_what_it_measured_and_its_change_is_the_models_own() -> None:
+    """2 workers waiting on storage: each loading process takes 2 / rate s a sample (1 / rate
+    where the data set has one shard: only one reads), the training thread's CPU taking
+    their batches over (or the timed wait for a ready batch, where longer) is its own, the
+    rest of the loader's CPU the workers', and the step, a sleep, holds no core. The change
+    offered is what the model predicts from those costs, untouched."""
+    run = waiting_on_storage()
+    summary = LoopSummary.of(run)
+    rate, waits = steady_rate(run)
+    assert rate == pytest.approx(8 / 0.03) and waits == pytest.approx(2 / 3)
+    loading = loop_costs(run, summary, 2, 2, rate, waits, None)
+    assert loading is not None and summary.loader_cpu_s_per_sample is not None
+    fetched = 0.005 / run.total_samples
+    assert loading.cpu_s_per_sample == pytest.approx(summary.loader_cpu_s_per_sample - fetched)
+    costs = loading.costs
+    assert costs.main_s == pytest.approx(fetched) and costs.worker_s is None
+    assert costs.process_s == pytest.approx(2 / rate) and costs.step_cpu_share == 0.0
+    assert costs.epoch_start_s == 0.0  # the steady rate leaves each epoch's start out
+    one_shard = loop_costs(run, summary, 2, 1, rate, waits, None)
+    assert one_shard is not None and one_shard.costs.process_s == pytest.approx(1 / rate)
+    slow = Handover(tensors=1, send_s=0.0004, take_s=0.004)
+    taking = loop_costs(run, summary, 2, 2, rate, waits, slow)
+    assert taking is not None and taking.costs.main_s == pytest.approx(0.004 / 8)
+
+    spread = dataclasses.replace(FACTS, persistent_workers=True)
+    change = judge(run, spread, usable_cores=4).change
+    assert change is not None and change.setting == "num_workers"
+    model = predict(
+        change.to, object_bytes=0.0, cpu_s_per_sample=loading.cpu_s_per_sample,
+        usable_cores=4, consumer_rate=step_rate(run), costs=costs,
+    )  # fmt: skip
+    assert change.predicted_samples_per_s == model.trained_samples_per_s
+
+
+def test_a_loop_without_workers_prices_a_worker_with_its_hand_over() -> None:
+    """0 workers: the training process loads while it waits, so a process's time per sample
+    is the waiting share over the rate; a worker would also pickle each batch it makes."""
+    run = in_process()
+    summary = LoopSummary.of(run)
+    rate, waits = steady_rate(run)
+    assert rate is not None and waits is not None
+    cheap = Handover(tensors=1, send_s=0.0001, take_s=0.0003)
+    loading = loop_costs(run, summary, 0, 0, rate, waits, cheap)
+    assert loading is not None and summary.loader_cpu_s_per_sample is not None
+    assert loading.costs.process_s == pytest.approx(waits / rate)
+    assert loading.costs.worker_s == pytest.approx(summary.loader_cpu_s_per_sample + 0.0001 / 4)
+    assert loading.costs.main_s == pytest.approx(0.0003 / 4)

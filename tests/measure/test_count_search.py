@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from advisor.core.model import choose_workers, predict
+from advisor.core.model import MeasuredCosts, choose_workers, predict
 from advisor.core.storage import StorageParams
 from advisor.decide.facts.measured import choose_measured
 from advisor.measure.trial.counts import SLICES_PER_MODE
@@ -260,9 +260,10 @@ def measured_on_share(costs: Costs, share: float, rng: random.Random) -> dict[st
     )  # fmt: skip
     return {
         "object_bytes": OBJECT_BYTES, "cpu_s_per_sample": transform, "storage": storage,
-        "overhead_s_per_sample": max(noisy(costs.alone_s) - transform, 0.0),
-        "main_s_per_sample": main, "worker_s_per_sample": worker,
-        "machine_s_per_sample": busy / read,
+        "costs": MeasuredCosts(
+            overhead_s=max(noisy(costs.alone_s) - transform, 0.0), main_s=main,
+            worker_s=worker, machine_s=busy / read,
+        ),
     }  # fmt: skip
 
 

@@ -255,12 +255,14 @@ def test_shards_streamed_from_s3_are_modelled_with_the_packed_samples_cpu() -> N
     )
     ctx = Context(small, hw, wl, trial)
     state = evaluate(ctx).state
-    costs = ctx.measured_costs(state, 0)
-    assert costs["main_s_per_sample"] == pytest.approx(2.4e-3)
-    assert "machine_s_per_sample" not in costs
+    costs = ctx.costs(state, 0)
+    assert costs.main_s == pytest.approx(2.4e-3)
+    assert costs.machine_s is None and not ctx.reads_as_trialled(state)
     # the same trial, measured under another batch size, is not used at all
     other = Context(small, hw, dataclasses.replace(wl, batch_size=32), trial)
-    assert "main_s_per_sample" not in other.measured_costs(evaluate(other).state, 0)
+    other_state = evaluate(other).state
+    assert other.costs(other_state, 0).main_s is None
+    assert not other.reads_as_trialled(other_state) and not other.packed_cpu_measured(other_state)
 
 
 def test_the_export_says_what_a_tar_sample_is_and_that_the_set_is_to_be_packed() -> None:

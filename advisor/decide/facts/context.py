@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from functools import cached_property
 
-from advisor.core.model import Prediction, predict
+from advisor.core.model import MeasuredCosts, Prediction, predict
 from advisor.core.storage import (
     EFS_DEFAULTS,
     HDD_DEFAULTS,
@@ -23,6 +23,7 @@ from advisor.core.storage import (
     StorageParams,
 )
 from advisor.decide.facts.copy_rate import CopyRate, copy_rate
+from advisor.decide.facts.costs import trial_costs
 from advisor.decide.facts.evidence import SweepEvidence
 from advisor.decide.facts.reading import Reading
 from advisor.decide.keys import Key, State
@@ -283,46 +284,20 @@ class Context(Reading):
             storage=storage,
             consumer_rate=self.consumer_rate,
             epoch_objects=math.ceil(self.objects_read(state) / max(self.ranks, 1)),
-            epoch_start_s=self.epoch_start_s(state),
-            **self.measured_costs(state, num_workers),
+            costs=self.costs(state, num_workers),
         )
 
-    def epoch_start_s(self, state: State) -> float | None:
-        """The wait for an epoch's first sample that the trial's decode probe measured, where
-        training reads what it read, the listed objects (None: a first byte of the storage the
-        model reads, such as a local copy the sweep read but the probe did not)."""
-        decode = self.trial.decode if self.trial is not None else None
-        listed = self.read_path(state) == READ_LISTED
-        if decode is None or not listed or not self.reads_as_trialled(state):
-            return None
-        return decode.start_s
-
-    def measured_costs(self, state: State, num_workers: int) -> dict[str, float | None]:
-        """The CPU costs per sample the trial measured, for `predict`: the loader process's
-        Python work (the decode loop) and, with workers, the samples' hand-over from a worker
-        (its probe: what crosses is the transform's output, wherever it was read from); and,
-        where training reads what the trial read on this machine, the training thread's and
-        the machine's with this kind of count (the sweep)."""
-        trial = self.trial
-        decode = trial.decode if trial is not None else None
-        if trial is None or decode is None:
-            return {}
-        costs: dict[str, float | None] = {"overhead_s_per_sample": decode.overhead_s}
-        handover = trial.handover if num_workers > 0 else None
-        if handover is not None:
-            costs["handover_s_per_sample"] = handover.worker_s_per_sample
-            costs["main_s_per_sample"] = handover.main_s_per_sample
-        if self.reads_as_trialled(state) or self.packed_cpu_measured(state):
-            main_s = trial.main_thread_s(num_workers)  # the sweep's, where it measured the kind
-            if main_s is not None or handover is None:
-                costs["main_s_per_sample"] = main_s
-        if self.reads_as_trialled(state):
-            costs["machine_s_per_sample"] = trial.machine_s(num_workers)
-            costs["worker_s_per_sample"] = trial.worker_s(num_workers)
-            if handover is None:  # a result from before the probe: the sweep's estimate
-                costs["handover_s_per_sample"] = trial.worker_handover_s(num_workers)
-        # CPU seconds measured here, on the target's cores
-        return {k: None if v is None else v / self.core_speed for k, v in costs.items()}
+    def costs(self, state: State, num_workers: int) -> MeasuredCosts:
+        """What the trial measured of the loading with `num_workers`, for the model, on the
+        target's cores (`trial_costs`)."""
+        return trial_costs(
+            self.trial,
+            num_workers,
+            as_trialled=self.reads_as_trialled(state),
+            packed_cpu=self.packed_cpu_measured(state),
+            listed=self.read_path(state) == READ_LISTED,
+            core_speed=self.core_speed,
+        )
 
     def measured_prefetch(self, state: State, num_workers: int) -> int | None:
         """The prefetch_factor the sweep measured `num_workers` with, where its rates hold."""

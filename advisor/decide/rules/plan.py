@@ -194,16 +194,12 @@ class PlanRestsOn(Rule):
         if target is None:
             return None
         w = int(state.get(Key.NUM_WORKERS, 0))
-        costs = ctx.measured_costs(state, w)
+        costs = ctx.costs(state, w)
         parts = [f"{duration(ctx.cpu_s_per_sample)} of CPU per sample (the decode loop)"]
-        if costs.get("worker_s_per_sample"):
-            parts.append(
-                f"{duration(costs['worker_s_per_sample'] or 0)} a worker spends per sample"
-            )
-        if costs.get("main_s_per_sample"):
-            parts.append(
-                f"{duration(costs['main_s_per_sample'] or 0)} of the training thread's per sample"
-            )
+        if costs.worker_s:
+            parts.append(f"{duration(costs.worker_s)} a worker spends per sample")
+        if costs.main_s:
+            parts.append(f"{duration(costs.main_s)} of the training thread's per sample")
         storage = ctx.read_storage(state)
         if storage.measured:
             local = ("read", "read of local files")

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from advisor.core.model import HEADROOM, predict
+from advisor.core.model import HEADROOM, MeasuredCosts, predict
 from advisor.core.workload import Workload
 from advisor.measure.hardware import HardwareProfile
 from advisor.measure.trial.data import TrialClock, TrialData
@@ -70,8 +70,8 @@ def sweep_counts(
         w: predict(
             w, object_bytes=data.mean_object_bytes, samples_per_object=spo,
             cpu_s_per_sample=decode.cpu_s_per_sample, usable_cores=cores, storage=params,
-            consumer_rate=workload.consumer_rate, overhead_s_per_sample=decode.overhead_s,
-            epoch_objects=data.epoch_objects,
+            consumer_rate=workload.consumer_rate, epoch_objects=data.epoch_objects,
+            costs=MeasuredCosts(overhead_s=decode.overhead_s),
         )
         for w in range(highest + 1)
     }  # fmt: skip
