@@ -7,7 +7,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
 from tests.browser.browser_helpers import ARTIFACTS, jupyter_lab
@@ -42,6 +41,8 @@ def test_a_training_loop_watched_in_a_notebook_shows_the_live_view_and_verdict(
     SHOTS.mkdir(parents=True, exist_ok=True)
     root = tmp_path / "root"
     root.mkdir()
+    import nbformat  # here, not at the top: its import takes seconds that collecting paid
+
     notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(TRAINING_CELL)])
     nbformat.write(notebook, root / "train.ipynb")
     log = ARTIFACTS / "jupyterlab-watch.log"

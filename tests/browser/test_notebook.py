@@ -9,14 +9,20 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from advisor.demo.server import S3Endpoint
 from testing.kernels import ipc_kernels
 from tests.browser.browser_helpers import NOTEBOOK, check_export_yields_batch, small_demo_env
+
+if TYPE_CHECKING:
+    import nbformat
+
+# nbformat and nbclient are imported by the tests that run a notebook: importing nbformat takes
+# seconds of CPU (its schema validator), which every pytest process that collects this module
+# paid, the `timing` pass and `make check`'s, which run none of these tests, included.
 
 pytestmark = [
     pytest.mark.notebook,
@@ -45,6 +51,9 @@ print("steps done:", c.step_name, "| points:", len(c.trial_step.points))
 def _run(
     env: dict[str, str], cwd: Path, timeout: int = 60, extra: str = ""
 ) -> nbformat.NotebookNode:
+    import nbformat
+    from nbclient import NotebookClient
+
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     if extra:
         notebook.cells.append(nbformat.v4.new_code_cell(extra))
@@ -95,6 +104,9 @@ def test_magic_shows_a_prefilled_wizard(tmp_path: Path) -> None:
         "%advisor --help",
         "%advisor --no-such-option",
     ]
+    import nbformat
+    from nbclient import NotebookClient
+
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
     with ipc_kernels() as config:
