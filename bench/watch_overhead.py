@@ -32,7 +32,7 @@ STEPS_MS = (1.0, 10.0)
 
 
 def _loop(batches: list[torch.Tensor], watched: bool) -> float:
-    source = advisor.watch(batches, every=50, out=None) if watched else batches
+    source = advisor.watch(batches, every=50, out=None, history=False) if watched else batches
     started = time.perf_counter()
     for _ in source:
         pass

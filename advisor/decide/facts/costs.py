@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import statistics
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from advisor.core.model import MeasuredCosts
-from advisor.measure.loop.handover import Handover
 from advisor.measure.loop.results import LoopRun, LoopSummary
 from advisor.measure.trial.results import TrialResult
+
+if TYPE_CHECKING:  # its module starts torch, which the wizard's first view must not wait for
+    from advisor.measure.loop.handover import Handover
 
 
 def trial_costs(
