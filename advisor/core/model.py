@@ -113,7 +113,7 @@ def loading_cores(num_workers: int, usable_cores: float, training_share: float =
 class MeasuredCosts:
     """What a trial or a training loop measured of the loading, for `predict`: CPU seconds per
     sample unless said, each None where not measured (the model's own estimate stands). The
-    constructors are the measurers' (`advisor.decide.costs`: `trial_costs`, `loop_costs`).
+    constructors are the measurers' (`advisor.decide.facts.costs`).
 
     overhead_s: a loader process's Python work beyond the transform (it bounds one process at
         1 / (overhead + CPU), in place of `process_objects_per_s`'s object ceiling).

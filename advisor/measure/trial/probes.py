@@ -201,7 +201,7 @@ def measure_decode(
     if samples == 0:
         raise FileNotFoundError("no samples could be read for the decode measurement")
     if start_s is not None:
-        start_s = _epoch_start_s(sample_data, start_s, clock)
+        start_s = _epoch_start_s(sample_data, start_s, clock, budget)
     per_sample_ms = cpu / samples / data.samples_per_item * 1000
     clock.report("decode", f"{transform_name}: {per_sample_ms:.3g} ms CPU per sample")
     loop = (last_arrival - first_arrival) / (samples - 1) if samples > 1 else None
@@ -217,13 +217,14 @@ def measure_decode(
     )
 
 
-def _epoch_start_s(data: TrialData, first_s: float, clock: TrialClock) -> float:
+def _epoch_start_s(data: TrialData, first_s: float, clock: TrialClock, budget: float) -> float:
     """The median wait for a fresh iterator's first sample over `START_TIMINGS` starts, the
     decode's `first_s` one of them: one start varies several-fold on a busy machine (the first
-    reads share the cores with everything else). Starts cost a first read each; none is
-    repeated that would take more than a tenth of the trial's time left."""
+    reads share the cores with everything else). Starts cost a first read each: they are
+    repeated only where all of them fit in a quarter of the decode's `budget` (a set of large
+    objects read whole keeps its one timing rather than take the sweep's time)."""
     starts = [first_s]
-    while len(starts) < START_TIMINGS and first_s < (clock.seconds - clock.used()) / 10:
+    while len(starts) < START_TIMINGS and first_s * (START_TIMINGS - 1) <= budget / 4:
         clock.check()
         begun = time.perf_counter()
         items = iter(data.dataset())
