@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from native_loader.shm_plan import ShmTooSmallError
-from native_loader.worker_death import WorkerDied, WorkerWatch
+from native_loader.worker_death import WORKER_ERRORS, WorkerDied, WorkerWatch
 
 SAMPLE_EVERY_S = 0.25  # the workers' memory is read at most this often (at a batch)
 
@@ -73,7 +73,7 @@ class _WatchedIterator:
             self._watch.sample()
         try:
             return next(self._iterator)
-        except RuntimeError as exc:
+        except WORKER_ERRORS as exc:
             # said already: where the SIGCHLD handler raised inside `next()`, or as /dev/shm
             # too small for the batches (`native_loader.shm`, which sees a SIGBUS first)
             said = isinstance(exc, (WorkerDied, ShmTooSmallError))

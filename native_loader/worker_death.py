@@ -9,24 +9,26 @@ where they are known), the signal and the likely cause with what was measured of
 memory (`WorkersMemory`). The exported loader (`native_loader.watched`) and `advisor.diagnose`
 say it with this one function.
 
-What is measurable, and cheaply: each worker's peak resident memory as the kernel keeps it
-(``VmHWM`` in /proc/<pid>/status: a high-water mark, so a reading every few batches misses
-only what grew after it), and the OOM kills the kernel counted in this process's memory cgroup
-(v2 ``memory.events``, v1 ``memory.oom_control``: ``oom_kill``) against the count when the
-loader started: a kill counted meanwhile says the OOM killer did it. Linux only; elsewhere the
-readings are None and the message says what it can without them.
+What was measured of the workers' memory, and how, is `native_loader.worker_memory`'s.
 """
 
 from __future__ import annotations
 
 import re
 import signal
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-__all__ = ["WorkerDied", "WorkersMemory", "deaths_in", "explain", "memory_limit", "oom_kills"]
+from native_loader.worker_memory import WorkersMemory, memory_limit, oom_kills, resident, since
+
+__all__ = [
+    "WORKER_ERRORS",
+    "WorkerDied",
+    "deaths_in",
+    "explain",
+]
 
 # torch's words (torch/utils/data/dataloader.py and torch/csrc/DataLoader.cpp)
 _KILLED = re.compile(r"DataLoader worker \(pid (\d+)\) is killed by signal: ([^.]+)\.")
@@ -34,7 +36,14 @@ _EXITED = re.compile(r"DataLoader worker \(pid (\d+)\) exited unexpectedly with 
 _GONE = re.compile(r"DataLoader worker \(pid\(s\) ([\d, ]+)\) exited unexpectedly")
 # strsignal's words ("Killed", "Bus error") back to the signal
 _BY_DESCRIPTION = {signal.strsignal(s): s for s in signal.Signals if signal.strsignal(s)}
-_UNLIMITED = 2**60  # a cgroup v1 limit at least this large is no limit
+# A batch's tensors come over a socket the worker that made them serves (torch's file_descriptor
+# sharing): a worker killed as the batch is taken resets it, and the kernel closes a dying
+# process's sockets before its exit status is ready, so torch, finding every worker alive,
+# raises the bare connection error. The worker's exit status is awaited this long.
+_LOST_WORKER = (ConnectionError, EOFError)
+EXIT_WAIT_S = 1.0
+# the errors a worker's death reaches the training loop as: torch's words, or a lost connection
+WORKER_ERRORS = (RuntimeError, *_LOST_WORKER)
 
 
 class WorkerDied(RuntimeError):
@@ -76,24 +85,6 @@ class Death:
     exit_code: int | None = None
 
 
-@dataclass(frozen=True)
-class WorkersMemory:
-    """What was measured of a loader's workers' memory; None where nothing was.
-
-    peak_bytes: the largest peak resident memory of one worker. dead_bytes: the dead worker's
-    own, where it was read. total_bytes: the largest resident memory of `total_of` together
-    (shared pages counted in each process). oom_kills: OOM kills the kernel counted in this
-    process's memory cgroup while the loader ran. limit_bytes: the memory this process may
-    use (its cgroup's limit, else the machine's)."""
-
-    peak_bytes: int | None = None
-    dead_bytes: int | None = None
-    total_bytes: int | None = None
-    total_of: str = "its workers"
-    oom_kills: int | None = None
-    limit_bytes: int | None = None
-
-
 def deaths_in(exc: BaseException) -> list[Death]:
     """The worker deaths torch's error (or an error it caused: its `__cause__` and
     `__context__`, a few deep) reports; [] for any other error."""
@@ -114,6 +105,47 @@ def deaths_in(exc: BaseException) -> list[Death]:
     return list(found.values())
 
 
+def deaths_of(
+    exc: BaseException, workers: Sequence[Any] = (), wait_s: float = EXIT_WAIT_S
+) -> list[Death]:
+    """The worker deaths `exc` reports (`deaths_in`); where it reports none but is a lost
+    connection to a process, the workers found dead, their exit status awaited up to `wait_s`
+    (none found: [], as for any other error)."""
+    deaths = deaths_in(exc)
+    if deaths or not workers or not _lost_worker(exc):
+        return deaths
+    deadline = time.monotonic() + wait_s
+    while True:
+        dead = [_completed(Death(pid), workers) for pid in _exited(workers)]
+        if dead or time.monotonic() >= deadline:
+            return dead
+        time.sleep(0.01)
+
+
+def _lost_worker(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(5):
+        if seen is None:
+            return False
+        if isinstance(seen, _LOST_WORKER):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def _exited(workers: Iterable[Any]) -> list[int]:
+    """The pids of the worker processes that have ended (their exit status is ready)."""
+    pids = []
+    for w in workers:
+        try:
+            code = w.exitcode
+        except (AttributeError, ValueError, OSError):
+            continue
+        if code is not None and isinstance(getattr(w, "pid", None), int):
+            pids.append(w.pid)
+    return pids
+
+
 def explain(
     exc: BaseException,
     workers: Sequence[Any] | None = None,
@@ -123,8 +155,9 @@ def explain(
 
     workers: the loader's worker processes in worker-id order (a torch iterator's, or
     `multiprocessing.Process` objects): they give the worker's id, and the signal or exit
-    code where torch's words did not. memory: what was measured of them."""
-    deaths = deaths_in(exc)
+    code where torch's words did not, and the dead one where a lost connection was all torch
+    raised (`deaths_of`). memory: what was measured of them."""
+    deaths = deaths_of(exc, workers or ())
     if not deaths:
         return None
     ids = {getattr(w, "pid", None): i for i, w in enumerate(workers or ())}
@@ -232,85 +265,6 @@ def _gib(n: int) -> str:
     return f"{n / 2**20:.0f} MiB"
 
 
-# --- readings (Linux) ----------------------------------------------------------------------
-
-
-def resident(pid: int) -> tuple[int, int] | None:
-    """(resident memory now, its peak: VmRSS and VmHWM) of a process in bytes; None when they
-    cannot be read (gone, a zombie, not Linux)."""
-    try:
-        with open(f"/proc/{pid}/status", "rb") as f:
-            status = f.read()
-    except OSError:
-        return None
-    now = re.search(rb"^VmRSS:\s+(\d+) kB", status, re.M)
-    peak = re.search(rb"^VmHWM:\s+(\d+) kB", status, re.M)
-    if now is None or peak is None:
-        return None
-    return int(now.group(1)) * 1024, int(peak.group(1)) * 1024
-
-
-def _memory_cgroup(root: Path = Path("/")) -> Path | None:
-    """The memory cgroup folder of this process (v2 or v1), or None."""
-    try:
-        lines = (root / "proc/self/cgroup").read_text().splitlines()
-    except OSError:
-        return None
-    base = root / "sys/fs/cgroup"
-    for line in lines:
-        number, controllers, path = [*line.split(":", 2), "", ""][:3]
-        if number == "0" and not controllers:
-            candidates = [base / path.lstrip("/"), base]
-        elif "memory" in controllers.split(","):
-            candidates = [base / "memory" / path.lstrip("/"), base / "memory"]
-        else:
-            continue
-        for folder in candidates:
-            if (folder / "memory.events").is_file() or (folder / "memory.oom_control").is_file():
-                return folder
-    return None
-
-
-def oom_kills(root: Path = Path("/")) -> int | None:
-    """The OOM kills the kernel has counted in this process's memory cgroup (any OOM killer's,
-    system-wide ones included); None where the count cannot be read."""
-    folder = _memory_cgroup(root)
-    if folder is None:
-        return None
-    for name in ("memory.events", "memory.oom_control"):
-        try:
-            text = (folder / name).read_text()
-        except OSError:
-            continue
-        match = re.search(r"^oom_kill (\d+)$", text, re.M)
-        if match:
-            return int(match.group(1))
-    return None
-
-
-def memory_limit(root: Path = Path("/")) -> int | None:
-    """Bytes this process may use: its memory cgroup's limit, else the machine's memory."""
-    folder = _memory_cgroup(root)
-    if folder is not None:
-        for name in ("memory.max", "memory.limit_in_bytes"):
-            try:
-                text = (folder / name).read_text().strip()
-            except OSError:
-                continue
-            if text.isdigit() and int(text) < _UNLIMITED:
-                return int(text)
-    try:
-        meminfo = (root / "proc/meminfo").read_text()
-    except OSError:
-        return None
-    match = re.search(r"^MemTotal:\s+(\d+) kB", meminfo, re.M)
-    return int(match.group(1)) * 1024 if match else None
-
-
-def _since(start: int | None, now: int | None) -> int | None:
-    return None if start is None or now is None else max(now - start, 0)
-
-
 class WorkerWatch:
     """The memory of one loader's workers, read as it runs: `sample()` every few batches (the
     kernel's peak of each, so a reading costs one small file per worker), `explain(exc)` at a
@@ -338,30 +292,16 @@ class WorkerWatch:
             peak_bytes=max(self.peaks.values(), default=0) or None,
             dead_bytes=self.peaks.get(dead) if dead is not None else None,
             total_bytes=self.total or None,
-            oom_kills=_since(self._oom_start, oom_kills()),
+            oom_kills=since(self._oom_start, oom_kills()),
             limit_bytes=memory_limit(),
         )
 
     def explain(self, exc: BaseException) -> WorkerDied | None:
         """`WorkerDied` for torch's error about one of these workers, else None."""
-        if not deaths_in(exc):
+        deaths = deaths_of(exc, self.workers)
+        if not deaths:
             return None
         self.sample()  # the living workers' peaks as they are now
         pids = [getattr(w, "pid", None) for w in self.workers]
-        dead = deaths_in(exc)[0].pid
+        dead = deaths[0].pid
         return explain(exc, self.workers, self.memory(pids.index(dead) if dead in pids else None))
-
-
-def loop_memory(
-    oom_start: int | None, peak_worker_bytes: int | None, total_bytes: int | None
-) -> WorkersMemory:
-    """What a loop that measured its process tree (the advisor's diagnose) knows of the workers'
-    memory: the largest one worker's peak and the tree's, and the OOM kills since `oom_start`
-    (`oom_kills()` when the loop started)."""
-    return WorkersMemory(
-        peak_bytes=peak_worker_bytes or None,
-        total_bytes=total_bytes or None,
-        total_of="the loader's processes",
-        oom_kills=_since(oom_start, oom_kills()),
-        limit_bytes=memory_limit(),
-    )

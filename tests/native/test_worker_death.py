@@ -5,6 +5,7 @@ surfaces in `next()` or in the training step, and torch's other words for a deat
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import pickle
 import re
@@ -16,7 +17,8 @@ from typing import Any
 import pytest
 
 from native_loader.loader import LoaderSettings, make_dataloader, make_dataset
-from native_loader.worker_death import WorkerDied, WorkersMemory, explain, memory_limit, oom_kills
+from native_loader.worker_death import WorkerDied, explain
+from native_loader.worker_memory import WorkersMemory, memory_limit, oom_kills
 
 BATCHES = 200  # far more than the test reads: the epoch never ends before the kill
 
@@ -38,6 +40,12 @@ def kill_a_worker(iterator: Any) -> int:
     pid = iterator._workers[-1].pid
     os.kill(pid, signal.SIGKILL)
     return pid
+
+
+def torchs_error(cause: BaseException | None) -> bool:
+    """What torch raised for a death: its words, or the connection the dead worker reset (when
+    the batch was being taken as it died, before its exit status was ready)."""
+    return isinstance(cause, ConnectionError) or "DataLoader worker" in str(cause)
 
 
 def said_plainly(message: str, pid: int) -> None:
@@ -65,7 +73,7 @@ def test_a_worker_killed_mid_epoch_names_the_worker_the_signal_and_memory(
     died = raised.value
     assert isinstance(died, WorkerDied) and died.pid == pid and died.signal == "SIGKILL"
     assert died.worker in (0, 1) and died.exit_code is None
-    assert "DataLoader worker" in str(died.__cause__)  # torch's own words, kept
+    assert torchs_error(died.__cause__)  # kept
     del iterator  # its workers are stopped: nothing is left behind
     for _ in range(100):
         if not any(w.is_alive() for w in workers):
@@ -154,6 +162,34 @@ def test_a_death_found_in_the_cause_and_other_errors_left_alone() -> None:
     assert "the workers' memory was not measured" in str(died)
     assert explain(RuntimeError("CUDA out of memory")) is None
     assert explain(ValueError("DataLoader timed out after 5 seconds")) is None
+
+
+def test_a_connection_reset_by_a_worker_killed_that_moment_names_it() -> None:
+    """torch raises the bare error when a worker dies as its batch is taken: the socket that
+    passes the batch's shared memory is reset before the kernel has the worker's exit status,
+    so torch finds every worker alive. The dead worker is awaited and named; a reset while every
+    worker lives is not a death."""
+    context = multiprocessing.get_context("fork")
+    workers = [context.Process(target=time.sleep, args=(60,)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    try:
+        reset = ConnectionResetError(104, "Connection reset by peer")
+        started = time.monotonic()
+        assert explain(reset, workers, WorkersMemory()) is None
+        assert 0.9 < time.monotonic() - started < 5  # awaited, within its bound
+        assert explain(reset) is None  # no workers to look at: nothing awaited
+        os.kill(workers[1].pid, signal.SIGKILL)  # type: ignore[arg-type]
+        died = explain(reset, workers, WorkersMemory())  # at once: its exit status is awaited
+        assert died is not None and (died.worker, died.signal) == (1, "SIGKILL"), died
+        assert died.pid == workers[1].pid
+        lost = RuntimeError("a batch could not be read")
+        lost.__context__ = EOFError()
+        assert explain(lost, workers, WorkersMemory()) is not None
+    finally:
+        for w in workers:
+            w.kill()
+            w.join(5)
 
 
 def test_the_cgroup_readings(tmp_path: Path) -> None:

@@ -27,7 +27,8 @@ from advisor.measure.loop.instrument import InstrumentedLoop, batch_samples
 from advisor.measure.loop.results import LoopRun
 from advisor.measure.loop.watch import LoaderFacts
 from advisor.measure.trial.live import spin_step
-from native_loader.worker_death import deaths_in, explain, loop_memory, oom_kills
+from native_loader.worker_death import deaths_in, explain
+from native_loader.worker_memory import loop_memory, oom_kills
 
 Step = Callable[[Any], object]
 # An iterable of batches, or a function that makes one (called at the start of every run, so
