@@ -56,7 +56,7 @@ def test_a_trial_of_large_local_objects_has_one_worker_slower_than_none(tmp_path
     """16 local files of 8 MB, decoded to 8 MB tensors, 32 a batch: the trial measures one
     worker slower than none (a worker hands 8 MB a sample over), and the model fed what it
     measured predicts so, within 30% of the trial's medians at 0 and 1 workers (its epochs of
-    16 objects each waiting the start the decode probe measured)."""
+    16 objects each waiting the start the sweep's loop measured)."""
     body = os.urandom(8 * MB)
     for i in range(16):
         (tmp_path / f"{i:05d}.bin").write_bytes(body)
@@ -75,10 +75,24 @@ def test_a_trial_of_large_local_objects_has_one_worker_slower_than_none(tmp_path
     assert (
         trial.decode.start_s is not None and trial.decode.start_s > trial.storage.first_byte_p50_s
     )
+    # and the loop, whose epochs start in turn with its own work, measured what each waits
+    assert trial.epoch_start_s(0) is not None and trial.epoch_start_s(1) is not None
     table = recommend(profile, hardware, workload, trial).decision("num_workers").evidence
     rows = {int(w): row for w, row in table["sweep_table"].items()}
-    assert {0, 1} <= set(rows), rows
-    assert rows[1]["median"] < rows[0]["median"], rows  # what the loop measured here
-    assert rows[1]["predicted"] < rows[0]["predicted"], rows
+    # what a miss needs to be told apart: each count's measured range, prediction and shares,
+    # and the costs the model was fed
+    said = "\n".join(
+        [f"{w} workers: {_row(row)}" for w, row in sorted(rows.items())]
+        + [f"sweep: {point}" for point in trial.sweep]
+        + [f"decode: {trial.decode}", f"handover: {trial.handover}"]
+    )
+    assert {0, 1} <= set(rows), said
+    assert rows[1]["median"] < rows[0]["median"], said  # what the loop measured here
+    assert rows[1]["predicted"] < rows[0]["predicted"], said
     for workers in (0, 1):
-        assert abs(rows[workers]["error"]) <= 0.30, rows
+        assert abs(rows[workers]["error"]) <= 0.30, said
+
+
+def _row(row: dict[str, object]) -> str:
+    keys = ("median", "low", "high", "predicted", "error", "training_share")
+    return ", ".join(f"{key} {row[key]}" for key in (*keys, "predicted_training_share"))

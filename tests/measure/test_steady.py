@@ -16,7 +16,7 @@ from advisor.demo.server import S3Endpoint
 from advisor.measure.trial.data import TrialData
 from advisor.measure.trial.live import LiveLoader
 from advisor.measure.trial.results import STEP_SLEEP, STEP_SPIN
-from advisor.measure.trial.steady import SteadyWindow
+from advisor.measure.trial.steady import EpochStarts, StageGauge, SteadyWindow
 from advisor.measure.trial.sweep import measure_counts, measure_slice
 from native_loader.decoders import default_decoder
 from native_loader.loader import from_config
@@ -169,6 +169,41 @@ def test_the_workers_publish_what_they_produced(images: TrialData) -> None:
         assert 4 <= produced <= 4 * 5, produced
     finally:
         live.close()
+
+
+class _SlowStart(torch.utils.data.IterableDataset[int]):
+    """An epoch whose first item comes after 50 ms asleep (a wait: the reads) and 100 ms of the
+    thread's own CPU (its work, which the CPU per item holds)."""
+
+    def __iter__(self) -> Any:
+        time.sleep(0.05)
+        end = time.thread_time() + 0.1
+        while time.thread_time() < end:
+            pass
+        yield from range(4)
+
+
+@pytest.mark.timeout(60)
+def test_an_epochs_first_item_wait_is_counted_apart_from_its_cpu() -> None:
+    """Each loader process counts the epochs it starts and what their first items kept it
+    waiting, not working: in the training process (0 workers) and in forked workers."""
+    gauge = StageGauge(2)
+    dataset = gauge.publishing(_SlowStart())
+    assert gauge.epoch_starts() == EpochStarts() and EpochStarts().mean_since(EpochStarts()) is None
+    for _ in range(3):
+        assert list(dataset) == [0, 1, 2, 3]
+    starts = gauge.epoch_starts()
+    assert starts.count == 3
+    waited = starts.mean_since(EpochStarts())
+    assert waited is not None and 0.045 <= waited < 0.12, starts  # with its CPU: 0.15 and more
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=None, num_workers=2, multiprocessing_context="fork"
+    )
+    assert sorted(loader) == sorted([0, 1, 2, 3] * 2)
+    after = gauge.epoch_starts()
+    assert after.count == 5  # one start in each worker
+    waited = after.mean_since(starts)
+    assert waited is not None and 0.045 <= waited < 0.12, after
 
 
 def _burn_8ms(sample: Any) -> int:

@@ -34,9 +34,11 @@ def trial_costs(
     (`as_trialled`), the training thread's, a worker's and the machine's with this kind of
     count (the sweep), the training thread's also where the trial swept a packed sample of
     what training streams (`packed_cpu`); and where training reads the listed objects
-    (`listed`) as trialled, the wait for an epoch's first sample the decode probe measured
-    (else a first byte of the storage the model reads, such as a local copy the sweep read but
-    the probe did not). Nothing without a trial or its decode probe."""
+    (`listed`) as trialled, the wait for an epoch's first sample: the sweep's loader processes'
+    own with this kind of count where their epochs started (a loop's start shares the cores
+    with the last epoch's work and the loop's; the probe times one alone), else the decode
+    probe's (else a first byte of the storage the model reads, such as a local copy the sweep
+    read but the probe did not). Nothing without a trial or its decode probe."""
     decode = trial.decode if trial is not None else None
     if trial is None or decode is None:
         return MeasuredCosts()
@@ -52,7 +54,9 @@ def trial_costs(
         machine_s, worker_s = trial.machine_s(num_workers), trial.worker_s(num_workers)
         if handover is None:  # a result from before the hand-over probe: the sweep's estimate
             handover_s = trial.worker_handover_s(num_workers)
-        start_s = decode.start_s if listed else None
+        if listed:  # the loop's own wait where its epochs started, else the probe's start
+            swept_start = trial.epoch_start_s(num_workers)
+            start_s = swept_start if swept_start is not None else decode.start_s
     return MeasuredCosts(
         overhead_s=decode.overhead_s,
         main_s=main_s,

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from advisor.measure.trial.data import TrialData
-from advisor.measure.trial.steady import StageGauge
+from advisor.measure.trial.steady import EpochStarts, StageGauge
 from native_loader.loader import LoaderSettings, make_dataloader
 
 CYCLE_OBJECTS = 20_000  # the loaders cycle a small sample up to this many objects
@@ -107,6 +107,10 @@ class LiveLoader:
             ) from exc
         self._in_epoch += self.samples_in(batch)
         return batch
+
+    def epoch_starts(self) -> EpochStarts:
+        """The epochs the loader's processes have started, and their first items' waits."""
+        return self.stages.epoch_starts()
 
     def finishing_epoch(self) -> bool:
         """True when what is left of this epoch is no more than the DataLoader's prefetch queue

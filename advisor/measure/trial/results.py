@@ -77,6 +77,10 @@ class LoaderPoint:
     # endpoint outside the quota's group (`local_server.quota_blind_servers`), already in
     # `machine_cpu_s_per_sample`. None: none such (no quota, or a remote endpoint).
     server_cpu_s_per_sample: float | None = None
+    # The seconds a loader process waited for an epoch's first item beyond its own CPU, the
+    # mean over the epochs its processes started in the same rounds (`EpochStarts`): what each
+    # epoch of a set this small pays before anything arrives. None: no epoch started there.
+    epoch_start_wait_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -281,6 +285,12 @@ class TrialResult:
         """Under a CPU quota, the CPU seconds per sample of the processes on this machine that
         serve a loopback endpoint (part of `machine_s`). None: none measured."""
         return self._median_cost(num_workers, "server_cpu_s_per_sample")
+
+    def epoch_start_s(self, num_workers: int) -> float | None:
+        """The wait for an epoch's first item that the sweep's loader processes measured with
+        this kind of count (`LoaderPoint.epoch_start_wait_s`, the median). None: no epoch
+        started in a measured window (a set larger than a slice reads)."""
+        return self._median_cost(num_workers, "epoch_start_wait_s")
 
     def worker_s(self, num_workers: int) -> float | None:
         """A worker's own CPU seconds per sample with `num_workers` (the median over its steady

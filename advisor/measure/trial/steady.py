@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import multiprocessing
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -141,36 +142,69 @@ class SteadyWindow:
 
 class StageGauge:
     """How many items the processes of one DataLoader have produced (`SteadyWindow`'s produced
-    stage). Each loader process (a worker, or the main process with 0 workers) counts the items
-    it produced (read and transformed) in a slot of its own, in memory shared across the fork.
+    stage), and how long their epochs' first items kept them waiting. Each loader process (a
+    worker, or the main process with 0 workers) counts in slots of its own, in memory shared
+    across the fork.
     """
 
     def __init__(self, processes: int) -> None:
-        self._slots = multiprocessing.get_context("fork").RawArray("d", processes)
+        context = multiprocessing.get_context("fork")
+        self._slots = context.RawArray("d", processes)
+        self._starts = context.RawArray("d", processes)
+        self._start_waits = context.RawArray("d", processes)
 
     def publishing(self, dataset: Any) -> PublishingDataset:
         """`dataset` counting into this gauge as it is iterated."""
-        return PublishingDataset(dataset, self._slots)
+        return PublishingDataset(dataset, self._slots, self._starts, self._start_waits)
 
     def read(self) -> float:
         """Items the processes have produced in all (0 before any)."""
         return float(sum(self._slots))
 
+    def epoch_starts(self) -> EpochStarts:
+        """The epochs the processes have started so far, and their first items' waits."""
+        return EpochStarts(sum(self._starts), sum(self._start_waits))
+
+
+@dataclass(frozen=True)
+class EpochStarts:
+    """Epoch starts a loader's processes saw (one per process per epoch) and the seconds they
+    waited for those epochs' first items beyond their own CPU (the reader's start and its first
+    reads, begun at once; the first item's transform is CPU, counted with every item's)."""
+
+    count: float = 0.0
+    wait_s: float = 0.0
+
+    def mean_since(self, earlier: EpochStarts) -> float | None:
+        """The mean wait of the starts since `earlier`; None: none."""
+        count = self.count - earlier.count
+        return max(self.wait_s - earlier.wait_s, 0.0) / count if count >= 1 else None
+
 
 class PublishingDataset(torch.utils.data.IterableDataset[Any]):
-    """An S3IterableDataset that counts the items it yields into its process's slot
-    (`StageGauge`)."""
+    """An S3IterableDataset that counts the items it yields into its process's slot, and its
+    first item's wait (`StageGauge`)."""
 
-    def __init__(self, dataset: Any, slots: Any) -> None:
+    def __init__(self, dataset: Any, slots: Any, starts: Any, start_waits: Any) -> None:
         self.dataset = dataset
         self._slots = slots
+        self._starts = starts
+        self._start_waits = start_waits
 
     def __iter__(self) -> Iterator[Any]:
         info = torch.utils.data.get_worker_info()
         slot = info.id if info is not None else 0
         slots = self._slots
         items: Iterable[Any] = self.dataset
+        begun, cpu = time.perf_counter(), time.thread_time()
+        first = True
         for item in items:
+            if first:
+                # this thread's wall less its CPU: what it waited for (the reads, the cores)
+                waited = (time.perf_counter() - begun) - (time.thread_time() - cpu)
+                self._start_waits[slot] += max(waited, 0.0)
+                self._starts[slot] += 1  # after the wait: a reader never sees a start without it
+                first = False
             slots[slot] += 1
             yield item
 

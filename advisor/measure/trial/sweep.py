@@ -40,7 +40,7 @@ from advisor.measure.trial.results import (
     summarise,
 )
 from advisor.measure.trial.search import CountSearch
-from advisor.measure.trial.steady import SteadyWindow, tensor_bytes
+from advisor.measure.trial.steady import EpochStarts, SteadyWindow, tensor_bytes
 from native_loader.shm_plan import ShmTooSmallError
 
 # A slice shorter than this rarely holds a steady window (it opens a third of the way in, past
@@ -105,6 +105,7 @@ def measure_slice(
     # arrival; the workers' CPU is read again at the slice's end.
     opened: Mark | None = None
     closed: Mark | None = None
+    opened_starts = closed_starts = EpochStarts()
     for batch_index in itertools.count():
         batch = live.next_batch()
         now = loop.arrived(batch)
@@ -115,8 +116,10 @@ def measure_slice(
         produced = live.produced_samples()
         if window.arrival(batch_index, now, batch_samples, produced, live.finishing_epoch()):
             closed = loop.mark(tree=False)
+            closed_starts = live.epoch_starts()
         elif waiting and window.opens is not None:
             opened = loop.mark(tree=live.workers > 0)
+            opened_starts = live.epoch_starts()
         samples += batch_samples
         sample_bytes += sum(tensor_bytes(s) for s in batch)
         if check is not None:
@@ -136,9 +139,10 @@ def measure_slice(
     elapsed = max(time.perf_counter() - started, 1e-6)
     steady_rate = window.rate()
     rate = steady_rate if steady_rate is not None else samples / elapsed
-    main_cpu = machine_cpu = share = worker_cpu = served_cpu = None
+    main_cpu = machine_cpu = share = worker_cpu = served_cpu = start_wait = None
     # costs per sample need no steady rate: the rounds the window counted hold them
     if opened is not None and closed is not None and window.samples > 0:
+        start_wait = closed_starts.mean_since(opened_starts)
         main_cpu = closed.loader_cpu_s(opened) / window.samples
         busy = closed.busy_cpu_s - opened.busy_cpu_s
         if busy > 0:
@@ -169,6 +173,7 @@ def measure_slice(
         training_share=share,
         worker_cpu_s_per_sample=worker_cpu,
         server_cpu_s_per_sample=served_cpu,
+        epoch_start_wait_s=start_wait,
     )
 
 
