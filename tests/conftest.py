@@ -37,6 +37,7 @@ _DEMO_CACHE = tempfile.mkdtemp(prefix="loader-advisor-test-demo-cache-")
 os.environ["LOADER_ADVISOR_DEMO_CACHE"] = _DEMO_CACHE
 
 from advisor.demo.server import S3Credentials, S3Endpoint, S3Server  # noqa: E402
+from testing import machine_load  # noqa: E402
 from testing.ports import held_port  # noqa: E402
 
 _bucket_numbers = itertools.count()
@@ -115,6 +116,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if {"s3_endpoint", "second_s3_endpoint"} & set(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.s3)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """A failed timing test says what else kept the machine's cores busy meanwhile."""
+    if item.get_closest_marker("timing") is None:
+        yield
+        return
+    before = machine_load.read()
+    outcome = yield
+    if outcome.excinfo is not None:  # type: ignore[attr-defined]
+        own = machine_load.tree(os.getpid())
+        words = machine_load.said(before, machine_load.read(), own)
+        item.add_report_section("call", "machine", words)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
