@@ -30,6 +30,7 @@ from advisor.core.bounds import (
 from advisor.core.errors import CommandErrors
 from advisor.core.location import check_answers, first_contact_s
 from advisor.core.workload import STEP_TIME_S, Workload
+from advisor.decide.resharding import advises_reshard
 from advisor.export import ExportBundle, build_export
 from advisor.measure.hardware.recording import RecordingNvml, write_recording
 from advisor.measure.hardware.target import TargetMachine, target_arguments, target_from_args
@@ -39,7 +40,7 @@ from advisor.report.headline import headline_lines
 from advisor.report.measured import measured_lines
 from advisor.report.recommendation import recommendation_summary
 from advisor.reshard import cli as reshard_cli
-from advisor.reshard.advice import advises_reshard, reshard_command
+from advisor.reshard.advice import reshard_command
 from advisor.session import AdvisorSession
 from native_loader.sample_errors import ON_ERROR, SamplePolicy
 

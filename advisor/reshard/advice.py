@@ -1,24 +1,11 @@
-"""From a recommendation to the exact `reshard` command (CLI and wizard share it)."""
+"""The exact `reshard` command for a shard size (the command line and the wizard share it);
+whether to re-shard at all is the advice's (`advisor.decide.resharding`)."""
 
 from __future__ import annotations
 
 import shlex
 
-from advisor.decide.recommend import Recommendation
-from advisor.measure.profile import DatasetProfile
 from native_loader.uri import uri_scheme
-
-# Formats that already are containers of many samples: packing them again gains nothing.
-CONTAINER_FORMATS = frozenset({"tar", "tfrecord", "parquet", "mds", "recordio", "jsonl"})
-
-
-def advises_reshard(recommendation: Recommendation, profile: DatasetProfile | None) -> bool:
-    """SRC-3 (many small files: re-shard first), or SHARD-2 (pack objects under 50 MB into
-    shards) on a data set of single-sample files."""
-    if recommendation.data_source == "reshard-first":
-        return True
-    fmt = profile.dominant_format if profile is not None else "unknown"
-    return "SHARD-2" in recommendation.fired_rules and fmt not in CONTAINER_FORMATS
 
 
 def default_destination(uri: str) -> str:

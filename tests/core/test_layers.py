@@ -37,10 +37,7 @@ LAYERS: dict[str, set[str]] = {
 SIZE_LIMIT = 400  # lines: the house guide
 FRONT_MODULES = 8  # top-level modules of `advisor`: the doors and the session
 # single modules allowed one more import than their package
-EXCEPTIONS: dict[str, set[str]] = {
-    # the re-shard's one window on the advice: the shard size and the profile it re-shards
-    "advisor.reshard.advice": {"advisor.decide.recommend", "advisor.measure.profile"},
-}
+EXCEPTIONS: dict[str, set[str]] = {}
 
 
 def module_name(path: Path) -> str:

@@ -9,9 +9,10 @@ import dataclasses
 import threading
 from typing import TYPE_CHECKING
 
+from advisor.decide.resharding import advises_reshard
 from advisor.reshard import Estimate, ReshardConfig, ReshardEvent, ReshardResult, dry_run
 from advisor.reshard import reshard as run_reshard
-from advisor.reshard.advice import advises_reshard, default_destination, shard_size_text
+from advisor.reshard.advice import default_destination, shard_size_text
 from advisor.reshard.config import parse_size
 from advisor.session import AdvisorSession
 from advisor.wizard.context import WizardContext
