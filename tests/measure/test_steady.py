@@ -183,6 +183,7 @@ class _SlowStart(torch.utils.data.IterableDataset[int]):
         yield from range(4)
 
 
+@pytest.mark.timing  # a process the machine keeps off its core waits: that counts, as it should
 @pytest.mark.timeout(60)
 def test_an_epochs_first_item_wait_is_counted_apart_from_its_cpu() -> None:
     """Each loader process counts the epochs it starts and what their first items kept it
