@@ -235,7 +235,7 @@ def recommend(
     # SageMaker's input modes bring S3 data, or a file system, into the job: a folder already on
     # this machine's own disk has none, and copy-local there means reading it in place.
     on_a_file_system = training_source in ("efs", "shared-fs")
-    mode = SAGEMAKER_INPUT_MODES[training_source] if ctx.in_s3 or on_a_file_system else None
+    mode = SAGEMAKER_INPUT_MODES[training_source] if ctx.reads.in_s3 or on_a_file_system else None
     num_workers = int(state[Key.NUM_WORKERS])
     expected = float(state[Key.EXPECTED_SAMPLES_PER_S])
     predicted = float(ctx.predicted_rate(state, num_workers))
@@ -252,8 +252,8 @@ def recommend(
         decisions[0] = dataclasses.replace(first, rationale=first.rationale + extra)
 
     notes = list(hardware.notes if hardware.planned else ())
-    if ctx.trial_setup_changes:
-        notes.append(stale_trial_note(ctx.trial_setup_changes, "are not used"))
+    if ctx.reads.trial_setup_changes:
+        notes.append(stale_trial_note(ctx.reads.trial_setup_changes, "are not used"))
     notes += [f.rationale for f in evaluation.advisories if by_rule[f.rule_id].shown_in_notes]
     return Recommendation(
         data_source=data_source,
@@ -323,8 +323,8 @@ def read_paths(
     ctx = Context(profile, hardware, workload, None, data_fs=data_fs)
     state = evaluate(ctx).state
     if state.get(Key.DATA_SOURCE) == "reshard-first":
-        return (READ_PACKED,) if ctx.packable else (READ_LISTED,)
-    steady = ctx.read_path(state)
+        return (READ_PACKED,) if ctx.reads.packable else (READ_LISTED,)
+    steady = ctx.reads.path(state)
     if steady != READ_LOCAL_COPY:
         return (READ_LISTED,)
     if state.get(Key.DATA_SOURCE) == "copy-local":

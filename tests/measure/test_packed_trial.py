@@ -226,10 +226,10 @@ def test_which_read_path_a_reshard_first_set_trials() -> None:
     small, epochs = s3_profile(MANY, 50_000), Workload(epochs=3)  # 25 GB: packed, then copied
     assert read_paths(small, hw, epochs) == (READ_PACKED,)
     ctx = Context(small, hw, epochs)
-    assert ctx.read_path(evaluate(ctx).state) == READ_PACKED
+    assert ctx.reads.path(evaluate(ctx).state) == READ_PACKED
     once = Workload(epochs=1)  # one pass: the shards are streamed from S3, which the trial
     ctx = Context(small, hw, once)  # cannot make; it still packs a sample for its CPU costs
-    assert ctx.read_path(evaluate(ctx).state) is None and read_paths(small, hw, once) == (
+    assert ctx.reads.path(evaluate(ctx).state) is None and read_paths(small, hw, once) == (
         READ_PACKED,
     )
     # text records and tars are not packed one object a sample: the model decides, as before
@@ -237,7 +237,7 @@ def test_which_read_path_a_reshard_first_set_trials() -> None:
         other = s3_profile(MANY, 50_000, fmt, records)
         assert read_paths(other, hw, epochs) == (READ_LISTED,)
         ctx = Context(other, hw, epochs)
-        assert ctx.read_path(evaluate(ctx).state) is None
+        assert ctx.reads.path(evaluate(ctx).state) is None
 
 
 def test_shards_streamed_from_s3_are_modelled_with_the_packed_samples_cpu() -> None:
@@ -257,12 +257,14 @@ def test_shards_streamed_from_s3_are_modelled_with_the_packed_samples_cpu() -> N
     state = evaluate(ctx).state
     costs = ctx.costs(state, 0)
     assert costs.main_s == pytest.approx(2.4e-3)
-    assert costs.machine_s is None and not ctx.reads_as_trialled(state)
+    assert costs.machine_s is None and not ctx.reads.as_trialled(state)
     # the same trial, measured under another batch size, is not used at all
     other = Context(small, hw, dataclasses.replace(wl, batch_size=32), trial)
     other_state = evaluate(other).state
     assert other.costs(other_state, 0).main_s is None
-    assert not other.reads_as_trialled(other_state) and not other.packed_cpu_measured(other_state)
+    assert not other.reads.as_trialled(other_state) and not other.reads.packed_cpu_measured(
+        other_state
+    )
 
 
 def test_the_export_says_what_a_tar_sample_is_and_that_the_set_is_to_be_packed() -> None:

@@ -22,10 +22,11 @@ from advisor.core.storage import (
     SHARED_FS_DEFAULTS,
     StorageParams,
 )
+from advisor.core.workload import Workload
 from advisor.decide.facts.copy_rate import CopyRate, copy_rate
 from advisor.decide.facts.costs import trial_costs
 from advisor.decide.facts.evidence import SweepEvidence
-from advisor.decide.facts.reading import Reading
+from advisor.decide.facts.reading import TrainingReads
 from advisor.decide.keys import Key, State
 from advisor.decide.thresholds import (
     DEFAULT_CPU_S,
@@ -33,14 +34,36 @@ from advisor.decide.thresholds import (
     DEFAULT_WORKER_RSS_BYTES,
     SHARD_TARGET_BYTES,
 )
+from advisor.measure.hardware import HardwareProfile
+from advisor.measure.profile import DatasetProfile
 from advisor.measure.trial.probe_results import StorageProbe
-from advisor.measure.trial.results import READ_LISTED, READ_LOCAL_COPY, READ_PACKED, CountRate
+from advisor.measure.trial.results import (
+    READ_LISTED,
+    READ_LOCAL_COPY,
+    READ_PACKED,
+    CountRate,
+    TrialResult,
+)
+from native_loader.local_copy import CopyReport
 
 
 @dataclass(frozen=True)
-class Context(Reading):
-    """The facts every rule may read: the inputs (`Reading`, with where training reads) plus
+class Context:
+    """The facts every rule may read: the inputs, where training reads (`reads`), and the
     quantities derived from them."""
+
+    profile: DatasetProfile
+    hardware: HardwareProfile
+    workload: Workload
+    trial: TrialResult | None = None
+    data_fs: str | None = None  # file system type of a local data path ("nfs4", "ext4", ...)
+    # the last sync of this set's local copy, as its prepare() ran (None: none ran)
+    local_copy: CopyReport | None = None
+
+    @cached_property
+    def reads(self) -> TrainingReads:
+        """Where the data is, what training reads of it, and whether the trial read the same."""
+        return TrainingReads(self.profile, self.hardware, self.workload, self.trial, self.data_fs)
 
     # --- the job ------------------------------------------------------------------------------
 
@@ -187,10 +210,10 @@ class Context(Reading):
         return probe.params(S3_DEFAULTS.requests_in_flight, local=True)
 
     def read_storage(self, state: State) -> StorageParams:
-        """What one rank reads from in the steady state (`read_path`): a local copy (a
+        """What one rank reads from in the steady state (`reads.path`): a local copy (a
         copy-local from S3, or the cache later epochs read) or local packed shards read local
         files, whatever the first epoch streamed from."""
-        if self.read_path(state) in (READ_LOCAL_COPY, READ_PACKED):
+        if self.reads.path(state) in (READ_LOCAL_COPY, READ_PACKED):
             return self.storage_for("copy-local")
         return self.storage_for(self.training_source(state))
 
@@ -198,7 +221,7 @@ class Context(Reading):
         """The trial's probe behind `read_storage` (None: no trial, or defaults)."""
         if self.trial is None or not self.read_storage(state).measured:
             return None
-        local_copy = self.read_path(state) in (READ_LOCAL_COPY, READ_PACKED)
+        local_copy = self.reads.path(state) in (READ_LOCAL_COPY, READ_PACKED)
         if local_copy and self.profile.storage != "local":
             return self.trial.copy_storage
         return self.trial.storage
@@ -223,7 +246,7 @@ class Context(Reading):
                 measured = None
             return measured or self.local_storage()
         if source == "shared-fs":
-            measured = self.measured_storage() if self.on_fsx else None
+            measured = self.measured_storage() if self.reads.on_fsx else None
             return self._over_node_network(measured or SHARED_FS_DEFAULTS)
         if source == "efs":
             return self._over_node_network(self.measured_storage() or EFS_DEFAULTS)
@@ -293,9 +316,9 @@ class Context(Reading):
         return trial_costs(
             self.trial,
             num_workers,
-            as_trialled=self.reads_as_trialled(state),
-            packed_cpu=self.packed_cpu_measured(state),
-            listed=self.read_path(state) == READ_LISTED,
+            as_trialled=self.reads.as_trialled(state),
+            packed_cpu=self.reads.packed_cpu_measured(state),
+            listed=self.reads.path(state) == READ_LISTED,
             core_speed=self.core_speed,
         )
 
@@ -331,7 +354,7 @@ class Context(Reading):
         With `state`, only when the training reads what the trial read, on this machine (else
         empty: a planned target machine, `--target-gpu`, is the model's to predict).
         """
-        if state is not None and (self.hardware.planned or not self.reads_as_trialled(state)):
+        if state is not None and (self.hardware.planned or not self.reads.as_trialled(state)):
             return {}
         return dict(self.sweep.kept)
 

@@ -1,7 +1,6 @@
-"""Where training reads, and whether the trial read it: the inputs every rule sees, the data's
-place (S3, a network or shared file system), the read path of the job's steady state, and
-whether the trial's measurements hold for it. `Context` (advisor/decide/facts/context.py) adds
-the quantities derived from them.
+"""Where training reads, and whether the trial read it: the data's place (S3, a network or shared
+file system), the read path of the job's steady state, and whether the trial's measurements hold
+for it. `Context` (advisor/decide/facts/context.py) holds one as `ctx.reads`.
 """
 
 from __future__ import annotations
@@ -21,20 +20,17 @@ from advisor.measure.trial.results import (
     TrialResult,
     TrialSetup,
 )
-from native_loader.local_copy import CopyReport
 
 
 @dataclass(frozen=True)
-class Reading:
-    """The inputs, where the data is, and what training reads of it."""
+class TrainingReads:
+    """Where the data is, what training reads of it, and whether the trial read the same."""
 
     profile: DatasetProfile
-    hardware: HardwareProfile
+    hardware: HardwareProfile  # the trial's cores and the target, for `trial_setup_changes`
     workload: Workload
-    trial: TrialResult | None = None
-    data_fs: str | None = None  # file system type of a local data path ("nfs4", "ext4", ...)
-    # the last sync of this set's local copy, as its prepare() ran (None: none ran)
-    local_copy: CopyReport | None = None
+    trial: TrialResult | None
+    data_fs: str | None  # file system type of a local data path ("nfs4", "ext4", ...)
 
     # --- where the data is --------------------------------------------------------------------
 
@@ -67,7 +63,7 @@ class Reading:
         is one sample (not text shards read as records, nor tars already)."""
         return self.profile.record_format is None and self.profile.dominant_format != "tar"
 
-    def read_path(self, state: State) -> str | None:
+    def path(self, state: State) -> str | None:
         """What training reads in its steady state (every epoch, or every epoch after the first
         where a cache fills then): the listed objects (`READ_LISTED`), a local copy
         (`READ_LOCAL_COPY`: copy-local from S3, or a cache over several epochs), packed shards on
@@ -96,13 +92,13 @@ class Reading:
         now = TrialSetup.of(self.workload, self.hardware.trial_cores, setup.read_path)
         return setup.differences(now, machine=self.hardware.target is None)
 
-    def reads_as_trialled(self, state: State) -> bool:
+    def as_trialled(self, state: State) -> bool:
         """True when training reads what the trial's sweep read (the same read path), under the
         setup the trial measured."""
         if self.trial is None or self.trial_setup_changes:
             return False
         trialled = self.trial.setup.read_path if self.trial.setup is not None else READ_LISTED
-        return self.read_path(state) == trialled
+        return self.path(state) == trialled
 
     def packed_cpu_measured(self, state: State) -> bool:
         """True when training streams packed shards from where the trial cannot make them
@@ -113,4 +109,4 @@ class Reading:
             return False
         packed = self.trial.setup.read_path == READ_PACKED
         reshard = state.get(Key.DATA_SOURCE) == "reshard-first"
-        return packed and reshard and self.read_path(state) is None
+        return packed and reshard and self.path(state) is None

@@ -24,25 +24,25 @@ def why_model(ctx: Context, state: State) -> str:
         )
     if ctx.hardware.planned:
         return "the job runs on a planned machine (--target-gpu), not this one"
-    if ctx.trial_setup_changes:
-        return another_setup(ctx.trial_setup_changes)
-    if ctx.packed_cpu_measured(state):
+    if ctx.reads.trial_setup_changes:
+        return another_setup(ctx.reads.trial_setup_changes)
+    if ctx.reads.packed_cpu_measured(state):
         return (
             "training streams packed shards from where the trial cannot make them; the model "
             "takes the training thread's CPU per sample that the trial measured on a packed "
             "sample on local disk"
         )
-    if ctx.read_path(state) is None:
+    if ctx.reads.path(state) is None:
         return "training reads packed shards or a file system the trial could not make here"
     if not ctx.trial.counts:
         return "the trial measured no count"
-    if ctx.read_path(state) == READ_PACKED:
+    if ctx.reads.path(state) == READ_PACKED:
         return (
             "training reads packed shards, and the trial could not pack a sample of them (its "
             "notes say why)"
         )
     return (
-        f"training reads {ctx.read_path(state)} objects, and the trial could not measure that "
+        f"training reads {ctx.reads.path(state)} objects, and the trial could not measure that "
         "read path (its notes say why)"
     )
 
@@ -59,12 +59,12 @@ def first_epoch_rates(ctx: Context) -> dict[str, float] | None:
 def read_path_rationale(ctx: Context, state: State) -> str:
     """What the measured count optimises: the read path of the job's steady state."""
     first = ctx.trial.first_epoch if ctx.trial is not None else None
-    if ctx.read_path(state) == READ_PACKED:
+    if ctx.reads.path(state) == READ_PACKED:
         return (
             " Measured on a packed sample: sampled objects packed into tar shards on local disk "
             "and read as tar samples, what training reads once the set is packed and copied."
         )
-    if ctx.read_path(state) != READ_LOCAL_COPY:
+    if ctx.reads.path(state) != READ_LOCAL_COPY:
         return ""
     if first is None:
         return " Measured on a local copy of a sample: what training reads after the copy."

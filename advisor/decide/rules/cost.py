@@ -36,7 +36,7 @@ class GetRequestCost(Rule):
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        if not ctx.in_s3:
+        if not ctx.reads.in_s3:
             return None
         source = ctx.training_source(state)
         objects = ctx.objects_read(state)
@@ -80,7 +80,7 @@ class StartupTime(Rule):
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        if not ctx.in_s3:
+        if not ctx.reads.in_s3:
             return None
         source = ctx.training_source(state)
         objects = ctx.objects_read(state)
@@ -163,7 +163,7 @@ class SharedFsStorageCost(Rule):
     key = None  # advisory: adds a note, sets no value
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        if state.get(Key.DATA_SOURCE) != "shared-fs" or ctx.on_fsx:
+        if state.get(Key.DATA_SOURCE) != "shared-fs" or ctx.reads.on_fsx:
             return None
         tb = ctx.total_bytes / TB
         fsx = max(tb, FSX_MIN_TB) * FSX_USD_PER_TB_MONTH
@@ -248,7 +248,7 @@ class StorageRequestLimit(Rule):
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         limit = storage_get_limit(ctx.profile.uri, ctx.profile.endpoint_url, ctx.workload.get_limit)
-        if limit is None or not ctx.in_s3 or ctx.training_source(state) != "stream":
+        if limit is None or not ctx.reads.in_s3 or ctx.training_source(state) != "stream":
             return None
         object_bytes, spo = ctx.layout(state)
         expected = ctx.expected_rate(state)
@@ -295,7 +295,7 @@ class CopyRequestLimit(Rule):
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         limit = storage_get_limit(ctx.profile.uri, ctx.profile.endpoint_url, ctx.workload.get_limit)
-        if limit is None or not ctx.in_s3 or ctx.training_source(state) != "copy-local":
+        if limit is None or not ctx.reads.in_s3 or ctx.training_source(state) != "copy-local":
             return None
         nodes, objects = ctx.workload.nodes, ctx.profile.object_count
         # each node copies at the copy's rate (`copy_rate`), so many objects a second

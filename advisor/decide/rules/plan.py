@@ -79,7 +79,7 @@ class JobPlan(Rule):
 def _before_first_batch(ctx: Context, state: State) -> tuple[str, dict[str, float]]:
     """What the whole job reads before its first batch, in words and figures."""
     nodes = ctx.workload.nodes
-    if ctx.training_source(state) == "copy-local" and ctx.in_s3:
+    if ctx.training_source(state) == "copy-local" and ctx.reads.in_s3:
         copy, seconds = ctx.copy_rate(), ctx.copy_seconds()
         objects = ctx.profile.object_count
         return (
@@ -105,7 +105,7 @@ def _before_first_batch(ctx: Context, state: State) -> tuple[str, dict[str, floa
         cpu_s_per_sample=ctx.cpu_s_per_sample, storage=ctx.read_storage(state),
         streamed=ctx.streamed(state), processes=processes * ctx.ranks_per_node,
     )  # fmt: skip
-    local = ctx.training_source(state) == "copy-local" or not ctx.in_s3
+    local = ctx.training_source(state) == "copy-local" or not ctx.reads.in_s3
     where, noun = ("from local files", "read") if local else ("at once", "GET")
     return (
         f"At the start {counted(ctx.ranks, 'rank')} x {workers(w)} ask for their first "
@@ -142,7 +142,7 @@ class NodeNetwork(Rule):
         nic = target.network_gbps * 1e9 / 8  # bytes/s
         source = ctx.training_source(state)
         if source == "copy-local":
-            if not ctx.in_s3:
+            if not ctx.reads.in_s3:
                 return None
             seconds = ctx.total_bytes / nic
             return self.finding(

@@ -40,7 +40,7 @@ class ReaderRequestsInFlight(Rule):
         if ctx.training_source(state) != "stream":
             return None  # local and shared file systems: the reader's default
         trial = ctx.trial
-        if trial is not None and trial.requests_in_flight and ctx.reads_as_trialled(state):
+        if trial is not None and trial.requests_in_flight and ctx.reads.as_trialled(state):
             k = trial.requests_in_flight
             probe = trial.storage
             latency = f" at {duration(probe.first_byte_p50_s)} to first byte" if probe else ""
@@ -119,7 +119,7 @@ class ReaderBytesInFlight(Rule):
             return None  # local and shared file systems: the reader's default
         object_bytes, _ = ctx.layout(state)
         trial = ctx.trial
-        if trial is not None and trial.inflight_bytes and ctx.reads_as_trialled(state):
+        if trial is not None and trial.inflight_bytes and ctx.reads.as_trialled(state):
             budget, measured = trial.inflight_bytes, True
         else:
             hw = ctx.hardware

@@ -35,11 +35,11 @@ class DataAlreadyOnSharedFs(Rule):
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
         where = {"location": ctx.workload.data_location, "filesystem": ctx.data_fs}
-        if ctx.on_network_fs:
+        if ctx.reads.on_network_fs:
             return self.finding(
                 "efs", "The data already lives on EFS/NFS: train from there.", evidence=where
             )
-        if ctx.on_fsx:
+        if ctx.reads.on_fsx:
             return self.finding(
                 "shared-fs",
                 "The data already lives on FSx for Lustre: train from it.",
@@ -149,7 +149,7 @@ class SmallSetCopyLocal(Rule):
     key = Key.DATA_SOURCE
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        if not ctx.in_s3 or ctx.total_bytes > SMALL_SET_BYTES or not ctx.fits_local_disk:
+        if not ctx.reads.in_s3 or ctx.total_bytes > SMALL_SET_BYTES or not ctx.fits_local_disk:
             return None
         if ctx.workload.epochs == 1 and ctx.p50_bytes >= LARGE_FILE_BYTES:
             return None  # one pass over large shards: streaming costs no start-up (SRC-5)
@@ -184,7 +184,7 @@ class StreamFromS3(Rule):
     key = Key.DATA_SOURCE
 
     def evaluate(self, ctx: Context, state: State) -> Finding | None:
-        if not ctx.in_s3:
+        if not ctx.reads.in_s3:
             return None
         if ctx.total_bytes > SMALL_SET_BYTES:
             why = f"{data_size(ctx.total_bytes)} is too large to copy before training"

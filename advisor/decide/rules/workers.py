@@ -229,7 +229,7 @@ class WorkersFromSweep(Rule):
                 "prediction_error": round(predicted / chosen.median - 1, 3),
                 "consumer_rate_samples_per_s": ctx.consumer_rate,
                 "cap": cap,
-                "read_path": ctx.read_path(state),
+                "read_path": ctx.reads.path(state),
                 "first_epoch_samples_per_s": first_epoch_rates(ctx),
                 "within_noise_of": close,
                 "unmeasured_ceiling_samples_per_s": None
