@@ -65,8 +65,12 @@ lint: setup
 typecheck: setup
 	$(VENV)/bin/mypy
 
+# The tests that start no server, kernel or browser: side by side in UNIT_WORKERS processes, then
+# their `timing` tests alone, as `make test` runs the suite.
+UNIT_WORKERS ?= 3
 unit: setup
-	$(PY) -m pytest -m "not s3 and not notebook and not browser and not slow" $(PYTEST_ARGS)
+	MARKS="not s3 and not notebook and not browser and not slow" \
+		bash scripts/run-tests.sh $(PY) $(UNIT_WORKERS) $(PYTEST_ARGS)
 
 # The developer's quick loop: lint, types and the tests that start no server, kernel or browser.
 check: lint typecheck unit

@@ -4,14 +4,16 @@
 #      spent waiting on servers, kernels, browsers and trials of a fixed budget;
 #   2. the `timing` tests, alone: their bounds on wall time, rates and the machine's load hold
 #      only on a machine that no other test loads.
-# Usage: run-tests.sh PYTHON WORKERS [pytest arguments...]. Exit 5 is pytest's "nothing
+# Usage: [MARKS=expression] run-tests.sh PYTHON WORKERS [pytest arguments...]; MARKS narrows
+# both passes (`make check`'s: no servers, kernels or browsers). Exit 5 is pytest's "nothing
 # collected" (arguments that select only one kind); both passes collecting nothing fails.
 set -u
 py=$1 workers=$2
 shift 2
-"$py" -m pytest -n "$workers" -m "not timing" "$@"
+narrow=${MARKS:+ and ($MARKS)}
+"$py" -m pytest -n "$workers" -m "not timing$narrow" "$@"
 side=$?
-"$py" -m pytest -p no:xdist -m timing "$@"
+"$py" -m pytest -p no:xdist -m "timing$narrow" "$@"
 alone=$?
 echo "make test: side by side exited $side, alone exited $alone (0 passed, 5 nothing collected)"
 for status in "$side" "$alone"; do
