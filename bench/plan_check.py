@@ -14,9 +14,11 @@ scored.
 
 Per share: the score, per step model min(the planned count's median, consumer) over the best
 count's within the cores, the lower of the two (the bar: >= 0.90); and the plan's predicted
-rate (the recommendation's `predicted_samples_per_s`, the loader's rate, capped at the
-consumer) against what the planned count reads, error = predicted / measured - 1 per step
-model (the bar: within 15% for both). Every median comes with the range of its runs.
+rate, capped at the consumer, against what the planned count reads with each step model,
+error = predicted / measured - 1 (the bar: within 15% for both): the recommendation's
+`predicted_samples_per_s` for the step that spins (it holds its core) and
+`predicted_blocking_samples_per_s` for the one that sleeps (it leaves its core to the
+loading). Every median comes with the range of its runs.
 
     python -m bench plan-check [--only NAME ...] [--shares 1 0.5] [--trial-seconds S]
                                [--run-seconds S] [--runs N] [--counts W ...]
@@ -97,7 +99,7 @@ class Plan:
     planned: int  # num_workers
     decided_by: list[str]  # the rules that set num_workers
     data_source: str
-    predicted: float  # predicted_samples_per_s at the planned count
+    predicted: float  # predicted_samples_per_s at the planned count: a step that holds its core
     expected: float  # expected_samples_per_s
     predicted_curve: dict[str, float]  # the model's loader rate per count (NW-4's evidence)
     trial_counts: dict[str, tuple[float, float, float]]  # on the share: median, low, high
@@ -106,6 +108,14 @@ class Plan:
     settings: dict[str, Any]  # the exported config (CONFIG), num_workers left out
     module: str
     wall_s: float
+    # predicted_blocking_samples_per_s: a step that leaves its core (None: an older answer)
+    predicted_blocking: float | None = None
+
+    def predicted_for(self, mode: str) -> float:
+        """The plan's predicted rate for a step model: a sleeping step leaves its core."""
+        if mode == "sleep" and self.predicted_blocking is not None:
+            return self.predicted_blocking
+        return self.predicted
 
 
 @dataclass(frozen=True)
@@ -217,6 +227,7 @@ def _plan_of(answer: dict[str, Any], share: float, export: Path, wall_s: float) 
         settings=settings,
         module=str(export),
         wall_s=round(wall_s, 1),
+        predicted_blocking=answer.get("predicted_blocking_samples_per_s"),
     )
 
 
@@ -336,11 +347,11 @@ def check(
         mine = per_module[config]
         server, busy = used.medians(config, p.planned)
         scored = score(mine, p.planned, s.consumer_rate, within=lambda w: w <= cores)
-        predicted = min(p.predicted, s.consumer_rate)
         at = {mode: median_range(per[str(p.planned)]) for mode, per in mine.items()}
-        errors = {mode: round(predicted / m[0] - 1, 3) for mode, m in at.items() if m[0] > 0}
+        predicted = {mode: min(p.predicted_for(mode), s.consumer_rate) for mode in at}
+        errors = {mode: round(predicted[mode] / m[0] - 1, 3) for mode, m in at.items() if m[0] > 0}
         spans = {
-            mode: (round(predicted / m[2] - 1, 3), round(predicted / m[1] - 1, 3))
+            mode: (round(predicted[mode] / m[2] - 1, 3), round(predicted[mode] / m[1] - 1, 3))
             for mode, m in at.items()
             if m[1] > 0
         }
@@ -391,17 +402,17 @@ def tables(results: list[ShareResult], cores: int) -> str:
             f"{m} {r.scores[m]:.2f} ({lo:.2f}-{hi:.2f})" for m, (lo, hi) in r.score_ranges.items()
         )
         rates = "; ".join(
-            f"{m} {_rate(med)} ({_rate(lo)}-{_rate(hi)}), {r.rate_errors[m]:+.0%} "
+            f"{m} {_rate(min(p.predicted_for(m), r.consumer_rate))} vs {_rate(med)} "
+            f"({_rate(lo)}-{_rate(hi)}), {r.rate_errors[m]:+.0%} "
             f"({r.rate_error_ranges[m][0]:+.0%} to {r.rate_error_ranges[m][1]:+.0%})"
             + _cores_used(r, m)
             for m, (med, lo, hi) in r.measured.items()
         )
-        predicted = _rate(min(p.predicted, r.consumer_rate))
         verdicts = ", ".join(f"{m} {'yes' if ok else 'no'}" for m, ok in r.rate_verdicts.items())
         bar = f"{'yes' if r.score_passed else 'no'}; {verdicts}"
         head.append(
             f"| {r.scenario} | {share} | {p.planned} ({rules}; {p.data_source}) | {best} "
-            f"| **{r.score:.2f}**: {scores} | {predicted} vs {rates} | {bar} |"
+            f"| **{r.score:.2f}**: {scores} | {rates} | {bar} |"
         )
         trial = ", ".join(
             f"{w}: {_rate(m)} ({_rate(lo)}-{_rate(hi)})"

@@ -100,6 +100,9 @@ class Recommendation:
     shard_size_bytes: int
     prefix_count: int
     expected_samples_per_s: float
+    # what training sees at num_workers as the model predicts it, its step holding its core (a
+    # CUDA sync that spins: the slower); `predicted_blocking_...`, a step that leaves its core to
+    # the loading (one that waits on an event, or sleeps)
     predicted_samples_per_s: float
     measured_samples_per_s: float | None
     consumer_rate: float | None
@@ -119,6 +122,7 @@ class Recommendation:
     prediction_error: float | None = None
     # what limits the loader at num_workers, from the trial's measurements (None: not measured)
     bottleneck: Bottleneck | None = None
+    predicted_blocking_samples_per_s: float | None = None
 
     def path(self) -> list[str]:
         """The rule ids on the path taken, in flow order (to highlight the Mermaid diagram)."""
@@ -281,6 +285,9 @@ def recommend(
         # NW-3 measured the chosen count and compared the model with it; NW-4 measured nothing
         prediction_error=decided[Key.NUM_WORKERS].evidence.get("prediction_error"),
         bottleneck=of_trial(ctx, state),
+        predicted_blocking_samples_per_s=round(
+            ctx.predicted_rate(state, num_workers, blocking=True), 3
+        ),
     )
 
 

@@ -113,7 +113,8 @@ def headline_lines(
     elif trial is not None and _planned_elsewhere(rec):
         lines.append(
             f"Expected at num_workers={rec.num_workers}: {rate(rec.expected_samples_per_s)} "
-            "(predicted for the training machine from the costs the trial measured here)."
+            "(predicted for the training machine from the costs the trial measured here"
+            f"{_if_blocking(rec)})."
         )
     elif trial is not None:
         lines.append(
@@ -128,6 +129,15 @@ def headline_lines(
         judged = diagnosis.verdict.line if diagnosis and diagnosis.verdict else ""
         lines.append(f"Your loader: {judged or 'measured, see below'}.")
     return lines + _bottleneck_line(rec, diagnosis) + _action(rec, None)
+
+
+def _if_blocking(rec: Recommendation) -> str:
+    """The rate a step that leaves its core to the loading sees, where it differs beyond 2%
+    from the expected one (a step that holds its core: a CUDA sync that spins)."""
+    blocking = rec.predicted_blocking_samples_per_s
+    if blocking is None or blocking <= rec.expected_samples_per_s * 1.02:
+        return ""
+    return f"; {rate(blocking)} where the training step waits without holding its core"
 
 
 def _planned_elsewhere(rec: Recommendation) -> bool:

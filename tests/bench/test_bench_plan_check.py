@@ -56,7 +56,7 @@ def test_the_recommendations_json_is_read_as_a_plan(tmp_path: Path) -> None:
     export.with_suffix(".json").write_text(json.dumps({"num_workers": 2, "uri": "s3://b/p/"}))
     answer = {
         "num_workers": 2, "data_source": "stream", "predicted_samples_per_s": 500.0,
-        "expected_samples_per_s": 500.0,
+        "predicted_blocking_samples_per_s": 560.0, "expected_samples_per_s": 500.0,
         "hardware": {"usable_cores": 2.0}, "measured_on": {"usable_cores": 0.5},
         "decisions": [{"name": "num_workers", "rules": ["NW-1", "NW-4"],
                        "evidence": {"predicted_samples_per_s": {"1": 260.0, "2": 500.0}}}],
@@ -77,6 +77,8 @@ def test_the_recommendations_json_is_read_as_a_plan(tmp_path: Path) -> None:
     assert plan.decided_by == ["NW-1", "NW-4"] and plan.predicted_curve == {"1": 260, "2": 500}
     assert plan.trial_counts == {"1": (120.0, 110.0, 125.0)}  # the slower step model's
     assert plan.settings == {"uri": "s3://b/p/"}  # the same loader but for its count
+    # each step model is held to its own prediction: a sleeping step leaves its core
+    assert (plan.predicted_for("spin"), plan.predicted_for("sleep")) == (500.0, 560.0)
     inputs = plan.model_inputs
     assert inputs["overhead_ms_per_sample"] == pytest.approx(0.2)
     assert inputs["per_count"]["1"]["machine_ms"] == pytest.approx(4.0)

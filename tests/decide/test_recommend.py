@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from advisor.core.units import rate
 from advisor.core.workload import Workload
 from advisor.decide.recommend import DATA_SOURCES, Recommendation, read_paths, recommend
 from advisor.decide.rules import RULES, Context, DecisionKind, Key, evaluate, rule_by_id
@@ -27,8 +28,9 @@ from advisor.measure.trial.results import (
     TrialResult,
     TrialSetup,
 )
+from advisor.report.headline import headline_lines
 from advisor.report.recommendation import recommendation_summary
-from tests.builders import hardware, profile, trial
+from tests.builders import hardware, make_hardware, make_profile, make_trial, profile, trial
 
 MB, GB, TB = 10**6, 10**9, 10**12
 RULE_IDS = [rule.id for rule in RULES]
@@ -555,3 +557,28 @@ def test_the_words_fit_the_data() -> None:
     assert "shards:" not in recommendation_summary(copied)
     for line in text.splitlines():
         assert not re.match(r"\S+ = .*\[(low|medium|high);", line), line
+
+
+def test_a_blocking_step_is_predicted_beside_the_one_that_holds_its_core() -> None:
+    """On 2 cores, loading at 4 ms of CPU a sample for a 3,000/s GPU: a step that holds its core
+    (a CUDA sync that spins) leaves the loading less than one that blocks, so the recommendation
+    predicts both, the holding one as its figure; with no consumer rate there is no step."""
+    measured = make_trial({0: 240.0, 1: 250.0, 2: 420.0})
+    tight = make_hardware(cores=2)
+    rec = recommend(make_profile(), tight, Workload(consumer_rate=3000.0), measured)
+    assert rec.predicted_blocking_samples_per_s is not None
+    assert rec.predicted_blocking_samples_per_s > rec.predicted_samples_per_s * 1.02, rec
+    loader_only = recommend(make_profile(), tight, Workload(), measured)
+    assert loader_only.predicted_blocking_samples_per_s == loader_only.predicted_samples_per_s
+    assert "predicted_blocking_samples_per_s" in json.loads(rec.to_json())
+
+
+def test_a_plan_for_another_machine_names_the_rate_a_blocking_step_sees() -> None:
+    measured = make_trial({0: 240.0, 1: 250.0, 2: 420.0})
+    planned = make_hardware(cores=2, target={"cores": 2.0})
+    rec = recommend(make_profile(), planned, Workload(consumer_rate=3000.0), measured)
+    assert rec.predicted_blocking_samples_per_s is not None
+    lines = headline_lines(rec, measured, 3000.0)
+    expected = next(line for line in lines if line.startswith("Expected at num_workers="))
+    assert "predicted for the training machine" in expected
+    assert f"{rate(rec.predicted_blocking_samples_per_s)} where the training step waits" in expected

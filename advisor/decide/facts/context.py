@@ -290,9 +290,16 @@ class Context:
     ) -> dict[int, float]:
         return {w: self.model(state, w, cores).samples_per_s for w in workers}
 
-    def model(self, state: State, num_workers: int, cores: float | None = None) -> Prediction:
-        """The model's Prediction for `num_workers` (cores per rank unless `cores` is given)."""
+    def model(
+        self, state: State, num_workers: int, cores: float | None = None, *, blocking: bool = False
+    ) -> Prediction:
+        """The model's Prediction for `num_workers` (cores per rank unless `cores` is given), for
+        a consumer's step that holds its core (a CUDA sync that spins: the slower), or with
+        `blocking` one that leaves it to the loading (a step waiting on an event)."""
         object_bytes, spo = self.layout(state)
+        costs = self.costs(state, num_workers)
+        if blocking:
+            costs = dataclasses.replace(costs, step_cpu_share=0.0)
         storage = self.read_storage(state)
         if storage.requests_in_flight > 1 and Key.REQUESTS_IN_FLIGHT in state:
             storage = dataclasses.replace(
@@ -307,7 +314,7 @@ class Context:
             storage=storage,
             consumer_rate=self.consumer_rate,
             epoch_objects=math.ceil(self.objects_read(state) / max(self.ranks, 1)),
-            costs=self.costs(state, num_workers),
+            costs=costs,
         )
 
     def costs(self, state: State, num_workers: int) -> MeasuredCosts:
@@ -362,12 +369,13 @@ class Context:
         """num_workers whose measurement was a lower bound below the steady counts."""
         return dict(self.sweep.lower_bounds_left_out)
 
-    def predicted_rate(self, state: State, num_workers: int) -> float:
+    def predicted_rate(self, state: State, num_workers: int, *, blocking: bool = False) -> float:
         """Samples/s training sees at `num_workers`, as the model predicts it: the loader's rate
         through the consumer's step (taking each batch and stepping take turns; a spinning step
         holds its core), as the trial measures it in a training loop; the loader's own rate
-        where no consumer rate was given. The one predicted figure every rule reports."""
-        return self.model(state, num_workers).trained_samples_per_s
+        where no consumer rate was given. The one predicted figure every rule reports; with
+        `blocking`, what a step that leaves its core to the loading sees."""
+        return self.model(state, num_workers, blocking=blocking).trained_samples_per_s
 
     def expected_rate(self, state: State) -> float:
         """Samples/s at the chosen num_workers: measured where the trial read it, else modelled."""
