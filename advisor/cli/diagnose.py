@@ -9,14 +9,15 @@ import json
 import sys
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from advisor.core.bounds import CompareRounds, LoopLimits, TrialBudget, arg_type, range_of
 from advisor.core.errors import CommandErrors, report_error
 from advisor.core.workload import STEP_TIME_S, Workload
 from advisor.decide.history import LoopRecord, keep
-from advisor.measure.loop.run import LoaderError, LoopEvent
-from native_loader.decoders import load_callable
+
+if TYPE_CHECKING:
+    from advisor.measure.loop.run import LoopEvent
 
 PROGRESS_EVERY_S = 1.0
 
@@ -83,6 +84,8 @@ def load_object(spec: str, what: str) -> Any:
     and a notebook see it (`native_loader.decoders.load_callable` says what is wrong)."""
     if "" not in sys.path:
         sys.path.insert(0, "")
+    from native_loader.decoders import load_callable  # torch: only once a loader is named
+
     return load_callable(spec, what)
 
 
@@ -100,6 +103,7 @@ def execute(loader: Any, step: Any, args: argparse.Namespace) -> int:
     arguments give; print the result; the exit status."""
     from advisor.before_after import before_after
     from advisor.diagnosis import diagnose
+    from advisor.measure.loop.run import LoaderError
     from advisor.report.before_after import before_after_dict, before_after_lines
     from advisor.report.diagnosis import diagnosis_lines
 

@@ -340,3 +340,24 @@ def test_every_command_ends_a_failure_the_same_way(capsys: pytest.CaptureFixture
     with pytest.raises(ZeroDivisionError):  # a bug is not dressed as the user's error
         ended(ZeroDivisionError())
     assert finished == ["done"] * 6
+
+
+def test_commands_that_load_nothing_answer_before_torch_is_imported(tmp_path: Path) -> None:
+    """`history`, `cache`, `--help` and a mistyped argument answer in a fraction of a second:
+    the command line imports torch (about 1.5 s on 2 cores) only for a command that loads."""
+    code = (
+        "import sys\n"
+        "from advisor.cli import main\n"
+        "mistyped = ['diagnose', 'm:f', '--step-time', '-1']\n"
+        "for argv in (['history'], ['cache'], ['--help'], mistyped):\n"
+        "    try:\n"
+        "        main(argv)\n"
+        "    except SystemExit:\n"
+        "        pass\n"
+        "sys.exit(3 if 'torch' in sys.modules else 0)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
