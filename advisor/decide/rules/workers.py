@@ -190,7 +190,8 @@ class WorkersFromSweep(Rule):
         w, top, reason = choice.count, choice.top, choice.reason
         chosen = counts[w]
         predicted = ctx.predicted_rate(state, w)
-        rationale = _measured_rationale(w, top, counts, reason, ctx.consumer_rate)
+        rationale = _measured_reason(w, top, counts, reason, ctx.consumer_rate)
+        rationale = rationale[:1].upper() + rationale[1:]  # "No workers ...", as sentences start
         rationale += f" {_spread(chosen)}; the model predicted {per_s(predicted)}."
         rationale += read_path_rationale(ctx, state)
         unsteady = ctx.lower_bounds_left_out()
@@ -292,13 +293,6 @@ class WorkersFromModel(Rule):
         )
 
 
-def _measured_rationale(
-    w: int, top: int, counts: Mapping[int, CountRate], reason: str, consumer: float | None
-) -> str:
-    text = _measured_reason(w, top, counts, reason, consumer)
-    return text[:1].upper() + text[1:]  # "No workers ...", as a sentence starts
-
-
 def _measured_reason(
     w: int, top: int, counts: Mapping[int, CountRate], reason: str, consumer: float | None
 ) -> str:
@@ -333,14 +327,15 @@ def _workers_rationale(
     w: int, rates: Mapping[int, float], trained: float, consumer: float | None
 ) -> str:
     """NW-4's reasoning: the loaders' own predicted `rates` (what the choice weighs) and, with a
-    consumer, what training sees at the chosen count (`trained`, the throughput card's)."""
-    best = max(rates.values())
+    consumer, what training sees at the chosen count (`trained`, the throughput card's); the
+    loaders' rates as the evidence holds them (to a tenth): one figure in both."""
+    best, mine = round(max(rates.values()), 1), round(rates[w], 1)
     if consumer is None:
-        head = f"{workers(w)} deliver {rate(rates[w])} (predicted)"
+        head = f"{workers(w)} deliver {rate(mine)} (predicted)"
     else:
         head = (
             f"{workers(w)}: the model predicts {rate(trained)} as training sees it; their "
-            f"loader alone would deliver {rate(rates[w])}"
+            f"loader alone would deliver {rate(mine)}"
         )
     if len(rates) == 1:
         return f"{head}, the only count the cores and memory allow."
