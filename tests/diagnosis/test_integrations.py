@@ -6,12 +6,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from typing import Any
 
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
-
-pl = pytest.importorskip("pytorch_lightning")
 
 
 class Slow(Dataset):  # type: ignore[type-arg]
@@ -25,22 +24,31 @@ class Slow(Dataset):  # type: ignore[type-arg]
         return torch.randn(8), torch.randn(1)
 
 
-class Tiny(pl.LightningModule):  # type: ignore[misc]
-    def __init__(self) -> None:
-        super().__init__()
-        self.layer = torch.nn.Linear(8, 1)
+def _tiny(pl: Any) -> Any:
+    """A LightningModule whose step takes 5 ms beside its model's work; Lightning is imported by
+    the test that runs it (3-5 s on 2 cores: every process that collects the suite would pay)."""
 
-    def training_step(self, batch: tuple[torch.Tensor, torch.Tensor], index: int) -> torch.Tensor:
-        x, y = batch
-        time.sleep(0.005)  # a step of 5 ms beside the model's own work
-        return torch.nn.functional.mse_loss(self.layer(x), y)
+    class Tiny(pl.LightningModule):  # type: ignore[misc]
+        def __init__(self) -> None:
+            super().__init__()
+            self.layer = torch.nn.Linear(8, 1)
 
-    def configure_optimizers(self) -> torch.optim.Optimizer:
-        return torch.optim.SGD(self.parameters(), lr=0.01)
+        def training_step(
+            self, batch: tuple[torch.Tensor, torch.Tensor], index: int
+        ) -> torch.Tensor:
+            x, y = batch
+            time.sleep(0.005)  # a step of 5 ms beside the model's own work
+            return torch.nn.functional.mse_loss(self.layer(x), y)
+
+        def configure_optimizers(self) -> torch.optim.Optimizer:
+            return torch.optim.SGD(self.parameters(), lr=0.01)
+
+    return Tiny()
 
 
 @pytest.mark.filterwarnings("ignore::FutureWarning", "ignore::UserWarning")  # Lightning's own
 def test_the_lightning_callback_watches_every_epoch_and_reports() -> None:
+    pl = pytest.importorskip("pytorch_lightning")
     from advisor.integrations.lightning import WatchCallback
 
     lines: list[str] = []
@@ -49,7 +57,7 @@ def test_the_lightning_callback_watches_every_epoch_and_reports() -> None:
         max_epochs=2, accelerator="cpu", callbacks=[callback], logger=False,
         enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
     )  # fmt: skip
-    trainer.fit(Tiny(), DataLoader(Slow(), batch_size=8))
+    trainer.fit(_tiny(pl), DataLoader(Slow(), batch_size=8))
     assert len(callback.reports) == 2  # one per epoch
     for report in callback.reports:
         assert report.summary.batches == 40 and report.verdict is not None
