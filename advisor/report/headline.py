@@ -132,10 +132,10 @@ def headline_lines(
 
 
 def _if_blocking(rec: Recommendation) -> str:
-    """The rate a step that leaves its core to the loading sees, where it differs beyond 2%
-    from the expected one (a step that holds its core: a CUDA sync that spins)."""
+    """The rate a step that leaves its core to the loading sees, where it reads higher than the
+    expected one (a step that holds its core: a CUDA sync that spins)."""
     blocking = rec.predicted_blocking_samples_per_s
-    if blocking is None or blocking <= rec.expected_samples_per_s * 1.02:
+    if blocking is None or rate(blocking) == rate(rec.expected_samples_per_s):
         return ""
     return f"; {rate(blocking)} where the training step waits without holding its core"
 

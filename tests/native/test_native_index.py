@@ -96,25 +96,25 @@ def _private_bytes() -> int:
 
 
 @pytest.mark.skipif(not os.path.exists("/proc/self/smaps_rollup"), reason="Linux's smaps")
+def _walked_in_a_worker(objects: Any) -> int:
+    """A forked worker's private-memory growth walking `objects`, frozen before the fork: a
+    collection in this process while the worker runs (another thread's allocations start one)
+    would walk the objects and copy their pages here, which leaves the worker's copies private
+    before it reads them: 6 MiB "copied", not 19."""
+    gc.collect()
+    gc.freeze()
+    try:
+        return int(next(iter(forked_loader(_Walk(objects), 1, 1)))[0])
+    finally:
+        gc.unfreeze()
+
+
 def test_forked_workers_read_the_index_without_copying_it() -> None:
     infos = _typical(ENTRIES)
-    # frozen before the fork: a collection in this process while the worker runs (another
-    # thread's allocations start one) walks the objects and copies their pages here, which
-    # leaves the worker's copies private before it reads them: 6 MiB "copied", not 19
-    gc.collect()
-    gc.freeze()
-    try:
-        copied = next(iter(forked_loader(_Walk(infos), 1, 1)))[0]
-    finally:
-        gc.unfreeze()
+    copied = _walked_in_a_worker(infos)
     index = IndexBuilder("s3://bkt/").extend(infos).build()
     del infos
-    gc.collect()
-    gc.freeze()
-    try:
-        shared = next(iter(forked_loader(_Walk(index), 1, 1)))[0]
-    finally:
-        gc.unfreeze()
+    shared = _walked_in_a_worker(index)
     # the objects' reference counts copy their pages: about 19 MiB here (the oracle that this
     # measures at all); the index's buffers are only read
     assert copied > 10 * 2**20, copied
