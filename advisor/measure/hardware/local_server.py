@@ -6,7 +6,10 @@ The whole machine's busy cores (`host.busy_cpu_s`) already count it; a CPU quota
 does not, since the server runs outside it. `quota_blind_servers` names the serving processes
 the trial must add under a quota: the one listening on the endpoint's port and, transitively,
 the loopback listeners it connects to (a proxy's upstream), found from `/proc/net/tcp{,6}` and
-the processes' socket descriptors; outside the caller's own cgroup.
+the processes' socket descriptors; outside the caller's own cgroup. A proxy holds its upstream
+connections only while its clients hold theirs (the demo's proxy gives each client connection
+its own), so an endpoint nobody reads from shows its proxy alone: `ServingScan` looks again
+while the loader reads and keeps what it found.
 """
 
 from __future__ import annotations
@@ -128,3 +131,19 @@ def quota_blind_servers(url: str | None, root: Path = Path("/")) -> frozenset[in
         return frozenset()
     mine = _cgroup_of("self", root)
     return frozenset(p for p in serving_processes(url, root) if _cgroup_of(p, root) != mine)
+
+
+class ServingScan:
+    """The quota-blind servers of one endpoint (`quota_blind_servers`), as found so far: each
+    `scan()`, taken while the loader reads, adds what serves it then, and nothing found is
+    dropped, so the CPU counted between two readings of `found` is over one set of processes."""
+
+    def __init__(self, url: str | None, root: Path = Path("/")) -> None:
+        self.url = url
+        self.root = root
+        self.found: frozenset[int] = frozenset()
+
+    def scan(self) -> frozenset[int]:
+        if endpoint_port(self.url or "") is not None:
+            self.found |= quota_blind_servers(self.url, self.root)
+        return self.found

@@ -74,7 +74,7 @@ class LoaderPoint:
     # None: not measured (0 workers, or no round counted).
     worker_cpu_s_per_sample: float | None = None
     # Under a CPU quota, the CPU seconds per sample of the processes serving a loopback
-    # endpoint outside the quota's group (`local_server.quota_blind_servers`), already in
+    # endpoint outside the quota's group (`local_server.ServingScan`), already in
     # `machine_cpu_s_per_sample`. None: none such (no quota, or a remote endpoint).
     server_cpu_s_per_sample: float | None = None
     # The seconds a loader process waited for an epoch's first item beyond its own CPU, the

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 
 from advisor.measure.hardware.host import child_pids
-from advisor.measure.hardware.local_server import quota_blind_servers
+from advisor.measure.hardware.local_server import ServingScan
 from advisor.measure.hardware.processes import TreeMeter
 from advisor.measure.loop.instrument import InstrumentedLoop, Mark
 from advisor.measure.trial.data import TrialData
@@ -60,7 +60,7 @@ def measure_slice(
     max_seconds: float | None = None,
     min_samples: int = 0,
     ignore_pids: set[int] | None = None,
-    servers: frozenset[int] = frozenset(),
+    servers: ServingScan | None = None,
 ) -> LoaderPoint:
     """Run `live` for about `seconds` in a training loop and measure what it sees.
 
@@ -83,13 +83,15 @@ def measure_slice(
     default the children that predate the slice), read by the loop's `TreeMeter`: their CPU
     from the window's opening to the slice's end, over the window's samples; their memory
     (`peak_worker_rss_bytes`) the largest single worker's resident set at any of the readings.
+    Under a CPU quota, a loopback endpoint's `servers` are scanned again at the first batch,
+    while the loader reads (a proxy's upstream shows only then), before the window opens.
     """
     step_rate = consumer_rate if step != STEP_NONE else None
     hard_stop = max(seconds, max_seconds if max_seconds is not None else 3 * seconds)
     ignore = child_pids() if ignore_pids is None else ignore_pids
     loop = InstrumentedLoop(
         live.samples_in, meter=TreeMeter(leave_out=frozenset(ignore)), gpu=False,
-        servers=servers,
+        servers=servers.found if servers is not None else frozenset(),
     )  # fmt: skip
     loop.start()
     started = loop.started_at
@@ -111,6 +113,8 @@ def measure_slice(
         now = loop.arrived(batch)
         if batch_index == 0:
             first_batch_s = now - started
+            if servers is not None:
+                loop.servers = servers.scan()
         waiting = window.opens is None
         batch_samples = live.samples_in(batch)
         produced = live.produced_samples()
@@ -147,7 +151,7 @@ def measure_slice(
         busy = closed.busy_cpu_s - opened.busy_cpu_s
         if busy > 0:
             machine_cpu = max(busy - closed.steps_cpu_s(opened), 0.0) / window.samples
-        if servers:
+        if loop.servers:
             served_cpu = max(closed.served_cpu_s - opened.served_cpu_s, 0.0) / window.samples
         if closed.wall_s > opened.wall_s:
             share = (closed.thread_cpu_s - opened.thread_cpu_s) / (closed.wall_s - opened.wall_s)
@@ -193,7 +197,7 @@ def measure_loader(
     try:
         return measure_slice(
             live, seconds, check=check, max_seconds=max_seconds, min_samples=min_samples,
-            ignore_pids=ignore, servers=quota_blind_servers(data.config.endpoint_url),
+            ignore_pids=ignore, servers=ServingScan(data.config.endpoint_url),
         )  # fmt: skip
     finally:
         live.close()
@@ -263,7 +267,7 @@ def measure_counts(
     measured_counts: set[int] = set()
     refused: set[int] = set()  # counts whose batches /dev/shm cannot hold
     ignore = child_pids()
-    servers = quota_blind_servers(data.config.endpoint_url)
+    servers = ServingScan(data.config.endpoint_url)  # kept across slices: found once, counted
     while group:
         order = [(w, modes[r % len(modes)]) for r in range(per_count) for w in group]
         later = per_count * max(planned - len(measured_counts) - len(group), 0)
