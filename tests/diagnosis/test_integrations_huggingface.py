@@ -10,7 +10,12 @@ import pytest
 import torch
 from torch.utils.data import Dataset
 
-transformers = pytest.importorskip("transformers")
+
+def _transformers() -> Any:
+    """transformers, imported by the test that runs it: at collection it cost each of the
+    suite's collecting processes 0.8 s (skips the test where the extra is not installed)."""
+    return pytest.importorskip("transformers")
+
 
 LOAD_S, STEP_S, BATCH = 0.003, 0.005, 8
 
@@ -40,15 +45,27 @@ class Tiny(torch.nn.Module):
         return {"loss": torch.nn.functional.mse_loss(out, labels), "logits": out}
 
 
-class SlowLogging(transformers.TrainerCallback):  # type: ignore[misc]
-    """The Trainer's own work between steps made slow: 1 s at every log before the last step."""
+def _watch_callback() -> Any:
+    _transformers()
+    from advisor.integrations.huggingface import WatchCallback
 
-    def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
-        if state.global_step < state.max_steps:
-            time.sleep(1.0)
+    return WatchCallback
+
+
+def _slow_logging() -> Any:
+    """A callback making the Trainer's own work between steps slow: 1 s at every log before
+    the last step."""
+
+    class SlowLogging(_transformers().TrainerCallback):  # type: ignore[misc]
+        def on_log(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            if state.global_step < state.max_steps:
+                time.sleep(1.0)
+
+    return SlowLogging()
 
 
 def _trainer(tmp: Any, callbacks: list[Any], **args: Any) -> Any:
+    transformers = _transformers()
     arguments = transformers.TrainingArguments(
         output_dir=str(tmp), per_device_train_batch_size=BATCH, use_cpu=True, report_to=[],
         save_strategy="no", disable_tqdm=True, dataloader_num_workers=0, **args,
@@ -60,7 +77,7 @@ def _trainer(tmp: Any, callbacks: list[Any], **args: Any) -> Any:
 
 @pytest.mark.timeout(60)  # two epochs of 20 steps take about 2 s
 def test_the_trainer_callback_watches_every_epoch_and_reports(tmp_path: Any) -> None:
-    from advisor.integrations.huggingface import WatchCallback
+    WatchCallback = _watch_callback()
 
     lines: list[str] = []
     callback = WatchCallback(every=10, out=lines.append, min_steps=10)
@@ -91,11 +108,11 @@ def test_the_trainers_own_work_is_no_data_wait_and_accumulated_batches_count(
     """Two batches per optimizer step; a log after step 4 that takes 1 s is left out of the
     wait, which stays the loader's 2 x 24 ms (on a busy machine, each of the 16 samples' sleeps
     may wait its turn for a core: up to some 0.4 s)."""
-    from advisor.integrations.huggingface import WatchCallback
+    WatchCallback = _watch_callback()
 
     callback = WatchCallback(out=None, min_steps=5)
     trainer = _trainer(
-        tmp_path, [SlowLogging(), callback], max_steps=8, gradient_accumulation_steps=2,
+        tmp_path, [_slow_logging(), callback], max_steps=8, gradient_accumulation_steps=2,
         logging_strategy="steps", logging_steps=4,
     )  # fmt: skip
     trainer.train()
@@ -119,7 +136,7 @@ class Failing(Slow):
 def test_an_epoch_the_trainer_left_by_an_exception_is_reported_as_an_error(tmp_path: Any) -> None:
     """The Trainer calls no callback on an exception: `close()` (or the next train()) ends the
     epoch's watch and takes the hook off the model."""
-    from advisor.integrations.huggingface import WatchCallback
+    WatchCallback = _watch_callback()
 
     callback = WatchCallback(out=None, min_steps=5)
     trainer = _trainer(tmp_path, [callback], num_train_epochs=1, logging_strategy="no")
