@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bench.clients import Spec
+from bench.client_run import Spec
 from bench.netem import proxy_process
 from bench.record import Run
 

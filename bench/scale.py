@@ -34,7 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from bench.record import REPO, begin
-from testing.synthetic_s3 import Keyspace, SyntheticS3
+from testing.synthetic_keyspace import Keyspace
+from testing.synthetic_s3 import SyntheticS3
 
 RESULTS = Path(__file__).resolve().parent / "results" / "scale.json"
 MIB = 2**20

@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from testing.synthetic_s3 import SEPARATOR
+from testing.synthetic_keyspace import SEPARATOR
 
 MAX_BATCHES = 1_000_000  # the reading loop's bound beside its time
 

@@ -16,6 +16,9 @@ a process of its own (`python -m testing.synthetic_s3`), so that its interpreter
 not the measured client's: a page of 1,000 keys costs it a few milliseconds (`python -m bench
 scale` reports its CPU time beside each figure), so a listing's time is the client's.
 
+This module holds the HTTP server and the process that runs it; the keys and bodies are
+`testing.synthetic_keyspace`'s, the answers to requests `testing.synthetic_answers`'.
+
 Test infrastructure: not part of the installed package.
 """
 
@@ -23,236 +26,24 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import bisect
 import email.utils
-import functools
-import hashlib
 import os
-import re
 import selectors
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.parse
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
+
+from advisor.demo.server import die_with_parent
+from testing.synthetic_answers import Response, answer, s3_error
+from testing.synthetic_keyspace import Keyspace
 
 HOST = "127.0.0.1"
-MAX_KEYS = 1000  # S3's page limit
-LAST_MODIFIED = "2026-01-01T00:00:00.000Z"
-LAST_MODIFIED_HTTP = "Thu, 01 Jan 2026 00:00:00 GMT"
 IDLE_TIMEOUT_S = 120.0  # a keep-alive connection with no request for this long is closed
 MAX_HEAD_BYTES = 64 * 1024
 MAX_REQUEST_BODY = 1024 * 1024  # a body sent to this read-only server is read and dropped
-_AFTER_EVERY_KEY = "\U0010ffff"  # sorts after any character a key holds: the end of a prefix
-_RANGE = re.compile(r"bytes=(\d*)-(\d*)$")
-_NS = "http://s3.amazonaws.com/doc/2006-03-01/"
-SEPARATOR = b"\x00\xff"  # ends the key in a body; 0xff is never UTF-8: the body is not text
-
-
-@dataclass(frozen=True)
-class Keyspace:
-    """The bucket's contents. bucket: its name. prefix: what every key starts with. count: the
-    number of keys (>= 0). size: bytes (B) of every object (>= 0). suffix: what every key ends
-    with."""
-
-    bucket: str = "synth"
-    prefix: str = "train/"
-    count: int = 1_000_000
-    size: int = 1024
-    suffix: str = ".bin"
-
-    def __post_init__(self) -> None:
-        if self.count < 0 or self.size < 0:
-            raise ValueError(f"{self.count=} and {self.size=} must be >= 0")
-        if not re.fullmatch(r"[a-z0-9][a-z0-9-]{1,61}[a-z0-9]", self.bucket):
-            raise ValueError(f"{self.bucket=} is not a bucket name")
-        if any(c.isdigit() for c in self.suffix[:1]):
-            raise ValueError(f"{self.suffix=} may not start with a digit (key order = index order)")
-
-    @functools.cached_property
-    def width(self) -> int:  # computed once: every key of every page is formatted with it
-        return max(8, len(str(max(self.count - 1, 0))))
-
-    @property
-    def uri(self) -> str:
-        return f"s3://{self.bucket}/{self.prefix}"
-
-    def key(self, index: int) -> str:
-        return f"{self.prefix}{index:0{self.width}d}{self.suffix}"
-
-    def index(self, key: str) -> int | None:
-        """The index of `key`, None where it is not one of the bucket's keys."""
-        digits = key[len(self.prefix) : len(key) - len(self.suffix)]
-        if (
-            not key.startswith(self.prefix)
-            or not key.endswith(self.suffix)
-            or len(digits) != self.width
-            or not digits.isdigit()
-        ):
-            return None
-        index = int(digits)
-        return index if index < self.count else None
-
-    def body(self, key: str) -> bytes:
-        """The key, then bytes that no text holds (so that it profiles as binary), repeated."""
-        seed = key.encode() + SEPARATOR
-        return (seed * (self.size // len(seed) + 1))[: self.size]
-
-    def md5(self, key: str) -> str:
-        """The MD5 of the key: hashing each body would cost a page of 1,000 keys ~5 ms of the
-        server's CPU, a third of the native reader's time for it (S3's ETag is the body's MD5
-        only for single-part uploads; no client checks it against the body)."""
-        return hashlib.md5(key.encode()).hexdigest()
-
-    def etag(self, key: str) -> str:
-        """The ETag header's value: `md5` in double quotes."""
-        return f'"{self.md5(key)}"'
-
-
-@dataclass(frozen=True)
-class _Keys:
-    """The keys as a sorted sequence, for `bisect`."""
-
-    space: Keyspace
-
-    def __len__(self) -> int:
-        return self.space.count
-
-    def __getitem__(self, index: int) -> str:
-        return self.space.key(index)
-
-
-@dataclass(frozen=True)
-class Response:
-    status: int
-    headers: dict[str, str] = field(default_factory=dict)
-    body: bytes = b""
-    head_only: bool = False  # HEAD: Content-Length says the body's length; no body is sent
-
-
-def _error(status: int, code: str, message: str, resource: str) -> Response:
-    body = (
-        '<?xml version="1.0" encoding="UTF-8"?>\n<Error>'
-        f"<Code>{code}</Code><Message>{escape(message)}</Message>"
-        f"<Resource>{escape(resource)}</Resource><RequestId>synthetic</RequestId></Error>"
-    ).encode()
-    return Response(status, {"Content-Type": "application/xml"}, body)
-
-
-def answer(space: Keyspace, method: str, target: str, headers: dict[str, str]) -> Response:
-    """The response to one request (`headers` with lower-case names)."""
-    parts = urllib.parse.urlsplit(target)
-    path = urllib.parse.unquote(parts.path)
-    query = dict(urllib.parse.parse_qsl(parts.query, keep_blank_values=True))
-    bucket, _, key = path.lstrip("/").partition("/")
-    if bucket != space.bucket:
-        return _error(404, "NoSuchBucket", "the synthetic endpoint has one bucket", path)
-    if method not in ("GET", "HEAD"):
-        return _error(405, "MethodNotAllowed", f"{method}: the synthetic bucket is read-only", path)
-    if not key:
-        if method == "HEAD":
-            return Response(200, {"x-amz-bucket-region": "us-east-1"})
-        if "location" in query:
-            return Response(200, {"Content-Type": "application/xml"}, b"<LocationConstraint/>")
-        if query.get("list-type") != "2":
-            return _error(501, "NotImplemented", "only ListObjectsV2 (list-type=2)", path)
-        return _list(space, query, path)
-    return _object(space, method, key, headers, path)
-
-
-def _list(space: Keyspace, query: dict[str, str], path: str) -> Response:
-    prefix, delimiter = query.get("prefix", ""), query.get("delimiter", "")
-    try:
-        max_keys = min(int(query.get("max-keys", MAX_KEYS)), MAX_KEYS)
-        token = query.get("continuation-token")
-        position = int(token) if token is not None else None
-    except ValueError:
-        return _error(400, "InvalidArgument", "max-keys and continuation-token: integers", path)
-    if max_keys < 0 or (position is not None and not 0 <= position <= space.count):
-        return _error(400, "InvalidArgument", "max-keys or continuation-token out of range", path)
-    keys = _Keys(space)
-    start = bisect.bisect_left(keys, prefix)
-    end = bisect.bisect_left(keys, prefix + _AFTER_EVERY_KEY, start) if prefix else len(keys)
-    if position is not None:
-        start = max(start, position)
-    elif query.get("start-after"):
-        start = max(start, bisect.bisect_right(keys, query["start-after"]))
-    contents: list[str] = []
-    prefixes: list[str] = []
-    i = start
-    while i < end and len(contents) + len(prefixes) < max_keys:
-        key = keys[i]
-        cut = key.find(delimiter, len(prefix)) if delimiter else -1
-        if cut < 0:
-            contents.append(key)
-            i += 1
-            continue
-        common = key[: cut + len(delimiter)]
-        prefixes.append(common)
-        i = bisect.bisect_left(keys, common + _AFTER_EVERY_KEY, i, end)
-    truncated = i < end
-    out = [
-        f'<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="{_NS}">'
-        f"<Name>{space.bucket}</Name><Prefix>{escape(prefix)}</Prefix>"
-        f"<KeyCount>{len(contents) + len(prefixes)}</KeyCount><MaxKeys>{max_keys}</MaxKeys>"
-        f"<IsTruncated>{'true' if truncated else 'false'}</IsTruncated>"
-    ]
-    if delimiter:
-        out.append(f"<Delimiter>{escape(delimiter)}</Delimiter>")
-    if query.get("encoding-type") == "url":  # keys are quoted as S3 does (ours need none)
-        out.append("<EncodingType>url</EncodingType>")
-    if token is not None:
-        out.append(f"<ContinuationToken>{token}</ContinuationToken>")
-    if query.get("start-after"):
-        out.append(f"<StartAfter>{escape(query['start-after'])}</StartAfter>")
-    if truncated:
-        out.append(f"<NextContinuationToken>{i}</NextContinuationToken>")
-    md5 = space.md5
-    out += [
-        f"<Contents><Key>{escape(key)}</Key><LastModified>{LAST_MODIFIED}</LastModified>"
-        f"<ETag>&quot;{md5(key)}&quot;</ETag><Size>{space.size}</Size>"
-        "<StorageClass>STANDARD</StorageClass></Contents>"
-        for key in contents
-    ]
-    out += [f"<CommonPrefixes><Prefix>{escape(p)}</Prefix></CommonPrefixes>" for p in prefixes]
-    out.append("</ListBucketResult>")
-    return Response(200, {"Content-Type": "application/xml"}, "".join(out).encode())
-
-
-def _object(space: Keyspace, method: str, key: str, headers: dict[str, str], path: str) -> Response:
-    if space.index(key) is None:
-        if method == "HEAD":
-            return Response(404, head_only=True)
-        return _error(404, "NoSuchKey", "no such key in the synthetic bucket", path)
-    etag = space.etag(key)
-    base = {
-        "ETag": etag,
-        "Last-Modified": LAST_MODIFIED_HTTP,
-        "Accept-Ranges": "bytes",
-        "Content-Type": "application/octet-stream",
-    }
-    if headers.get("if-match", etag) not in (etag, "*"):
-        return _error(412, "PreconditionFailed", "If-Match: the ETag differs", path)
-    body, status = space.body(key), 200
-    wanted = headers.get("range")
-    if wanted is not None:
-        match = _RANGE.match(wanted.strip())
-        first, last = (match.group(1), match.group(2)) if match else ("", "")
-        if match and (first or last):
-            if not first:  # bytes=-n: the last n bytes
-                first, last = str(max(space.size - int(last), 0)), str(space.size - 1)
-            begin, stop = int(first), min(int(last or space.size - 1), space.size - 1)
-            if begin >= space.size or stop < begin:
-                unsatisfied = _error(416, "InvalidRange", f"{wanted}: not within the object", path)
-                unsatisfied.headers["Content-Range"] = f"bytes */{space.size}"
-                return unsatisfied
-            body, status = body[begin : stop + 1], 206
-            base["Content-Range"] = f"bytes {begin}-{stop}/{space.size}"
-    return Response(status, base, body, head_only=method == "HEAD")
 
 
 _REASONS = {
@@ -292,7 +83,7 @@ async def _serve_connection(
                     headers[name.strip().lower()] = value.strip()
             length = int(headers.get("content-length", "0"))
             if length > MAX_REQUEST_BODY or "transfer-encoding" in headers:
-                writer.write(_encode(_error(400, "BadRequest", "no bodies", target), False))
+                writer.write(_encode(s3_error(400, "BadRequest", "no bodies", target), False))
                 break
             if length:
                 await asyncio.wait_for(reader.readexactly(length), IDLE_TIMEOUT_S)
@@ -364,9 +155,6 @@ class SyntheticS3:
         )  # fmt: skip
 
     def __enter__(self) -> SyntheticS3:
-        # here, not at the top: the measured probe imports this module for SEPARATOR alone
-        from advisor.demo.server import die_with_parent
-
         s = self.space
         command = [
             sys.executable, "-m", "testing.synthetic_s3", "--bucket", s.bucket, "--prefix",

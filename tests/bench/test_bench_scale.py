@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 
 from native_loader import Credentials, ReaderConfig, S3Reader
-from testing.synthetic_s3 import Keyspace, SyntheticS3, answer
+from testing.synthetic_answers import answer
+from testing.synthetic_keyspace import Keyspace
+from testing.synthetic_s3 import SyntheticS3
 
 ROOT = Path(__file__).resolve().parents[2]
 SPACE = Keyspace(count=5_000, size=1024)
