@@ -28,177 +28,23 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from advisor.measure.hardware.host import cpu_seconds, process_tree, rss_bytes
+from bench.e2e_advisor import advise
 from bench.e2e_data import BUCKET, upload
 from bench.e2e_loaders import RunSpec, missing
-from bench.e2e_report import METRICS, Bar, Spread, bar, bars_table, derived, table
+from bench.e2e_plan import Plan, Scenario, plan, scenarios
+from bench.e2e_report import METRICS, Spread, bars, bars_table, derived, table
 from bench.netem import proxy_process, raise_priority
 from bench.record import Run
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS = REPO / "bench" / "results" / "e2e.json"
-CORES = os.cpu_count() or 1
 RUN_TIMEOUT_S = 240.0
-ADVISOR_TIMEOUT_S = 120.0
-ADVISOR_BOUND = 6  # x the trial budget: a trial still running then is stopped
 S3_BANDWIDTH_MBPS = 90.0  # per connection, behind the 20 ms proxy
-FAST_IMAGES = 2000.0  # samples/s: ResNet-50 on one A100-class GPU with AMP
-REALISTIC_IMAGES = 100.0  # samples/s: below what the best loaders reach here: who keeps up?
-FAST_LINES = 1e6  # lines/s: any loader here is slower; the step costs 0.5 ms per batch
-
-
-@dataclass(frozen=True)
-class Scenario:
-    name: str
-    data: str  # "images" or "text"
-    transform: str  # "decode", "bytes" or "lines"
-    latency_ms: int
-    consumer_rate: float
-    configs: tuple[tuple[str, int | None], ...]  # (loader, num_workers; None = as exported)
-    judged: bool = False  # a bar rests on it: it gets the plan's repetitions, others one fewer
-
-
-def _image_configs(every: bool) -> tuple[tuple[str, int | None], ...]:
-    """Every peer at num_workers 0 and = cores where a bar is judged (`every`); elsewhere the
-    tutorial at both counts and the fastest peer of the judged scenario (s3torchconnector's map
-    dataset at = cores), to bound the run. "exported-nw" overrides the exported num_workers with
-    the cores: what the reader does when the advice's cap (NW-1: one core kept for the training
-    process) is lifted. Where a bar is judged, "exported-fill" is the same module with its
-    first epoch streamed from S3 into a cache instead of a copy made before it (the other way
-    a copy-local export may fill local disk); neither counts as a peer."""
-    peers = ("boto3", "fsspec", "s3tc-map", "s3tc-iterable") if every else ("boto3",)
-    chosen: tuple[tuple[str, int | None], ...] = tuple((p, w) for p in peers for w in (0, CORES))
-    if not every:
-        chosen += (("s3tc-map", CORES),)
-    fill: tuple[tuple[str, int | None], ...] = (("exported-fill", None),) if every else ()
-    return (*chosen, ("exported", None), ("exported-nw", CORES), *fill)
-
-
-TEXT_CONFIGS = (("lines-fsspec", 0), ("lines-native", 0), ("lines-fsspec", 4), ("lines-native", 4))
-
-
-def scenarios(quick: bool, only: list[str] | None = None) -> list[Scenario]:
-    """The default run's scenarios; --quick: the two judged ones, with fewer configurations."""
-    every, some = _image_configs(not quick), _image_configs(False)
-    text = TEXT_CONFIGS[2:] if quick else TEXT_CONFIGS
-    out = [
-        Scenario("20ms jpeg fast", "images", "decode", 20, FAST_IMAGES, every, judged=True),
-        Scenario("20ms text fast", "text", "lines", 20, FAST_LINES, text, judged=True),
-        Scenario("20ms jpeg realistic", "images", "decode", 20, REALISTIC_IMAGES, some),
-        Scenario("20ms bytes fast", "images", "bytes", 20, FAST_IMAGES, some),
-        Scenario("0ms jpeg fast", "images", "decode", 0, FAST_IMAGES, every, judged=True),
-    ]
-    if only:
-        unknown = set(only) - {s.name for s in out}
-        if unknown:
-            raise SystemExit(f"--only: unknown {sorted(unknown)}; known: {[s.name for s in out]}")
-        return [s for s in out if s.name in only]
-    return [s for s in out if s.judged] if quick else out
-
-
-@dataclass(frozen=True)
-class Plan:
-    images: int  # objects in the image set; every image epoch reads this many samples
-    shards: int
-    repeats: int
-    trial_seconds: float  # the advisor's default budget: what a user's trial measures
-    image_epochs: int  # per image run: the first (from S3) and the later ones
-
-
-def plan(quick: bool) -> Plan:
-    if quick:
-        return Plan(images=128, shards=4, repeats=2, trial_seconds=30.0, image_epochs=2)
-    return Plan(images=192, shards=4, repeats=3, trial_seconds=30.0, image_epochs=3)
-
-
-# --- the advisor, as a user runs it ---------------------------------------------------------------
-
-
-def advise(
-    s: Scenario, endpoint: str, p: Plan, out_dir: Path, env: dict[str, str]
-) -> dict[str, Any]:
-    """`python -m advisor recommend s3://... --export` for one scenario, as a user types it; its
-    export and timing. A trial that overruns its budget by far is stopped, recorded, and the
-    advice taken again from the model alone (`--no-trial`), so that the loaders still run."""
-    module = out_dir / f"export_{len(list(out_dir.glob('*.py')))}.py"
-    cmd = [
-        sys.executable,
-        "-m",
-        "advisor",
-        "recommend",
-        f"s3://{BUCKET}/{s.data}/",
-        "--endpoint-url",
-        endpoint,
-        "--consumer-rate",
-        f"{s.consumer_rate:g}",
-        "--export",
-        str(module),
-        "--json",
-        "--quiet",
-    ]
-    if s.data == "images":
-        cmd += ["--batch-size", "32", "--transform", f"bench.e2e_loaders:{_transform(s)}"]
-    else:
-        cmd += ["--batch-size", "512"]
-    note = ""
-    t0 = time.monotonic()
-    try:
-        out = _advisor(
-            [*cmd, "--seconds", f"{p.trial_seconds:g}"], env, ADVISOR_BOUND * p.trial_seconds
-        )
-    except subprocess.TimeoutExpired:
-        note = (
-            f"the {p.trial_seconds:g} s trial had not finished after "
-            f"{ADVISOR_BOUND * p.trial_seconds:g} s; advice from the model alone (--no-trial)"
-        )
-        out = _advisor([*cmd, "--no-trial"], env, ADVISOR_TIMEOUT_S)
-    except RuntimeError as error:
-        if "timed out" not in str(error):
-            raise
-        # The trial's own watch gave up (its budget passed on a loaded machine).
-        note = f"{str(error)[:160]}; advice from the model alone (--no-trial)"
-        out = _advisor([*cmd, "--no-trial"], env, ADVISOR_TIMEOUT_S)
-    wall = time.monotonic() - t0
-    rec, trial = out["recommendation"], out.get("trial") or {}
-    return {
-        "module": str(module),
-        "wall_s": round(wall, 1),
-        "trial_s": round(trial.get("seconds_used", float("nan")), 1),
-        "note": note,
-        "num_workers": rec["num_workers"],
-        "requests_in_flight": rec["requests_in_flight"],
-        "inflight_bytes": rec["inflight_bytes"],
-        "data_source": rec["data_source"],
-    }
-
-
-def _advisor(cmd: list[str], env: dict[str, str], timeout_s: float) -> dict[str, Any]:
-    proc = subprocess.Popen(
-        cmd,
-        cwd=REPO,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, 9)  # its own session: the trial's DataLoader workers too
-        proc.communicate()
-        raise
-    if proc.returncode != 0:
-        raise RuntimeError(f"advisor failed: {err.strip()[-500:]}")
-    return dict(json.loads(out))
-
-
-def _transform(s: Scenario) -> str:
-    return "decode_resize" if s.transform == "decode" else "as_bytes"
 
 
 # --- one run --------------------------------------------------------------------------------------
@@ -351,46 +197,6 @@ def run_scenario(
 
 def _label(loader: str, workers: int | None) -> str:
     return loader if workers is None else f"{loader} w{workers}"
-
-
-def _rates(rows: list[dict[str, Any]], scenario: str, key: str) -> dict[str, list[float]]:
-    """`key` per loader of one scenario, indexed by repetition (NaN where a run failed)."""
-    out: dict[str, list[float]] = {}
-    for row in rows:
-        if row["scenario"] == scenario and row["raw"]:
-            by_rep = {r["rep"]: r[key] for r in row["raw"]}
-            out[row["loader"]] = [by_rep.get(i, float("nan")) for i in range(max(by_rep) + 1)]
-    return out
-
-
-def bars(rows: list[dict[str, Any]], key: str = "samples_per_s") -> list[Bar]:
-    """The issue's bars on `key` (samples/s over the epoch; the steady rate for reference)."""
-    jpeg = _rates(rows, "20ms jpeg fast", key)
-    jpeg0 = _rates(rows, "0ms jpeg fast", key)
-    peers = [lab for lab in jpeg if not lab.startswith("exported")]
-    peers0 = [lab for lab in jpeg0 if not lab.startswith("exported")]
-    text = _rates(rows, "20ms text fast", key)
-    tag = TAGS[key]
-    images = [
-        bar(f"20 ms jpeg fast: exported / boto3 tutorial w0{tag}", jpeg, "exported",
-            ["boto3 w0"], 3.0),
-        bar(f"20 ms jpeg fast: exported / best peer{tag}", jpeg, "exported", peers, 1.3),
-        bar(f"0 ms jpeg fast: exported / best peer{tag}", jpeg0, "exported", peers0, 1.3),
-    ]  # fmt: skip
-    if key == "later_samples_per_s":
-        return images  # a text run reads its shards once
-    text_bar = bar(
-        f"20 ms text: native w4 / fsspec w4{tag}", text, "lines-native w4", ["lines-fsspec w4"], 1.6
-    )
-    return [*images, text_bar]
-
-
-# The bars are judged on the first epoch; the others are shown beside them.
-TAGS = {
-    "samples_per_s": "",
-    "steady_samples_per_s": " (after 1st batch)",
-    "later_samples_per_s": " (later epochs)",
-}
 
 
 def _trial(advice: dict[str, Any]) -> str:

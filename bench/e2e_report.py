@@ -98,3 +98,43 @@ def bars_table(bars: list[Bar]) -> str:
             f"| {b.name} | {b.ratio.show('{:.2f}')} | >= {b.wanted:g} | {verdict} | {b.against} |"
         )
     return "\n".join(lines)
+
+
+def _rates(rows: list[dict[str, Any]], scenario: str, key: str) -> dict[str, list[float]]:
+    """`key` per loader of one scenario, indexed by repetition (NaN where a run failed)."""
+    out: dict[str, list[float]] = {}
+    for row in rows:
+        if row["scenario"] == scenario and row["raw"]:
+            by_rep = {r["rep"]: r[key] for r in row["raw"]}
+            out[row["loader"]] = [by_rep.get(i, float("nan")) for i in range(max(by_rep) + 1)]
+    return out
+
+
+def bars(rows: list[dict[str, Any]], key: str = "samples_per_s") -> list[Bar]:
+    """The issue's bars on `key` (samples/s over the epoch; the steady rate for reference)."""
+    jpeg = _rates(rows, "20ms jpeg fast", key)
+    jpeg0 = _rates(rows, "0ms jpeg fast", key)
+    peers = [lab for lab in jpeg if not lab.startswith("exported")]
+    peers0 = [lab for lab in jpeg0 if not lab.startswith("exported")]
+    text = _rates(rows, "20ms text fast", key)
+    tag = TAGS[key]
+    images = [
+        bar(f"20 ms jpeg fast: exported / boto3 tutorial w0{tag}", jpeg, "exported",
+            ["boto3 w0"], 3.0),
+        bar(f"20 ms jpeg fast: exported / best peer{tag}", jpeg, "exported", peers, 1.3),
+        bar(f"0 ms jpeg fast: exported / best peer{tag}", jpeg0, "exported", peers0, 1.3),
+    ]  # fmt: skip
+    if key == "later_samples_per_s":
+        return images  # a text run reads its shards once
+    text_bar = bar(
+        f"20 ms text: native w4 / fsspec w4{tag}", text, "lines-native w4", ["lines-fsspec w4"], 1.6
+    )
+    return [*images, text_bar]
+
+
+# The bars are judged on the first epoch; the others are shown beside them.
+TAGS = {
+    "samples_per_s": "",
+    "steady_samples_per_s": " (after 1st batch)",
+    "later_samples_per_s": " (later epochs)",
+}

@@ -31,160 +31,21 @@ import tempfile
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from bench.client_run import Spec
 from bench.netem import proxy_process
+from bench.reader_plan import LATENCY_MS, Candidate, Dataset, Plan, Scenario, make_plan
+from bench.reader_report import Row, evaluate, table, targets_table
 from bench.record import Run
 
 REPO = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO / "bench" / "results"
 BUCKET = "bench"
-LATENCY_MS = 30.0
 CLIENT_TIMEOUT_S = 180.0
 SWEEP_RUNS = 2  # runs of every setting before the best is chosen
-KIB, MIB = 2**10, 2**20
-
-
-@dataclass(frozen=True)
-class Dataset:
-    """`count` objects of `size` bytes under ``bench/<name>/``."""
-
-    name: str
-    size: int
-    count: int
-
-    def object_keys(self) -> list[str]:
-        return [f"{self.name}/obj-{i:05d}.bin" for i in range(self.count)]
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A client and the settings (`concurrency` values) to try; the best one is reported."""
-
-    client: str
-    settings: tuple[int, ...]
-    label: str = ""
-    each: bool = False  # report every setting (with repeats), not only the best
-
-    @property
-    def name(self) -> str:
-        return self.label or self.client
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One dataset on one endpoint, with the candidates to run on it."""
-
-    name: str
-    endpoint: str  # "seaweedfs", "nginx" or "nginx+30ms"
-    dataset: Dataset
-    candidates: tuple[Candidate, ...]
-
-
-@dataclass
-class Plan:
-    seconds: float
-    repeats: int
-    datasets: dict[str, Dataset]
-    scenarios: list[Scenario] = field(default_factory=list)
-
-
-def _small(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
-    """Candidates for many small objects: concurrency = requests/threads/connections."""
-    cands = [
-        Candidate("native", (16, 64) if quick else (16, 64, 128)),
-        Candidate("native-uri", (64,)),
-        Candidate("boto3", (1,), "boto3-seq"),
-        Candidate("boto3", (16,) if quick else (8, 16, 32), "boto3-pool"),
-        Candidate("s3fs", (64,) if quick else (32, 128)),
-        Candidate("s3torchconnector", (16,) if quick else (16, 64)),
-        Candidate("awscrt", (64,) if quick else (64, 256)),
-        Candidate("curl", (32,) if quick else (16, 64)),
-    ]
-    if not signed:
-        cands.append(Candidate("wrk", (32,) if quick else (16, 64)))
-    return tuple(cands)
-
-
-def _large(ds: Dataset, signed: bool, quick: bool) -> tuple[Candidate, ...]:
-    """Candidates for a few large objects: native/awscrt/s3tc split them into 8 MiB parts.
-
-    On loopback few streams win: at 2 parts in flight the reader's copies stay in cache, and
-    4 or 8 read less."""
-    cands = [
-        Candidate("native", (2,) if quick else (2, 4, 16)),
-        Candidate("native-uri", (16,)),
-        Candidate("native-stream", (2, 8)),
-        Candidate("boto3", (1,), "boto3-seq"),
-        Candidate("boto3", (4,) if quick else (2, 6), "boto3-pool"),
-        Candidate("s3fs", (4,) if quick else (2, 6)),
-        Candidate("s3torchconnector", (4,) if quick else (2, 6)),
-        Candidate("awscrt", (4,) if quick else (2, 6)),
-        Candidate("curl", (4,) if quick else (2, 6)),
-    ]
-    if not signed:
-        cands.append(Candidate("wrk", (4,) if quick else (2, 6)))
-    return tuple(cands)
-
-
-def _latency(quick: bool) -> tuple[Candidate, ...]:
-    """Candidates behind 30 ms of first-byte latency: throughput <= concurrency / latency. wrk at
-    the same settings as native shows what the proxy lets through at that concurrency."""
-    settings = (32,) if quick else (16, 32, 64)
-    return (
-        Candidate("native", settings, each=True),
-        Candidate("boto3", (32,) if quick else (16, 32), "boto3-pool"),
-        Candidate("s3fs", (64,)),
-        Candidate("s3torchconnector", (32,) if quick else (16, 64)),
-        Candidate("awscrt", (64,)),
-        Candidate("curl", (64,)),
-        Candidate("wrk", settings, each=True),
-    )
-
-
-def _local(ds: Dataset, quick: bool) -> tuple[Candidate, ...]:
-    """Candidates for local files: native reads them ahead on its pool (`read_many`) or
-    streams them (`open_many`); Python's open().read() in the consumer's thread or a pool."""
-    large = ds.size >= 8 * MIB
-    return (
-        Candidate("native", (4,) if quick else (4, 16)),
-        Candidate("native-stream", (2, 8) if large else (8,)),
-        Candidate("open", (1,), "open-seq"),
-        Candidate("open", (4,) if quick else (4, 16), "open-pool"),
-    )
-
-
-def make_plan(quick: bool) -> Plan:
-    if quick:
-        sets = [Dataset("large", 64 * MIB, 4), Dataset("small", 100 * KIB, 1000)]
-        plan = Plan(seconds=1.5, repeats=1, datasets={d.name: d for d in sets})
-    else:
-        sets = [
-            Dataset("large", 64 * MIB, 6),
-            Dataset("medium", 1 * MIB, 200),
-            Dataset("small", 100 * KIB, 2000),
-        ]
-        plan = Plan(seconds=2.5, repeats=3, datasets={d.name: d for d in sets})
-    d = plan.datasets
-    plan.scenarios += [
-        Scenario("nginx 100KiB", "nginx", d["small"], _small(d["small"], False, quick)),
-        Scenario("nginx 64MiB", "nginx", d["large"], _large(d["large"], False, quick)),
-        Scenario("nginx+30ms 100KiB", "nginx+30ms", d["small"], _latency(quick)),
-        Scenario("local 100KiB", "local", d["small"], _local(d["small"], quick)),
-        Scenario("local 64MiB", "local", d["large"], _local(d["large"], quick)),
-    ]
-    if not quick:
-        plan.scenarios.insert(
-            1, Scenario("nginx 1MiB", "nginx", d["medium"], _small(d["medium"], False, False))
-        )
-        plan.scenarios += [
-            Scenario("seaweedfs 100KiB", "seaweedfs", d["small"], _small(d["small"], True, False)),
-            Scenario("seaweedfs 64MiB", "seaweedfs", d["large"], _large(d["large"], True, False)),
-        ]
-    return plan
 
 
 # --- data and endpoints -------------------------------------------------------------------------
@@ -283,21 +144,6 @@ def rates(m: dict[str, Any]) -> dict[str, float]:
         "cpu_ms_per_obj": cpu / objects * 1e3 if objects else float("nan"),
         "peak_rss_mb": m["peak_rss_mb"],
     }
-
-
-@dataclass
-class Row:
-    scenario: str
-    client: str
-    setting: int
-    runs: int
-    mb_s: float
-    obj_s: float
-    cpu_s_per_gb: float
-    cpu_ms_per_obj: float
-    peak_rss_mb: float
-    tried: dict[str, float]  # setting -> obj/s of its first run
-    errors: list[str] = field(default_factory=list)
 
 
 def run_scenario(
@@ -408,161 +254,6 @@ def proxy_ceiling(eps: Endpoints, ds: Dataset, seconds: float) -> dict[str, Any]
     if "error" not in m:
         m.update(rates(m))
     return m
-
-
-# --- targets ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Target:
-    name: str
-    value: float
-    threshold: float
-    met: bool
-    detail: str
-
-
-def evaluate(rows: list[Row], plan: Plan) -> list[Target]:
-    # One row per (scenario, client) except where every setting is reported: keep the best.
-    by: dict[tuple[str, str], Row] = {}
-    for r in rows:
-        old = by.get((r.scenario, r.client))
-        if r.runs and (old is None or r.obj_s > old.obj_s):
-            by[(r.scenario, r.client)] = r
-    out: list[Target] = []
-
-    def ratio(
-        name: str,
-        scen: str,
-        ours: str,
-        theirs: list[str],
-        metric: str,
-        want: float,
-        le: bool = False,
-    ) -> None:
-        a = by.get((scen, ours))
-        bs = [by[(scen, t)] for t in theirs if (scen, t) in by]
-        if a is None or not bs:
-            out.append(Target(name, float("nan"), want, False, "not measured"))
-            return
-        if le:  # lower is better (CPU): compare with the best (lowest) peer
-            b = min(bs, key=lambda r: getattr(r, metric))
-        else:
-            b = max(bs, key=lambda r: getattr(r, metric))
-        value = getattr(a, metric) / getattr(b, metric)
-        met = value <= want if le else value >= want
-        detail = (
-            f"{ours} {getattr(a, metric):.3g} vs {b.client}@{b.setting} {getattr(b, metric):.3g}"
-        )
-        out.append(Target(name, value, want, met, detail))
-
-    boto = ["boto3-seq", "boto3-pool"]
-    s = "nginx 100KiB"
-    ratio("100KiB: native obj/s / boto3 best", s, "native", boto, "obj_s", 5.0)
-    ratio(
-        "100KiB: native obj/s / s3torchconnector best",
-        s,
-        "native",
-        ["s3torchconnector"],
-        "obj_s",
-        1.5,
-    )
-    # CPU per object against the boto3 row with the best throughput (the pool).
-    a, b = by.get((s, "native")), by.get((s, "boto3-pool"))
-    if a and b:
-        v = a.cpu_ms_per_obj / b.cpu_ms_per_obj
-        out.append(
-            Target(
-                "100KiB: native CPU ms/obj / boto3-pool",
-                v,
-                0.25,
-                v <= 0.25,
-                f"native {a.cpu_ms_per_obj:.3f} vs boto3-pool@{b.setting} "
-                f"{b.cpu_ms_per_obj:.3f} ms/obj",
-            )
-        )
-    s = "nginx 64MiB"
-    ratio("64MiB: native MB/s / boto3 best", s, "native", boto, "mb_s", 1.0)
-    ratio("64MiB: native MB/s / wrk", s, "native", ["wrk"], "mb_s", 0.85)
-    a, b = (
-        by.get((s, "native")),
-        max((by[(s, c)] for c in boto if (s, c) in by), key=lambda r: r.mb_s, default=None),
-    )
-    if a and b:
-        v = a.cpu_s_per_gb / b.cpu_s_per_gb
-        out.append(
-            Target(
-                "64MiB: native CPU s/GB / boto3 best",
-                v,
-                0.8,
-                v <= 0.8,
-                f"native {a.cpu_s_per_gb:.3f} vs {b.client}@{b.setting} {b.cpu_s_per_gb:.3f} s/GB",
-            )
-        )
-    s = "nginx+30ms 100KiB"
-    bound = {r.setting: r.setting / (LATENCY_MS / 1e3) for r in rows if r.scenario == s}
-    native = {
-        r.setting: r.obj_s / bound[r.setting]
-        for r in rows
-        if (r.scenario, r.client) == (s, "native") and r.runs
-    }
-    harness = {
-        r.setting: r.obj_s / bound[r.setting]
-        for r in rows
-        if (r.scenario, r.client) == (s, "wrk") and r.runs
-    }
-    if native:
-        # Judged at the highest setting where wrk through the same proxy reaches 80 % of the
-        # bound (the harness can show it); at the highest setting when none does.
-        fair = [n for n in native if harness.get(n, 0.0) >= 0.8]
-        n = max(fair or native)
-        v = native[n]
-        detail = "; ".join(
-            f"@{k}: native {native[k]:.2f}, wrk {harness.get(k, float('nan')):.2f} of "
-            f"{bound[k]:.0f} obj/s"
-            for k in sorted(native)
-        )
-        out.append(
-            Target(
-                f"30ms 100KiB: native obj/s / (max_inflight / latency) @{n}", v, 0.8, v >= 0.8,
-                detail + ("" if fair else " (the proxy limits every setting)"),
-            )
-        )  # fmt: skip
-    return out
-
-
-# --- report -------------------------------------------------------------------------------------
-
-
-def table(rows: list[Row]) -> str:
-    head = (
-        "| scenario | client | setting | MB/s | objects/s | CPU s/GB | CPU ms/object "
-        "| peak RSS MB | runs |"
-    )
-    lines = [head, "|" + "---|" * 9]
-    for r in rows:
-        if not r.runs:
-            lines.append(
-                f"| {r.scenario} | {r.client} | - | failed: {'; '.join(r.errors)[:80]} "
-                "| | | | | 0 |"
-            )
-            continue
-        lines.append(
-            f"| {r.scenario} | {r.client} | {r.setting} | {r.mb_s:,.0f} | {r.obj_s:,.0f} "
-            f"| {r.cpu_s_per_gb:.2f} | {r.cpu_ms_per_obj:.3f} | {r.peak_rss_mb:,.0f} | {r.runs} |"
-        )
-    return "\n".join(lines)
-
-
-def targets_table(targets: list[Target]) -> str:
-    lines = ["| target | measured | wanted | result | detail |", "|---|---|---|---|---|"]
-    for t in targets:
-        op = "<=" if "CPU" in t.name else ">="
-        lines.append(
-            f"| {t.name} | {t.value:.2f} | {op} {t.threshold:g} | "
-            f"{'MET' if t.met else 'MISSED'} | {t.detail} |"
-        )
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:

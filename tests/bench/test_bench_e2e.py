@@ -14,7 +14,7 @@ from advisor.measure.loop.results import Spread
 from bench.e2e import tree_rss_sampler
 from bench.e2e_data import jpeg_images
 from bench.e2e_loaders import RunSpec, decode_resize, run
-from bench.e2e_report import bar, bars_table, derived, paired_ratio, table
+from bench.e2e_report import bar, bars, bars_table, derived, paired_ratio, table
 
 
 def test_spread_ignores_failed_runs_and_shows_a_range() -> None:
@@ -159,8 +159,6 @@ def test_lines_native_streams_text_shards_as_records(s3_endpoint, s3_bucket, tmp
 
 
 def test_bars_judge_both_latencies_and_show_later_epochs_for_images_only() -> None:
-    from bench.e2e import bars
-
     def row(scenario: str, loader: str, rates: list[float]) -> dict[str, object]:
         raw = [{"rep": i, "samples_per_s": r, "later_samples_per_s": 2 * r}
                for i, r in enumerate(rates)]  # fmt: skip
