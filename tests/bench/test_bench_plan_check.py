@@ -11,7 +11,8 @@ import pytest
 
 from bench.cpu_quota import CpuQuota, unavailable
 from bench.loader_sweep import score
-from bench.plan_check import SCENARIOS, ShareResult, _plan_of, recommend_command, tables
+from bench.plan_check_plans import SCENARIOS, _plan_of, recommend_command
+from bench.plan_check_report import ShareResult, tables
 
 
 def test_a_quota_is_refused_by_name_where_no_hierarchy_is_writable(tmp_path: Path) -> None:
