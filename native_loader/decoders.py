@@ -65,7 +65,8 @@ def decode_lines(data: Any) -> torch.Tensor:
 
 
 def decode_raw(data: Any) -> torch.Tensor:
-    """Unknown binary: a zero-copy uint8 view, i.e. no CPU work beyond the read."""
+    """Unknown binary: the bytes as a uint8 tensor, copied once (the reader may reuse the
+    buffer it handed over, so a view would change under the tensor); no other CPU work."""
     view = memoryview(data)
     if len(view) == 0:
         return torch.empty(0, dtype=torch.uint8)
