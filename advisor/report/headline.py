@@ -182,11 +182,11 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
     if getattr(rec, "input_bound", None) is not True:  # tests' stand-ins may have none
         return None
     limit = getattr(rec, "bottleneck", None)  # tests' stand-ins may have none
-    stage = limit.stage if limit is not None else None
-    reached = limit.measured_samples_per_s if limit is not None else None
+    stage, reached, planned = _limiting_stage(rec)
     short = ""
     if rec.consumer_rate and reached:
-        short = f" ({rate(reached)} of the {rate(rec.consumer_rate)} needed)"
+        said = f"{rate(reached)} predicted" if planned else rate(reached)
+        short = f" ({said} of the {rate(rec.consumer_rate)} needed)"
     more = f"{rec.consumer_rate / reached:.1f}x" if rec.consumer_rate and reached else "more"
     offer = preprocess_offer(rec)
     if stage in ("cores", "decode") and offer is not None:
@@ -224,9 +224,9 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
             f"To keep up{short}: run a longer live trial: more workers than it measured may "
             "read faster."
         )
-    if limit is None:
+    if stage is None:
         return "To keep up: run the live trial, which measures what limits the loader."
-    if limit.within_noise:
+    if limit is not None and limit.within_noise:
         return (
             f"To keep up{short}: it read within the noise of keeping up, so a repeat may find "
             f"it does; for a margin, make each sample about {more} cheaper to load or give "
@@ -317,12 +317,30 @@ def _within_noise(rec: Recommendation) -> bool:
     return bool(throughput is not None and throughput.evidence.get("within_noise"))
 
 
+# The model's limit (MEAS-2's evidence) as the stage whose action the headline gives.
+_MODEL_STAGES = {"cpu": "cores", "bandwidth": "storage", "latency": "storage", "objects": "shards"}
+
+
+def _limiting_stage(rec: Recommendation) -> tuple[str | None, float | None, bool]:
+    """(stage, samples/s there, planned) for the action: the trial's bottleneck at the
+    advised count; where the trial ran but did not measure that count (a plan for another
+    machine, or a count above those measured), the model's limit at its predicted rate
+    (planned True). (None, None, False) where no trial ran: only a trial can tell."""
+    limit = getattr(rec, "bottleneck", None)  # tests' stand-ins may have none
+    if limit is not None:
+        return limit.stage, limit.measured_samples_per_s, False
+    decisions = getattr(rec, "decisions", ())
+    throughput = next((d for d in decisions if d.name == "throughput"), None)
+    if throughput is None or not throughput.evidence.get("sweep_samples_per_s"):
+        return None, None, False
+    stage = _MODEL_STAGES.get(str(throughput.evidence.get("bottleneck")))
+    return stage, rec.expected_samples_per_s if stage is not None else None, stage is not None
+
+
 def _one_action(rec: Recommendation) -> str:
     """The one next step, in a few words, from the limiting stage (`keep_up_action` gives it
     with its reasons)."""
-    limit = getattr(rec, "bottleneck", None)  # tests' stand-ins may have none
-    stage = limit.stage if limit is not None else None
-    reached = limit.measured_samples_per_s if limit is not None else None
+    stage, reached, _ = _limiting_stage(rec)
     consumer = getattr(rec, "consumer_rate", None)
     more = f"{consumer / reached:.1f}x" if consumer and reached else "more"
     offer = preprocess_offer(rec)

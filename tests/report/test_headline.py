@@ -10,10 +10,11 @@ from typing import Any
 
 import pytest
 
+from advisor.core.units import rate
 from advisor.core.workload import Workload
 from advisor.decide.bottleneck import Bottleneck, Stage
 from advisor.decide.recommend import Recommendation, recommend
-from advisor.report.headline import headline_lines, keep_up_action
+from advisor.report.headline import headline_lines, keep_up_action, verdict_headline
 from tests.builders import hardware, profile
 
 STAGES = typing.get_args(Stage)
@@ -141,3 +142,27 @@ def test_every_short_headline_fits_in_25_words_with_its_one_action(stage: str | 
     within = verdict_headline(rec, close)
     assert within is not None and within.tone == "within-noise", within
     assert "within the measured noise" in within.text and len(within.text.split()) <= 25
+
+
+def test_a_plan_for_another_machine_names_the_models_limit_not_a_trial_that_ran() -> None:
+    """A trial measured 0-2 workers here; the plan is for a 32-core node, whose count the
+    trial could not measure: no measured bottleneck there, so the action follows the model's
+    limit at its predicted rate. It asked the user to run the live trial, which had run."""
+    from tests.builders import make_hardware, make_profile, make_trial
+
+    jpeg = make_profile(fmt="jpeg", spo=None, size=150_000, count=50_000)
+    trial = make_trial(rates={0: 200.0, 1: 300.0, 2: 390.0}, output_bytes=1.5e6)
+    node = make_hardware(cores=2, gpus=0, target={"cores": 32.0, "gpus": 1})
+    rec = recommend(jpeg, node, Workload(consumer_rate=50_000), trial)
+    assert rec.input_bound and rec.bottleneck is None and rec.num_workers > 2
+    throughput = rec.decision("throughput")
+    assert throughput.evidence["sweep_samples_per_s"]  # the trial ran
+    limit = throughput.evidence["bottleneck"]
+    action = keep_up_action(rec)
+    assert action is not None and "live trial" not in action, action
+    assert f"{rate(rec.expected_samples_per_s)} predicted of the 50,000 samples/s" in action
+    said = verdict_headline(rec)
+    assert said is not None and "live trial" not in said.text, (limit, said.text)
+    # without a trial, only a trial can tell what limits the loader
+    guessed = recommend(jpeg, node, Workload(consumer_rate=50_000))
+    assert "run the live trial" in (keep_up_action(guessed) or "")
