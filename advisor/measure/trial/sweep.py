@@ -267,7 +267,7 @@ def measure_counts(
     measured_counts: set[int] = set()
     refused: set[int] = set()  # counts whose batches /dev/shm cannot hold
     ignore = child_pids()
-    servers = ServingScan(data.config.endpoint_url)  # kept across slices: found once, counted
+    servers = ServingScan(data.config.endpoint_url)  # what serves it, kept across the slices
     while group:
         order = [(w, modes[r % len(modes)]) for r in range(per_count) for w in group]
         later = per_count * max(planned - len(measured_counts) - len(group), 0)
