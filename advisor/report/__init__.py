@@ -11,8 +11,9 @@ side; `watch`: the user's own loop as `advisor.watch` judged it."""
 
 from advisor.report.before_after import before_after_headline, before_after_lines, copy_note
 from advisor.report.diagnosis import comparison_headline, diagnosis_lines
-from advisor.report.headline import headline_lines, keep_up_action
+from advisor.report.headline import headline_lines
 from advisor.report.history import history_table, repeat_words
+from advisor.report.next_step import keep_up_action
 from advisor.report.recommendation import recommendation_summary
 from advisor.report.rows import (
     Row,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from advisor.core.readable import lines_for
 from advisor.report.diagnosis import comparison_dict, comparison_lines, diagnosis_lines
-from advisor.report.headline import keep_up_action
+from advisor.report.next_step import keep_up_action
 
 if TYPE_CHECKING:
     from advisor.decide.judged import BeforeAfter, LocalCopyStep

@@ -14,7 +14,8 @@ from advisor.core.units import rate
 from advisor.core.workload import Workload
 from advisor.decide.bottleneck import Bottleneck, Stage
 from advisor.decide.recommend import Recommendation, recommend
-from advisor.report.headline import headline_lines, keep_up_action, verdict_headline
+from advisor.report.headline import headline_lines, verdict_headline
+from advisor.report.next_step import keep_up_action
 from tests.builders import hardware, profile
 
 STAGES = typing.get_args(Stage)
