@@ -74,7 +74,11 @@ def _jpeg(noise: np.ndarray, rng: np.random.Generator, target_bytes: int) -> byt
     side = int(min(_NOISE_SIDE, max(16, (target_bytes / _JPEG_BYTES_PER_PIXEL) ** 0.5)))
     y, x = rng.integers(0, _NOISE_SIDE - side + 1, size=2)
     tint = rng.integers(0, 256, size=3, dtype=np.uint8)
-    pixels = noise[y : y + side, x : x + side] + tint  # uint8 wrap-around: a cheap per-image colour
+    # uint8 wrap-around: a cheap per-image colour. Each row of the crop is contiguous, so the
+    # tint is added row by row (a row of side x 3 bytes): over the (side, side, 3) view numpy's
+    # inner loop is the 3 channels, 27x slower for the same bytes.
+    crop = noise[y : y + side, x : x + side].reshape(side, side * 3)
+    pixels = (crop + np.tile(tint, side)).reshape(side, side, 3)
     buffer = io.BytesIO()
     Image.fromarray(pixels).save(buffer, "JPEG", quality=85)
     return buffer.getvalue()
