@@ -19,6 +19,7 @@ from advisor.measure.hardware.local_server import (
     quota_blind_servers,
     serving_processes,
 )
+from bench.cpu_quota import CpuQuota, unavailable
 
 # A listener on 127.0.0.1 that prints its port, connects to argv[1]'s port if given (a proxy
 # to its upstream), and spins when argv[2] is "spin"; it ends when its stdin closes.
@@ -66,26 +67,20 @@ def proxy_process(upstream_url: str) -> Iterator[tuple[int, str]]:
 
 
 @pytest.fixture
-def one_core_group() -> Iterator[Path]:
-    """A cgroup v1 CPU group with a quota of one core, for a child process to join."""
-    group = Path("/sys/fs/cgroup/cpu") / f"la-test-served-{os.getpid()}"
-    try:
-        group.mkdir()
-        (group / "cpu.cfs_quota_us").write_text("100000")
-    except OSError as exc:
-        pytest.skip(f"no writable cgroup v1 cpu controller here: {exc}")
-    try:
-        yield group
-    finally:
-        group.rmdir()
+def one_core_group() -> Iterator[CpuQuota]:
+    """A CPU quota of one core (`bench.cpu_quota`: cgroup v1 or v2) for a child to run in."""
+    why = unavailable()
+    if why is not None:
+        pytest.skip(why)
+    with CpuQuota(1.0, f"la-test-served-{os.getpid()}") as quota:
+        yield quota
 
 
-def _in_group(group: Path, code: str, timeout: float = 60) -> str:
-    """The stdout of `code` run by a fresh Python that first joins `group`."""
-    joined = f"import os\nopen('{group}/cgroup.procs', 'w').write(str(os.getpid()))\n" + code
+def _in_group(quota: CpuQuota, code: str, timeout: float = 60) -> str:
+    """The stdout of `code` run by a fresh Python inside `quota`'s group."""
     return subprocess.run(
-        [sys.executable, "-c", joined], capture_output=True, text=True, timeout=timeout,
-        check=True,
+        quota.wrap([sys.executable, "-c", code]), capture_output=True, text=True,
+        timeout=timeout, check=True,
     ).stdout  # fmt: skip
 
 
@@ -133,7 +128,7 @@ def test_without_a_quota_the_busy_cores_count_the_server_already(tmp_path: Path)
 
 
 @pytest.mark.timing
-def test_under_a_quota_the_loop_counts_the_loopback_servers_cpu(one_core_group: Path) -> None:
+def test_under_a_quota_the_loop_counts_the_loopback_servers_cpu(one_core_group: CpuQuota) -> None:
     """In a cgroup of one core, a loop's busy CPU is its group's, which a server outside the
     group does not add to: the loop names that server and adds its CPU (0.5 s of it over
     0.5 s of a spinning server), as the whole machine's busy cores would."""
@@ -157,7 +152,7 @@ def test_under_a_quota_the_loop_counts_the_loopback_servers_cpu(one_core_group: 
 
 
 def test_a_proxys_upstream_is_found_while_a_client_reads_and_kept(
-    s3_endpoint: S3Endpoint, one_core_group: Path
+    s3_endpoint: S3Endpoint, one_core_group: CpuQuota
 ) -> None:
     """The demo's proxy opens its upstream connection for a client's first request and closes
     it with the client's: nobody reading, the scan sees the proxy alone. A scan taken while a
@@ -185,7 +180,7 @@ def test_a_proxys_upstream_is_found_while_a_client_reads_and_kept(
 @pytest.mark.timing
 @pytest.mark.timeout(120)
 def test_a_trial_under_a_quota_counts_the_server_behind_a_proxy(
-    s3_endpoint: S3Endpoint, s3_bucket: str, s3_client: Any, one_core_group: Path
+    s3_endpoint: S3Endpoint, s3_bucket: str, s3_client: Any, one_core_group: CpuQuota
 ) -> None:
     """The sweep's per-sample CPU of the serving processes is theirs while it reads, the server
     behind the proxy included: it was the proxy's alone when the servers were found before the
