@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import tarfile
 from pathlib import Path
 
@@ -156,28 +155,6 @@ def test_default_cache_root_follows_the_environment(monkeypatch: pytest.MonkeyPa
     monkeypatch.delenv("LOADER_ADVISOR_DEMO_CACHE")
     monkeypatch.setenv("XDG_CACHE_HOME", "/tmp/xdg")
     assert default_cache_root() == Path("/tmp/xdg/loader-advisor/demo")
-
-
-@pytest.mark.slow
-def test_the_demo_reports_its_progress_a_hundred_times_not_per_object(tmp_path: Path) -> None:
-    """A wizard redraws its status on every report: 2,000 reports (one per object) paced the
-    upload in a kernel. A fresh process starts the demo from an empty cache, as a user's first
-    kernel does, and counts the reports."""
-    import subprocess
-    import sys
-
-    code = (
-        "from advisor.session import AdvisorSession\n"
-        "calls = []\n"
-        "AdvisorSession().use_demo(progress=lambda m, f: calls.append(f))\n"
-        "print(len(calls), calls[-1])\n"
-    )
-    env = {**os.environ, "LOADER_ADVISOR_DEMO_CACHE": str(tmp_path / "cache")}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=240, env=env)  # fmt: skip
-    assert done.returncode == 0, done.stderr[-2000:]
-    count, last = done.stdout.split()
-    assert 10 <= int(count) <= 150 and float(last) == 1.0
 
 
 def test_the_start_says_first_time_only_the_first_time(

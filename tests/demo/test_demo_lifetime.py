@@ -144,9 +144,17 @@ _WIZARD_DEMO_THEN_TRIAL = """
 import sys
 from advisor.wizard.controller import WizardController
 wizard = WizardController()
+context, uploads = wizard.dataset_step.context, []
+redraw = context.report
+def report(message, progress=None):  # what the wizard's status is redrawn with
+    if message.startswith("preparing the demo data"):
+        uploads.append(progress)
+    redraw(message, progress)
+context.report = report
 wizard.use_demo()
 assert wizard.wait(240), "demo start-up did not finish"
 assert not wizard.errors, wizard.errors
+print("UPLOAD", len(uploads), uploads[-1] if uploads else None, flush=True)
 wizard.run_hardware()
 assert wizard.apply_workload(), wizard.workload_step.field_errors
 assert wizard.run_trial(seconds=4), wizard.errors
@@ -162,18 +170,22 @@ print("OK", len(points), pid, flush=True)
 
 @pytest.mark.slow
 @pytest.mark.timeout(420)
-def test_wizard_starts_its_own_demo_and_trials_it() -> None:
-    """The headless wizard as a fresh kernel runs it: `use_demo()` starts the endpoint in the
-    worker thread, which then ends; `run_trial()` still reads from that endpoint. The endpoint
-    is gone once the process has exited."""
+def test_wizard_starts_its_own_demo_and_trials_it(tmp_path: Path) -> None:
+    """The headless wizard as a user's first kernel runs it, from an empty demo cache:
+    `use_demo()` generates and uploads the data in the worker thread, which then ends;
+    `run_trial()` still reads from that endpoint. The endpoint is gone once the process has
+    exited. The upload's progress redraws the wizard's status about a hundred times, not once
+    per object: 2,000 redraws through the notebook's comm channel paced the upload in a kernel."""
     done = subprocess.run(
         [sys.executable, "-c", _WIZARD_DEMO_THEN_TRIAL],
         capture_output=True,
         text=True,
-        env=_user_env(),
+        env={**_user_env(), "LOADER_ADVISOR_DEMO_CACHE": str(tmp_path / "cache")},
         timeout=400,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    [upload] = [line.split() for line in done.stdout.splitlines() if line.startswith("UPLOAD")]
+    assert 10 <= int(upload[1]) <= 150 and float(upload[2]) == 1.0, done.stdout
     ok = [line.split() for line in done.stdout.splitlines() if line.startswith("OK")]
     assert ok and int(ok[0][1]) >= 1, done.stdout
     assert _wait_gone(int(ok[0][2])), "the demo endpoint outlived the process that started it"
