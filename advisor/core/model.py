@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from advisor.core.storage import S3_DEFAULTS, StorageParams
@@ -56,9 +56,9 @@ __all__ = [
     "Prediction",
     "choose_workers",
     "epoch_rate",
+    "epoch_start_s",
     "predict",
     "process_objects_per_s",
-    "sweep",
 ]
 
 # One loader process hands over at most a few thousand samples/s (Python per-sample overhead and
@@ -130,8 +130,7 @@ class MeasuredCosts:
         its loading in turn: in place of the storage's fetch.
     step_cpu_share: the share of the step's time it holds its core (a CPU step or a GPU step
         that spin-waits, CUDA's default: 1; one that blocks: little).
-    epoch_start_s: wall seconds from an epoch's start to its first sample (None: a first byte
-        of the storage)."""
+    epoch_start_s: wall seconds from an epoch's start to its first sample (`epoch_start_s`)."""
 
     overhead_s: float | None = None
     main_s: float | None = None
@@ -283,7 +282,7 @@ class _Loader:
         steady = min(latency, cpu, bandwidth)
         # one process reads no faster than its own ceiling, nor decodes faster than one core
         alone = min(latency / processes, math.inf if loading_s <= 0 else 1 / loading_s)
-        start_s = storage.first_byte_s if costs.epoch_start_s is None else costs.epoch_start_s
+        start_s = epoch_start_s(storage, costs)
         rate = epoch_rate(steady, alone, processes, self.epoch_objects, spo, start_s)
         # on a tie name the CPU first (the ceiling users can act on offline); a serial process
         # that spends longer decoding than fetching is CPU-bound too
@@ -316,6 +315,11 @@ class _Loader:
         )  # fmt: skip
 
 
+def epoch_start_s(storage: StorageParams, costs: MeasuredCosts) -> float:
+    """Seconds from an epoch's start to its first sample: as measured, else a first byte."""
+    return storage.first_byte_s if costs.epoch_start_s is None else costs.epoch_start_s
+
+
 def epoch_rate(
     steady: float,
     per_process: float,
@@ -331,9 +335,8 @@ def epoch_rate(
     (`S3IterableDataset.shard`), so an epoch lasts at least its samples at the steady rate, and
     at least the samples of the process dealt the most (ceil(objects / processes) objects) at
     the rate one process reads alone; with fewer objects than processes, the processes above
-    the objects read nothing. Every epoch also starts with nothing in flight: `start_s` (the
-    reader's start and its first reads, begun at once; a first byte where not measured) before
-    anything arrives."""
+    the objects read nothing. Every epoch also starts with nothing in flight: `start_s`
+    (`epoch_start_s`: the reader's start and its first reads, begun at once) goes first."""
     if epoch_objects is None or epoch_objects < 1 or not 0 < steady < math.inf:
         return steady
     objects = round(epoch_objects)
@@ -369,11 +372,6 @@ def process_objects_per_s(object_bytes: float, cpu_s_per_object: float = 0.0) ->
     if cpu_s_per_object > 0:
         ceiling = min(ceiling, 1 / cpu_s_per_object)
     return ceiling
-
-
-def sweep(workers: Iterable[int], **kwargs: object) -> dict[int, Prediction]:
-    """`predict` for each num_workers in `workers`."""
-    return {w: predict(w, **kwargs) for w in workers}  # type: ignore[arg-type]
 
 
 def choose_workers(

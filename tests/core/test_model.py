@@ -16,7 +16,6 @@ from advisor.core.model import (
     loading_cores,
     predict,
     process_objects_per_s,
-    sweep,
 )
 from advisor.core.reader_budget import (
     INFLIGHT_MAX,
@@ -210,7 +209,7 @@ def test_quality_bar_against_exhaustive_sweep(
     }
     cap = max(n_cores - 1, 0)
     candidates = range(min(1, cap), cap + 1)  # what NW-4 searches
-    rates = {w: p.samples_per_s for w, p in sweep(candidates, **kw).items()}
+    rates = {w: predict(w, **kw).samples_per_s for w in candidates}  # type: ignore[arg-type]
     chosen = choose_workers(rates, consumer, headroom=HEADROOM, tolerance=TOLERANCE)
     exhaustive = {w: predict(w, **kw).samples_per_s for w in SWEEP if w <= cap}  # type: ignore[arg-type]
     target = max(exhaustive.values())

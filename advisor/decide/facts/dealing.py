@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from advisor.core.model import epoch_rate
+from advisor.core.model import epoch_rate, epoch_start_s
 from advisor.core.units import counted, data_size, duration, rate
 from advisor.decide.facts.context import Context
 from advisor.decide.keys import Key, State
@@ -173,12 +173,37 @@ def balance(
         predicted = loop_rate(ctx, state, count, steady)
         if predicted > (1 + NOISE_CAP) * before:
             return Balance(dealt, count, None, predicted, before, measured)
-    busy = loop_rate(ctx, state, most, steady, even=True)
-    if chosen < 2 or busy <= (1 + NOISE_CAP) * before:
+    if chosen < 2:
         return None
-    readers = ctx.ranks * chosen
-    shards = math.ceil(ctx.objects_read(state) / readers) * readers
-    return Balance(dealt, None, shards, busy, before, measured)
+    shards, after = _reshard(ctx, state, chosen, steady)
+    if shards is None or after <= (1 + NOISE_CAP) * before:
+        return None
+    return Balance(dealt, None, shards, after, before, measured)
+
+
+def _reshard(
+    ctx: Context, state: State, workers: int, steady: float | None
+) -> tuple[int | None, float]:
+    """(shards, the loop's samples/s after) for a re-shard into a multiple of the readers
+    (ranks x `workers`). A re-shard packs whole samples: no more shards than the epoch's
+    samples (None where they are fewer than the readers), and at best the busiest worker reads
+    an even share of a rank's samples rounded up, so the epoch is priced as the samples dealt
+    one by one (`epoch_rate`, from the start the model takes), with every worker busy at the
+    even rate (`loop_rate`)."""
+    _, spo = ctx.layout(state)
+    objects = ctx.objects_read(state)
+    samples = math.floor(objects * spo)
+    readers = ctx.ranks * workers
+    shards = math.ceil(objects / readers) * readers
+    if shards > samples:
+        shards = samples // readers * readers
+    if shards < readers:
+        return None, 0.0
+    busy = loop_rate(ctx, state, workers, steady, even=True)
+    alone = one_process_rate(ctx, state, workers)
+    start = epoch_start_s(ctx.read_storage(state), ctx.costs(state, workers))
+    per_rank = dealing(ctx, state, workers).objects * spo
+    return shards, min(busy, epoch_rate(busy, alone, workers, per_rank, 1.0, start))
 
 
 def loop_rate(

@@ -198,6 +198,18 @@ CASES: list[Case] = [
         True,
         4,
     ),
+    # the same, 3 objects of one sample each: a re-shard packs whole samples, so no layout
+    # deals 3 samples to 2 workers better than 2 + 1 (it advised 4 "shards" of 3 samples)
+    (
+        "NW-5",
+        {
+            "profile": {"count": 3, "spo": 1, "size": 100_000},
+            "hardware": {"cores": 2, "ram_available": 1_100 * MB},
+            "workload": {"consumer_rate": None},
+        },
+        False,
+        ...,
+    ),
     # dealt evenly: 4 shards over 2 workers
     (
         "NW-5",
