@@ -364,9 +364,10 @@ class WorkersBalanceShards(Rule):
     cores more workers share hold no more), else from the model: with cores that idle through
     an epoch's last shard, or processes that wait on their reads, workers above the cores pay;
     else, where the chosen count is dealt unevenly, re-shard into a multiple of its readers
-    (ranks x workers), at the rate with every worker busy to the epoch's end. Both with the
-    predicted gain; the value is the count, or the shards. The chosen count stands: the trial
-    measures no count above the cores
+    (ranks x workers) no larger than the epoch's samples (a shard holds whole samples), priced
+    as those samples dealt one by one (the busiest worker reads an even share rounded up) with
+    every worker busy. Both with the predicted gain; the value is the count, or the shards. The
+    chosen count stands: the trial measures no count above the cores
     Source: `S3IterableDataset.shard` (native_loader/datasets.py); model: `epoch_rate`; measured
     (issue 56): 3 tar shards over 2 workers on 2 cores read 474 samples/s, over 4 workers 588
     """
