@@ -177,11 +177,15 @@ class Context:
         return target is not None and target.local_disk_bytes is not None
 
     def local_storage(self) -> StorageParams:
+        """The local disk's storage where no trial measured it: its kind's defaults, and on a
+        target whose local disk is several NVMe devices striped, each device's bandwidth."""
         kind = self.hardware.disk.kind if self.hardware.disk else "unknown"
-        return {
-            "nvme": LOCAL_NVME_DEFAULTS,
-            "hdd": HDD_DEFAULTS,
-        }.get(kind, LOCAL_SSD_DEFAULTS)
+        storage = {"nvme": LOCAL_NVME_DEFAULTS, "hdd": HDD_DEFAULTS}.get(kind, LOCAL_SSD_DEFAULTS)
+        target = self.hardware.target
+        if self.target_disk and target is not None and storage.aggregate_mb_s is not None:
+            aggregate = storage.aggregate_mb_s * target.local_disks
+            storage = dataclasses.replace(storage, aggregate_mb_s=aggregate)
+        return storage
 
     def measured_storage(self) -> StorageParams | None:
         """The listed objects' storage as the trial's probe measured it (files where the data

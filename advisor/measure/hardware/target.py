@@ -32,6 +32,8 @@ class TargetMachine:
     shm_bytes: /dev/shm's size; None: half the RAM, Linux's default for a host.
     local_disk_bytes: local (instance-store NVMe) disk a copy can go to; 0: none (EBS only);
         None: unknown.
+    local_disks: the NVMe devices that disk is made of, striped into one volume (RAID 0): each
+        adds one device's bandwidth to the node's local reads.
     network_gbps: the node's network bandwidth in Gbit/s, as the vendor publishes it; None:
         unknown (the storage's own ceiling alone).
     core_speed: one target core's speed over one of this machine's (CPU seconds measured here
@@ -45,6 +47,7 @@ class TargetMachine:
     ram_bytes: int | None = bounded(None, 0, 1 << 50, low_open=True, unit="bytes")
     shm_bytes: int | None = bounded(None, 0, 1 << 50, low_open=True, unit="bytes")
     local_disk_bytes: int | None = bounded(None, 0, 1 << 55, unit="bytes")
+    local_disks: int = bounded(1, 1, 64, unit="disks")
     network_gbps: float | None = bounded(None, 0, 100_000, low_open=True, unit="Gbit/s")
     core_speed: float = bounded(1.0, 0.05, 20, unit="x")
     name: str | None = None
@@ -76,6 +79,8 @@ class TargetMachine:
             )
         if self.local_disk_bytes is None:
             said.append("this machine's local disk (--target-disk)")
+        elif self.local_disk_bytes and self.local_disks > 1:
+            said.append(f"its {self.local_disks} NVMe disks striped into one volume (RAID 0)")
         if self.network_gbps is None:
             said.append("the network as the trial found it here (--target-network-gbps)")
         return tuple(said)
@@ -91,7 +96,8 @@ class TargetMachine:
             parts.append(f"{data_size(self.ram_bytes)} RAM")
         if self.local_disk_bytes is not None:
             disk = data_size(self.local_disk_bytes) if self.local_disk_bytes else "no"
-            parts.append(f"{disk} local NVMe")
+            disks = f" ({self.local_disks} disks)" if self.local_disks > 1 else ""
+            parts.append(f"{disk} local NVMe{disks}")
         if self.network_gbps is not None:
             parts.append(f"{self.network_gbps:g} Gbit/s network")
         if self.core_speed != 1.0:
@@ -100,33 +106,35 @@ class TargetMachine:
         return f"{head}: {', '.join(parts)}"
 
 
-def _aws(name: str, cores: int, gpus: int, gpu: str, ram_gib: int, nvme_gb: float,
+def _aws(name: str, cores: int, gpus: int, gpu: str, ram_gib: int, nvme: tuple[int, float],
          gbps: float) -> TargetMachine:  # fmt: skip
+    disks, disk_gb = nvme
     return TargetMachine(
         cores=cores, gpus=gpus, gpu=gpu, ram_bytes=ram_gib * GIB,
-        local_disk_bytes=int(nvme_gb * GB), network_gbps=gbps, name=name,
+        local_disk_bytes=int(disks * disk_gb * GB), local_disks=max(disks, 1),
+        network_gbps=gbps, name=name,
     )  # fmt: skip
 
 
 # Common training instances, from AWS's published EC2 specifications (accelerated computing:
-# vCPUs, GPUs, memory, instance-store NVMe, network bandwidth; "up to" figures taken at their
-# peak). SageMaker's `ml.` names are the same machines.
+# vCPUs, GPUs, memory, instance-store NVMe as devices x GB, network bandwidth; "up to" figures
+# taken at their peak). SageMaker's `ml.` names are the same machines.
 INSTANCES: dict[str, TargetMachine] = {
     m.name or "": m
     for m in (
-        _aws("g5.xlarge", 4, 1, "A10G", 16, 250, 10),
-        _aws("g5.2xlarge", 8, 1, "A10G", 32, 450, 10),
-        _aws("g5.12xlarge", 48, 4, "A10G", 192, 3800, 40),
-        _aws("g5.48xlarge", 192, 8, "A10G", 768, 7600, 100),
-        _aws("g6.xlarge", 4, 1, "L4", 16, 250, 10),
-        _aws("g6.12xlarge", 48, 4, "L4", 192, 3760, 40),
-        _aws("g6.48xlarge", 192, 8, "L4", 768, 7520, 100),
-        _aws("p3.2xlarge", 8, 1, "V100-16GB", 61, 0, 10),
-        _aws("p3.16xlarge", 64, 8, "V100-16GB", 488, 0, 25),
-        _aws("p4d.24xlarge", 96, 8, "A100-40GB", 1152, 8000, 400),
-        _aws("p4de.24xlarge", 96, 8, "A100-80GB", 1152, 8000, 400),
-        _aws("p5.48xlarge", 192, 8, "H100-SXM", 2048, 30720, 3200),
-        _aws("p5e.48xlarge", 192, 8, "H200", 2048, 30720, 3200),
+        _aws("g5.xlarge", 4, 1, "A10G", 16, (1, 250), 10),
+        _aws("g5.2xlarge", 8, 1, "A10G", 32, (1, 450), 10),
+        _aws("g5.12xlarge", 48, 4, "A10G", 192, (1, 3800), 40),
+        _aws("g5.48xlarge", 192, 8, "A10G", 768, (2, 3800), 100),
+        _aws("g6.xlarge", 4, 1, "L4", 16, (1, 250), 10),
+        _aws("g6.12xlarge", 48, 4, "L4", 192, (4, 940), 40),
+        _aws("g6.48xlarge", 192, 8, "L4", 768, (8, 940), 100),
+        _aws("p3.2xlarge", 8, 1, "V100-16GB", 61, (0, 0), 10),
+        _aws("p3.16xlarge", 64, 8, "V100-16GB", 488, (0, 0), 25),
+        _aws("p4d.24xlarge", 96, 8, "A100-40GB", 1152, (8, 1000), 400),
+        _aws("p4de.24xlarge", 96, 8, "A100-80GB", 1152, (8, 1000), 400),
+        _aws("p5.48xlarge", 192, 8, "H100-SXM", 2048, (8, 3840), 3200),
+        _aws("p5e.48xlarge", 192, 8, "H200", 2048, (8, 3840), 3200),
     )
 }
 
