@@ -21,6 +21,7 @@ _CEILINGS = {
     "bandwidth": "the storage's bandwidth",
     "latency": "the storage's time to first byte",
     "objects": "the epoch's objects, dealt whole to the loader processes",
+    "training": "the training thread, which takes each batch from the workers and then steps",
 }
 _DISKS = {"nvme": "the local NVMe disk", "ssd": "the local SSD", "hdd": "the local hard disk"}
 
@@ -31,7 +32,8 @@ def storage_words(name: str) -> str:
 
 
 def ceiling_words(bottleneck: str) -> str:
-    """The model's bottleneck ("cpu", "bandwidth", "latency") for people."""
+    """The model's bottleneck ("cpu", "bandwidth", "latency", "objects", "training") for
+    people."""
     return _CEILINGS.get(bottleneck, bottleneck)
 
 

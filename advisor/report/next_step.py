@@ -92,7 +92,10 @@ OFFERS = {
     "pre-decoded": "Store the images decoded, once, offline",
 }
 # The model's limit (MEAS-2's evidence) as the stage whose action the headline gives.
-_MODEL_STAGES = {"cpu": "cores", "bandwidth": "storage", "latency": "storage", "objects": "shards"}
+_MODEL_STAGES = {
+    "cpu": "cores", "bandwidth": "storage", "latency": "storage", "objects": "shards",
+    "training": "handover",
+}  # fmt: skip
 
 
 def _limiting_stage(rec: Recommendation) -> tuple[str | None, float | None, bool]:

@@ -55,8 +55,10 @@ class ModelThroughput(Rule):
     """Expected throughput predicted.
 
     Condition: otherwise
-    Recommendation: expected samples/s = model prediction, with its bottleneck; the evidence gives
-    the model's time to the first batch and memory per loader process
+    Recommendation: expected samples/s = model prediction, with its bottleneck: the training
+    thread where, with workers, the loader alone would keep up with the consumer and the loop
+    does not (it takes each batch, then steps, in turn); the evidence gives the model's time to
+    the first batch and memory per loader process
     Source: model
     """
 
@@ -69,13 +71,19 @@ class ModelThroughput(Rule):
         p = ctx.model(state, w)
         predicted = ctx.predicted_rate(state, w)
         storage = ctx.read_storage(state)
+        limit = p.bottleneck
+        consumer = ctx.consumer_rate
+        # with workers the training thread takes each batch, then steps: where the loader
+        # alone keeps up and the loop does not, that turn-taking is the limit, not the loader
+        if w > 0 and consumer and p.samples_per_s >= (1 - NOISE_CAP) * consumer > predicted:
+            limit = "training"
         return self.finding(
             round(predicted, 1),
             f"Predicted {rate(predicted)} with {workers(w)}, reading from "
-            f"{storage_words(storage.name)}; the limit is {ceiling_words(p.bottleneck)}.",
+            f"{storage_words(storage.name)}; the limit is {ceiling_words(limit)}.",
             evidence={
                 "predicted_samples_per_s": predicted,
-                "bottleneck": p.bottleneck,
+                "bottleneck": limit,
                 "storage": storage.name,
                 # what the trial measured where the data lives now (e.g. before a local copy)
                 "sweep_samples_per_s": _model_vs_measured(ctx, {**state, Key.DATA_SOURCE: "stream"})
