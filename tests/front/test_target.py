@@ -159,3 +159,28 @@ def test_a_nodes_striped_nvme_disks_each_add_their_bandwidth() -> None:
         for disks, hardware in ((1, one_disk), (8, node))
     }
     assert read[1] is not None and read[8] == pytest.approx(8 * read[1])
+
+
+def test_a_job_reads_no_more_before_its_first_batch_than_its_set() -> None:
+    """600 images over 4 nodes x 8 ranks: each rank is dealt 19 an epoch, so the job reads at
+    most the 600 before its first batch, not ranks x workers x 2 batches of 32 (it said 38,912
+    reads, 4.5 GiB, of a 71 MiB set)."""
+    node = {"target": dataclasses.asdict(INSTANCES["p5.48xlarge"])}
+    ctx = make_ctx(
+        {
+            "profile": {
+                "count": 600,
+                "size": 120_000,
+                "spo": 1,
+                "fmt": "jpeg",
+                "uri": "/data/images/",
+            },
+            "hardware": node,
+            "workload": {"gpus_per_node": 8, "nodes": 4, "consumer_rate": 2500.0},
+        }
+    )
+    rec = recommend(ctx.profile, ctx.hardware, ctx.workload, ctx.trial)
+    assert rec.num_workers >= 2
+    job = rec.decision("job").evidence
+    assert job["first_batch_reads"] == 32 * 19, job
+    assert job["first_batch_bytes"] == 32 * 19 * 120_000

@@ -98,7 +98,9 @@ def _before_first_batch(ctx: Context, state: State) -> tuple[str, dict[str, floa
     batches = (state.get(Key.PREFETCH_FACTOR) or DEFAULT_PREFETCH) if w else 1
     object_bytes, spo = ctx.layout(state)
     per_batch = math.ceil(ctx.workload.batch_size / max(spo, 1.0))
-    gets = ctx.ranks * processes * batches * per_batch
+    # no rank reads more than the objects an epoch deals it, however many its workers ask for
+    per_rank = math.ceil(ctx.objects_read(state) / max(ctx.ranks, 1))
+    gets = ctx.ranks * min(processes * batches * per_batch, per_rank)
     read = gets * min(object_bytes, ctx.workload.batch_size * object_bytes / max(spo, 1.0))
     seconds = first_batch_s(
         object_bytes=object_bytes, samples_per_object=spo, batch_size=ctx.workload.batch_size,
