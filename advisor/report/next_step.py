@@ -59,6 +59,12 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
             f"To keep up{short}: copy the data to local disk first, or pack small objects "
             "into larger shards (`python -m advisor reshard`), then run the advisor on them."
         )
+    if stage == "shards" and not _balance_advised(rec):
+        return (
+            f"To keep up{short}: each epoch starts with nothing in flight and ends with workers "
+            "idle through its last objects, and no worker count or re-shard deals a rank's "
+            "epoch better: give each rank more samples an epoch (a larger set, or fewer ranks)."
+        )
     if stage == "shards":
         return (
             f"To keep up{short}: deal the shards evenly: the num_workers that does, or a "
@@ -136,6 +142,8 @@ def one_action(rec: Recommendation) -> str:
     }
     if stage == "storage" and rec.data_source == "copy-local":
         return "Put the local copy on a faster disk (local NVMe)."
+    if stage == "shards" and not _balance_advised(rec):
+        return "Give each rank more samples an epoch: a larger set, or fewer ranks."
     if stage is None:
         return "Run the live trial: it measures what limits the loader."
     return actions.get(stage, actions["unexplained"])
@@ -146,6 +154,11 @@ def preprocess_offer(rec: Recommendation) -> str | None:
     "pre-decoded"); None: none (none gains beyond the measured noise, or none was weighed)."""
     found = next((d for d in getattr(rec, "decisions", ()) if d.name == "preprocess"), None)
     return found.value if found is not None and found.value in OFFERS else None
+
+
+def _balance_advised(rec: Recommendation) -> bool:
+    """True where NW-5 gave a count or a re-shard that deals the epoch's objects better."""
+    return "NW-5" in getattr(rec, "fired_rules", ())
 
 
 def _placement_weighed(rec: Recommendation) -> bool:

@@ -59,7 +59,10 @@ def test_a_loader_that_cannot_keep_up_always_gets_one_next_step(stage: str) -> N
 def test_the_next_step_follows_the_limiting_stage(
     stage: str | None, source: str | None, words: str
 ) -> None:
-    action = keep_up_action(_rec(stage, source))
+    rec = _rec(stage, source)
+    if stage == "shards":  # NW-5 gave what deals them better; without it, see below
+        rec = dataclasses.replace(rec, fired_rules=(*rec.fired_rules, "NW-5"))
+    action = keep_up_action(rec)
     assert action is not None and words in action, action
     if stage is not None:
         assert "120 samples/s of the 300 samples/s needed" in action
@@ -193,3 +196,26 @@ def test_a_loop_whose_loader_keeps_up_names_the_training_threads_turns() -> None
     assert action is not None and "hand over less per batch" in action, action
     said = verdict_headline(rec)
     assert said is not None and "Hand over less per batch" in said.text, said.text
+
+
+def test_an_epoch_no_dealing_improves_asks_for_more_samples_a_rank() -> None:
+    """3 one-sample objects over 2 workers: the epoch's objects limit the loop, and no count or
+    re-shard deals 3 samples better than 2 + 1 (NW-5 is silent). The action said "deal the
+    shards evenly: see num_workers", where num_workers says nothing of it."""
+    from tests.builders import make_ctx
+
+    case = {
+        "profile": {"count": 3, "spo": 1, "size": 100_000},
+        "hardware": {"cores": 2, "ram_available": 1_100 * 10**6},
+        "workload": {"consumer_rate": 5000.0},
+        "trial": {},
+    }
+    ctx = make_ctx(case)
+    rec = recommend(ctx.profile, ctx.hardware, ctx.workload, ctx.trial)
+    assert rec.input_bound and rec.decision("throughput").evidence["bottleneck"] == "objects"
+    assert "NW-5" not in rec.path()
+    action = keep_up_action(rec)
+    assert action is not None and "give each rank more samples an epoch" in action, action
+    assert "deal the shards evenly" not in action
+    said = verdict_headline(rec)
+    assert said is not None and "Give each rank more samples an epoch" in said.text, said.text
