@@ -52,6 +52,11 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
             f"To keep up{short}: hand over less per batch between processes (uint8 instead "
             "of float samples, or smaller ones), or collate in the workers."
         )
+    if stage == "storage" and rec.data_source == "copy-local" and _read_from_nvme(rec):
+        return (
+            f"To keep up{short}: the local NVMe disk's bandwidth is the limit: store each "
+            "sample in fewer bytes, or stripe the copy over more NVMe disks."
+        )
     if stage == "storage" and rec.data_source == "copy-local":
         return f"To keep up{short}: put the local copy on a faster disk (local NVMe)."
     if stage == "storage":
@@ -140,6 +145,8 @@ def one_action(rec: Recommendation) -> str:
         "workers": "Run a longer live trial: more workers may read faster.",
         "unexplained": f"Give the loader {more} the cores, or make each sample cheaper.",
     }
+    if stage == "storage" and rec.data_source == "copy-local" and _read_from_nvme(rec):
+        return "Store each sample in fewer bytes, or stripe more NVMe disks."
     if stage == "storage" and rec.data_source == "copy-local":
         return "Put the local copy on a faster disk (local NVMe)."
     if stage == "shards" and not _balance_advised(rec):
@@ -154,6 +161,12 @@ def preprocess_offer(rec: Recommendation) -> str | None:
     "pre-decoded"); None: none (none gains beyond the measured noise, or none was weighed)."""
     found = next((d for d in getattr(rec, "decisions", ()) if d.name == "preprocess"), None)
     return found.value if found is not None and found.value in OFFERS else None
+
+
+def _read_from_nvme(rec: Recommendation) -> bool:
+    """True where the model reads the training data from a local NVMe disk (MEAS-2's)."""
+    found = next((d for d in getattr(rec, "decisions", ()) if d.name == "throughput"), None)
+    return found is not None and found.evidence.get("storage") == "local-nvme"
 
 
 def _balance_advised(rec: Recommendation) -> bool:

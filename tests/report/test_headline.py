@@ -22,9 +22,15 @@ from tests.builders import hardware, profile
 STAGES = typing.get_args(Stage)
 
 
-def _rec(stage: str | None, source: str | None = None, input_bound: bool = True) -> Recommendation:
-    """A real recommendation for 300 samples/s, its trial's bottleneck at 120 samples/s."""
-    rec = recommend(profile(2000, 150_000, "jpeg", uri="s3://b/images/"), hardware(),
+def _rec(
+    stage: str | None, source: str | None = None, input_bound: bool = True, disk: str = "nvme"
+) -> Recommendation:
+    """A real recommendation for 300 samples/s, its trial's bottleneck at 120 samples/s, on a
+    machine whose local disk is of `disk`'s kind."""
+    machine = hardware()
+    assert machine.disk is not None
+    machine = dataclasses.replace(machine, disk=dataclasses.replace(machine.disk, kind=disk))
+    rec = recommend(profile(2000, 150_000, "jpeg", uri="s3://b/images/"), machine,
                     Workload(consumer_rate=300))  # fmt: skip
     limit = None if stage is None else Bottleneck(stage, 120.0, (), "why", "trial")  # type: ignore[arg-type]
     return dataclasses.replace(
@@ -49,7 +55,8 @@ def test_a_loader_that_cannot_keep_up_always_gets_one_next_step(stage: str) -> N
         ("decode", None, "2.5x cheaper to load"),
         ("handover", None, "hand over less per batch"),
         ("storage", "stream", "python -m advisor reshard"),
-        ("storage", "copy-local", "faster disk"),
+        ("storage", "copy-local-ssd", "faster disk"),
+        ("storage", "copy-local", "fewer bytes, or stripe the copy over more NVMe disks"),
         ("workers", None, "longer live trial"),
         ("shards", None, "deal the shards evenly: the num_workers that does, or a re-shard"),
         ("unexplained", None, "no measured stage is at its ceiling"),
@@ -59,7 +66,8 @@ def test_a_loader_that_cannot_keep_up_always_gets_one_next_step(stage: str) -> N
 def test_the_next_step_follows_the_limiting_stage(
     stage: str | None, source: str | None, words: str
 ) -> None:
-    rec = _rec(stage, source)
+    disk = "ssd" if source == "copy-local-ssd" else "nvme"
+    rec = _rec(stage, source and source.removesuffix("-ssd"), disk=disk)
     if stage == "shards":  # NW-5 gave what deals them better; without it, see below
         rec = dataclasses.replace(rec, fired_rules=(*rec.fired_rules, "NW-5"))
     action = keep_up_action(rec)
@@ -219,3 +227,20 @@ def test_an_epoch_no_dealing_improves_asks_for_more_samples_a_rank() -> None:
     assert "deal the shards evenly" not in action
     said = verdict_headline(rec)
     assert said is not None and "Give each rank more samples an epoch" in said.text, said.text
+
+
+def test_a_copy_on_local_nvme_at_its_bandwidth_is_not_sent_to_local_nvme() -> None:
+    """8 ranks of a 96-core node reading 150 KB images from one NVMe disk: its bandwidth is the
+    model's limit. The next step said to put the copy on a faster disk (local NVMe)."""
+    from tests.builders import make_hardware, make_profile, make_trial
+
+    jpeg = make_profile(fmt="jpeg", spo=None, size=150_000, count=50_000)
+    trial = make_trial(rates={0: 200.0, 1: 300.0, 2: 390.0}, output_bytes=1.5e6)
+    node = make_hardware(cores=2, gpus=0, target={"cores": 96.0, "gpus": 8})
+    rec = recommend(jpeg, node, Workload(consumer_rate=2500, gpus_per_node=8), trial)
+    throughput = rec.decision("throughput").evidence
+    assert rec.data_source == "copy-local" and throughput["storage"] == "local-nvme"
+    assert rec.input_bound and throughput["bottleneck"] == "bandwidth", throughput
+    action = keep_up_action(rec)
+    assert action is not None and "faster disk" not in action, action
+    assert "store each sample in fewer bytes, or stripe the copy over more NVMe" in action
