@@ -155,6 +155,9 @@ def _job_line(rec: Recommendation) -> list[str]:
         return []
     e = job.evidence
     line = f"The job: {rate(e['job_samples_per_s'])} over {counted(e['ranks'], 'rank')}"
+    reading = e.get("ranks_reading", e["ranks"])
+    if reading < e["ranks"]:
+        line += f", {reading} of them dealt data"
     if rec.consumer_rate is not None:
         line += f" (they consume {rate(rec.consumer_rate * e['ranks'])})"
     for key, noun in (("first_batch_gets", "GET"), ("first_batch_reads", "read")):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from advisor.core.units import rate
+from advisor.core.units import counted, rate
 
 if TYPE_CHECKING:
     from advisor.decide.judged import Comparison
@@ -34,6 +34,14 @@ def keep_up_action(rec: Recommendation, comparison: Comparison | None = None) ->
         short = f" ({said} of the {rate(rec.consumer_rate)} needed)"
     more = f"{rec.consumer_rate / reached:.1f}x" if rec.consumer_rate and reached else "more"
     offer = preprocess_offer(rec)
+    idle = _idle_readers(rec)
+    if idle is not None:
+        objects, readers = idle
+        return (
+            f"To keep up{short}: split the data into at least {readers} shards: "
+            f"{counted(objects, 'object')} for {readers} readers (ranks x workers) leave "
+            f"{readers - objects} with nothing to read (see cost)."
+        )
     if stage in ("cores", "decode") and offer is not None:
         return f"To keep up{short}: {OFFERS[offer].lower()} (see preprocessing)."
     if stage in ("cores", "decode") and _placement_weighed(rec):
@@ -132,6 +140,9 @@ def one_action(rec: Recommendation) -> str:
     consumer = getattr(rec, "consumer_rate", None)
     more = f"{consumer / reached:.1f}x" if consumer and reached else "more"
     offer = preprocess_offer(rec)
+    idle = _idle_readers(rec)
+    if idle is not None:
+        return f"Split the data into at least {idle[1]} shards: {idle[0]} leave readers idle."
     if stage in ("cores", "decode") and offer is not None:
         return f"{OFFERS[offer]}."
     if stage in ("cores", "decode") and _placement_weighed(rec):
@@ -161,6 +172,15 @@ def preprocess_offer(rec: Recommendation) -> str | None:
     "pre-decoded"); None: none (none gains beyond the measured noise, or none was weighed)."""
     found = next((d for d in getattr(rec, "decisions", ()) if d.name == "preprocess"), None)
     return found.value if found is not None and found.value in OFFERS else None
+
+
+def _idle_readers(rec: Recommendation) -> tuple[int, int] | None:
+    """(objects, readers) where COST-5 found fewer objects an epoch than readers, whose idle
+    readers are the first thing to change; None where every reader gets one."""
+    found = next((d for d in getattr(rec, "decisions", ()) if "COST-5" in d.rules), None)
+    if found is None or "readers" not in found.evidence:
+        return None
+    return int(found.evidence["objects"]), int(found.evidence["readers"])
 
 
 def _read_from_nvme(rec: Recommendation) -> bool:

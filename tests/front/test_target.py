@@ -162,9 +162,9 @@ def test_a_nodes_striped_nvme_disks_each_add_their_bandwidth() -> None:
 
 
 def test_a_job_reads_no_more_before_its_first_batch_than_its_set() -> None:
-    """600 images over 4 nodes x 8 ranks: each rank is dealt 19 an epoch, so the job reads at
-    most the 600 before its first batch, not ranks x workers x 2 batches of 32 (it said 38,912
-    reads, 4.5 GiB, of a 71 MiB set)."""
+    """600 images over 4 nodes x 8 ranks: an epoch deals the 600, so the job reads at most the
+    600 before its first batch, not ranks x workers x 2 batches of 32 (it said 38,912 reads,
+    4.5 GiB, of a 71 MiB set)."""
     node = {"target": dataclasses.asdict(INSTANCES["p5.48xlarge"])}
     ctx = make_ctx(
         {
@@ -182,5 +182,27 @@ def test_a_job_reads_no_more_before_its_first_batch_than_its_set() -> None:
     rec = recommend(ctx.profile, ctx.hardware, ctx.workload, ctx.trial)
     assert rec.num_workers >= 2
     job = rec.decision("job").evidence
-    assert job["first_batch_reads"] == 32 * 19, job
-    assert job["first_batch_bytes"] == 32 * 19 * 120_000
+    assert job["first_batch_reads"] == 600, job
+    assert job["first_batch_bytes"] == 600 * 120_000
+
+
+def test_a_job_with_fewer_shards_than_ranks_counts_the_ranks_that_read() -> None:
+    """4 shards over 2 p4d nodes of 8 ranks: 4 ranks are dealt one each, 12 none. The job was
+    said to read 16 x the rank's rate, and the next step was more cores per rank."""
+    node = {"target": dataclasses.asdict(INSTANCES["p4d.24xlarge"])}
+    ctx = make_ctx(
+        {
+            "profile": {"count": 4, "size": 64_000_000, "spo": 500, "uri": "/data/shards/"},
+            "hardware": node,
+            "workload": {"gpus_per_node": 8, "nodes": 2, "consumer_rate": 2000.0},
+        }
+    )
+    rec = recommend(ctx.profile, ctx.hardware, ctx.workload, ctx.trial)
+    job = rec.decision("job")
+    assert job.evidence["ranks"] == 16 and job.evidence["ranks_reading"] == 4
+    assert job.evidence["job_samples_per_s"] == pytest.approx(4 * rec.expected_samples_per_s, 0.01)
+    assert "Only 4 of the 16 ranks are dealt an object an epoch" in job.rationale
+    assert job.evidence["first_batch_reads"] == 4
+    lines = headline_lines(rec, None, 2000.0)
+    assert "over 16 ranks, 4 of them dealt data" in lines[0], lines
+    assert "split the data into at least 16 shards" in lines[-1], lines

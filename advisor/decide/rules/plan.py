@@ -31,8 +31,9 @@ class JobPlan(Rule):
     """The job as a whole.
 
     Condition: more than one rank (nodes x GPUs per node), or a target machine
-    Recommendation: the job's samples/s (ranks x each rank's expected rate, against the ranks x
-    the consumer rate), each rank's share of an epoch, and what the job reads before its first
+    Recommendation: the job's samples/s (the ranks dealt an object x each rank's expected rate,
+    against the ranks x the consumer rate: with fewer objects than ranks x workers the last
+    ranks get none), each rank's share of an epoch, and what the job reads before its first
     batch: with a local copy, every node copying the whole set (nodes x its bytes and GETs, at
     the copy's rate: COST-2's figure); streaming, every loader process of every rank fetching
     its first batches (ranks x processes x prefetch x the objects of a batch) and the model's
@@ -50,18 +51,26 @@ class JobPlan(Rule):
         if ctx.ranks == 1 and ctx.hardware.target is None:
             return None
         per_rank = float(state.get(Key.EXPECTED_SAMPLES_PER_S, 0.0))
-        job = per_rank * ctx.ranks
+        reading = _ranks_reading(ctx, state)
+        job = per_rank * reading
         shape = (
             f"{counted(wl.nodes, 'node')} x {counted(ctx.ranks_per_node, 'rank')} on "
             f"{_machine_words(ctx)}"
         )
-        text = f"The job: {shape}, {rate(job)} ({counted(ctx.ranks, 'rank')} x {rate(per_rank)})"
+        text = f"The job: {shape}, {rate(job)} ({counted(reading, 'rank')} x {rate(per_rank)})"
         if ctx.consumer_rate is not None:
             text += f" against the {rate(ctx.consumer_rate * ctx.ranks)} its GPUs consume"
-        text += (
-            f". Each rank reads 1/{ctx.ranks:,} of the set, about "
-            f"{counted(round(ctx.samples_per_rank), 'sample')} an epoch. "
-        )
+        if reading < ctx.ranks:
+            text += (
+                f". Only {reading} of the {ctx.ranks:,} ranks are dealt an object an epoch "
+                f"({counted(ctx.objects_read(state), 'object')} dealt whole, in turn, to "
+                "ranks x workers): the others' GPUs get nothing (COST-5). "
+            )
+        else:
+            text += (
+                f". Each rank reads 1/{ctx.ranks:,} of the set, about "
+                f"{counted(round(ctx.samples_per_rank), 'sample')} an epoch. "
+            )
         before, evidence = _before_first_batch(ctx, state)
         return self.finding(
             round(job, 1),
@@ -69,11 +78,20 @@ class JobPlan(Rule):
             evidence={
                 "job_samples_per_s": round(job, 1),
                 "ranks": ctx.ranks,
+                "ranks_reading": reading,
                 "samples_per_rank": round(ctx.samples_per_rank),
                 **evidence,
             },
             measured=bool(ctx.measured_rates(state)),
         )
+
+
+def _ranks_reading(ctx: Context, state: State) -> int:
+    """The ranks dealt at least one object an epoch: the datasets deal whole objects in turn to
+    the readers `rank x workers + worker`, so fewer objects than readers leave the last ranks
+    none (COST-5 names them)."""
+    processes = max(int(state.get(Key.NUM_WORKERS, 0)), 1)
+    return min(ctx.ranks, math.ceil(ctx.objects_read(state) / processes))
 
 
 def _before_first_batch(ctx: Context, state: State) -> tuple[str, dict[str, float]]:
@@ -98,9 +116,8 @@ def _before_first_batch(ctx: Context, state: State) -> tuple[str, dict[str, floa
     batches = (state.get(Key.PREFETCH_FACTOR) or DEFAULT_PREFETCH) if w else 1
     object_bytes, spo = ctx.layout(state)
     per_batch = math.ceil(ctx.workload.batch_size / max(spo, 1.0))
-    # no rank reads more than the objects an epoch deals it, however many its workers ask for
-    per_rank = math.ceil(ctx.objects_read(state) / max(ctx.ranks, 1))
-    gets = ctx.ranks * min(processes * batches * per_batch, per_rank)
+    # the job reads no more than the objects an epoch deals, however many its workers ask for
+    gets = min(ctx.ranks * processes * batches * per_batch, math.ceil(ctx.objects_read(state)))
     read = gets * min(object_bytes, ctx.workload.batch_size * object_bytes / max(spo, 1.0))
     seconds = first_batch_s(
         object_bytes=object_bytes, samples_per_object=spo, batch_size=ctx.workload.batch_size,
