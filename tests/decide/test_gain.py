@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from advisor.core.workload import Workload
 from advisor.decide.recommend import Recommendation, recommend
 from advisor.measure.hardware import gpu_decode_recorded as recorded
@@ -86,3 +88,27 @@ def test_a_recorded_gpu_figure_is_a_prediction_named_with_its_device() -> None:
         assert preprocess.measured is False
         assert f"predicted from the figures recorded on {recorded.DEVICE}" in (preprocess.rationale)
         assert "not measured here" in preprocess.rationale
+
+
+def test_stored_pixels_are_still_taken_by_the_training_thread() -> None:
+    """A 96-core node's 8 ranks whose loaders would deliver the 2,500 samples/s the GPU takes,
+    but whose training thread takes each batch (130 µs a sample, measured) then steps: 1,887
+    at most. Stored decoded, the same tensors are taken the same way; DEC-1 offered them at
+    the consumer's 2,500."""
+    import dataclasses
+
+    from advisor.measure.trial.probe_results import HandoverCost
+
+    trial = make_trial(rates={0: 200.0, 1: 300.0, 2: 390.0}, output_bytes=0.6e6)
+    taken = HandoverCost(64, 32, 0.6e6, worker_s_per_sample=300e-6, main_s_per_sample=130e-6)
+    node = {"cores": 96.0, "gpus": 8, "local_disk_bytes": 8 * 10**12, "local_disks": 8}
+    rec = recommend(
+        make_profile(**JPEG),
+        make_hardware(cores=2, gpus=0, target=node),
+        Workload(consumer_rate=2500.0, gpus_per_node=8),
+        dataclasses.replace(trial, handover=taken),
+    )
+    preprocess = rec.decision("preprocess")
+    rates = preprocess.evidence["placement_samples_per_s"]
+    assert rates["pre-decoded"] == rates["cpu"] == pytest.approx(1 / (1 / 2500 + 130e-6), 0.02)
+    assert preprocess.value != "pre-decoded", preprocess.rationale

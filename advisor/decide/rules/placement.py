@@ -61,7 +61,8 @@ class DecodePlacement(Rule):
     the GPU decode's time per image (measured on this machine's GPU, else predicted from the
     recorded figures, drawn through the image's pixels), so the loop runs at
     1 / (1 / consumer + that time); with no GPU, no GPU decode is weighed. Stored decoded, the
-    storage carries pixels x 3 bytes a sample
+    storage carries pixels x 3 bytes a sample, and with workers the training thread still takes
+    each batch of the same tensors, then steps: 1 / (1 / consumer + its take per sample)
     Recommendation: decode on the CPU with the chosen workers (no change) unless the GPU or
     stored pixels deliver more than every slice the trial measured at the chosen count and more
     than 5% over their median (beyond the measured noise); then the fastest of them, with what
@@ -160,10 +161,17 @@ def weigh(ctx: Context, state: State, gpu: GpuDecode | None, pixels: float) -> P
     undecoded = min(undecoded_cpu, storage)
     on_gpu = gpu.seconds_per_image(pixels) if gpu is not None else None
     inflation = pixels * CHANNELS / max(decode.bytes_per_sample, 1.0)
+    # stored decoded, the workers hand over the same tensors: the training thread still takes
+    # each batch of them, then steps, in turn
+    taken = consumer
+    if count > 0:
+        taken = 1 / (
+            1 / consumer + ctx.costs(state, count).training_s(count, decode.cpu_s_per_sample)
+        )
     return Placement(
         cpu=min(ctx.expected_rate(state), consumer),
         gpu=None if on_gpu is None else min(undecoded, 1 / (1 / consumer + on_gpu)),
-        pre_decoded=min(undecoded_cpu, p.latency_bound, p.bandwidth_bound / inflation, consumer),
+        pre_decoded=min(undecoded_cpu, p.latency_bound, p.bandwidth_bound / inflation, taken),
         gpu_s_per_image=on_gpu,
         gpu_ms_per_batch=None if on_gpu is None else on_gpu * ctx.workload.batch_size * 1e3,
         inflation=inflation,
