@@ -142,7 +142,9 @@ def one_action(rec: Recommendation) -> str:
     offer = preprocess_offer(rec)
     idle = _idle_readers(rec)
     if idle is not None:
-        return f"Split the data into at least {idle[1]} shards: {idle[0]} leave readers idle."
+        objects, readers = idle
+        idle_count = readers - objects
+        return f"Split the data into at least {readers} shards: {objects} leave {idle_count} idle."
     if stage in ("cores", "decode") and offer is not None:
         return f"{OFFERS[offer]}."
     if stage in ("cores", "decode") and _placement_weighed(rec):

@@ -36,8 +36,9 @@ class JobPlan(Rule):
     ranks get none), each rank's share of an epoch, and what the job reads before its first
     batch: with a local copy, every node copying the whole set (nodes x its bytes and GETs, at
     the copy's rate: COST-2's figure); streaming, every loader process of every rank fetching
-    its first batches (ranks x processes x prefetch x the objects of a batch) and the model's
-    time to the first batch, the processes of a node sharing its bandwidth
+    its first batches (ranks x processes x prefetch x the objects of a batch, no more than an
+    epoch's objects) and the model's time to the first batch, the processes of a node sharing
+    its bandwidth
     Source: the expected rate (MEAS-1/2), the copy's rate (the trial's timed copy: COST-2), the
     model's first batch (advisor/core/reader_budget.py)
     """
