@@ -90,11 +90,12 @@ def test_a_recorded_gpu_figure_is_a_prediction_named_with_its_device() -> None:
         assert "not measured here" in preprocess.rationale
 
 
-def test_stored_pixels_are_still_taken_by_the_training_thread() -> None:
+def test_stored_pixels_and_gpu_decodes_are_still_taken_by_the_training_thread() -> None:
     """A 96-core node's 8 ranks whose loaders would deliver the 2,500 samples/s the GPU takes,
     but whose training thread takes each batch (130 µs a sample, measured) then steps: 1,887
-    at most. Stored decoded, the same tensors are taken the same way; DEC-1 offered them at
-    the consumer's 2,500."""
+    at most. Stored decoded, the same tensors are taken the same way; decoded on the GPU, the
+    JPEG's bytes are, and the decode adds its time. DEC-1 offered stored pixels at the
+    consumer's 2,500, then the GPU at 1 / (400 µs + its time) without the take."""
     import dataclasses
 
     from advisor.measure.trial.probe_results import HandoverCost
@@ -111,4 +112,6 @@ def test_stored_pixels_are_still_taken_by_the_training_thread() -> None:
     preprocess = rec.decision("preprocess")
     rates = preprocess.evidence["placement_samples_per_s"]
     assert rates["pre-decoded"] == rates["cpu"] == pytest.approx(1 / (1 / 2500 + 130e-6), 0.02)
-    assert preprocess.value != "pre-decoded", preprocess.rationale
+    on_gpu = preprocess.evidence["gpu_s_per_image"]
+    assert rates["gpu"] == pytest.approx(1 / (1 / 2500 + on_gpu + 130e-6), 0.01)
+    assert preprocess.value == "cpu", preprocess.rationale

@@ -60,9 +60,10 @@ class DecodePlacement(Rule):
     target's: `--target-gpu`), decoded on the GPU in the training loop each image costs the loop
     the GPU decode's time per image (measured on this machine's GPU, else predicted from the
     recorded figures, drawn through the image's pixels), so the loop runs at
-    1 / (1 / consumer + that time); with no GPU, no GPU decode is weighed. Stored decoded, the
-    storage carries pixels x 3 bytes a sample, and with workers the training thread still takes
-    each batch of the same tensors, then steps: 1 / (1 / consumer + its take per sample)
+    1 / (1 / consumer + that time + the take); with no GPU, no GPU decode is weighed. Stored
+    decoded, the storage carries pixels x 3 bytes a sample. With workers, the training thread
+    takes each batch (a tensor a sample, decoded or the JPEG's bytes: the take per sample the
+    trial measured), then steps, wherever the decode runs: 1 / (1 / consumer + the take)
     Recommendation: decode on the CPU with the chosen workers (no change) unless the GPU or
     stored pixels deliver more than every slice the trial measured at the chosen count and more
     than 5% over their median (beyond the measured noise); then the fastest of them, with what
@@ -161,17 +162,15 @@ def weigh(ctx: Context, state: State, gpu: GpuDecode | None, pixels: float) -> P
     undecoded = min(undecoded_cpu, storage)
     on_gpu = gpu.seconds_per_image(pixels) if gpu is not None else None
     inflation = pixels * CHANNELS / max(decode.bytes_per_sample, 1.0)
-    # stored decoded, the workers hand over the same tensors: the training thread still takes
-    # each batch of them, then steps, in turn
-    taken = consumer
-    if count > 0:
-        taken = 1 / (
-            1 / consumer + ctx.costs(state, count).training_s(count, decode.cpu_s_per_sample)
-        )
+    # with workers the training thread takes each batch, then steps, in turn, wherever the
+    # decode runs: a tensor a sample, decoded or the JPEG's bytes (the take measured per sample,
+    # as the model's loop takes it for the CPU decode)
+    take = (ctx.costs(state, count).main_s or 0.0) if count else 0.0
+    stored = min(undecoded_cpu, p.latency_bound, p.bandwidth_bound / inflation)
     return Placement(
         cpu=min(ctx.expected_rate(state), consumer),
-        gpu=None if on_gpu is None else min(undecoded, 1 / (1 / consumer + on_gpu)),
-        pre_decoded=min(undecoded_cpu, p.latency_bound, p.bandwidth_bound / inflation, taken),
+        gpu=None if on_gpu is None else min(undecoded, 1 / (1 / consumer + on_gpu + take)),
+        pre_decoded=min(stored, 1 / (1 / consumer + take)),
         gpu_s_per_image=on_gpu,
         gpu_ms_per_batch=None if on_gpu is None else on_gpu * ctx.workload.batch_size * 1e3,
         inflation=inflation,
