@@ -112,7 +112,7 @@ def dealt_ceiling(
         return None
     busy = min(steady if steady is not None else math.inf, alone * workers)
     _, spo = ctx.layout(state)
-    start = ctx.read_storage(state).first_byte_s
+    start = epoch_start_s(ctx.read_storage(state), ctx.costs(state, workers))
     over_epochs = epoch_rate(busy, alone, workers, dealt.objects, spo, start)
     if over_epochs >= (1 - NOISE_CAP) * busy:
         return None
@@ -225,7 +225,7 @@ def loop_rate(
     busy = min(steady, alone * workers)
     if not even:
         _, spo = ctx.layout(state)
-        start = ctx.read_storage(state).first_byte_s
+        start = epoch_start_s(ctx.read_storage(state), ctx.costs(state, workers))
         busy = epoch_rate(busy, alone, workers, dealing(ctx, state, workers).objects, spo, start)
     return min(busy, consumer)
 
